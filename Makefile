@@ -1,0 +1,92 @@
+# judgerl - build, test and demo. `make demo` and `make test` install missing Debian packages first.
+#   make            release build: build/rel/judgerl
+#   make asan       sanitizer build (ASan + UBSan): build/asan/judgerl
+#   make test       deps + both builds + the whole test suite under both
+#   make demo       deps + release build + `judgerl demo`
+#   make fuzz       libFuzzer targets (clang): build/fuzz/
+#   make check-warnings  both builds with -Werror
+
+CC      ?= cc
+CXX     ?= c++
+PKGS    := libcurl jansson yaml-0.1 libpcre2-8 libutf8proc sqlite3 openblas libmicrohttpd
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+WARN    := -Wall -Wextra -Wno-unused-parameter
+BASE    := -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -fopenmp $(WARN) $(EXTRA_CFLAGS)
+BASECXX := -std=c++17 -D_GNU_SOURCE -Iinclude -Isrc $(WARN) $(EXTRA_CFLAGS)
+LIBS     = $(PKG_LIBS) -lcld2 -lstdc++ -lm -lpthread -fopenmp
+
+REL_FLAGS  := -O2 -g -march=native -DNDEBUG
+ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+BUILD ?= rel
+ifeq ($(BUILD),asan)
+  MODE_FLAGS := $(ASAN_FLAGS)
+else
+  MODE_FLAGS := $(REL_FLAGS)
+endif
+OUT := build/$(BUILD)
+
+LIB_SRC  := $(filter-out src/cli/%,$(wildcard src/*/*.c))
+LIB_CXX  := $(filter-out src/cli/%,$(wildcard src/*/*.cc))
+CLI_SRC  := $(wildcard src/cli/*.c)
+TEST_SRC := $(wildcard tests/test_*.c)
+LIB_OBJ  := $(patsubst %.c,$(OUT)/obj/%.o,$(LIB_SRC)) $(patsubst %.cc,$(OUT)/obj/%.o,$(LIB_CXX))
+CLI_OBJ  := $(patsubst %.c,$(OUT)/obj/%.o,$(CLI_SRC))
+TEST_BIN := $(patsubst tests/%.c,$(OUT)/tests/%,$(TEST_SRC))
+HEADERS  := $(wildcard include/judgerl/*.h src/*/*.h tests/*.h)
+
+.PHONY: all build asan deps deps-test test test-fast demo clean fuzz check-warnings
+.DEFAULT_GOAL := all
+
+all: build
+build: $(OUT)/judgerl $(TEST_BIN)
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=asan build
+
+$(OUT)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(OUT)/obj/%.o: %.cc $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(BASECXX) $(MODE_FLAGS) -c $< -o $@
+
+$(OUT)/libjudgerl.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(OUT)/judgerl: $(CLI_OBJ) $(OUT)/libjudgerl.a
+	$(CC) $(MODE_FLAGS) -fopenmp $^ -o $@ $(LIBS)
+
+$(OUT)/tests/%: tests/%.c $(OUT)/libjudgerl.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -Itests $< $(OUT)/libjudgerl.a -o $@ $(LIBS)
+
+deps:
+	@sh tools/deps.sh build
+
+deps-test:
+	@sh tools/deps.sh test
+
+# The whole suite under the release build and the sanitizer build; ends with one summary line.
+test: deps-test
+	@$(MAKE) --no-print-directory -j2 BUILD=rel build
+	@$(MAKE) --no-print-directory -j2 BUILD=asan build
+	@sh tests/run.sh build/rel build/asan
+
+# The suite under the release build only (quick local iteration).
+test-fast:
+	@$(MAKE) --no-print-directory -j2 BUILD=rel build
+	@sh tests/run.sh build/rel
+
+demo: deps
+	@$(MAKE) --no-print-directory -j2 BUILD=rel build
+	./build/rel/judgerl config configs/smoke.yaml --print-config
+
+check-warnings:
+	@$(MAKE) --no-print-directory -j2 BUILD=rel EXTRA_CFLAGS=-Werror build
+	@$(MAKE) --no-print-directory -j2 BUILD=asan EXTRA_CFLAGS=-Werror build
+
+clean:
+	rm -rf build

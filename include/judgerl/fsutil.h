@@ -1,0 +1,45 @@
+/* fsutil.h - whole-file reads, atomic writes (temp file, fsync, rename) and directory helpers */
+#ifndef JUDGERL_FSUTIL_H
+#define JUDGERL_FSUTIL_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "judgerl/status.h"
+
+/* Reads a whole file into *out (NUL-terminated, caller frees); *len gets its size (may be NULL).
+ * On error *out is NULL and the message names the path. */
+jr_status jr_read_file(const char *path, char **out, size_t *len);
+
+/* A file written under a temporary name beside `path` and renamed over it on commit, so that
+ * readers see either the old file or the complete new one, never a torn one. */
+typedef struct jr_afile {
+    FILE *f;      /* write here */
+    char *path;   /* final path */
+    char *tmp;    /* temporary path */
+} jr_afile;
+
+/* Opens the temporary file. On error nothing is created. */
+jr_status jr_afile_open(jr_afile *af, const char *path);
+/* Flushes, fsyncs, renames over the final path and fsyncs the directory. Frees af's strings
+ * whether or not it succeeds; on error the temporary file is removed and `path` is unchanged. */
+jr_status jr_afile_commit(jr_afile *af);
+/* Drops the temporary file; the final path is unchanged. Safe on a zeroed or committed af. */
+void jr_afile_abort(jr_afile *af);
+
+/* Writes len bytes to path atomically (jr_afile under the hood). */
+jr_status jr_write_atomic(const char *path, const void *data, size_t len);
+
+/* Creates a directory and its parents (like mkdir -p). Existing directories are fine. */
+jr_status jr_mkdirs(const char *path);
+
+/* fsyncs a directory so that a rename inside it is durable. */
+jr_status jr_fsync_dir(const char *dir);
+
+/* 1 when path exists (file or directory), else 0. */
+int jr_path_exists(const char *path);
+
+/* Joins dir and name with one '/', into a new string (NULL + message on allocation failure). */
+char *jr_path_join(const char *dir, const char *name);
+
+#endif

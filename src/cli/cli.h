@@ -1,0 +1,30 @@
+/* cli.h - shared helpers of the subcommands: the only place that prints errors and picks exit codes */
+#ifndef JUDGERL_CLI_H
+#define JUDGERL_CLI_H
+
+#include "judgerl/config.h"
+#include "judgerl/status.h"
+
+/* Exit codes: 0 ok, 1 failure (bad input, I/O, network), 2 usage error, 3 internal error. */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_BUG = 3 };
+
+/* Prints "judgerl CMD: <library message>" (one line) and returns the exit code for st. */
+int cli_fail(const char *cmd, jr_status st);
+/* Prints "judgerl CMD: <formatted message>" (one line) and returns CLI_USAGE. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* 1 when argv has -h or --help. */
+int cli_wants_help(int argc, char **argv);
+
+/* Loads a command's configuration from its arguments: an optional first positional YAML file
+ * (when `takes_file`), any number of key=value overrides, and --print-config (print every
+ * effective value and set *print_only). Unknown flags are an error. Returns an exit code
+ * (CLI_OK on success). */
+int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, const jr_cfg_field *const *tables,
+                    jr_config *cfg, int *print_only);
+
+/* Subcommands: each takes argv from its own name on and returns an exit code. */
+int cmd_version(int argc, char **argv);
+int cmd_config(int argc, char **argv);
+
+#endif

@@ -1,0 +1,32 @@
+/* main.c - judgerl's entry point: dispatches to one subcommand per file in src/cli/ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"config", cmd_config, "check a YAML config and print every effective value"},
+    {"version", cmd_version, "print the version"},
+};
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: judgerl COMMAND [args]   (judgerl COMMAND --help for details)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) { usage(stderr); return CLI_USAGE; }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) { usage(stdout); return CLI_OK; }
+    if (!strcmp(argv[1], "--version")) return cmd_version(argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "judgerl: unknown command '%s' (run judgerl --help for the list)\n", argv[1]);
+    return CLI_USAGE;
+}

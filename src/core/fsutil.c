@@ -1,0 +1,150 @@
+/* fsutil.c - whole-file reads, atomic writes (temp file, fsync, rename) and directory helpers */
+#include "judgerl/fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+jr_status jr_read_file(const char *path, char **out, size_t *len) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return jr_fail(errno == ENOENT ? JR_ENOTFOUND : JR_EIO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = jr_malloc(cap);
+    if (!buf) { fclose(f); return JR_ENOMEM; }
+    for (;;) {
+        if (n + 1 >= cap) {
+            cap *= 2;
+            char *nb = jr_realloc(buf, cap);
+            if (!nb) { free(buf); fclose(f); return JR_ENOMEM; }
+            buf = nb;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) { free(buf); return jr_fail(JR_EIO, "%s: read error", path); }
+    buf[n] = 0;
+    *out = buf;
+    if (len) *len = n;
+    return JR_OK;
+}
+
+static char *dir_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return jr_strdup(".");
+    if (slash == path) return jr_strdup("/");
+    size_t n = (size_t)(slash - path);
+    char *d = jr_malloc(n + 1);
+    if (d) { memcpy(d, path, n); d[n] = 0; }
+    return d;
+}
+
+jr_status jr_fsync_dir(const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return jr_fail(JR_EIO, "%s: cannot open directory: %s", dir, strerror(errno));
+    int rc = fsync(fd);
+    close(fd);
+    if (rc != 0 && errno != EINVAL) return jr_fail(JR_EIO, "%s: fsync: %s", dir, strerror(errno));
+    return JR_OK;
+}
+
+jr_status jr_afile_open(jr_afile *af, const char *path) {
+    memset(af, 0, sizeof *af);
+    size_t n = strlen(path) + 32;
+    af->path = jr_strdup(path);
+    af->tmp = jr_malloc(n);
+    if (!af->path || !af->tmp) { jr_afile_abort(af); return JR_ENOMEM; }
+    snprintf(af->tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    af->f = fopen(af->tmp, "wb");
+    if (!af->f) {
+        jr_status st = jr_fail(JR_EIO, "%s: cannot create: %s", af->tmp, strerror(errno));
+        free(af->path); free(af->tmp);
+        memset(af, 0, sizeof *af);
+        return st;
+    }
+    return JR_OK;
+}
+
+jr_status jr_afile_commit(jr_afile *af) {
+    jr_status st = JR_OK;
+    if (!af->f) return jr_fail(JR_EINTERNAL, "jr_afile_commit on a file that is not open");
+    if (fflush(af->f) != 0 || ferror(af->f)) st = jr_fail(JR_EIO, "%s: write failed: %s", af->path, strerror(errno));
+    else if (fsync(fileno(af->f)) != 0) st = jr_fail(JR_EIO, "%s: fsync failed: %s", af->path, strerror(errno));
+    if (fclose(af->f) != 0 && st == JR_OK) st = jr_fail(JR_EIO, "%s: close failed: %s", af->path, strerror(errno));
+    af->f = NULL;
+    if (st == JR_OK && rename(af->tmp, af->path) != 0)
+        st = jr_fail(JR_EIO, "%s: rename from %s failed: %s", af->path, af->tmp, strerror(errno));
+    if (st != JR_OK) {
+        unlink(af->tmp);
+    } else {
+        char *d = dir_of(af->path);
+        if (d) { st = jr_fsync_dir(d); free(d); }
+    }
+    free(af->path); free(af->tmp);
+    af->path = af->tmp = NULL;
+    return st;
+}
+
+void jr_afile_abort(jr_afile *af) {
+    if (af->f) { fclose(af->f); af->f = NULL; }
+    if (af->tmp) unlink(af->tmp);
+    free(af->path); free(af->tmp);
+    af->path = af->tmp = NULL;
+}
+
+jr_status jr_write_atomic(const char *path, const void *data, size_t len) {
+    jr_afile af;
+    jr_status st = jr_afile_open(&af, path);
+    if (st) return st;
+    if (len && fwrite(data, 1, len, af.f) != len) {
+        st = jr_fail(JR_EIO, "%s: write failed: %s", path, strerror(errno));
+        jr_afile_abort(&af);
+        return st;
+    }
+    return jr_afile_commit(&af);
+}
+
+jr_status jr_mkdirs(const char *path) {
+    char *p = jr_strdup(path);
+    if (!p) return JR_ENOMEM;
+    size_t n = strlen(p);
+    for (size_t i = 1; i <= n; i++) {
+        if (p[i] == '/' || p[i] == 0) {
+            char c = p[i];
+            p[i] = 0;
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+                jr_status st = jr_fail(JR_EIO, "%s: cannot create directory: %s", p, strerror(errno));
+                free(p);
+                return st;
+            }
+            p[i] = c;
+        }
+    }
+    struct stat sb;
+    int ok = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+    free(p);
+    if (!ok) return jr_fail(JR_EIO, "%s: exists and is not a directory", path);
+    return JR_OK;
+}
+
+int jr_path_exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+char *jr_path_join(const char *dir, const char *name) {
+    size_t a = strlen(dir), b = strlen(name);
+    while (a > 1 && dir[a - 1] == '/') a--;
+    char *p = jr_malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}

@@ -1,0 +1,120 @@
+/* test_config.c - YAML parsing, overrides, defaults, validation messages and dump round trip */
+#include "harness.h"
+
+#include "judgerl/config.h"
+
+static const jr_cfg_field endpoint_cfg[] = {
+    {"url", JR_CFG_STRING, NULL, "base URL", NULL, NULL, 0, 0},
+    {"model", JR_CFG_STRING, "\"m\"", "model name", NULL, NULL, 0, 0},
+    {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
+};
+
+static const jr_cfg_field t_cfg[] = {
+    {"trainer.algo", JR_CFG_ENUM, "sft", "algorithm", "sft|grpo|rloo", NULL, 0, 0},
+    {"trainer.lr", JR_CFG_FLOAT, "1e-4", "learning rate", NULL, NULL, 0, 1},
+    {"trainer.steps", JR_CFG_INT, "10", "steps", NULL, NULL, 1, 1000000},
+    {"trainer.lora.rank", JR_CFG_INT, "8", "rank", NULL, NULL, 0, 0},
+    {"trainer.bf", JR_CFG_BOOL, "false", "flag", NULL, NULL, 0, 0},
+    {"judge.endpoints", JR_CFG_OBJLIST, "[]", "endpoints", NULL, endpoint_cfg, 0, 0},
+    {"judge.extra_body", JR_CFG_ANY, "{}", "extra", NULL, NULL, 0, 0},
+    {"judge.name", JR_CFG_STRING, "null", "name", NULL, NULL, 0, 0},
+    {"judge.stop", JR_CFG_LIST, "[]", "stop strings", NULL, NULL, 0, 0},
+    {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
+};
+static const jr_cfg_field *const tables[] = {t_cfg, jr_run_cfg, NULL};
+
+TEST(defaults_filled) {
+    jr_config c;
+    CHECK_OK(jr_config_load_string(&c, "", "t.yaml", 0, NULL, tables));
+    CHECK_STR(jr_cfg_str(&c, "trainer.algo"), "sft");
+    CHECK_NEAR(jr_cfg_float(&c, "trainer.lr"), 1e-4, 0, 1e-12);
+    CHECK(jr_cfg_int(&c, "trainer.steps") == 10);
+    CHECK(jr_cfg_int(&c, "trainer.lora.rank") == 8);
+    CHECK(jr_cfg_bool(&c, "trainer.bf") == 0);
+    CHECK(jr_cfg_str(&c, "judge.name") == NULL);
+    CHECK(jr_cfg_int(&c, "run.seed") == 0);
+    jr_config_free(&c);
+}
+
+TEST(file_and_overrides) {
+    const char *y = "trainer:\n  algo: grpo\n  lr: 3\n  lora: {rank: 16}\n"
+                    "judge:\n  endpoints:\n    - url: http://a/v1\n    - {url: http://b/v1, model: q}\n"
+                    "  extra_body: {chat_template_kwargs: {enable_thinking: false}}\n";
+    char *over[] = {"trainer.lr=0.5", "trainer.steps=7", "judge.endpoints.1.model=z", "trainer.bf=true",
+                    "judge.stop=[\"</s>\", END]"};
+    jr_config c;
+    CHECK_OK(jr_config_load_string(&c, y, "t.yaml", 5, over, tables));
+    if (!c.root) return;
+    CHECK_STR(jr_cfg_str(&c, "trainer.algo"), "grpo");
+    CHECK_NEAR(jr_cfg_float(&c, "trainer.lr"), 0.5, 0, 0);
+    CHECK(jr_cfg_int(&c, "trainer.steps") == 7);
+    CHECK(jr_cfg_int(&c, "trainer.lora.rank") == 16);
+    CHECK(jr_cfg_bool(&c, "trainer.bf") == 1);
+    json_t *eps = jr_cfg_json(&c, "judge.endpoints");
+    CHECK(json_array_size(eps) == 2);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(eps, 0), "model")), "m");
+    CHECK_STR(json_string_value(json_object_get(json_array_get(eps, 1), "model")), "z");
+    CHECK(json_is_false(json_object_get(json_object_get(jr_cfg_json(&c, "judge.extra_body"), "chat_template_kwargs"),
+                                        "enable_thinking")));
+    CHECK(json_array_size(jr_cfg_json(&c, "judge.stop")) == 2);
+    /* The dump reads back to the same tree. */
+    char *txt = jr_config_dump(&c);
+    jr_config c2;
+    CHECK_OK(jr_config_load_string(&c2, txt, "dump", 0, NULL, tables));
+    if (c2.root) CHECK(json_equal(c.root, c2.root));
+    free(txt);
+    jr_config_free(&c2);
+    jr_config_free(&c);
+}
+
+static void expect_err(const char *yaml, int n, char **over, const char *needle) {
+    jr_config c;
+    jr_status st = jr_config_load_string(&c, yaml, "bad.yaml", n, over, tables);
+    CHECK_MSG(st != JR_OK, "expected an error containing '%s'", needle);
+    CHECK_MSG(strstr(jr_errmsg(), needle) != NULL, "message '%s' lacks '%s'", jr_errmsg(), needle);
+    CHECK(strchr(jr_errmsg(), '\n') == NULL);
+    CHECK(c.root == NULL);
+}
+
+TEST(errors_name_the_key) {
+    expect_err("trainer:\n  lerning_rate: 1\n", 0, NULL, "unknown key 'trainer.lerning_rate'");
+    expect_err("trainer:\n  lrr: 1\n", 0, NULL, "did you mean 'trainer.lr'");
+    expect_err("trainr:\n  lr: 1\n", 0, NULL, "bad.yaml: unknown key 'trainr'");
+    expect_err("trainer: {algo: ppo}\n", 0, NULL, "expected one of sft|grpo|rloo");
+    expect_err("trainer: {lr: fast}\n", 0, NULL, "trainer.lr=\"fast\": expected a number");
+    expect_err("trainer: {lr: 2}\n", 0, NULL, "out of range");
+    expect_err("trainer: {steps: 1.5}\n", 0, NULL, "expected an integer");
+    expect_err("judge: {endpoints: [{model: x}]}\n", 0, NULL, "missing required key 'judge.endpoints[0].url'");
+    expect_err("judge: {endpoints: [{url: x, modle: y}]}\n", 0, NULL, "did you mean 'model'");
+    expect_err("trainer:\n  lr: 1\n  lr: 2\n", 0, NULL, "duplicate key 'lr'");
+    expect_err("trainer: [1\n", 0, NULL, "bad.yaml: line");
+    char *o1[] = {"trainer.lrr=1"};
+    expect_err("", 1, o1, "override 'trainer.lrr=1': unknown key 'trainer.lrr'");
+    char *o2[] = {"trainer.lr"};
+    expect_err("", 1, o2, "expected key=value");
+    expect_err("- 1\n", 0, NULL, "expected a mapping");
+}
+
+TEST(yaml_scalars) {
+    json_t *v;
+    const char *y = "[1, -2, 3.5, 1e-5, true, null, ~, '7', abc, 0x10]";
+    CHECK_OK(jr_yaml_parse(y, strlen(y), "s", &v));
+    CHECK(json_is_integer(json_array_get(v, 0)) && json_integer_value(json_array_get(v, 1)) == -2);
+    CHECK(json_is_real(json_array_get(v, 2)));
+    CHECK_NEAR(json_real_value(json_array_get(v, 3)), 1e-5, 0, 1e-12);
+    CHECK(json_is_true(json_array_get(v, 4)));
+    CHECK(json_is_null(json_array_get(v, 5)) && json_is_null(json_array_get(v, 6)));
+    CHECK(json_is_string(json_array_get(v, 7)));
+    CHECK_STR(json_string_value(json_array_get(v, 8)), "abc");
+    CHECK(json_is_string(json_array_get(v, 9)));
+    json_decref(v);
+    CHECK(jr_edit_distance("kitten", "sitting") == 3);
+}
+
+int main(void) {
+    RUN(defaults_filled);
+    RUN(file_and_overrides);
+    RUN(errors_name_the_key);
+    RUN(yaml_scalars);
+    return jt_done();
+}

@@ -1,0 +1,30 @@
+#!/bin/sh
+# deps.sh - install the Debian packages judgerl needs to build and test (idempotent).
+# Usage: tools/deps.sh [build|test|dev]
+#   build: compiler and libraries; test: + what the test suite uses; dev: + dev-time references.
+set -eu
+level=${1:-build}
+pkgs="build-essential pkg-config libcurl4-openssl-dev libjansson-dev libyaml-dev libpcre2-dev
+libutf8proc-dev libsqlite3-dev libopenblas-dev libmicrohttpd-dev libcld2-dev"
+case "$level" in
+  build) ;;
+  test) pkgs="$pkgs curl python3 clang" ;;
+  dev) pkgs="$pkgs curl python3 clang python3-torch python3-jinja2 chromium" ;;
+  *) echo "deps.sh: unknown level '$level' (use build, test or dev)" >&2; exit 2 ;;
+esac
+missing=""
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+# node/npm may come from another packaging (nodesource bundles npm): look for the commands.
+if [ "$level" != build ] && ! command -v npm >/dev/null 2>&1; then
+  missing="$missing nodejs npm"
+fi
+[ -z "$missing" ] && exit 0
+echo "deps.sh: installing:$missing" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >/dev/null
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
