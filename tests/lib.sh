@@ -1,0 +1,28 @@
+# lib.sh - helpers for shell test scripts (sourced by tests/test_*.sh; see tests/run.sh).
+# JR_BIN is the judgerl binary under test, JR_ROOT the repository, JR_TMP a scratch directory.
+: "${JR_ROOT:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${JR_BIN:=$JR_ROOT/build/rel/judgerl}"
+: "${JR_TMP:=$(mktemp -d)}"
+
+ok() { echo "ok - $1"; }
+fail() { echo "FAIL - $1: $2"; }
+skip() { echo "skip - $1: $2"; }
+
+# expect_error NAME PATTERN CMD...: CMD must exit non-zero and print exactly one line on stderr
+# that matches the grep -E PATTERN.
+expect_error() {
+  name=$1; pat=$2; shift 2
+  "$@" >"$JR_TMP/out" 2>"$JR_TMP/err"; rc=$?
+  lines=$(wc -l <"$JR_TMP/err")
+  if [ "$rc" -eq 0 ]; then fail "$name" "exit 0, expected failure"; return; fi
+  if [ "$rc" -gt 3 ]; then fail "$name" "exit $rc (crash?): $(head -c 300 "$JR_TMP/err")"; return; fi
+  if [ "$lines" -ne 1 ]; then fail "$name" "expected one stderr line, got $lines: $(head -c 400 "$JR_TMP/err")"; return; fi
+  if ! grep -Eq -- "$pat" "$JR_TMP/err"; then fail "$name" "stderr '$(cat "$JR_TMP/err")' does not match '$pat'"; return; fi
+  ok "$name"
+}
+
+# expect_ok NAME CMD...: CMD must exit 0.
+expect_ok() {
+  name=$1; shift
+  if "$@" >"$JR_TMP/out" 2>"$JR_TMP/err"; then ok "$name"; else fail "$name" "exit $?: $(head -c 400 "$JR_TMP/err")"; fi
+}
