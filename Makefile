@@ -19,8 +19,11 @@ LIBS     = $(PKG_LIBS) -lcld2 -lstdc++ -lm -lpthread -fopenmp
 REL_FLAGS  := -O2 -g -march=native -DNDEBUG
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 BUILD ?= rel
+FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
 ifeq ($(BUILD),asan)
   MODE_FLAGS := $(ASAN_FLAGS)
+else ifeq ($(BUILD),fuzz)
+  MODE_FLAGS := $(FUZZ_FLAGS)
 else
   MODE_FLAGS := $(REL_FLAGS)
 endif
@@ -33,9 +36,11 @@ TEST_SRC := $(wildcard tests/test_*.c)
 LIB_OBJ  := $(patsubst %.c,$(OUT)/obj/%.o,$(LIB_SRC)) $(patsubst %.cc,$(OUT)/obj/%.o,$(LIB_CXX))
 CLI_OBJ  := $(patsubst %.c,$(OUT)/obj/%.o,$(CLI_SRC))
 TEST_BIN := $(patsubst tests/%.c,$(OUT)/tests/%,$(TEST_SRC))
+FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
+FUZZ_BIN := $(patsubst fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 HEADERS  := $(wildcard include/judgerl/*.h src/*/*.h tests/*.h)
 
-.PHONY: all build asan deps deps-test test test-fast demo clean fuzz check-warnings
+.PHONY: all build asan deps deps-test test test-fast demo clean fuzz fuzz-targets check-warnings
 .DEFAULT_GOAL := all
 
 all: build
@@ -62,6 +67,18 @@ $(OUT)/judgerl: $(CLI_OBJ) $(OUT)/libjudgerl.a
 $(OUT)/tests/%: tests/%.c $(OUT)/libjudgerl.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -Itests $< $(OUT)/libjudgerl.a -o $@ $(LIBS)
+
+# libFuzzer targets: every fuzz/fuzz_*.c, built with clang against a fuzz-instrumented library.
+# Run one with e.g. build/fuzz/fuzz_yaml_config -max_total_time=60
+fuzz:
+	@sh tools/deps.sh dev-fuzz
+	@$(MAKE) --no-print-directory -j2 BUILD=fuzz CC=clang CXX=clang++ fuzz-targets
+
+fuzz-targets: $(FUZZ_BIN)
+
+build/fuzz/fuzz_%: fuzz/fuzz_%.c $(OUT)/libjudgerl.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -O1 -g -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS) $< $(OUT)/libjudgerl.a -o $@ $(LIBS)
 
 deps:
 	@sh tools/deps.sh build

@@ -1,6 +1,6 @@
 #!/bin/sh
 # deps.sh - install the Debian packages judgerl needs to build and test (idempotent).
-# Usage: tools/deps.sh [build|test|dev]
+# Usage: tools/deps.sh [build|test|dev-fuzz|dev]
 #   build: compiler and libraries; test: + what the test suite uses; dev: + dev-time references.
 set -eu
 level=${1:-build}
@@ -9,8 +9,9 @@ libutf8proc-dev libsqlite3-dev libopenblas-dev libmicrohttpd-dev libcld2-dev"
 case "$level" in
   build) ;;
   test) pkgs="$pkgs curl python3 clang" ;;
-  dev) pkgs="$pkgs curl python3 clang python3-torch python3-jinja2 chromium" ;;
-  *) echo "deps.sh: unknown level '$level' (use build, test or dev)" >&2; exit 2 ;;
+  dev-fuzz) pkgs="$pkgs clang libomp-14-dev libclang-rt-14-dev" ;;
+  dev) pkgs="$pkgs curl python3 clang libomp-14-dev libclang-rt-14-dev python3-torch python3-jinja2 chromium" ;;
+  *) echo "deps.sh: unknown level '$level' (use build, test, dev-fuzz or dev)" >&2; exit 2 ;;
 esac
 missing=""
 for p in $pkgs; do
