@@ -99,7 +99,7 @@ jr_status jr_jsonl_parse_line(const char *line, size_t len, const char *where, j
                        (unsigned char)line[bad]);
     }
     json_error_t err;
-    json_t *v = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
+    json_t *v = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
     if (!v) return jr_fail(JR_EFORMAT, "%s: invalid JSON at column %d: %s", where, err.column, err.text);
     if (!json_is_object(v)) {
         const char *k = json_kind(v);
