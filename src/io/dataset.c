@@ -13,7 +13,7 @@ const jr_cfg_field jr_data_cfg[] = {
     {"data.train", JR_CFG_STRING, "null", "training JSONL file (one JSON object per line)", NULL, NULL, 0, 0},
     {"data.validation", JR_CFG_STRING, "null", "separate validation JSONL file (else data.validation_frac)", NULL,
      NULL, 0, 0},
-    {"data.validation_frac", JR_CFG_FLOAT, "0", "share of data.train held out for validation, chosen by run.seed",
+    {"data.validation_frac", JR_CFG_FLOAT, "0.0", "share of data.train held out for validation, chosen by run.seed",
      NULL, NULL, 0, 0.99},
     {"data.shuffle", JR_CFG_BOOL, "true", "shuffle the training order each epoch (by run.seed and epoch)", NULL, NULL,
      0, 0},

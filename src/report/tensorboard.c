@@ -2,6 +2,8 @@
 #include "judgerl/tensorboard.h"
 
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,7 +165,9 @@ jr_status jr_tb_scalars(jr_tb_writer *w, int64_t step, double wall_time, size_t 
     for (size_t i = 0; i < n; i++) {
         value.n = 0;
         put_bytes_field(&value, 1, tags[i], strlen(tags[i]));
-        put_float_field(&value, 2, (float)values[i]);
+        double v = values[i];
+        float fv = v > FLT_MAX ? INFINITY : v < -FLT_MAX ? -INFINITY : (float)v; /* NaN stays NaN */
+        put_float_field(&value, 2, fv);
         if (value.oom) break;
         put_bytes_field(&summary, 1, value.p, value.n);
     }
