@@ -145,11 +145,7 @@ int cmd_dataset(int argc, char **argv) {
     if (warned.n > MAX_WARN)
         fprintf(stderr, "judgerl dataset: warning: %d more bad lines skipped (not shown)\n", warned.n - MAX_WARN);
 
-    /* Per-file statistics come from separate indexes of the files (same options). */
-    jr_dataset *tf = NULL, *vf = NULL;
-    st = jr_dataset_open(&tf, o.train, o.on_bad_line, o.max_rows, NULL, NULL);
-    if (!st && o.validation) st = jr_dataset_open(&vf, o.validation, o.on_bad_line, o.max_rows, NULL, NULL);
-    if (st) { jr_dataset_close(tf); goto done; }
+    jr_dataset *tf = jr_data_train_file(d), *vf = jr_data_val_file(d);
     out = json_pack("{s:o, s:o, s:o, s:I, s:I, s:f, s:I, s:b, s:o}",
                     "train_file", file_stats(o.train, jr_dataset_lines(tf), (int64_t)jr_dataset_size(tf),
                                              jr_dataset_bad_lines(tf)),
@@ -159,8 +155,6 @@ int cmd_dataset(int argc, char **argv) {
                     "fields", json_incref(fields), "n_train", (json_int_t)jr_data_n_train(d), "n_validation",
                     (json_int_t)jr_data_n_val(d), "validation_frac", o.validation_frac, "seed", (json_int_t)o.seed,
                     "shuffle", o.shuffle, "first_lines", json_incref(first));
-    jr_dataset_close(tf);
-    jr_dataset_close(vf);
     if (!out) { st = jr_fail(JR_ENOMEM, "out of memory"); goto done; }
     if (as_json) {
         char *txt = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
