@@ -121,7 +121,38 @@ TEST(hf_tokenizer_json) {
     free(dir);
 }
 
-int main(void) {
+/* --write-hf DIR: writes DIR/tokenizer.json and DIR/cases.jsonl ({"text", "ids"} per line, ids from
+ * jr_bytetok_encode with specials) for tests/test_bytetok_hf.sh to check against a reference encoder. */
+static int write_hf_cases(const char *d) {
+    static const char *texts[] = {
+        "Hello, world!\n", "h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80 \xE4\xBD\xA0\xE5\xA5\xBD",
+        "<|user|>Is it yes?<|eos|><|assistant|>yes<|eos|>", "  two  spaces\ttab\r\nline\x01\x7f",
+        "<|bos|><|system|>be brief<|eos|><|pad|><|pad|>", "not special: <|eo <|user| |>", "",
+    };
+    char p[1024];
+    snprintf(p, sizeof p, "%s/tokenizer.json", d);
+    if (jr_bytetok_write_hf(p)) { fprintf(stderr, "%s\n", jr_errmsg()); return 1; }
+    snprintf(p, sizeof p, "%s/cases.jsonl", d);
+    FILE *f = fopen(p, "w");
+    if (!f) return 1;
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        int32_t *ids;
+        size_t n;
+        if (jr_bytetok_encode(texts[i], strlen(texts[i]), 1, &ids, &n)) return 1;
+        json_t *a = json_array();
+        for (size_t k = 0; k < n; k++) json_array_append_new(a, json_integer(ids[k]));
+        json_t *row = json_pack("{s:s, s:o}", "text", texts[i], "ids", a);
+        char *line = json_dumps(row, JSON_COMPACT);
+        fprintf(f, "%s\n", line);
+        free(line);
+        json_decref(row);
+        free(ids);
+    }
+    return fclose(f) != 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--write-hf")) return write_hf_cases(argv[2]);
     RUN(every_byte_round_trips);
     RUN(specials);
     RUN(decode_rejects_bad_ids);
