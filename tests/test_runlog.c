@@ -248,12 +248,13 @@ TEST(progress_tty_redraws_one_line) {
 }
 
 /* Writes the run that tests/test_tensorboard.py checks: steps 0..4 with loss = 1/(step+1), reward =
- * step - 2.5, and at step 3 an extra "eval/accuracy" = 0.75. */
-static int write_events(const char *run_dir) {
+ * step - 2.5, and at step 3 an extra "eval/accuracy" = 0.75. Resumed (resume_step >= 0): the steps
+ * after resume_step again, with loss 10 higher. */
+static int write_events(const char *run_dir, int64_t resume_step) {
     jr_runlog *rl;
-    if (jr_runlog_open(&rl, run_dir, -1, 1)) { fprintf(stderr, "%s\n", jr_errmsg()); return 1; }
-    for (int s = 0; s < 5; s++) {
-        jr_runlog_add(rl, "loss", 1.0 / (s + 1));
+    if (jr_runlog_open(&rl, run_dir, resume_step, 1)) { fprintf(stderr, "%s\n", jr_errmsg()); return 1; }
+    for (int s = (int)resume_step + 1; s < 5; s++) {
+        jr_runlog_add(rl, "loss", 1.0 / (s + 1) + (resume_step >= 0 ? 10 : 0));
         jr_runlog_add(rl, "reward", s - 2.5);
         if (s == 3) jr_runlog_add(rl, "eval/accuracy", 0.75);
         if (jr_runlog_commit(rl, s)) { fprintf(stderr, "%s\n", jr_errmsg()); return 1; }
@@ -265,7 +266,7 @@ static int write_events(const char *run_dir) {
 TEST(runlog_writes_metrics_and_events) {
     char run[600];
     snprintf(run, sizeof run, "%s/run1", dir);
-    CHECK(write_events(run) == 0);
+    CHECK(write_events(run, -1) == 0);
     char p[700];
     snprintf(p, sizeof p, "%s/metrics.jsonl", run);
     json_t *rows = json_lines(p);
@@ -283,7 +284,8 @@ TEST(runlog_writes_metrics_and_events) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 3 && !strcmp(argv[1], "--write-events")) return write_events(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "--write-events")) return write_events(argv[2], -1);
+    if (argc == 4 && !strcmp(argv[1], "--resume-events")) return write_events(argv[2], atoi(argv[3]));
     dir = jt_tmpdir("runlog");
     RUN(crc32c_vectors);
     RUN(crc32c_matches_reference_any_length_and_alignment);

@@ -103,6 +103,8 @@ def decode_event(data):
             ev["step"] = v - (1 << 64) if v >= 1 << 63 else v
         elif num == 3 and wire == 2:
             ev["file_version"] = v.decode()
+        elif num == 7 and wire == 2:  # event.proto: SessionLog session_log = 7 (6 is log_message)
+            ev["session_log"] = dict((n, v) for n, w, v in fields(v))
         elif num == 5 and wire == 2:
             for sn, sw, sv in fields(v):
                 assert sn == 1 and sw == 2, "Summary field %d" % sn
@@ -198,6 +200,30 @@ def test_runlog_helper():
         if abs(e["wall_time"] - rows[s]["wall_time"]) > 5:
             ok, why = False, "step %d wall_time %r vs metrics %r" % (s, e["wall_time"], rows[s]["wall_time"])
     check("runlog_events_tags_steps_values", ok, why)
+
+    # resumed from the checkpoint of step 2: a second file opens with a session START at step 3
+    # (TensorBoard then drops the first file's steps >= 3) and holds steps 3 and 4 again
+    first = event_files(run)[0]
+    p = subprocess.run([helper, "--resume-events", run, "2"], capture_output=True, text=True)
+    check("runlog_resume_exit", p.returncode == 0, p.stderr)
+    names = [n for n in event_files(run) if n != first]
+    if p.returncode or len(names) != 1:
+        check("runlog_resume_file", False, str(event_files(run)))
+        return
+    try:
+        evs, _ = read_events(os.path.join(run, names[0]))
+    except (ValueError, AssertionError, IndexError, struct.error) as e:
+        check("runlog_resume_framing_and_crc", False, str(e))
+        return
+    want = [(3, [("loss", f32(10 + 1 / 4)), ("reward", f32(0.5)), ("eval/accuracy", f32(0.75))]),
+            (4, [("loss", f32(10 + 1 / 5)), ("reward", f32(1.5))])]
+    got = [(e["step"], e["values"]) for e in evs[2:]]
+    check("runlog_resume_session_start", len(evs) == 4 and evs[0]["file_version"] == "brain.Event:2" and
+          evs[1].get("session_log") == {1: 1} and evs[1]["step"] == 3 and not evs[1]["values"], repr(evs[:2]))
+    check("runlog_resume_events", got == want, "%r, expected %r" % (got, want))
+    with open(os.path.join(run, "metrics.jsonl")) as f:
+        steps = [json.loads(l)["step"] for l in f]
+    check("runlog_resume_metrics", steps == [0, 1, 2, 3, 4], str(steps))
 
 
 def test_tb_export():

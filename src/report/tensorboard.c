@@ -183,6 +183,21 @@ jr_status jr_tb_scalars(jr_tb_writer *w, int64_t step, double wall_time, size_t 
     return st;
 }
 
+jr_status jr_tb_session_start(jr_tb_writer *w, int64_t step) {
+    pbuf ev = {0}, log = {0};
+    put_key(&log, 1, 0); /* SessionLog.status = START (1) */
+    put_varint(&log, 1);
+    put_double_field(&ev, 1, jr_wall_time());
+    put_key(&ev, 2, 0);
+    put_varint(&ev, (uint64_t)step);
+    if (!log.oom) put_bytes_field(&ev, 7, log.p, log.n); /* Event.session_log = 7 */
+    ev.oom |= log.oom;
+    jr_status st = write_record(w, &ev);
+    free(log.p);
+    free(ev.p);
+    return st;
+}
+
 jr_status jr_tb_scalar(jr_tb_writer *w, int64_t step, const char *tag, double value) {
     return jr_tb_scalars(w, step, jr_wall_time(), 1, &tag, &value);
 }
