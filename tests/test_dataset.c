@@ -156,6 +156,31 @@ TEST(crlf_bom_blank_and_long_lines) {
     free(p);
 }
 
+TEST(changed_file_detected) {
+    char *p = write_str("changing.jsonl", "{\"id\":1}\n{\"id\":2}\n{\"id\":3}\n");
+    jr_dataset *ds;
+    CHECK_OK(jr_dataset_open(&ds, p, JR_BAD_LINE_FAIL, 0, NULL, NULL));
+    if (!ds) { free(p); return; }
+    /* same length, still valid JSON, different value: caught by the row's CRC */
+    FILE *f = fopen(p, "r+b");
+    fseek(f, 15, SEEK_SET); /* the 2 of {"id":2} */
+    fputc('7', f);
+    fclose(f);
+    json_t *row;
+    CHECK_OK(jr_dataset_get(ds, 0, &row, NULL));
+    json_decref(row);
+    CHECK(jr_dataset_get(ds, 1, &row, NULL) == JR_EIO && row == NULL);
+    char want[600];
+    snprintf(want, sizeof want, "%s:2: the row changed since the file was indexed", p);
+    CHECK_MSG(starts_with(jr_errmsg(), want), "%s", jr_errmsg());
+    /* truncated */
+    f = fopen(p, "wb");
+    fclose(f);
+    CHECK(jr_dataset_get(ds, 2, &row, NULL) == JR_EIO);
+    jr_dataset_close(ds);
+    free(p);
+}
+
 TEST(missing_and_empty_files) {
     jr_dataset *ds;
     char *p = write_str("empty.jsonl", "\n\n");
@@ -403,6 +428,7 @@ int main(void) {
     RUN(bad_line_fatal_names_file_and_line);
     RUN(invalid_utf8_kinds);
     RUN(crlf_bom_blank_and_long_lines);
+    RUN(changed_file_detected);
     RUN(missing_and_empty_files);
     RUN(shuffle_deterministic_by_seed);
     RUN(split_sizes_and_disjoint);

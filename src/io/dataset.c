@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "judgerl/crc32c.h"
 #include "judgerl/rng.h"
 
 const jr_cfg_field jr_data_cfg[] = {
@@ -33,6 +34,7 @@ struct jr_dataset {
     int64_t *offset;   /* per row: byte offset of its text */
     int64_t *len;      /* per row: length of its text */
     int64_t *line;     /* per row: line number */
+    uint32_t *crc;     /* per row: CRC-32C of its text */
     size_t n, cap;
     int64_t lines, bad;
     char *buf;
@@ -67,12 +69,16 @@ jr_status jr_dataset_open(jr_dataset **out, const char *path, jr_bad_line_policy
             int64_t *ln = jr_realloc(ds->len, nc * sizeof *ln);
             if (!ln) { st = JR_ENOMEM; goto fail; }
             ds->len = ln;
+            uint32_t *cr = jr_realloc(ds->crc, nc * sizeof *cr);
+            if (!cr) { st = JR_ENOMEM; goto fail; }
+            ds->crc = cr;
             ds->cap = nc;
         }
         if (ds->n >= UINT32_MAX) { st = jr_fail(JR_EUNSUPPORTED, "%s: more than 2^32-1 rows", path); goto fail; }
         ds->offset[ds->n] = off;
         ds->line[ds->n] = line;
         ds->len[ds->n] = jr_jsonl_last_len(r);
+        ds->crc[ds->n] = jr_crc32c(0, jr_jsonl_last_text(r), (size_t)ds->len[ds->n]);
         ds->n++;
     }
     ds->lines = jr_jsonl_lines(r);
@@ -120,10 +126,13 @@ jr_status jr_dataset_get(jr_dataset *ds, size_t i, json_t **row, int64_t *line_n
                            ds->path, ln);
         got += (size_t)r;
     }
+    if (jr_crc32c(0, ds->buf, n) != ds->crc[i])
+        return jr_fail(JR_EIO, "%s:%lld: the row changed since the file was indexed (do not edit a dataset during a run)",
+                       ds->path, ln);
     char where[4200];
     snprintf(where, sizeof where, "%s:%lld", ds->path, ln);
     jr_status st = jr_jsonl_parse_line(ds->buf, n, where, row);
-    if (st) return jr_fail_ctx(st, "file changed since it was indexed");
+    if (st) return st;
     if (line_no) *line_no = ds->line[i];
     return JR_OK;
 }
@@ -133,6 +142,7 @@ void jr_dataset_close(jr_dataset *ds) {
     if (ds->fd >= 0) close(ds->fd);
     free(ds->offset);
     free(ds->len);
+    free(ds->crc);
     free(ds->line);
     free(ds->buf);
     free(ds->path);
