@@ -12,6 +12,8 @@ typedef struct {
 
 static const command commands[] = {
     {"config", cmd_config, "check a YAML config and print every effective value"},
+    {"dataset", cmd_dataset, "check a JSONL dataset: rows, fields, bad lines, train/validation split"},
+    {"tb-export", cmd_tb_export, "write a metrics.jsonl as a TensorBoard event file"},
     {"version", cmd_version, "print the version"},
 };
 
