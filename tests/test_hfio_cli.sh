@@ -63,3 +63,24 @@ mkdir -p "$T/empty"
 expect_error no_config "empty: no config.json" "$JR_BIN" inspect --model "$T/empty"
 expect_error no_dir "nowhere: no such model directory" "$JR_BIN" inspect --model "$T/nowhere"
 expect_error usage "nothing to inspect" "$JR_BIN" inspect
+
+# judgerl convert: what judgerl writes, an independent strict reader accepts with every value intact
+mk "$T/src" --shards 3 --rope-llama3 --dtype BF16 --set head_dim=4
+chk() { name=$1; shift; if "$PY" "$W" check "$@" >"$JR_TMP/chk" 2>&1; then ok "$name"; else fail "$name" "$(head -c 400 "$JR_TMP/chk")"; fi; }
+expect_ok convert_f32 "$JR_BIN" convert --model "$T/src" -o "$T/f32" --dtype float32
+chk convert_f32_reads_back "$T/f32" --values --dtype F32
+[ -f "$T/f32/model.safetensors" ] && [ ! -f "$T/f32/model.safetensors.index.json" ] && ok convert_single_file || fail convert_single_file "layout"
+expect_ok convert_bf16_sharded "$JR_BIN" convert --model "$T/f32" -o "$T/bf16" --dtype bf16 --max-shard-size 5000
+chk convert_bf16_sharded_reads_back "$T/bf16" --values --dtype BF16
+[ -f "$T/bf16/model-00001-of-00003.safetensors" ] && ok convert_shard_names || fail convert_shard_names "$(ls "$T/bf16")"
+# the config written back is byte for byte the one transformers wrote (same keys, same spelling)
+if cmp -s "$T/src/config.json" "$T/bf16/config.json" && cmp -s "$T/src/generation_config.json" "$T/bf16/generation_config.json"
+then ok config_kept_byte_for_byte; else fail config_kept_byte_for_byte "$(diff "$T/src/config.json" "$T/bf16/config.json" | head -c 400)"; fi
+expect_ok convert_f16 "$JR_BIN" convert --model "$T/bf16" -o "$T/f16" --dtype float16 --max-shard-size 0
+chk convert_f16_reads_back "$T/f16" --values --dtype F16
+mk "$T/q3" --arch qwen3 --tied --extra lm_head.weight --dtype F16
+expect_ok convert_tied "$JR_BIN" convert --model "$T/q3" -o "$T/q3b" --dtype bfloat16
+chk convert_tied_has_no_lm_head "$T/q3b" --values --dtype BF16
+expect_error convert_bad_dtype "--dtype 'int8': use float32, float16 or bfloat16" "$JR_BIN" convert --model "$T/src" -o "$T/x" --dtype int8
+expect_error convert_bad_input "kv/config.json: num_key_value_heads=3 does not divide" "$JR_BIN" convert --model "$T/kv" -o "$T/x"
+[ ! -e "$T/x" ] && ok convert_failure_writes_nothing || fail convert_failure_writes_nothing "$T/x exists"
