@@ -25,7 +25,8 @@ typedef struct endpoint {
     char *url;     /* the POST URL */
     char *model;
     int conc, in_flight;
-    double rtok, ttok; /* token bucket levels (requests, tokens) */
+    double rtok, ttok;  /* token bucket levels (requests, tokens) */
+    double down_until;  /* after a connect failure: avoided until then while others can serve */
 } endpoint;
 
 typedef struct sample sample;
@@ -501,6 +502,8 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
             finish_call(j, jb, 0, NAN, NULL, m, 0);
             return;
         }
+        if (code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST)
+            jb->ep->down_until = now_s() + fmax(j->backoff_base, 0.05) * 4;
         transient(j, jb, fmt("%s: %s", url, jb->too_big ? "answer larger than 64 MiB" : curl_easy_strerror(code)));
         return;
     }
@@ -549,11 +552,14 @@ static void refill(jr_judge *j, double now) {
 }
 
 /* The least loaded endpoint that may take a request of est tokens now, or NULL. */
-static endpoint *pick(jr_judge *j, double est) {
+static endpoint *pick(jr_judge *j, double est, double now) {
     endpoint *best = NULL;
     double best_load = 0;
+    int up = 0;
+    for (int k = 0; k < j->n_ep; k++) up += j->ep[k].down_until <= now;
     for (int k = 0; k < j->n_ep; k++) {
         endpoint *e = &j->ep[(j->rr + k) % j->n_ep];
+        if (up && e->down_until > now) continue;
         if (e->in_flight >= e->conc) continue;
         if (j->rpm > 0 && e->rtok < 1) continue;
         /* a request bigger than the bucket goes when the bucket is full */
@@ -646,7 +652,7 @@ static void *io_main(void *arg) {
         int blocked = 0;
         while (j->ready) {
             job *jb = j->ready;
-            endpoint *ep = pick(j, jb->est_tokens);
+            endpoint *ep = pick(j, jb->est_tokens, now);
             if (!ep) { blocked = 1; break; }
             j->ready = jb->next;
             if (!j->ready) j->ready_tail = NULL;
