@@ -198,6 +198,10 @@ jr_status jr_judge_open(jr_judge **out, const jr_config *cfg);
  * before the first submit. */
 jr_status jr_judge_add_protocol(jr_judge *j, const char *name, int *proto);
 
+/* Same with a protocol given by its table rather than its registered name (a protocol defined
+ * by the caller, e.g. in reward/ or a test). `p` must outlive the judge. */
+jr_status jr_judge_add_protocol_impl(jr_judge *j, const jr_protocol *p, int *proto);
+
 /* Queues a row for judging with the default protocol and returns at once: the row is copied,
  * its calls are built now (a row the protocol cannot use fails here, naming the field, and
  * nothing is queued) and sent by the I/O thread as capacity allows. The row needs an "id"

@@ -761,9 +761,8 @@ static jr_status open_cache(jr_judge *j, const jr_config *cfg) {
     return st;
 }
 
-static jr_status add_proto(jr_judge *j, const char *name, int *idx) {
-    const jr_protocol *p = jr_protocol_find(name);
-    if (!p) return jr_fail(JR_EINVAL, "judge.protocol=%s: unknown protocol (known: %s)", name ? name : "null", jr_protocol_names());
+static jr_status add_impl(jr_judge *j, const jr_protocol *p, int *idx) {
+    const char *name = p->name;
     if (j->n_proto >= MAX_PROTOS) return jr_fail(JR_EINVAL, "judge: more than %d protocols on one client", MAX_PROTOS);
     void *state = NULL;
     jr_status st = p->open(j->cfg, j->cfg_dir, &state);
@@ -773,6 +772,12 @@ static jr_status add_proto(jr_judge *j, const char *name, int *idx) {
     if (idx) *idx = j->n_proto;
     j->n_proto++;
     return JR_OK;
+}
+
+static jr_status add_proto(jr_judge *j, const char *name, int *idx) {
+    const jr_protocol *p = jr_protocol_find(name);
+    if (!p) return jr_fail(JR_EINVAL, "judge.protocol=%s: unknown protocol (known: %s)", name ? name : "null", jr_protocol_names());
+    return add_impl(j, p, idx);
 }
 
 jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
@@ -891,6 +896,16 @@ jr_status jr_judge_add_protocol(jr_judge *j, const char *name, int *proto) {
     pthread_mutex_unlock(&j->mu);
     if (started) return jr_fail(JR_EINVAL, "jr_judge_add_protocol(%s): call it before the first submit", name ? name : "null");
     return add_proto(j, name, proto);
+}
+
+jr_status jr_judge_add_protocol_impl(jr_judge *j, const jr_protocol *p, int *proto) {
+    pthread_mutex_lock(&j->mu);
+    int started = j->submitted_any;
+    pthread_mutex_unlock(&j->mu);
+    if (!p || !p->name || !p->open || !p->close || !p->build || !p->parse || !p->combine)
+        return jr_fail(JR_EINVAL, "jr_judge_add_protocol_impl: a protocol needs a name and all five functions");
+    if (started) return jr_fail(JR_EINVAL, "jr_judge_add_protocol_impl(%s): call it before the first submit", p->name);
+    return add_impl(j, p, proto);
 }
 
 jr_status jr_judge_submit(jr_judge *j, const json_t *row, void *user, uint64_t *ticket) {
