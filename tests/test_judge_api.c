@@ -96,7 +96,7 @@ TEST(submit_while_collecting) {
         CHECK_OK(jr_judge_submit(j, rw, (void *)(intptr_t)(i + 1), &tickets[i]));
         json_decref(rw);
         /* a trainer keeps generating; here: a short pause per sample, collecting what is ready */
-        struct timespec ts = {0, 5 * 1000000L};
+        struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
         int n = jr_judge_collect(j, r, 8, 0);
         for (int k = 0; k < n; k++) {
