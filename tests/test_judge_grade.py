@@ -156,6 +156,21 @@ def test_faults():
     srv.shutdown()
 
 
+def test_retry_after_pauses_endpoint():
+    srv, port = judge_server.start()
+    rows = [{"id": 0, "prompt": "pause q", "response": "p0 score=2 fault=429*1 ra=0.5"}] + \
+           [{"id": i, "prompt": "pause q", "response": "p%d score=3" % i} for i in range(1, 5)]
+    inp, out = os.path.join(TMP, "pause.jsonl"), os.path.join(TMP, "pause.out.jsonl")
+    write_rows(inp, rows)
+    rc, so, se = grade(config("pause", port, "  concurrency: 1\n  cache: false\n"), inp, out)
+    log = sorted(srv.state.log, key=lambda e: e["t"])
+    first429 = next((e for e in log if e["fault"] == "429"), None)
+    after = [e["t"] for e in log if first429 and e["t"] > first429["t"]]
+    report("retry_after_pauses_the_endpoint", rc == 0 and first429 is not None and len(after) == 5 and min(after) - first429["t"] >= 0.48,
+           "rc=%d gaps %s" % (rc, [round(t - first429["t"], 3) for t in after] if first429 else None))
+    srv.shutdown()
+
+
 def test_sse_and_completions():
     srv, port = judge_server.start()
     rows = [{"id": i, "prompt": "q%d" % i, "response": "r%d score=%d" % (i, 1 + i % 5) + (" fault=ssecut*1" if i % 3 == 0 else "") + (" @drip" if i % 4 == 0 else "")}
@@ -374,7 +389,7 @@ def test_bad_input():
     srv.shutdown()
 
 
-for t in [test_faults, test_sse_and_completions, test_key, test_cache_rerun, test_kill_resume, test_sigterm_and_tpm, test_unscored_limit,
+for t in [test_faults, test_retry_after_pauses_endpoint, test_sse_and_completions, test_key, test_cache_rerun, test_kill_resume, test_sigterm_and_tpm, test_unscored_limit,
           test_fail_fast, test_bad_input, test_shipped_configs]:
     t0 = time.time()
     try:

@@ -30,6 +30,7 @@ typedef struct endpoint {
     int conc, in_flight;
     double rtok, ttok;  /* token bucket levels (requests, tokens) */
     double down_until;  /* after a connect failure: avoided until then while others can serve */
+    double pause_until; /* after 429/503 with Retry-After: nothing is sent to it before then */
 } endpoint;
 
 typedef struct sample sample;
@@ -536,6 +537,11 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
     free(jb->resp);
     jb->resp = NULL;
     jb->resp_len = jb->resp_cap = 0;
+    if ((status == 429 || status == 503) && jb->retry_after > 0) {
+        /* the server asked for a pause: it applies to the endpoint, not just this request */
+        double until = now_s() + fmin(jb->retry_after, j->retry_after_max);
+        if (until > jb->ep->pause_until) jb->ep->pause_until = until;
+    }
     if (status == 408 || status == 409 || status == 429 || status >= 500) {
         transient(j, jb, fmt("%s: HTTP %ld: %s", url, status, msg));
         return;
@@ -569,6 +575,7 @@ static endpoint *pick(jr_judge *j, double est, double now) {
     for (int k = 0; k < j->n_ep; k++) {
         endpoint *e = &j->ep[(j->rr + k) % j->n_ep];
         if (up && e->down_until > now) continue;
+        if (e->pause_until > now) continue;
         if (e->in_flight >= e->conc) continue;
         if (j->rpm > 0 && e->rtok < 1) continue;
         /* a request bigger than the bucket goes when the bucket is full */
@@ -710,6 +717,8 @@ static void *io_main(void *arg) {
         now = now_s();
         if (next_due < INFINITY) wait = fmin(wait, next_due - now);
         if (blocked && (j->rpm > 0 || j->tpm > 0)) wait = fmin(wait, 0.01);
+        for (int k = 0; blocked && k < j->n_ep; k++)
+            if (j->ep[k].pause_until > now) wait = fmin(wait, j->ep[k].pause_until - now);
         if (j->curl_deadline < INFINITY) wait = fmin(wait, j->curl_deadline - now);
         if (wait < 0) wait = 0;
         int n = epoll_wait(j->epfd, evs, (int)(sizeof evs / sizeof *evs), (int)ceil(wait * 1000));
