@@ -231,6 +231,8 @@ def test_key():
     leak = secret_leaks(wrong, [out2, cache, cache + "-wal"], [so, se])
     report("key_echoed_by_server_is_redacted", leak is None, "found in %s" % leak)
     rc, so, se = grade(cfg, inp, out + ".x", env={"JUDGE_TEST_KEY": ""})
+    rc2, so2, se2 = grade(cfg, inp, out + ".y", env={"JUDGE_TEST_KEY": secret + "\r\nX-Injected: 1"})
+    report("key_with_newline_refused", rc2 == 1 and "control character" in se2 and secret not in se2, se2)
     report("key_missing_env_is_clear_error", rc == 1 and "JUDGE_TEST_KEY" in se and "not set" in se and len(se.strip().splitlines()) == 1, se)
     srv.shutdown()
 

@@ -861,6 +861,11 @@ jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
             st = jr_fail(JR_EINVAL, "%s: judge.api_key_env=%s: the environment variable %s is not set (export it, or set judge.api_key_env: null for servers without a key)", src, kenv, kenv);
             goto fail;
         }
+        for (const char *c = key; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+                st = jr_fail(JR_EINVAL, "%s: judge.api_key_env=%s: the key contains a control character (a stray newline?)", src, kenv);
+                goto fail;
+            }
         j->api_key = jr_strdup(key);
         char *h = fmt("Authorization: Bearer %s", key);
         if (!j->api_key || !h) { free(h); st = JR_ENOMEM; goto fail; }
