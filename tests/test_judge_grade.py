@@ -168,6 +168,15 @@ def test_retry_after_pauses_endpoint():
     after = [e["t"] for e in log if first429 and e["t"] > first429["t"]]
     report("retry_after_pauses_the_endpoint", rc == 0 and first429 is not None and len(after) == 5 and min(after) - first429["t"] >= 0.48,
            "rc=%d gaps %s" % (rc, [round(t - first429["t"], 3) for t in after] if first429 else None))
+    # OpenAI's budget headers: remaining-requests 0 pauses the endpoint until reset-requests
+    rows = [{"id": 0, "prompt": "budget q", "response": "b0 score=2 rl=400ms"}] + \
+           [{"id": i, "prompt": "budget q", "response": "b%d score=3" % i} for i in range(1, 4)]
+    write_rows(inp, rows)
+    n0 = len(srv.state.log)
+    rc, so, se = grade(config("budget", port, "  concurrency: 1\n  cache: false\n  retry_after_max_s: 3\n"), inp, out + ".2")
+    log = sorted(srv.state.log[n0:], key=lambda e: e["t"])
+    gaps = [round(b["t"] - a["t"], 3) for a, b in zip(log, log[1:])]
+    report("ratelimit_headers_pause_the_endpoint", rc == 0 and len(log) == 4 and gaps[0] >= 0.38, "rc=%d gaps %s" % (rc, gaps))
     srv.shutdown()
 
 

@@ -1,6 +1,7 @@
 /* client.c - the judge client: one I/O thread drives every request through libcurl's multi
  * interface, with least-in-flight routing, token buckets, retries with full-jitter backoff, the
  * cache and the protocols' parse/combine steps; a sample that fails is UNSCORED, never 0 */
+#include <ctype.h>
 #include <curl/curl.h>
 #include <math.h>
 #include <pthread.h>
@@ -58,6 +59,8 @@ struct job {
     size_t resp_len, resp_cap;
     int too_big;
     double retry_after;
+    int rl_empty[2];      /* x-ratelimit-remaining-{requests,tokens} was 0 */
+    double rl_reset[2];   /* x-ratelimit-reset-{requests,tokens} in seconds */
 };
 
 struct sample {
@@ -426,6 +429,28 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
     return len;
 }
 
+/* An OpenAI rate-limit duration ("1s", "6m0s", "20ms", "1h2m3.5s", or plain seconds), or -1. */
+static double parse_duration(const char *p) {
+    double total = 0;
+    int any = 0;
+    while (*p == ' ') p++;
+    while (*p && *p != '\r' && *p != '\n') {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p) return -1;
+        p = end;
+        if (!strncmp(p, "ms", 2)) { total += v / 1000; p += 2; }
+        else if (*p == 'h') { total += v * 3600; p++; }
+        else if (*p == 'm') { total += v * 60; p++; }
+        else if (*p == 's') { total += v; p++; }
+        else if (!*p || *p == '\r' || *p == '\n' || *p == ' ') { total += v; }
+        else return -1;
+        any = 1;
+        while (*p == ' ') p++;
+    }
+    return any ? total : -1;
+}
+
 static size_t on_header(char *data, size_t size, size_t n, void *ud) {
     job *jb = ud;
     size_t len = size * n;
@@ -433,7 +458,22 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud) {
     size_t l = len < sizeof line - 1 ? len : sizeof line - 1;
     memcpy(line, data, l);
     line[l] = 0;
-    if (!strncasecmp(line, "HTTP/", 5)) jb->retry_after = 0; /* a new response (after 100 Continue) */
+    if (!strncasecmp(line, "HTTP/", 5)) { /* a new response (after 100 Continue) */
+        jb->retry_after = 0;
+        memset(jb->rl_empty, 0, sizeof jb->rl_empty);
+        memset(jb->rl_reset, 0, sizeof jb->rl_reset);
+    } else if (!strncasecmp(line, "x-ratelimit-remaining-", 22) || !strncasecmp(line, "x-ratelimit-reset-", 18)) {
+        int remaining = tolower((unsigned char)line[12]) == 'r' && tolower((unsigned char)line[13]) == 'e' &&
+                        tolower((unsigned char)line[14]) == 'm';
+        const char *kind = line + (remaining ? 22 : 18);
+        int which = !strncasecmp(kind, "requests:", 9) ? 0 : !strncasecmp(kind, "tokens:", 7) ? 1 : -1;
+        if (which >= 0) {
+            const char *v = strchr(kind, ':') + 1;
+            while (*v == ' ') v++;
+            if (remaining) jb->rl_empty[which] = *v == '0' && (v[1] == '\r' || v[1] == '\n' || !v[1]);
+            else jb->rl_reset[which] = parse_duration(v);
+        }
+    }
     else if (!strncasecmp(line, "retry-after-ms:", 15)) {
         double v = strtod(line + 15, NULL);
         if (v > 0) jb->retry_after = v / 1000.0;
@@ -505,6 +545,12 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
     j->st.in_flight--;
     pthread_mutex_unlock(&j->mu);
     const char *url = jb->ep->url;
+    for (int k = 0; k < 2; k++)
+        if (jb->rl_empty[k] && jb->rl_reset[k] > 0) {
+            /* the server says its request (token) budget is spent until the reset: pause there */
+            double until = now_s() + fmin(jb->rl_reset[k], j->retry_after_max);
+            if (until > jb->ep->pause_until) jb->ep->pause_until = until;
+        }
     if (code != CURLE_OK) {
         if (code == CURLE_URL_MALFORMAT || code == CURLE_UNSUPPORTED_PROTOCOL) {
             char *m = fmt("%s: %s", url, curl_easy_strerror(code));
@@ -595,6 +641,8 @@ static int send_job(jr_judge *j, job *jb, endpoint *ep) {
     jb->resp_len = 0;
     jb->too_big = 0;
     jb->retry_after = 0;
+    memset(jb->rl_empty, 0, sizeof jb->rl_empty);
+    memset(jb->rl_reset, 0, sizeof jb->rl_reset);
     curl_easy_setopt(e, CURLOPT_URL, ep->url);
     curl_easy_setopt(e, CURLOPT_POST, 1L);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, jb->body);
