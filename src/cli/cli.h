@@ -30,5 +30,8 @@ int cmd_dataset(int argc, char **argv);
 int cmd_tb_export(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_grade(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_bench_grade(int argc, char **argv);
 
 #endif
