@@ -209,6 +209,22 @@ TEST(named_rules) {
     CHECK_OK(jr_rule_check("max_repetition", p, "a a a a", &pass));
     CHECK(pass == 0);
     json_decref(p);
+    /* IFEval instructions as rules. */
+    p = json_pack("{s:[s]}", "keywords", "apple");
+    CHECK_OK(jr_rule_check("ifeval:keywords:existence", p, "I ate an apple today.", &pass));
+    CHECK(pass == 1);
+    CHECK_OK(jr_rule_check("ifeval:keywords:existence", p, "I ate a pear today.", &pass));
+    CHECK(pass == 0);
+    json_decref(p);
+    CHECK_OK(jr_rule_check("ifeval:punctuation:no_comma", NULL, "No commas here.", &pass));
+    CHECK(pass == 1);
+    p = json_pack("{s:s,s:n}", "instruction_id", "punctuation:no_comma", "kwargs");
+    CHECK_OK(jr_rule_check("ifeval", p, "One, two.", &pass));
+    CHECK(pass == 0);
+    json_decref(p);
+    CHECK(jr_rule_known("ifeval:keywords:existence") && !jr_rule_known("ifeval:keywords:nope"));
+    CHECK(jr_rule_check("ifeval:keywords:nope", NULL, "x", &pass) != JR_OK);
+    CHECK(strstr(jr_errmsg(), "keywords:nope") != NULL);
     CHECK(jr_rule_check("no_such_rule", NULL, "x", &pass) == JR_EINVAL);
     CHECK(strstr(jr_errmsg(), "no_such_rule") != NULL);
     CHECK(jr_rule_known("regex") && !jr_rule_known("bogus"));

@@ -66,6 +66,8 @@ double jr_simplicity_score(double n_ops, double min_ops, double max_ops);
  *   exact {answer, casefold?}     exact match
  *   contains {text | texts[], casefold?}  every text occurs
  *   max_repetition {n?, max_rate} n-gram repetition rate at most max_rate
+ *   ifeval:ID {kwargs}            the IFEval instruction ID is followed (strict)
+ *   ifeval {instruction_id, kwargs, loose?}
  * `params` may also be a bare string for the one-parameter rules (math_verify, regex).
  * Sets *pass to 1 or 0. Fails (JR_EINVAL, naming the rule and the parameter) on an unknown name or
  * bad parameters; *pass is then 0. */

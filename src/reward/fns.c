@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "judgerl/ifeval.h"
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
 #include "judgerl/verify.h"
@@ -366,6 +367,37 @@ static jr_rw_rc eval_repetition(const jr_config *cfg, const json_t *params, cons
     return scored(out, -rate);
 }
 
+static jr_status check_ifeval(const json_t *params) {
+    jr_status st = check_keys(params, "mode|reduce|ids_field|kwargs_field", NULL);
+    if (st) return st;
+    const char *m = pstr(params, "mode", "strict"), *r = pstr(params, "reduce", "pass_rate");
+    if (strcmp(m, "strict") && strcmp(m, "loose")) return jr_fail(JR_EINVAL, "mode '%s': use strict or loose", m);
+    if (strcmp(r, "pass_rate") && strcmp(r, "all_pass")) return jr_fail(JR_EINVAL, "reduce '%s': use pass_rate or all_pass", r);
+    return JR_OK;
+}
+
+static jr_rw_rc eval_ifeval(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+    const char *resp = row_str(row, response_names, NULL);
+    if (!resp) return unscored(out, "field 'response': expected a string");
+    const char *idf = pstr(params, "ids_field", "instruction_id_list"), *kwf = pstr(params, "kwargs_field", "kwargs");
+    const json_t *ids = json_object_get(row, idf), *kw = json_object_get(row, kwf);
+    if (!json_is_array(ids) || !json_array_size(ids)) return unscored(out, "field '%s': expected a non-empty list of instruction ids", idf);
+    size_t n = json_array_size(ids);
+    bool *res = jr_calloc(n, sizeof *res);
+    if (!res) return unscored(out, "out of memory");
+    char *prompt = jr_row_text(row, (const char *const[]){"prompt", "instruction", NULL});
+    jr_ifeval_mode mode = !strcmp(pstr(params, "mode", "strict"), "loose") ? JR_IFEVAL_LOOSE : JR_IFEVAL_STRICT;
+    jr_status st = jr_ifeval_check_row(ids, kw, prompt, resp, mode, res);
+    free(prompt);
+    if (st) { free(res); return unscored(out, "ifeval: %s", jr_errmsg()); }
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(arr, json_boolean(res[i]));
+    out->detail = json_pack("{s:o}", "followed", arr);
+    double v = !strcmp(pstr(params, "reduce", "pass_rate"), "all_pass") ? jr_ifeval_all_pass(res, n) : jr_ifeval_pass_rate(res, n);
+    free(res);
+    return scored(out, v);
+}
+
 const jr_reward_fn jr_reward_builtins[] = {
     {"reference", "reference", "judge: equivalent to the reference? judge.reference.correct / incorrect (normalised match short-circuits)", check_none, eval_reference},
     {"rubric", "rubric", "judge + rules: HealthBench score, sum of met points / sum of positive points", check_none, eval_rubric},
@@ -381,5 +413,6 @@ const jr_reward_fn jr_reward_builtins[] = {
     {"efficiency", NULL, "from row cost and latency against budgets, in [0, 1]", check_efficiency, eval_efficiency},
     {"simplicity", NULL, "from the row's operator count: 1 at min_ops, 0 at max_ops", check_simplicity, eval_simplicity},
     {"repetition", NULL, "repetition penalty: -(1 - distinct n-grams / n-grams) of the response", check_repetition, eval_repetition},
+    {"ifeval", NULL, "IFEval instructions of the row (instruction_id_list, kwargs): pass rate or all-pass, strict or loose", check_ifeval, eval_ifeval},
     {NULL, NULL, NULL, NULL, NULL},
 };

@@ -2,6 +2,7 @@
  * efficiency and simplicity scores, and the named rule checks rubrics and VerIF use */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "judgerl/verify.h"
+#include "judgerl/ifeval.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -165,6 +166,8 @@ static const char *const rule_names[] = {"math_verify", "word_count_range", "reg
                                          "max_repetition", NULL};
 
 int jr_rule_known(const char *name) {
+    if (name && !strncmp(name, "ifeval:", 7)) return jr_ifeval_instruction_known(name + 7);
+    if (name && !strcmp(name, "ifeval")) return 1;
     for (int i = 0; name && rule_names[i]; i++)
         if (!strcmp(name, rule_names[i])) return 1;
     return 0;
@@ -229,6 +232,20 @@ jr_status jr_rule_check(const char *name, const json_t *params, const char *resp
         *pass = jr_repetition_rate(response, (int)n) <= maxr;
         return JR_OK;
     }
+    if (!strncmp(name, "ifeval:", 7) || !strcmp(name, "ifeval")) {
+        /* "ifeval:ID" with the kwargs as params, or "ifeval" with {instruction_id, kwargs, loose?}. */
+        const char *id = name[6] == ':' ? name + 7 : json_string_value(json_object_get(params, "instruction_id"));
+        const json_t *kw = name[6] == ':' ? params : json_object_get(params, "kwargs");
+        int loose = name[6] != ':' && json_is_true(json_object_get(params, "loose"));
+        if (!id) return jr_fail(JR_EINVAL, "rule ifeval: parameters need a string 'instruction_id'");
+        if (json_is_null(kw)) kw = NULL;
+        jr_ifeval_instr *ins;
+        jr_status st = jr_ifeval_instr_new(id, kw, NULL, &ins);
+        if (st) return jr_fail_ctx(st, "rule %s", name);
+        *pass = jr_ifeval_instr_check(ins, response, strlen(response), loose ? JR_IFEVAL_LOOSE : JR_IFEVAL_STRICT);
+        jr_ifeval_instr_free(ins);
+        return JR_OK;
+    }
     return jr_fail(JR_EINVAL, "unknown rule '%s' (known: math_verify, word_count_range, regex, exact, contains, "
-                              "max_repetition)", name);
+                              "max_repetition, ifeval:ID)", name);
 }
