@@ -27,5 +27,6 @@ int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, cons
 int cmd_version(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_ifeval(int argc, char **argv);
+int cmd_grade(int argc, char **argv);
 
 #endif

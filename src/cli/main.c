@@ -11,6 +11,7 @@ typedef struct {
 } command;
 
 static const command commands[] = {
+    {"grade", cmd_grade, "grade a JSONL file with an LLM judge (resumable, cached)"},
     {"config", cmd_config, "check a YAML config and print every effective value"},
     {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
     {"version", cmd_version, "print the version"},
