@@ -364,7 +364,7 @@ static jr_rw_rc eval_repetition(const jr_config *cfg, const json_t *params, cons
     if (!resp) return unscored(out, "field '%s': expected a string", field ? field : "response");
     double rate = jr_repetition_rate(resp, (int)pnum(params, "n", 3));
     out->detail = json_pack("{s:f}", "rate", rate);
-    return scored(out, -rate);
+    return scored(out, rate > 0 ? -rate : 0.0);
 }
 
 static jr_status check_ifeval(const json_t *params) {
