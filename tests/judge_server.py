@@ -45,12 +45,20 @@ class State:
         self.lock = threading.Lock()
         self.counts = {}
         self.log = []
+        self.inflight = 0
+        self.max_inflight = 0
 
     def next_attempt(self, key):
         with self.lock:
             n = self.counts.get(key, 0) + 1
             self.counts[key] = n
             return n
+
+    def enter(self, d):
+        with self.lock:
+            self.inflight += d
+            self.max_inflight = max(self.max_inflight, self.inflight)
+            return self.inflight
 
     def record(self, entry):
         with self.lock:
@@ -84,6 +92,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         st = self.server.state
+        now = st.enter(1)
+        try:
+            self.handle_post(st, now)
+        finally:
+            st.enter(-1)
+
+    def handle_post(self, st, inflight):
         n = int(self.headers.get("Content-Length", "0"))
         raw = self.rfile.read(n)
         try:
@@ -100,7 +115,7 @@ class Handler(BaseHTTPRequestHandler):
             fault = m.group(1)
         auth = self.headers.get("Authorization", "")
         entry = {"t": time.time(), "key": key, "attempt": attempt, "path": self.path, "fault": fault,
-                 "body": body, "auth_ok": st.key is None or auth == "Bearer " + st.key}
+                 "body": body, "inflight": inflight, "auth_ok": st.key is None or auth == "Bearer " + st.key}
         st.record(entry)
         if st.latency:
             time.sleep(st.latency)

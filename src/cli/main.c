@@ -12,6 +12,7 @@ typedef struct {
 
 static const command commands[] = {
     {"grade", cmd_grade, "grade a JSONL file with an LLM judge (resumable, cached)"},
+    {"bench", cmd_bench, "benchmarks (bench grade: judge client throughput); prints JSON figures"},
     {"config", cmd_config, "check a YAML config and print every effective value"},
     {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
     {"version", cmd_version, "print the version"},

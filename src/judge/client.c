@@ -25,7 +25,8 @@ typedef struct endpoint {
     char *url;     /* the POST URL */
     char *model;
     int conc, in_flight;
-    double rtok, ttok; /* token bucket levels (requests, tokens) */
+    double rtok, ttok;  /* token bucket levels (requests, tokens) */
+    double down_until;  /* after a connect failure: avoided until then while others can serve */
 } endpoint;
 
 typedef struct sample sample;
@@ -100,6 +101,7 @@ struct jr_judge {
     /* the I/O thread's own */
     CURLM *multi;
     job *ready, *ready_tail, *delayed, *wire;
+    int n_waiting;  /* jobs in ready + delayed */
     sample *live;
     CURL **pool;
     int n_pool, cap_pool;
@@ -184,6 +186,7 @@ static void job_free(job *jb) {
 /* ---- the I/O thread: queues ------------------------------------------------------------- */
 
 static void push_ready(jr_judge *j, job *jb, int front) {
+    j->n_waiting++;
     jb->next = NULL;
     if (front) {
         jb->next = j->ready;
@@ -361,13 +364,13 @@ static void start_call(jr_judge *j, sample *s, int index) {
     if (json_is_object(c->params)) json_object_update(body, c->params);
     json_object_del(body, "stream");
     json_object_del(body, "stream_options");
-    char *canon = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+    char *canon = j->cache ? json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     if (j->stream) json_object_set_new(body, "stream", json_true());
     jb->body = json_dumps(body, JSON_COMPACT);
     long mt = (long)json_integer_value(json_object_get(body, "max_tokens"));
     json_decref(body);
-    if (!canon || !jb->body) { free(canon); job_free(jb); goto oom; }
-    jr_cache_key(model, canon, jb->key);
+    if ((j->cache && !canon) || !jb->body) { free(canon); job_free(jb); goto oom; }
+    if (canon) jr_cache_key(model, canon, jb->key);
     free(canon);
     jb->est_tokens = (double)strlen(jb->body) / 4.0 + (double)(mt > 0 ? mt : j->max_tokens);
     if (j->cache) {
@@ -463,6 +466,7 @@ static void transient(jr_judge *j, job *jb, char *why /* owned */) {
     jb->not_before = now_s() + d;
     jb->next = j->delayed;
     j->delayed = jb;
+    j->n_waiting++;
     pthread_mutex_lock(&j->mu);
     j->st.retries++;
     pthread_mutex_unlock(&j->mu);
@@ -501,6 +505,8 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
             finish_call(j, jb, 0, NAN, NULL, m, 0);
             return;
         }
+        if (code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST)
+            jb->ep->down_until = now_s() + fmax(j->backoff_base, 0.05) * 4;
         transient(j, jb, fmt("%s: %s", url, jb->too_big ? "answer larger than 64 MiB" : curl_easy_strerror(code)));
         return;
     }
@@ -549,11 +555,14 @@ static void refill(jr_judge *j, double now) {
 }
 
 /* The least loaded endpoint that may take a request of est tokens now, or NULL. */
-static endpoint *pick(jr_judge *j, double est) {
+static endpoint *pick(jr_judge *j, double est, double now) {
     endpoint *best = NULL;
     double best_load = 0;
+    int up = 0;
+    for (int k = 0; k < j->n_ep; k++) up += j->ep[k].down_until <= now;
     for (int k = 0; k < j->n_ep; k++) {
         endpoint *e = &j->ep[(j->rr + k) % j->n_ep];
+        if (up && e->down_until > now) continue;
         if (e->in_flight >= e->conc) continue;
         if (j->rpm > 0 && e->rtok < 1) continue;
         /* a request bigger than the bucket goes when the bucket is full */
@@ -640,23 +649,21 @@ static void *io_main(void *arg) {
         double next_due = INFINITY;
         for (job **pp = &j->delayed; *pp;) {
             job *jb = *pp;
-            if (jb->not_before <= now) { *pp = jb->next; push_ready(j, jb, 1); }
+            if (jb->not_before <= now) { *pp = jb->next; j->n_waiting--; push_ready(j, jb, 1); }
             else { if (jb->not_before < next_due) next_due = jb->not_before; pp = &jb->next; }
         }
         int blocked = 0;
         while (j->ready) {
             job *jb = j->ready;
-            endpoint *ep = pick(j, jb->est_tokens);
+            endpoint *ep = pick(j, jb->est_tokens, now);
             if (!ep) { blocked = 1; break; }
             j->ready = jb->next;
             if (!j->ready) j->ready_tail = NULL;
+            j->n_waiting--;
             if (send_job(j, jb, ep)) finish_call(j, jb, 0, NAN, NULL, fmt("cannot start a request (out of memory)"), 0);
         }
         pthread_mutex_lock(&j->mu);
-        int q = 0;
-        for (job *jb = j->ready; jb; jb = jb->next) q++;
-        for (job *jb = j->delayed; jb; jb = jb->next) q++;
-        j->st.queued = q;
+        j->st.queued = j->n_waiting;
         pthread_mutex_unlock(&j->mu);
         int running = 0;
         curl_multi_perform(j->multi, &running);
