@@ -208,6 +208,9 @@ def test_rubric():
     report("rubric: a criterion that keeps failing leaves the sample unscored, not NOT_PRESENT",
            o["never"]["reward"] is None and "criterion 2" in o["never"]["error"]
            and len(requests_with(srv, "NEVER gradable")) == 3, o["never"])
+    # scored rows: 0.5 and 1.0 -> mean 0.75, clipped the same
+    report("rubric: the summary reports the clipped mean (HealthBench aggregate)",
+           near(s["components"]["rubric"].get("clipped_mean"), 0.75), s)
     report("rubric: rule-only rubric is scored without the judge",
            o["rules_only"]["reward"] == 1.0 and o["rules_only"]["judge_calls"] == 0, o["rules_only"])
     srv.shutdown()

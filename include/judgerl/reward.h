@@ -100,6 +100,7 @@ json_t *jr_reward_result_json(const jr_reward *r, const jr_reward_result *res);
 int jr_reward_n_parts(const jr_reward *r);
 const char *jr_reward_part_name(const jr_reward *r, int i);
 double jr_reward_part_weight(const jr_reward *r, int i);
+const char *jr_reward_part_fn(const jr_reward *r, int i); /* the reward function's name */
 
 /* The judge client (NULL when no component uses the judge), e.g. for jr_judge_stats_get. */
 jr_judge *jr_reward_judge(jr_reward *r);
