@@ -223,7 +223,13 @@ int cmd_bench_grade(int argc, char **argv) {
         }
     }
     kill(srv, SIGKILL);
-    waitpid(srv, NULL, 0);
+    struct rusage sru;
+    int wst;
+    if (wait4(srv, &wst, 0, &sru) == srv)
+        json_object_set_new(out, "server_cpu_s_all_levels", json_real((double)sru.ru_utime.tv_sec + sru.ru_utime.tv_usec * 1e-6 +
+                                                                      (double)sru.ru_stime.tv_sec + sru.ru_stime.tv_usec * 1e-6));
+    double la[3];
+    if (getloadavg(la, 3) == 3) json_object_set_new(out, "loadavg_1m_after", json_real(la[0]));
     if (!rc) {
         char *t = json_dumps(out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(5));
         if (t) puts(t);

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "judge/cache.h"
@@ -98,8 +101,11 @@ struct jr_judge {
     uint64_t next_ticket, pending;
     jr_judge_stats st;
     char *fatal;
-    /* the I/O thread's own */
+    /* the I/O thread's own: curl's sockets in an epoll set (curl_multi_socket_action), an
+     * eventfd to wake it, curl's timer */
     CURLM *multi;
+    int epfd, evfd;
+    double curl_deadline;
     job *ready, *ready_tail, *delayed, *wire;
     int n_waiting;  /* jobs in ready + delayed */
     sample *live;
@@ -635,8 +641,43 @@ static void take_inbox(jr_judge *j) {
     }
 }
 
+/* libcurl tells which sockets to watch for what (CURLMOPT_SOCKETFUNCTION). */
+static int on_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *socketp) {
+    (void)e;
+    jr_judge *j = userp;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(j->epfd, EPOLL_CTL_DEL, fd, NULL);
+        if (socketp) curl_multi_assign(j->multi, fd, NULL);
+        return 0;
+    }
+    struct epoll_event ev = {0};
+    ev.data.fd = fd;
+    ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0);
+    int op = socketp ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (epoll_ctl(j->epfd, op, fd, &ev) != 0)
+        epoll_ctl(j->epfd, op == EPOLL_CTL_ADD ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
+    if (!socketp) curl_multi_assign(j->multi, fd, (void *)1);
+    return 0;
+}
+
+/* libcurl's single timer (CURLMOPT_TIMERFUNCTION): -1 = none. */
+static int on_timer(CURLM *m, long timeout_ms, void *userp) {
+    (void)m;
+    jr_judge *j = userp;
+    j->curl_deadline = timeout_ms < 0 ? INFINITY : now_s() + (double)timeout_ms / 1000.0;
+    return 0;
+}
+
+static void drain_done(jr_judge *j) {
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(j->multi, &left)))
+        if (m->msg == CURLMSG_DONE) on_done(j, m->easy_handle, m->data.result);
+}
+
 static void *io_main(void *arg) {
     jr_judge *j = arg;
+    struct epoll_event evs[256];
     for (;;) {
         pthread_mutex_lock(&j->mu);
         int stop = j->stop;
@@ -665,22 +706,36 @@ static void *io_main(void *arg) {
         pthread_mutex_lock(&j->mu);
         j->st.queued = j->n_waiting;
         pthread_mutex_unlock(&j->mu);
-        int running = 0;
-        curl_multi_perform(j->multi, &running);
-        CURLMsg *m;
-        int left;
-        int progressed = 0;
-        while ((m = curl_multi_info_read(j->multi, &left))) {
-            if (m->msg == CURLMSG_DONE) { on_done(j, m->easy_handle, m->data.result); progressed = 1; }
-        }
-        if (progressed) continue; /* results may have freed capacity or queued retries */
         double wait = 1.0;
-        if (next_due < INFINITY) wait = fmin(wait, next_due - now_s());
+        now = now_s();
+        if (next_due < INFINITY) wait = fmin(wait, next_due - now);
         if (blocked && (j->rpm > 0 || j->tpm > 0)) wait = fmin(wait, 0.01);
+        if (j->curl_deadline < INFINITY) wait = fmin(wait, j->curl_deadline - now);
         if (wait < 0) wait = 0;
-        curl_multi_poll(j->multi, NULL, 0, (int)(wait * 1000) + (wait > 0 ? 1 : 0), NULL);
+        int n = epoll_wait(j->epfd, evs, (int)(sizeof evs / sizeof *evs), (int)ceil(wait * 1000));
+        int running;
+        for (int i = 0; i < n; i++) {
+            if (evs[i].data.fd == j->evfd) {
+                uint64_t v;
+                if (read(j->evfd, &v, sizeof v) < 0) { /* nothing to drain */ }
+                continue;
+            }
+            int flags = ((evs[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) | ((evs[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
+                        ((evs[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
+            curl_multi_socket_action(j->multi, evs[i].data.fd, flags, &running);
+        }
+        if (j->curl_deadline <= now_s()) {
+            j->curl_deadline = INFINITY;
+            curl_multi_socket_action(j->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        }
+        drain_done(j);
     }
     return NULL;
+}
+
+static void wake(jr_judge *j) {
+    uint64_t one = 1;
+    if (write(j->evfd, &one, sizeof one) < 0) { /* the counter is saturated: it is awake anyway */ }
 }
 
 /* ---- public API --------------------------------------------------------------------------- */
@@ -725,6 +780,7 @@ jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
     pthread_once(&curl_once, curl_init_once);
     jr_judge *j = jr_calloc(1, sizeof *j);
     if (!j) return JR_ENOMEM;
+    j->epfd = j->evfd = -1;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
     j->cfg = cfg;
@@ -808,6 +864,16 @@ jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
     j->multi = curl_multi_init();
     if (!j->pool || !j->multi) { st = jr_fail(JR_ENOMEM, "judge: cannot create the HTTP client"); goto fail; }
     curl_multi_setopt(j->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
+    curl_multi_setopt(j->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(j->multi, CURLMOPT_SOCKETDATA, j);
+    curl_multi_setopt(j->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(j->multi, CURLMOPT_TIMERDATA, j);
+    j->curl_deadline = INFINITY;
+    j->epfd = epoll_create1(EPOLL_CLOEXEC);
+    j->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (j->epfd < 0 || j->evfd < 0) { st = jr_fail(JR_EIO, "judge: cannot create the event loop"); goto fail; }
+    struct epoll_event wev = {.events = EPOLLIN, .data.fd = j->evfd};
+    if (epoll_ctl(j->epfd, EPOLL_CTL_ADD, j->evfd, &wev)) { st = jr_fail(JR_EIO, "judge: cannot create the event loop"); goto fail; }
     curl_multi_setopt(j->multi, CURLMOPT_MAXCONNECTS, (long)(conc * j->n_ep + 16));
     j->t_bucket = now_s();
     if (pthread_create(&j->thr, NULL, io_main, j)) { st = jr_fail(JR_EINTERNAL, "judge: cannot start the I/O thread"); goto fail; }
@@ -868,7 +934,7 @@ jr_status jr_judge_submit_proto(jr_judge *j, int proto, const json_t *row, void 
     j->inbox_tail = s;
     pthread_mutex_unlock(&j->mu);
     if (ticket) *ticket = s->ticket;
-    curl_multi_wakeup(j->multi);
+    wake(j);
     return JR_OK;
 }
 
@@ -935,7 +1001,7 @@ void jr_judge_close(jr_judge *j) {
         pthread_mutex_lock(&j->mu);
         j->stop = 1;
         pthread_mutex_unlock(&j->mu);
-        curl_multi_wakeup(j->multi);
+        wake(j);
         pthread_join(j->thr, NULL);
     }
     if (j->multi) {
@@ -953,6 +1019,8 @@ void jr_judge_close(jr_judge *j) {
     for (int i = 0; i < j->n_pool; i++) curl_easy_cleanup(j->pool[i]);
     free(j->pool);
     if (j->multi) curl_multi_cleanup(j->multi);
+    if (j->epfd >= 0) close(j->epfd);
+    if (j->evfd >= 0) close(j->evfd);
     for (sample *lists[3] = {j->live, j->inbox, j->done}, **l = lists; l < lists + 3; l++)
         for (sample *s = *l; s;) {
             sample *n = s->next;
