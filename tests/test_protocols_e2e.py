@@ -50,10 +50,19 @@ class ScriptHandler(BaseHTTPRequestHandler):
         if ans.get("code", 200) != 200:
             data = json.dumps({"error": {"message": "scripted %d" % ans["code"]}}).encode()
             self.send_response(ans["code"])
-        else:
+        elif self.path.endswith("/chat/completions"):
             choice = {"index": 0, "message": {"role": "assistant", "content": ans["content"]}, "finish_reason": "stop"}
             if ans.get("logprobs") is not None and body.get("logprobs"):
                 choice["logprobs"] = {"content": ans["logprobs"]}
+        else:  # /v1/completions: logprobs in the legacy shape, only when asked with an integer
+            choice = {"index": 0, "text": ans["content"], "finish_reason": "stop"}
+            k = body.get("logprobs")
+            if ans.get("logprobs") is not None and isinstance(k, int) and not isinstance(k, bool):
+                choice["logprobs"] = {"tokens": [e["token"] for e in ans["logprobs"]],
+                                      "token_logprobs": [e["logprob"] for e in ans["logprobs"]],
+                                      "top_logprobs": [{t["token"]: t["logprob"] for t in e["top_logprobs"][:k]}
+                                                       for e in ans["logprobs"]]}
+        if ans.get("code", 200) == 200:
             data = json.dumps({"id": "x", "object": "chat.completion", "choices": [choice],
                                "usage": {"total_tokens": 10}}).encode()
             self.send_response(200)
@@ -338,6 +347,11 @@ def test_label():
            o["broken"]["reward"] is None and len(requests_with(srv, "BROKEN")) == 3, o["broken"])
     b = requests_with(srv, "CONFIDENT-YES")[0]["body"]
     report("label: log-probs are requested", b.get("logprobs") is True and b.get("top_logprobs") == 10, b)
+    rc, o, s, err = grade("judge_label.yaml", rows[:1], port, "label_cmpl", "judge.api=completions")
+    y = o.get("yes", {})
+    report("label: /v1/completions asks logprobs=k and reads the legacy log-probs",
+           rc == 0 and near(y.get("scores", {}).get("confidence"), 0.7 / 0.95)
+           and requests_with(srv, "CONFIDENT-YES")[-1]["body"].get("logprobs") == 10, (y, err))
     srv.shutdown()
 
 
