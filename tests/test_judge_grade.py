@@ -359,7 +359,10 @@ def test_fail_fast():
     rc, so, se = grade(config("ff", port, path="/wrong"), inp, out)
     counts, _ = by_key(srv)
     report("http_404_stops_with_server_message", rc == 1 and "HTTP 404" in se and "no route /wrong/chat/completions" in se and len(se.strip().splitlines()) == 1, se)
-    report("http_404_not_retried", all(c == 1 for c in counts.values()) and len(srv.state.log) <= 16, "%d requests" % len(srv.state.log))
+    # Each request is sent once (never retried). The run stops at the first 404; requests already
+    # admitted by then (up to the in-flight limit, and on a loaded machine a few more that were
+    # admitted before the fatal answer was read) still go out, so the bound is loose: 50 rows.
+    report("http_404_not_retried", all(c == 1 for c in counts.values()) and len(srv.state.log) <= 32, "%d requests" % len(srv.state.log))
     # an unreachable port: connect errors are transient, retried max_attempts times, then unscored
     dead = config("dead", 1, "  max_attempts: 2\n  max_unscored_frac: 0.5\n")
     rc, so, se = grade(dead, inp, os.path.join(TMP, "dead.out.jsonl"))
