@@ -141,6 +141,8 @@ static const tcase cases[] = {
     {"startend:quotation", "{}", " \"a\" ", 1, 1},
     {"startend:quotation", "{}", "Sure!\n\"quoted\"", 0, 1},
     {"startend:quotation", "{}", "“curly”", 0, 0},
+    {"startend:quotation", "{}", "\u3000\"wide space\"\u3000\u00a0\n", 1, 1},
+    {"startend:quotation", "{}", "\"zero-width space is not whitespace\"\u200b", 0, 0},
     /* change_case:capital_word_frequency */
     {"change_case:capital_word_frequency", "{\"capital_frequency\": 2, \"capital_relation\": \"at least\"}",
      "HELLO WORLD and more", 1, 1},

@@ -37,6 +37,36 @@ uint32_t *ifv_decode(const char *s, size_t len, size_t *n) {
     return out;
 }
 
+bool ifv_utf8_valid(const char *s, size_t len) {
+    size_t i = 0;
+    while (i < len) {
+        if ((unsigned char)s[i] < 0x80) { i++; continue; }
+        uint32_t c = ifv_next_cp(s, len, &i);
+        if (c >= 0xDC80 && c <= 0xDCFF) return false;
+    }
+    return true;
+}
+
+char *ifv_utf8_sanitize(const char *s, size_t len, size_t *outlen) {
+    char *o = malloc(len * 3 + 1);
+    if (!o) return NULL;
+    size_t i = 0, k = 0;
+    while (i < len) {
+        size_t at = i;
+        uint32_t c = ifv_next_cp(s, len, &i);
+        if (c >= 0xDC80 && c <= 0xDCFF && i == at + 1) {
+            memcpy(o + k, "\xEF\xBF\xBD", 3);
+            k += 3;
+        } else {
+            memcpy(o + k, s + at, i - at);
+            k += i - at;
+        }
+    }
+    o[k] = 0;
+    *outlen = k;
+    return o;
+}
+
 bool ifv_isspace(uint32_t c) {
     return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
            (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
@@ -108,11 +138,21 @@ void ifv_strip(const char *s, size_t len, size_t *b, size_t *e) {
         size_t at = i;
         if (!ifv_isspace(ifv_next_cp(s, len, &i))) { start = at; break; }
     }
-    size_t end = start;
-    i = start;
-    while (i < len) {
-        uint32_t c = ifv_next_cp(s, len, &i);
-        if (!ifv_isspace(c)) end = i;
+    /* backwards from the end: find the last character's lead byte, decode it forwards */
+    size_t end = len;
+    while (end > start) {
+        unsigned char c = (unsigned char)s[end - 1];
+        if (c < 0x80) {
+            if (!ifv_isspace(c)) break;
+            end--;
+            continue;
+        }
+        size_t p = end - 1;
+        for (int k = 0; k < 3 && p > start && ((unsigned char)s[p] & 0xC0) == 0x80; k++) p--;
+        size_t q = p;
+        uint32_t cp = ifv_next_cp(s, len, &q);
+        if (q != end || !ifv_isspace(cp)) break; /* not whitespace, or a stray continuation byte */
+        end = p;
     }
     *b = start;
     *e = end;
