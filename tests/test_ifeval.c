@@ -344,6 +344,29 @@ TEST(row_api_and_rewards) {
     json_decref(notstr);
 }
 
+TEST(score_dataset_row) {
+    json_t *row = json_loads("{\"key\": 7, \"prompt\": \"Say it\", \"instruction_id_list\": "
+                             "[\"punctuation:no_comma\", \"change_case:english_lowercase\"], \"kwargs\": [{}, {}]}",
+                             0, NULL);
+    double rate = -1;
+    int all = -1;
+    CHECK_OK(jr_ifeval_score(row, "this sentence is written in plain english without any capital letters", JR_IFEVAL_STRICT,
+                             &rate, &all));
+    CHECK_NEAR(rate, 1.0, 0, 0);
+    CHECK(all == 1);
+    CHECK_OK(jr_ifeval_score(row, "Hello, World", JR_IFEVAL_LOOSE, &rate, &all));
+    CHECK_NEAR(rate, 0.0, 0, 0);
+    CHECK(all == 0);
+    CHECK_OK(jr_ifeval_score(row, "no commas Here", JR_IFEVAL_STRICT, &rate, NULL));
+    CHECK_NEAR(rate, 0.5, 0, 0);
+    json_object_del(row, "instruction_id_list");
+    rate = -1;
+    CHECK(jr_ifeval_score(row, "x", JR_IFEVAL_STRICT, &rate, &all) == JR_EINVAL);
+    CHECK(strstr(jr_errmsg(), "instruction_id_list") != NULL);
+    CHECK(rate == -1);
+    json_decref(row);
+}
+
 TEST(invalid_utf8_does_not_crash) {
     const char bad[] = "\xff\xfe *a* \xc3( [x] \xe2\x82";
     for (int i = 0; i < JR_IFEVAL_N_INSTRUCTIONS; i++) {
@@ -371,6 +394,7 @@ int main(void) {
     RUN(language_detection);
     RUN(kwargs_validation);
     RUN(row_api_and_rewards);
+    RUN(score_dataset_row);
     RUN(invalid_utf8_does_not_crash);
     return jt_done();
 }

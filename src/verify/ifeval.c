@@ -861,6 +861,26 @@ jr_status jr_ifeval_check_row(const json_t *instruction_ids, const json_t *kwarg
     return st;
 }
 
+jr_status jr_ifeval_score(const json_t *row, const char *response, jr_ifeval_mode mode, double *pass_rate,
+                          int *all_pass) {
+    if (!json_is_object(row)) return jr_fail(JR_EINVAL, "an IFEval row must be a JSON object");
+    json_t *ids = json_object_get(row, "instruction_id_list"), *kw = json_object_get(row, "kwargs");
+    json_t *pr = json_object_get(row, "prompt");
+    if (!json_is_array(ids)) return jr_fail(JR_EINVAL, "row field instruction_id_list is missing or not an array");
+    if (kw && !json_is_null(kw) && !json_is_array(kw)) return jr_fail(JR_EINVAL, "row field kwargs is not an array");
+    if (pr && !json_is_string(pr)) return jr_fail(JR_EINVAL, "row field prompt is not a string");
+    size_t n = json_array_size(ids);
+    bool *res = calloc(n + 1, sizeof *res);
+    if (!res) return jr_fail(JR_ENOMEM, "out of memory");
+    jr_status st = jr_ifeval_check_row(ids, kw, json_string_value(pr), response, mode, res);
+    if (!st) {
+        if (pass_rate) *pass_rate = jr_ifeval_pass_rate(res, n);
+        if (all_pass) *all_pass = jr_ifeval_all_pass(res, n);
+    }
+    free(res);
+    return st;
+}
+
 double jr_ifeval_pass_rate(const bool *results, size_t n) {
     if (!n) return 0.0;
     size_t k = 0;
