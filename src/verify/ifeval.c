@@ -41,6 +41,7 @@ static pcre2_code *re_compile(const char *pat, uint32_t opts, int *err, size_t *
 /* Non-overlapping matches from the start (Python's finditer). Calls fn for each unless fn is
  * NULL; returns the number of matches (stops early when fn returns false). */
 static size_t re_each(const pcre2_code *re, const char *s, size_t len, bool (*fn)(void *, span), void *arg) {
+    if (!re) return 0; /* a fixed pattern that could not be compiled (out of memory) */
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
     if (!md) return 0;
     size_t count = 0, at = 0;
@@ -65,6 +66,7 @@ static size_t re_each(const pcre2_code *re, const char *s, size_t len, bool (*fn
 }
 
 static bool re_search(const pcre2_code *re, const char *s, size_t len) {
+    if (!re) return false;
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
     if (!md) return false;
     int rc = pcre2_match(re, (PCRE2_SPTR)s, len, 0, PCRE2_NO_UTF_CHECK, md, NULL);
