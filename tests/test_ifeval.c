@@ -247,6 +247,14 @@ TEST(word_and_capital_counts) {
     CHECK(jr_ifeval_count_capital_words("", 0) == 0);
     const char *t = "NASA CAN'T, I'M OK. GONNA Go";
     CHECK_MSG(jr_ifeval_count_capital_words(t, strlen(t)) == 8, "%zu", jr_ifeval_count_capital_words(t, strlen(t)));
+    /* expected counts from nltk.word_tokenize (NLTK 3.8) */
+    static const struct {
+        const char *text;
+        size_t n;
+    } w[] = {{"I'M\tDONE", 2}, {"SHI'A MUSLIMS", 3}, {"THE DOGS' BONES", 3}, {"WE'LL SEE\nYOU'RE", 5}};
+    for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+        CHECK_MSG(jr_ifeval_count_capital_words(w[i].text, strlen(w[i].text)) == w[i].n, "\"%s\": %zu, expected %zu",
+                  w[i].text, jr_ifeval_count_capital_words(w[i].text, strlen(w[i].text)), w[i].n);
 }
 
 TEST(language_detection) {
