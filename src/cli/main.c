@@ -12,6 +12,8 @@ typedef struct {
 
 static const command commands[] = {
     {"config", cmd_config, "check a YAML config and print every effective value"},
+    {"tokenize", cmd_tokenize, "text -> token ids (or back), chat template rendering"},
+    {"tokenizer", cmd_tokenizer, "tokenizer train: byte-level BPE from a text corpus"},
     {"version", cmd_version, "print the version"},
 };
 
