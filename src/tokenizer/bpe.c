@@ -640,8 +640,12 @@ static jr_status load_model(jr_tokenizer *t, json_t *root) {
         else t->has_raw_added = 1;
         strmap_put(&t->added_map, a->content, a->len, a->id);
         if (!t->form[a->id]) {
-            jr_status st = set_id(t, a->id, a->content, a->len, "added_tokens");
-            if (st) return st;
+            /* an added token decodes to its content as is (not through the byte-level alphabet),
+             * so that decode(encode(x)) == x also for non-ASCII added tokens */
+            char *f = arena_strndup(t, a->content, a->len);
+            if (!f) return JR_ENOMEM;
+            t->form[a->id] = t->bytes[a->id] = f;
+            t->blen[a->id] = (uint32_t)a->len;
         }
         t->idflags[a->id] |= ID_ADDED | (a->special ? ID_SPECIAL : 0);
     }
