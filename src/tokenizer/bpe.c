@@ -1443,7 +1443,7 @@ static jr_status stream_emit(jr_tok_stream *s, const char *bytes, size_t n, int 
     if (!st) st = append_lossy(&res, in.b ? in.b : "", in.n - keep);
     if (!st && !res.b) st = bbuf_add(&res, "", 0);
     if (st) { free(in.b); free(res.b); return jr_fail(JR_ENOMEM, "out of memory"); }
-    memcpy(s->pend, in.b + in.n - keep, keep);
+    if (keep) memcpy(s->pend, in.b + in.n - keep, keep);
     s->npend = (int)keep;
     free(in.b);
     free(s->buf);
