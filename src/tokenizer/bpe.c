@@ -65,7 +65,7 @@ struct tok_wcache {
     jr_ids ids;
 };
 
-enum { WC_CAP = 65536, WC_MAX_WORD = 64, N_WCACHE = 4 };
+enum { WC_CAP = 1 << 17, WC_MAX_WORD = 128, N_WCACHE = 4 };
 
 static void wcache_clear(struct tok_wcache *w) {
     free(w->e);
