@@ -65,3 +65,7 @@ expect_error train_empty "empty.txt: corpus is empty" "$JR_BIN" tokenizer train 
 expect_error train_bad_utf8 "bad_utf8: corpus is not valid UTF-8 \(byte 2\)" "$JR_BIN" tokenizer train --vocab 300 -o "$T/x.json" "$T/bad_utf8"
 expect_error train_usage "--vocab N, -o FILE and CORPUS are required" "$JR_BIN" tokenizer train "$T/corpus.txt"
 if [ ! -e "$T/x.json" ]; then ok train_no_partial_output; else fail train_no_partial_output "x.json written"; fi
+# a template nested beyond the parser's bound is an error, not a stack overflow
+awk 'BEGIN { for (i = 0; i < 100000; i++) printf "("; printf "1"; for (i = 0; i < 100000; i++) printf ")"; }' >"$T/deep.inner"
+{ printf '{{ '; cat "$T/deep.inner"; printf ' }}'; } >"$T/deep.jinja"
+expect_error deep_template "deep.jinja: line 1: template nested too deeply" "$JR_BIN" tokenize --tokenizer "$TINY" --chat --chat-template "$T/deep.jinja" <"$T/chat"
