@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "judgerl/tokenizer.h"
 #include "judgerl/dataset.h"
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
@@ -10,6 +11,7 @@
 /* Every module's table of options; a config file may use any of them. */
 static const jr_cfg_field *const all_tables[] = {
     jr_run_cfg,
+    jr_tokenizer_cfg,
     jr_data_cfg,
     jr_judge_cfg,
     jr_protocols_cfg,
