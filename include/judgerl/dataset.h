@@ -60,6 +60,9 @@ jr_status jr_jsonl_writer_open(jr_jsonl_writer **w, const char *path, int fsync_
  * file; the file holds either the whole line or a torn tail the next open removes. */
 jr_status jr_jsonl_writer_append(jr_jsonl_writer *w, const json_t *row);
 
+/* Appends text (len bytes, one serialized JSON value without a newline) plus '\n' as one write. */
+jr_status jr_jsonl_writer_append_line(jr_jsonl_writer *w, const char *text, size_t len);
+
 /* Complete lines in the file (those present at open plus those appended). */
 int64_t jr_jsonl_writer_rows(const jr_jsonl_writer *w);
 /* Bytes of a torn last line that open removed (0 when the file was clean). */

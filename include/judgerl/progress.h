@@ -8,7 +8,7 @@
 typedef enum {
     JR_PROGRESS_AUTO,  /* TTY when out is a terminal, else PLAIN; JR_PROGRESS=tty|plain|off overrides */
     JR_PROGRESS_TTY,   /* one line redrawn in place ("\r", at most ~10 times a second) */
-    JR_PROGRESS_PLAIN, /* a full line every 10% of total, or every 30 s (or 1000 items without a total) */
+    JR_PROGRESS_PLAIN, /* a full line every 10% of total, or every 30 s at the latest */
     JR_PROGRESS_OFF
 } jr_progress_mode;
 
