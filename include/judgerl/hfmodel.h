@@ -82,6 +82,10 @@ void jr_model_rope_inv_freq(const jr_model_config *c, float *inv_freq);
 /* Total number of parameters the config implies (a tied lm_head counted once). */
 int64_t jr_model_param_count(const jr_model_config *c);
 
+/* JSON text as transformers writes its files (json.dumps(indent=2, sort_keys=True) + newline; reals
+ * in their shortest round-trip spelling). Caller frees; NULL + message on allocation failure. */
+char *jr_hf_json_dumps(const json_t *j);
+
 /* ---- generation_config.json ----------------------------------------------------------------- */
 
 /* Absent values: ints -1, doubles NAN (isnan), do_sample -1. */
