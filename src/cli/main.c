@@ -12,7 +12,10 @@ typedef struct {
 
 static const command commands[] = {
     {"config", cmd_config, "check a YAML config and print every effective value"},
+    {"forward", cmd_forward, "one forward/backward pass over token ids: loss, logits and gradients"},
     {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
+    {"train", cmd_train, "train a model from a YAML config (SFT)"},
+    {"bench", cmd_bench, "benchmarks printing one JSON object of figures (bench train)"},
     {"version", cmd_version, "print the version"},
 };
 
