@@ -239,8 +239,6 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, jr_train_result *res)
     }
     if ((st = jr_runlog_open(&rl, out_dir, res->resumed ? ts.step : -1, jr_cfg_bool(c, "trainer.tensorboard"))))
         goto done;
-    if (progress) bar = jr_progress_new("train", steps, progress, JR_PROGRESS_AUTO);
-    jr_progress_set(bar, ts.step);
     res->first_step = ts.step + 1;
 
     struct timespec t0, t1;
@@ -289,6 +287,8 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, jr_train_result *res)
             if (!isnan(vl)) jr_runlog_add(rl, "val_loss", vl);
             if ((st = jr_runlog_commit(rl, ts.step))) goto done;
         }
+        /* the bar starts after the first step, so a bad first batch prints its error line alone */
+        if (progress && !bar) bar = jr_progress_new("train", steps, progress, JR_PROGRESS_AUTO);
         jr_progress_field(bar, "loss", "%.4f", loss);
         jr_progress_set(bar, ts.step);
         if (last || (save_every > 0 && ts.step % save_every == 0))
