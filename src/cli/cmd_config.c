@@ -4,12 +4,14 @@
 #include "cli/cli.h"
 #include "judgerl/model.h"
 #include "judgerl/train.h"
+#include "judgerl/dataset.h"
 
 /* Every module's table of options; a config file may use any of them. */
 static const jr_cfg_field *const all_tables[] = {
     jr_run_cfg,
     jr_model_cfg,
     jr_trainer_cfg,
+    jr_data_cfg,
     NULL,
 };
 
