@@ -11,6 +11,8 @@ typedef struct {
 } command;
 
 static const command commands[] = {
+    {"grade", cmd_grade, "grade a JSONL file with an LLM judge (resumable, cached)"},
+    {"bench", cmd_bench, "benchmarks (bench grade: judge client throughput; bench train: training step); prints JSON figures"},
     {"config", cmd_config, "check a YAML config and print every effective value"},
     {"forward", cmd_forward, "one forward/backward pass over token ids: loss, logits and gradients"},
     {"dataset", cmd_dataset, "check a JSONL dataset: rows, fields, bad lines, train/validation split"},
@@ -18,7 +20,7 @@ static const command commands[] = {
     {"convert", cmd_convert, "rewrite a model directory in another dtype or shard size"},
     {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
     {"train", cmd_train, "train a model from a YAML config (SFT)"},
-    {"bench", cmd_bench, "benchmarks printing one JSON object of figures (bench train)"},
+    {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
     {"version", cmd_version, "print the version"},
 };
 
