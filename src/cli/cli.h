@@ -28,6 +28,8 @@ int cmd_version(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_forward(int argc, char **argv);
 int cmd_dataset(int argc, char **argv);
 int cmd_tb_export(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
@@ -36,6 +38,7 @@ int cmd_ifeval(int argc, char **argv);
 int cmd_grade(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_bench_grade(int argc, char **argv);
+int cmd_bench_train(int argc, char **argv);
 
 /* `judgerl grade` helpers: reads an existing output (drops a torn last line, records finished ids
  * in `done`, counts unscored rows; with retry_unscored drops them); grades through the reward

@@ -12,14 +12,16 @@ typedef struct {
 
 static const command commands[] = {
     {"grade", cmd_grade, "grade a JSONL file with an LLM judge (resumable, cached)"},
-    {"bench", cmd_bench, "benchmarks (bench grade: judge client throughput); prints JSON figures"},
+    {"bench", cmd_bench, "benchmarks (bench grade: judge client throughput; bench train: training step); prints JSON figures"},
     {"config", cmd_config, "check a YAML config and print every effective value"},
     {"tokenize", cmd_tokenize, "text -> token ids (or back), chat template rendering"},
     {"tokenizer", cmd_tokenizer, "tokenizer train: byte-level BPE from a text corpus"},
+    {"forward", cmd_forward, "one forward/backward pass over token ids: loss, logits and gradients"},
     {"dataset", cmd_dataset, "check a JSONL dataset: rows, fields, bad lines, train/validation split"},
     {"tb-export", cmd_tb_export, "write a metrics.jsonl as a TensorBoard event file"},
     {"convert", cmd_convert, "rewrite a model directory in another dtype or shard size"},
     {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
+    {"train", cmd_train, "train a model from a YAML config (SFT)"},
     {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
     {"version", cmd_version, "print the version"},
 };
