@@ -14,6 +14,8 @@ static const command commands[] = {
     {"config", cmd_config, "check a YAML config and print every effective value"},
     {"dataset", cmd_dataset, "check a JSONL dataset: rows, fields, bad lines, train/validation split"},
     {"tb-export", cmd_tb_export, "write a metrics.jsonl as a TensorBoard event file"},
+    {"convert", cmd_convert, "rewrite a model directory in another dtype or shard size"},
+    {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
     {"version", cmd_version, "print the version"},
 };
 
