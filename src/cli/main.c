@@ -15,7 +15,10 @@ static const command commands[] = {
     {"dataset", cmd_dataset, "check a JSONL dataset: rows, fields, bad lines, train/validation split"},
     {"tb-export", cmd_tb_export, "write a metrics.jsonl as a TensorBoard event file"},
     {"convert", cmd_convert, "rewrite a model directory in another dtype or shard size"},
+    {"forward", cmd_forward, "one forward/backward pass over token ids: loss, logits and gradients"},
     {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
+    {"train", cmd_train, "train a model from a YAML config (SFT)"},
+    {"bench", cmd_bench, "benchmarks printing one JSON object of figures (bench train)"},
     {"version", cmd_version, "print the version"},
 };
 
