@@ -12,6 +12,7 @@ typedef struct {
 
 static const command commands[] = {
     {"config", cmd_config, "check a YAML config and print every effective value"},
+    {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
     {"version", cmd_version, "print the version"},
 };
 

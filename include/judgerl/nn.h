@@ -1,0 +1,66 @@
+/* nn.h - transformer kernels as forward/backward pairs (fp32): matmul, embedding, RMSNorm, RoPE, attention, SwiGLU, log-probs */
+#ifndef JUDGERL_NN_H
+#define JUDGERL_NN_H
+
+#include <stdint.h>
+
+/* Conventions (STYLE.md, after llm.c): outputs first, then inputs, then sizes. Every backward
+ * ACCUMULATES (+=) into its gradient outputs, so the caller zeroes them once per step. A NULL
+ * gradient pointer means "not needed" and is skipped. None of these can fail. */
+
+/* out (N,OC) = inp (N,C) . weight (OC,C)^T + bias (OC, may be NULL). OpenBLAS sgemm. */
+void jr_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
+/* dinp (N,C) += dout . weight; dweight (OC,C) += dout^T . inp; dbias (OC) += column sums of dout. */
+void jr_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                        const float *weight, int N, int C, int OC);
+
+/* out (N,C) = wte[ids[n]] with wte (V,C); ids must be in [0,V). */
+void jr_embedding_forward(float *out, const int32_t *ids, const float *wte, int N, int C);
+/* dwte (V,C) += dout (N,C) scattered by ids. */
+void jr_embedding_backward(float *dwte, const float *dout, const int32_t *ids, int N, int C);
+
+/* out (N,C) = inp * rstd * weight with rstd (N) = 1/sqrt(mean(inp^2) + eps), as HF's RMSNorm in fp32.
+ * rstd is saved for the backward. Used per token (C = hidden) and per head (C = head_dim). */
+void jr_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N, int C, float eps);
+/* dinp (N,C) += d/dinp, dweight (C) += d/dweight, from dout (N,C), the saved inp and rstd. */
+void jr_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                         const float *rstd, int N, int C);
+
+/* Rotary embedding with HF's rotate_half pairing (i, i + D/2). inp/out (N,H,D) (may alias),
+ * pos (N) position of each row, cos/sin tables (P, D/2) for positions < P (jr_rope_table). */
+void jr_rope_forward(float *out, const float *inp, const int32_t *pos, const float *cos_t, const float *sin_t,
+                     int N, int H, int D);
+/* dinp (N,H,D) += the inverse rotation of dout (may not alias dout). */
+void jr_rope_backward(float *dinp, const float *dout, const int32_t *pos, const float *cos_t, const float *sin_t,
+                      int N, int H, int D);
+/* Fills cos/sin (P, D/2) for positions 0..P-1 from inv_freq (D/2), computed in double. */
+void jr_rope_table(float *cos_t, float *sin_t, const double *inv_freq, int P, int D);
+
+/* Causal grouped-query attention. q (B,T,Hq,D), k and v (B,T,Hkv,D) with Hq % Hkv == 0 (query head
+ * h reads kv head h / (Hq/Hkv), HF's repeat_kv). Scores scaled by 1/sqrt(D). out (B,T,Hq,D),
+ * att (B,Hq,T,T) the softmax probabilities (row t uses columns 0..t, the rest left 0), saved
+ * for the backward. Right padding needs no mask: a real token never sees a later pad. */
+void jr_attention_forward(float *out, float *att, const float *q, const float *k, const float *v, int B, int T,
+                          int Hq, int Hkv, int D);
+/* dq, dk, dv += gradients from dout (B,T,Hq,D), the saved att, q, k, v. */
+void jr_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *att, const float *q,
+                           const float *k, const float *v, int B, int T, int Hq, int Hkv, int D);
+
+/* out (N,F) = silu(gate) * up. */
+void jr_swiglu_forward(float *out, const float *gate, const float *up, int N, int F);
+/* dgate, dup (N,F) += from dout (N,F). */
+void jr_swiglu_backward(float *dgate, float *dup, const float *dout, const float *gate, const float *up, int N, int F);
+
+/* out (N,C) += inp (N,C): residual connections (the backward of a sum is a copy-add as well). */
+void jr_add_inplace(float *out, const float *inp, long n);
+
+/* Log-probability of target tokens: lp[n] = logits[n,t]/T - logsumexp(logits[n,:]/T) with
+ * t = targets[n] and inv_temp = 1/T; rows with targets[n] < 0 get lp = 0. logits (N,V). */
+void jr_logprob_forward(float *lp, const float *logits, const int32_t *targets, int N, int V, float inv_temp);
+/* Turns logits (N,V) IN PLACE into dlogits = dlp[n] * inv_temp * (onehot(t) - softmax(logits/T))
+ * (overwrites, does not accumulate: the logits are consumed). Rows with targets < 0 or dlp = 0
+ * become zero. */
+void jr_logprob_backward_inplace(float *logits, const float *dlp, const int32_t *targets, int N, int V,
+                                 float inv_temp);
+
+#endif

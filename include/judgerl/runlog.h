@@ -1,0 +1,27 @@
+/* runlog.h - a run's logs in one place: metrics.jsonl and a TensorBoard event file in the run directory */
+#ifndef JUDGERL_RUNLOG_H
+#define JUDGERL_RUNLOG_H
+
+#include <stdint.h>
+
+#include "judgerl/metrics.h"
+#include "judgerl/status.h"
+#include "judgerl/tensorboard.h"
+
+typedef struct jr_runlog jr_runlog;
+
+/* Opens run_dir/metrics.jsonl (jr_metrics_open with resume_step: -1 for a fresh run) and, when
+ * tensorboard is nonzero, a new event file in run_dir. Creates run_dir. On error *rl is NULL. */
+jr_status jr_runlog_open(jr_runlog **rl, const char *run_dir, int64_t resume_step, int tensorboard);
+
+/* Adds a named scalar to the step being built (the name is copied; a repeated name replaces the value). */
+jr_status jr_runlog_add(jr_runlog *rl, const char *name, double value);
+
+/* Writes the scalars added since the last commit as one metrics.jsonl row and one TensorBoard event
+ * for `step`, then clears them. Nothing added: nothing written. */
+jr_status jr_runlog_commit(jr_runlog *rl, int64_t step);
+
+/* Closes both files (fsynced); frees rl in every case. NULL is fine. */
+jr_status jr_runlog_close(jr_runlog *rl);
+
+#endif

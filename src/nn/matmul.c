@@ -1,0 +1,32 @@
+/* matmul.c - fully connected layer (x W^T + b) forward/backward on OpenBLAS sgemm */
+#include <cblas.h>
+#include <string.h>
+
+#include "judgerl/nn.h"
+
+// out (N,OC), inp (N,C), weight (OC,C), bias (OC) or NULL
+void jr_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
+    float beta = 0.0f;
+    if (bias) {
+        for (int n = 0; n < N; n++) memcpy(out + (long)n * OC, bias, sizeof(float) * (size_t)OC);
+        beta = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, weight, C, beta, out, OC);
+}
+
+// dinp (N,C), dweight (OC,C), dbias (OC), dout (N,OC), inp (N,C), weight (OC,C)
+void jr_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                        const float *weight, int N, int C, int OC) {
+    if (dinp)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C, 1.0f, dinp, C);
+    if (dweight)
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
+    if (dbias) {
+#pragma omp parallel for schedule(static)
+        for (int o = 0; o < OC; o++) {
+            double s = 0;
+            for (int n = 0; n < N; n++) s += dout[(long)n * OC + o];
+            dbias[o] += (float)s;
+        }
+    }
+}
