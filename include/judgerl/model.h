@@ -1,0 +1,137 @@
+/* model.h - the decoder-only transformer (Llama / Qwen2 / Qwen3 layout): fp32 weights, forward, backward, log-probs */
+#ifndef JUDGERL_MODEL_H
+#define JUDGERL_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "judgerl/config.h"
+#include "judgerl/hfmodel.h"
+#include "judgerl/status.h"
+
+/* Pointers into one flat buffer, one per HF tensor of a layer (NULL when the config lacks it). */
+typedef struct jr_layer_w {
+    float *attn_norm;                 /* (C) input_layernorm */
+    float *wq, *wk, *wv, *wo;         /* (Hq*D, C), (Hkv*D, C), (Hkv*D, C), (C, Hq*D) */
+    float *bq, *bk, *bv, *bo;         /* (Hq*D), (Hkv*D), (Hkv*D), (C) or NULL */
+    float *q_norm, *k_norm;           /* (D) or NULL (Qwen3 only) */
+    float *mlp_norm;                  /* (C) post_attention_layernorm */
+    float *wgate, *wup, *wdown;       /* (I, C), (I, C), (C, I) */
+} jr_layer_w;
+
+/* Named views of a flat buffer of every parameter (weights, gradients, or optimizer state). */
+typedef struct jr_weights {
+    float *embed;                     /* (V, C) */
+    jr_layer_w *layers;               /* num_hidden_layers of them (owned by the views) */
+    float *final_norm;                /* (C) */
+    float *lm_head;                   /* (V, C); == embed when tied */
+} jr_weights;
+
+/* A model: its config, the tensor list in HF order (hfmodel.h jr_model_tensors) and every
+ * parameter in ONE allocation (params[offset[i] .. offset[i] + tensors[i].numel)). Gradients
+ * live in one more allocation of the same layout once jr_model_alloc_grads is called; zeroing
+ * them is one memset. A tied lm_head has no storage of its own: it is the embedding. */
+typedef struct jr_model {
+    jr_model_config cfg;              /* owned (cfg.json kept so saving preserves unknown keys) */
+    int n_tensors;
+    jr_model_tensor *tensors;         /* HF names and shapes, in jr_model_tensors order */
+    size_t *offset;                   /* offset[i]: element offset of tensor i in params/grads */
+    size_t n_params;                  /* total floats */
+    float *params;
+    float *grads;                     /* NULL until jr_model_alloc_grads */
+    jr_weights w, g;                  /* views of params and grads (g all NULL until allocated) */
+} jr_model;
+
+/* Fills views of `base` (a buffer laid out as m->params) into *v. v->layers must hold
+ * num_hidden_layers entries. Used for params, grads and optimizer moments alike. */
+void jr_model_views(const jr_model *m, float *base, jr_weights *v);
+
+/* A new model of config *cfg (copied, cfg->json shared by reference count) with weights drawn as
+ * transformers initialises them: normal(0, std) for embeddings and projections, 1 for norms, 0 for
+ * biases, from jr_rng seeded with `seed`. The config is validated first. On error *m is zeroed. */
+jr_status jr_model_init_random(jr_model *m, const jr_model_config *cfg, uint64_t seed, float std);
+
+/* Loads an HF model directory (config.json + safetensors, F32/F16/BF16 converted to fp32).
+ * On error *m is zeroed and the message names the file and tensor. */
+jr_status jr_model_load(jr_model *m, const char *dir);
+
+/* Writes the model as an HF directory (config.json with torch_dtype float32, model.safetensors
+ * in F32, generation_config.json when gen is not NULL); each file atomic (hfmodel.h). */
+jr_status jr_model_save(const jr_model *m, const char *dir, const jr_generation_config *gen);
+
+/* Allocates zeroed gradients (one buffer, views in m->g). Idempotent. */
+jr_status jr_model_alloc_grads(jr_model *m);
+void jr_model_zero_grads(jr_model *m);
+
+/* Index of the tensor called `name` in m->tensors, or -1. */
+int jr_model_find(const jr_model *m, const char *name);
+
+void jr_model_free(jr_model *m);
+
+/* Activations of one forward pass, kept for the backward, sized for up to B_max rows of up to
+ * T_max tokens. Everything is allocated once by jr_acts_init and reused across steps. */
+typedef struct jr_acts {
+    int B_max, T_max;
+    int B, T;                         /* sizes of the last forward */
+    int32_t *ids;                     /* (B,T) copy of the input ids */
+    int32_t *pos;                     /* (B*T) positions 0..T-1 of each row */
+    float *cos_t, *sin_t;             /* (T_max, D/2) rotary tables of the model's config */
+    /* per layer, each an array of num_hidden_layers pointers into one buffer */
+    float **res_in;                   /* (N,C) residual stream entering the layer */
+    float **ln1, **ln1_rstd;          /* (N,C), (N) */
+    float **q, **k, **v;              /* (N,Hq*D), (N,Hkv*D), (N,Hkv*D) projections (q/k before norm/rope) */
+    float **qr, **kr;                 /* (N,Hq*D), (N,Hkv*D) after q/k norm and rope (what attention reads) */
+    float **qn_rstd, **kn_rstd;       /* (N*Hq), (N*Hkv) q/k norm statistics (Qwen3) */
+    float **att;                      /* (B,Hq,T,T) attention probabilities */
+    float **ao;                       /* (N,Hq*D) attention output before o_proj */
+    float **res_mid;                  /* (N,C) residual after attention */
+    float **ln2, **ln2_rstd;          /* (N,C), (N) */
+    float **gate, **up, **sw;         /* (N,I) */
+    float *res_out;                   /* (N,C) last residual */
+    float *lnf, *lnf_rstd;            /* (N,C), (N) final norm */
+    float *logits;                    /* (N,V); turned into dlogits by the backward */
+    float *scratch;                   /* backward buffers */
+    void *block;                      /* the one allocation behind the per-layer arrays */
+    size_t bytes;                     /* bytes allocated (for reports) */
+} jr_acts;
+
+/* Allocates activations for model m and batches up to (B_max, T_max) (RoPE tables included, for
+ * positions < T_max, which may exceed max_position_embeddings). On error *a is zeroed. */
+jr_status jr_acts_init(jr_acts *a, const jr_model *m, int B_max, int T_max);
+void jr_acts_free(jr_acts *a);
+
+/* Forward pass over ids (B,T), rows right-padded (pads may hold any valid id; their outputs are
+ * meaningless but never reach a real token, whose position is its column index). Fills a->logits
+ * (B*T, V) and everything the backward needs. Fails (JR_EINVAL) when B/T exceed the acts' sizes
+ * or an id is outside [0, vocab). */
+jr_status jr_model_forward(jr_model *m, jr_acts *a, const int32_t *ids, int B, int T);
+
+/* Log-probabilities of targets (B*T, -1 = skip -> 0) under softmax(logits / temperature) of the
+ * last forward: lp (B*T). temperature > 0 (1 = the model's own distribution). */
+void jr_model_logprobs(const jr_model *m, const jr_acts *a, const int32_t *targets, float temperature, float *lp);
+
+/* Backward of sum_n dlp[n] * logprob(targets[n]) (same targets and temperature as the log-probs):
+ * ADDS the gradient of every parameter into m->grads (allocated by jr_model_alloc_grads), so
+ * micro-batches accumulate. Consumes a->logits (overwritten by dlogits): call once per forward. */
+void jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, float temperature, const float *dlp);
+
+/* Cross-entropy helper for SFT: forward over ids, then the summed negative log-likelihood of the
+ * targets (targets < 0 are not scored) -> *nll_sum and the count -> *n_tok. When `scale` != 0 it
+ * also runs the backward of scale * nll_sum (scale = 1 / tokens of the whole optimizer step makes
+ * accumulated micro-batches equal one big batch). `lp` is scratch of B*T floats. */
+jr_status jr_model_nll(jr_model *m, jr_acts *a, const int32_t *ids, const int32_t *targets, int B, int T,
+                       float scale, float *lp, double *nll_sum, long *n_tok);
+
+/* Floating-point operations of one forward+backward over B*T tokens (matmuls 6 N P plus
+ * attention), for GFLOP/s reports. */
+double jr_model_train_flops(const jr_model *m, int B, int T);
+
+/* The model.* options: model.path (an HF directory to start from) or model.init (a config.json
+ * for a fresh random model, drawn with model.init_std and run.seed). */
+extern const jr_cfg_field jr_model_cfg[];
+
+/* Builds the model a loaded config asks for (model.path, else model.init; exactly one of them).
+ * On error *m is zeroed and the message names the key and file. */
+jr_status jr_model_from_config(jr_model *m, const jr_config *c);
+
+#endif
