@@ -33,5 +33,6 @@ int cmd_forward(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_grade(int argc, char **argv);
 
 #endif

@@ -11,6 +11,7 @@ typedef struct {
 } command;
 
 static const command commands[] = {
+    {"grade", cmd_grade, "grade a JSONL file with an LLM judge (resumable, cached)"},
     {"config", cmd_config, "check a YAML config and print every effective value"},
     {"dataset", cmd_dataset, "check a JSONL dataset: rows, fields, bad lines, train/validation split"},
     {"tb-export", cmd_tb_export, "write a metrics.jsonl as a TensorBoard event file"},
