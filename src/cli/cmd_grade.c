@@ -13,6 +13,8 @@
 #include "cli/cli.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
+#include "judgerl/protocols.h"
+#include "judgerl/reward.h"
 
 static volatile sig_atomic_t interrupted;
 static void on_signal(int sig) { (void)sig; interrupted = 1; }
@@ -32,7 +34,7 @@ static int id_text(const json_t *v, char *out, size_t n) {
 
 /* Reads the existing output: drops a torn last line (truncating the file), records finished ids
  * and counts unscored rows. With retry_unscored, rewrites the file without unscored rows. */
-static jr_status load_done(const char *path, json_t *done, long *n_unscored, int retry_unscored, long *n_dropped) {
+jr_status cli_grade_load_done(const char *path, json_t *done, long *n_unscored, int retry_unscored, long *n_dropped) {
     *n_unscored = 0;
     *n_dropped = 0;
     if (!jr_path_exists(path)) return JR_OK;
@@ -123,7 +125,8 @@ int cmd_grade(int argc, char **argv) {
         printf("usage: judgerl grade --config JUDGE.yaml --input IN.jsonl --output OUT.jsonl [key=value ...]\n"
                "                     [--retry-unscored] [--quiet] [--progress] [--print-config]\n"
                "Grades rows {id, prompt, response[, reference][, rubric]} with the judge of the config (judge.*,\n"
-               "see docs/JUDGE.md). Each finished row is appended to OUT.jsonl and fsynced:\n"
+               "see docs/JUDGE.md), or with reward.components when the config lists them (docs/PROTOCOLS.md).\n"
+               "Each finished row is appended to OUT.jsonl and fsynced:\n"
                "  {id, reward (null when unscored), scores, status: ok|unscored, attempts, cached, latency_s, error, detail}\n"
                "Rerunning resumes: rows already in OUT.jsonl are skipped (a torn last line is dropped), so every\n"
                "row is written exactly once; --retry-unscored grades unscored rows again (they are replaced).\n"
@@ -152,7 +155,7 @@ int cmd_grade(int argc, char **argv) {
         else if (a[0] != '-' && strchr(a, '=')) over[n_over++] = argv[i];
         else { free(over); return cli_usage(cmd, "unexpected argument '%s'", a); }
     }
-    const jr_cfg_field *tables[] = {jr_judge_cfg, NULL};
+    const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, NULL};
     jr_config cfg;
     jr_status st = jr_config_load(&cfg, cfg_path, n_over, over, tables);
     free(over);
@@ -168,6 +171,11 @@ int cmd_grade(int argc, char **argv) {
         jr_config_free(&cfg);
         return cli_usage(cmd, "--config, --input and --output are required");
     }
+    if (json_array_size(jr_cfg_json(&cfg, "reward.components"))) { /* reward registry (docs/PROTOCOLS.md) */
+        int r = cli_grade_reward(cmd, &cfg, in_path, out_path, quiet, retry_unscored);
+        jr_config_free(&cfg);
+        return r;
+    }
     char *input = NULL;
     size_t in_len = 0;
     json_t *done = json_object(), *seen = json_object(), *ids = json_array(); /* ids: owns each submitted row's id */
@@ -175,7 +183,7 @@ int cmd_grade(int argc, char **argv) {
     int fd = -1, rc = CLI_OK;
     long n_prev_unscored = 0, n_dropped = 0;
     st = jr_read_file(in_path, &input, &in_len);
-    if (!st) st = load_done(out_path, done, &n_prev_unscored, retry_unscored, &n_dropped);
+    if (!st) st = cli_grade_load_done(out_path, done, &n_prev_unscored, retry_unscored, &n_dropped);
     if (st) { rc = cli_fail(cmd, st); goto out; }
     long total = 0;
     for (size_t i = 0; i < in_len; i++) if (input[i] == '\n' || (i + 1 == in_len)) total++;

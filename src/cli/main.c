@@ -20,6 +20,7 @@ static const command commands[] = {
     {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
     {"train", cmd_train, "train a model from a YAML config (SFT)"},
     {"bench", cmd_bench, "benchmarks printing one JSON object of figures (bench train)"},
+    {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
     {"version", cmd_version, "print the version"},
 };
 

@@ -3,10 +3,16 @@
 #include <string.h>
 
 #include "judgerl/judge.h"
+#include "judgerl/protocols.h"
 
 /* Every protocol judge.protocol can name. Add a row per protocol. */
 static const jr_protocol *const protocols[] = {
     &jr_protocol_pointwise,
+    &jr_protocol_reference,
+    &jr_protocol_rubric,
+    &jr_protocol_pairwise,
+    &jr_protocol_label,
+    &jr_protocol_verif,
     NULL,
 };
 
