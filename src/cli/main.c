@@ -12,7 +12,9 @@ typedef struct {
 
 static const command commands[] = {
     {"config", cmd_config, "check a YAML config and print every effective value"},
+    {"generate", cmd_generate, "sample completions from a model directory (prompt, chat or JSONL)"},
     {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
+    {"serve", cmd_serve, "OpenAI-compatible HTTP server for a model directory"},
     {"version", cmd_version, "print the version"},
 };
 
