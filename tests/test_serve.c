@@ -46,47 +46,7 @@ static jr_status bt_chat(void *tok, int n, const char *const *roles, const char 
     return JR_OK;
 }
 
-static jr_model model;
-static jr_lm lm;
-static jr_server *srv;
-static int port;
 static char base[64];
-
-static int start(int parallel, int max_queue, const char *key) {
-    for (int i = 0; i < 256; i++) { piece[i][0] = (char)i; tok_bytes[i] = piece[i]; tok_len[i] = 1; }
-    jr_model_config c;
-    jr_model_config_init(&c, JR_ARCH_LLAMA);
-    c.hidden_size = 32; c.num_hidden_layers = 2; c.num_attention_heads = 4; c.num_key_value_heads = 2;
-    c.head_dim = 8; c.intermediate_size = 64; c.vocab_size = NV + 2; c.max_position_embeddings = 512;
-    if (jr_model_init_random(&model, &c, 3, 0.2f)) return -1;
-    if (jr_kv_lm_open(&lm, &model, parallel, 384)) return -1;
-    jr_serve_opts o = {0};
-    o.host = "127.0.0.1";
-    o.port = 0;
-    o.api_key = key;
-    o.model_name = "tiny";
-    o.parallel = parallel;
-    o.max_tokens = 300;
-    o.max_queue = max_queue;
-    o.max_body = 64 * 1024;
-    if (jr_server_start(&srv, &o)) return -1;
-    port = jr_server_port(srv);
-    snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
-    jr_serve_backend b = {0};
-    b.lm = &lm;
-    b.vocab.tb = (jr_token_bytes){NV, tok_bytes, tok_len};
-    b.vocab.eos = eos_ids;
-    b.vocab.n_eos = 1;
-    b.encode = bt_encode;
-    b.encode_chat = bt_chat;
-    return jr_server_set_backend(srv, &b) ? -1 : 0;
-}
-
-static void stop(void) {
-    jr_server_stop(srv, 5);
-    jr_kv_lm_close(&lm);
-    jr_model_free(&model);
-}
 
 /* ---- HTTP with libcurl ---------------------------------------------------------------------- */
 
@@ -149,6 +109,52 @@ static json_t *post_json(const char *path, const char *body, int *status) {
 static const char *choice_text(json_t *j, int i, int chat) {
     json_t *ch = json_array_get(json_object_get(j, "choices"), (size_t)i);
     return json_string_value(chat ? json_object_get(json_object_get(ch, "message"), "content") : json_object_get(ch, "text"));
+}
+
+static jr_model model;
+static jr_lm lm;
+static jr_server *srv;
+static int port;
+
+static int start(int parallel, int max_queue, const char *key) {
+    for (int i = 0; i < 256; i++) { piece[i][0] = (char)i; tok_bytes[i] = piece[i]; tok_len[i] = 1; }
+    jr_model_config c;
+    jr_model_config_init(&c, JR_ARCH_LLAMA);
+    c.hidden_size = 32; c.num_hidden_layers = 2; c.num_attention_heads = 4; c.num_key_value_heads = 2;
+    c.head_dim = 8; c.intermediate_size = 64; c.vocab_size = NV + 2; c.max_position_embeddings = 512;
+    if (jr_model_init_random(&model, &c, 3, 0.2f)) return -1;
+    if (jr_kv_lm_open(&lm, &model, parallel, 384)) return -1;
+    jr_serve_opts o = {0};
+    o.host = "127.0.0.1";
+    o.port = 0;
+    o.api_key = key;
+    o.model_name = "tiny";
+    o.parallel = parallel;
+    o.max_tokens = 300;
+    o.max_queue = max_queue;
+    o.max_body = 64 * 1024;
+    if (jr_server_start(&srv, &o)) return -1;
+    port = jr_server_port(srv);
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
+    /* before the model is set: loading */
+    char *r = NULL;
+    int h = http("GET", "/health", NULL, NULL, &r), c503 = http("POST", "/v1/completions", "{}", key ? "Authorization: Bearer sekret" : NULL, NULL);
+    if (h != 503 || c503 != 503 || !strstr(r, "loading")) { printf("  /health before the model: %d, completions %d\n", h, c503); free(r); return -1; }
+    free(r);
+    jr_serve_backend b = {0};
+    b.lm = &lm;
+    b.vocab.tb = (jr_token_bytes){NV, tok_bytes, tok_len};
+    b.vocab.eos = eos_ids;
+    b.vocab.n_eos = 1;
+    b.encode = bt_encode;
+    b.encode_chat = bt_chat;
+    return jr_server_set_backend(srv, &b) ? -1 : 0;
+}
+
+static void stop(void) {
+    jr_server_stop(srv, 5);
+    jr_kv_lm_close(&lm);
+    jr_model_free(&model);
 }
 
 /* ---- cases ---------------------------------------------------------------------------------- */
