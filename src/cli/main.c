@@ -22,7 +22,6 @@ static const command commands[] = {
     {"bench", cmd_bench, "benchmarks printing one JSON object of figures (bench train)"},
     {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
     {"generate", cmd_generate, "sample completions from a model directory (prompt, chat or JSONL)"},
-    {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
     {"serve", cmd_serve, "OpenAI-compatible HTTP server for a model directory"},
     {"version", cmd_version, "print the version"},
 };
