@@ -18,7 +18,7 @@ static const command commands[] = {
     {"convert", cmd_convert, "rewrite a model directory in another dtype or shard size"},
     {"forward", cmd_forward, "one forward/backward pass over token ids: loss, logits and gradients"},
     {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
-    {"train", cmd_train, "train a model from a YAML config (SFT)"},
+    {"train", cmd_train, "train a model from a YAML config (SFT, GRPO, RLOO)"},
     {"bench", cmd_bench, "benchmarks printing one JSON object of figures (bench train)"},
     {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
     {"generate", cmd_generate, "sample completions from a model directory (prompt, chat or JSONL)"},
