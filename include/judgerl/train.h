@@ -33,7 +33,7 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, jr_train_result *res)
 
 /* trainer.algo grpo | rloo (grpo_train.c), called by jr_train_run: a config loaded with the run,
  * data, model, trainer, grpo, judge, protocols and reward tables. res->first_loss / last_loss
- * hold the mean reward of the first and last step. Past grpo.max_unscored_frac it writes a
+ * hold the mean reward of the first and last step. Past judge.max_unscored_frac it writes a
  * checkpoint of the state before the step and fails with a message saying so. */
 jr_status jr_grpo_run(const jr_config *c, FILE *progress, jr_train_result *res);
 

@@ -17,6 +17,7 @@ static const command commands[] = {
     {"tb-export", cmd_tb_export, "write a metrics.jsonl as a TensorBoard event file"},
     {"convert", cmd_convert, "rewrite a model directory in another dtype or shard size"},
     {"forward", cmd_forward, "one forward/backward pass over token ids: loss, logits and gradients"},
+    {"merge", cmd_merge, "fold a PEFT LoRA adapter into a full model directory"},
     {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
     {"train", cmd_train, "train a model from a YAML config (SFT, GRPO, RLOO)"},
     {"bench", cmd_bench, "benchmarks printing one JSON object of figures (bench train)"},

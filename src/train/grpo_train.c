@@ -64,8 +64,6 @@ const jr_cfg_field jr_grpo_cfg[] = {
      NULL, NULL, 1, 1e7},
     {"grpo.overlong_penalty_factor", JR_CFG_FLOAT, "1.0", "weight of the overlong penalty (reaches -factor)", NULL,
      NULL, 0, 1e6},
-    {"grpo.max_unscored_frac", JR_CFG_FLOAT, "0.5",
-     "stop (with a checkpoint) when a step's share of unscored samples exceeds this", NULL, NULL, 0, 1},
     {"grpo.log_completions_every", JR_CFG_INT, "0",
      "every N steps print a table of sample completions with their rewards and append them to samples.jsonl (0 = off)",
      NULL, NULL, 0, 1e12},
@@ -721,7 +719,7 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, jr_train_result *res) 
     g.overlong = jr_cfg_bool(c, "grpo.overlong_buffer");
     g.overlong_len = (int)jr_cfg_int(c, "grpo.overlong_buffer_len");
     g.overlong_factor = jr_cfg_float(c, "grpo.overlong_penalty_factor");
-    g.max_unscored = jr_cfg_float(c, "grpo.max_unscored_frac");
+    g.max_unscored = jr_cfg_float(c, "judge.max_unscored_frac");
     g.use_lora = jr_cfg_bool(c, "lora.enabled");
     const char *out_dir = jr_cfg_str(c, "run.out_dir");
     int64_t steps = jr_cfg_int(c, "trainer.steps"), save_every = jr_cfg_int(c, "trainer.save_every");
@@ -849,7 +847,7 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, jr_train_result *res) 
                 jr_status s2 = g.use_lora ? jr_ckpt_save_with(out_dir, g.trained, &g.opt, &prev, keep, write_adapter, &g)
                                           : jr_ckpt_save(out_dir, &g.m, &g.opt, &prev, keep);
                 if (s2) goto done;
-                st = jr_fail(JR_EIO, "step %lld: %d of %d samples unscored (%.0f%% > grpo.max_unscored_frac=%g); "
+                st = jr_fail(JR_EIO, "step %lld: %d of %d samples unscored (%.0f%% > judge.max_unscored_frac=%g); "
                                      "stopped with a checkpoint at step %lld: fix the judge and resume with "
                                      "trainer.resume=true", (long long)(step + 1), rs.n_unscored, rs.n_generated,
                              100 * unscored, g.max_unscored, (long long)step);
