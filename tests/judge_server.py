@@ -15,6 +15,7 @@ the order requests arrive in:
                     range     200 with "[RESULT] 7" (out of range for 1..5)
                     ssecut    (stream) stop the stream before [DONE] and without finish_reason
   ra=S            Retry-After seconds sent with 429 (default 0)
+  rl=D            answer with x-ratelimit-remaining-requests: 0 and x-ratelimit-reset-requests: D
   @drip           send the answer a few bytes at a time with pauses
   @think          wrap reasoning in <think>...</think> before the verdict
 Streaming requests ("stream": true) are answered with server-sent events cut at odd places
@@ -190,6 +191,12 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        rl = re.search(r"rl=(\w+)", text)
+        if rl:  # OpenAI-style budget headers: requests spent until the reset, tokens left
+            self.send_header("X-RateLimit-Remaining-Requests", "0")
+            self.send_header("X-RateLimit-Reset-Requests", rl.group(1))
+            self.send_header("x-ratelimit-remaining-tokens", "5000")
+            self.send_header("x-ratelimit-reset-tokens", "6m0s")
         self.end_headers()
         if "@drip" in text:
             for i in range(0, len(data), 7):

@@ -26,6 +26,7 @@ mk "$T/qwen3" --arch qwen3 --dtype F16 --tied --extra lm_head.weight
 expect_ok qwen3_tied_loads "$JR_BIN" inspect --model "$T/qwen3"
 if grep -q 'q_norm.weight' "$JR_TMP/out" && ! grep -q '^  lm_head.weight' "$JR_TMP/out"
 then ok qwen3_tied_summary; else fail qwen3_tied_summary "$(head -c 600 "$JR_TMP/out")"; fi
+expect_ok inspect_dir_positional "$JR_BIN" inspect "$T/qwen2"
 expect_ok inspect_file "$JR_BIN" inspect "$T/qwen2/model.safetensors"
 if grep -q '^metadata.format: pt$' "$JR_TMP/out"; then ok inspect_file_meta; else fail inspect_file_meta "$(cat "$JR_TMP/out")"; fi
 

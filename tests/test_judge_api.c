@@ -96,7 +96,7 @@ TEST(submit_while_collecting) {
         CHECK_OK(jr_judge_submit(j, rw, (void *)(intptr_t)(i + 1), &tickets[i]));
         json_decref(rw);
         /* a trainer keeps generating; here: a short pause per sample, collecting what is ready */
-        struct timespec ts = {0, 5 * 1000000L};
+        struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
         int n = jr_judge_collect(j, r, 8, 0);
         for (int k = 0; k < n; k++) {
@@ -242,12 +242,120 @@ TEST(close_with_work_in_flight) {
     server_stop(&s);
 }
 
+/* A protocol written for this test: two calls per sample (the second asks for top log-probs),
+ * then a second round of one more call; combine sums the three verdicts. */
+static jr_status tp_open(const jr_config *cfg, const char *dir, void **state) { (void)cfg; (void)dir; *state = NULL; return JR_OK; }
+static void tp_close(void *state) { (void)state; }
+static json_t *user_msg(const char *prefix, const json_t *row) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s %s", prefix, json_string_value(json_object_get(row, "response")));
+    return json_pack("[{s:s,s:s}]", "role", "user", "content", buf);
+}
+static jr_status tp_build(void *state, const json_t *row, jr_judge_calls *calls) {
+    (void)state;
+    if (!json_is_string(json_object_get(row, "response"))) return jr_fail(JR_EINVAL, "field 'response': expected a string");
+    jr_status st = jr_judge_calls_add(calls, user_msg("A", row), NULL, "a", NULL);
+    if (!st) st = jr_judge_calls_add(calls, user_msg("B", row), json_pack("{s:b,s:i,s:i}", "logprobs", 1, "top_logprobs", 2, "max_tokens", 1), "b", NULL);
+    return st;
+}
+static jr_parse_rc tp_parse(void *state, const json_t *row, const jr_judge_call *call, int index, const jr_judge_response *resp,
+                            double *value, json_t **detail, char *why, size_t why_len) {
+    (void)state; (void)row; (void)call;
+    int n;
+    if (!jr_judge_parse_result(resp->text, 1, 5, &n, why, why_len)) return JR_PARSE_RETRY;
+    if (index == 1) {
+        json_t *top = json_object_get(json_array_get(resp->logprobs, 0), "top_logprobs");
+        if (json_array_size(top) < 2) { snprintf(why, why_len, "no top log-probs"); return JR_PARSE_GIVE_UP; }
+        *detail = json_pack("{s:f}", "second", json_real_value(json_object_get(json_array_get(top, 1), "logprob")));
+    }
+    *value = n;
+    return JR_PARSE_OK;
+}
+static jr_verdict tp_combine(void *state, const json_t *row, jr_judge_calls *calls, const jr_call_result *res, int n, jr_judge_outcome *out) {
+    (void)state;
+    for (int i = 0; i < n; i++)
+        if (!res[i].ok) {
+            char buf[600];
+            snprintf(buf, sizeof buf, "call %s failed: %s", calls->v[i].tag, res[i].error);
+            out->reason = strdup(buf);
+            return JR_VERDICT_UNSCORED;
+        }
+    if (n == 2) return jr_judge_calls_add(calls, user_msg("C", row), NULL, "c", NULL) ? JR_VERDICT_UNSCORED : JR_VERDICT_MORE;
+    out->reward = res[0].value + res[1].value + res[2].value;
+    out->scores = json_pack("{s:f,s:f,s:f}", "a", res[0].value, "b", res[1].value, "c", res[2].value);
+    out->detail = json_incref(res[1].detail);
+    return JR_VERDICT_SCORED;
+}
+static const jr_protocol test_proto = {"test-multi", tp_open, tp_close, tp_build, tp_parse, tp_combine};
+
+TEST(custom_protocol_calls_rounds_logprobs) {
+    server s;
+    if (server_start(&s, "multi", 0, dir)) SKIP("cannot start the test server");
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "judge:\n  endpoints: [{url: 'http://127.0.0.1:%d/v1', model: m}]\n  cache: false\n  max_attempts: 2\n"
+                                "  backoff_base_s: 0.01\n", s.port);
+    jr_config cfg;
+    jr_judge *j = open_judge(yaml, &cfg);
+    CHECK(j != NULL);
+    if (!j) { server_stop(&s); jr_config_free(&cfg); return; }
+    int h = -1;
+    CHECK_OK(jr_judge_add_protocol_impl(j, &test_proto, &h));
+    for (int i = 0; i < 6; i++) {
+        char resp[64];
+        snprintf(resp, sizeof resp, "x%d score=%d%s", i, 1 + i % 5, i == 5 ? " fault=400*all" : "");
+        json_t *rw = json_pack("{s:i,s:s}", "id", i, "response", resp);
+        CHECK_OK(jr_judge_submit_proto(j, h, rw, NULL, NULL));
+        json_decref(rw);
+    }
+    jr_judge_result r[8];
+    int seen = 0;
+    while (jr_judge_pending(j) > 0) {
+        int n = jr_judge_collect(j, r, 8, -1);
+        for (int k = 0; k < n; k++) {
+            int i = atoi(r[k].id);
+            seen++;
+            if (i == 5) {
+                CHECK(r[k].status == JR_SCORE_UNSCORED && isnan(r[k].reward) && r[k].error && strstr(r[k].error, "call a failed") &&
+                      strstr(r[k].error, "HTTP 400"));
+                CHECK(r[k].n_calls == 2 && r[k].attempts == 2); /* 400 is not retried: one request per call */
+            } else {
+                CHECK_MSG(r[k].status == JR_SCORE_OK && r[k].reward == 3 * (1 + i % 5), "id %d: %s", i, r[k].error ? r[k].error : "");
+                CHECK(r[k].n_calls == 3 && r[k].attempts == 3);
+                CHECK_NEAR(json_real_value(json_object_get(r[k].detail, "second")), -2.4, 1e-12, 0);
+                CHECK(json_real_value(json_object_get(r[k].scores, "c")) == 1 + i % 5);
+            }
+            jr_judge_result_free(&r[k]);
+        }
+    }
+    CHECK(seen == 6);
+    jr_judge_close(j);
+    jr_config_free(&cfg);
+    server_stop(&s);
+    /* the B calls carried their own request fields */
+    char *text = NULL;
+    int with_lp = 0;
+    if (!jr_read_file(s.log, &text, NULL)) {
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+            json_t *o = json_loads(line, 0, NULL);
+            json_t *b = json_object_get(o, "body");
+            const char *c = json_string_value(json_object_get(json_array_get(json_object_get(b, "messages"), 0), "content"));
+            if (c && c[0] == 'B') with_lp += json_is_true(json_object_get(b, "logprobs")) && json_integer_value(json_object_get(b, "top_logprobs")) == 2 &&
+                                             json_integer_value(json_object_get(b, "max_tokens")) == 1;
+            else if (json_object_get(b, "logprobs")) with_lp = -100;
+            json_decref(o);
+        }
+        free(text);
+    }
+    CHECK_MSG(with_lp == 6, "B calls with their params: %d of 6", with_lp);
+}
+
 int main(void) {
     dir = jt_tmpdir("judge-api");
     RUN(submit_while_collecting);
     RUN(routing_two_endpoints_and_a_dead_one);
     RUN(rpm_bucket_and_second_protocol);
     RUN(close_with_work_in_flight);
+    RUN(custom_protocol_calls_rounds_logprobs);
     free(dir);
     return jt_done();
 }

@@ -156,6 +156,30 @@ def test_faults():
     srv.shutdown()
 
 
+def test_retry_after_pauses_endpoint():
+    srv, port = judge_server.start()
+    rows = [{"id": 0, "prompt": "pause q", "response": "p0 score=2 fault=429*1 ra=0.5"}] + \
+           [{"id": i, "prompt": "pause q", "response": "p%d score=3" % i} for i in range(1, 5)]
+    inp, out = os.path.join(TMP, "pause.jsonl"), os.path.join(TMP, "pause.out.jsonl")
+    write_rows(inp, rows)
+    rc, so, se = grade(config("pause", port, "  concurrency: 1\n  cache: false\n"), inp, out)
+    log = sorted(srv.state.log, key=lambda e: e["t"])
+    first429 = next((e for e in log if e["fault"] == "429"), None)
+    after = [e["t"] for e in log if first429 and e["t"] > first429["t"]]
+    report("retry_after_pauses_the_endpoint", rc == 0 and first429 is not None and len(after) == 5 and min(after) - first429["t"] >= 0.48,
+           "rc=%d gaps %s" % (rc, [round(t - first429["t"], 3) for t in after] if first429 else None))
+    # OpenAI's budget headers: remaining-requests 0 pauses the endpoint until reset-requests
+    rows = [{"id": 0, "prompt": "budget q", "response": "b0 score=2 rl=400ms"}] + \
+           [{"id": i, "prompt": "budget q", "response": "b%d score=3" % i} for i in range(1, 4)]
+    write_rows(inp, rows)
+    n0 = len(srv.state.log)
+    rc, so, se = grade(config("budget", port, "  concurrency: 1\n  cache: false\n  retry_after_max_s: 3\n"), inp, out + ".2")
+    log = sorted(srv.state.log[n0:], key=lambda e: e["t"])
+    gaps = [round(b["t"] - a["t"], 3) for a, b in zip(log, log[1:])]
+    report("ratelimit_headers_pause_the_endpoint", rc == 0 and len(log) == 4 and gaps[0] >= 0.38, "rc=%d gaps %s" % (rc, gaps))
+    srv.shutdown()
+
+
 def test_sse_and_completions():
     srv, port = judge_server.start()
     rows = [{"id": i, "prompt": "q%d" % i, "response": "r%d score=%d" % (i, 1 + i % 5) + (" fault=ssecut*1" if i % 3 == 0 else "") + (" @drip" if i % 4 == 0 else "")}
@@ -216,6 +240,8 @@ def test_key():
     leak = secret_leaks(wrong, [out2, cache, cache + "-wal"], [so, se])
     report("key_echoed_by_server_is_redacted", leak is None, "found in %s" % leak)
     rc, so, se = grade(cfg, inp, out + ".x", env={"JUDGE_TEST_KEY": ""})
+    rc2, so2, se2 = grade(cfg, inp, out + ".y", env={"JUDGE_TEST_KEY": secret + "\r\nX-Injected: 1"})
+    report("key_with_newline_refused", rc2 == 1 and "control character" in se2 and secret not in se2, se2)
     report("key_missing_env_is_clear_error", rc == 1 and "JUDGE_TEST_KEY" in se and "not set" in se and len(se.strip().splitlines()) == 1, se)
     srv.shutdown()
 
@@ -243,7 +269,7 @@ def test_cache_rerun():
 
 def test_kill_resume():
     srv, port = judge_server.start(latency=0.02)
-    rows = [{"id": "k%d" % i, "prompt": "kill q%d" % i, "response": "r%d score=%d" % (i, 1 + i % 5)} for i in range(300)]
+    rows = [{"id": "k%d" % i, "prompt": "kill q%d" % i, "response": "r%d score=%d" % (i, 1 + i % 5)} for i in range(200)]
     inp, out = os.path.join(TMP, "kill.jsonl"), os.path.join(TMP, "kill.out.jsonl")
     write_rows(inp, rows)
     cfg = config("kill", port, "  concurrency: 4\n  cache: false\n")
@@ -260,13 +286,46 @@ def test_kill_resume():
         f.write('{"id":"k1","reward":3.0,"sta')  # a torn last line, as a kill mid-write leaves
     rc, so, se = grade(cfg, inp, out)
     out_rows = read_out(out)
-    report("kill9_killed_midway", 30 <= n_before < 300, "rows before resume %d" % n_before)
+    report("kill9_killed_midway", 30 <= n_before < 200, "rows before resume %d" % n_before)
     report("kill9_resume_completes", rc == 0 and summary(so).get("torn_lines_dropped") == 1 and summary(so).get("skipped") == n_before, so + se)
     check_exactly_once("kill9_every_row_exactly_once", rows, out_rows)
     report("kill9_rewards_right", all(r["reward"] == 1 + int(r["id"][1:]) % 5 for r in out_rows), "wrong reward")
     rc, so, se = grade(cfg, inp, out)
-    report("resume_when_done_is_noop", rc == 0 and summary(so).get("graded") == 0 and len(read_out(out)) == 300, so + se)
+    report("resume_when_done_is_noop", rc == 0 and summary(so).get("graded") == 0 and len(read_out(out)) == 200, so + se)
     srv.shutdown()
+
+
+def test_sigterm_and_tpm():
+    srv, port = judge_server.start(latency=0.02)
+    rows = [{"id": "s%d" % i, "prompt": "sig q%d" % i, "response": "r%d score=3" % i} for i in range(100)]
+    inp, out = os.path.join(TMP, "sig.jsonl"), os.path.join(TMP, "sig.out.jsonl")
+    write_rows(inp, rows)
+    cfg = config("sig", port, "  concurrency: 2\n  cache: false\n")
+    p = subprocess.Popen([BIN, "grade", "--config", cfg, "--input", inp, "--output", out, "--quiet"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and count_lines(out) < 10:
+        time.sleep(0.01)
+    p.send_signal(signal.SIGTERM)
+    so, se = p.communicate()
+    report("sigterm_stops_cleanly", p.returncode == 1 and "interrupted" in se and len(se.strip().splitlines()) == 1, "rc=%s %s" % (p.returncode, se))
+    rc, so, se = grade(cfg, inp, out)
+    check_exactly_once("sigterm_resume_exactly_once", rows, read_out(out))
+    # tpm smaller than one request (bytes/4 + max_tokens): requests still go, one bucketful at a time
+    out2 = os.path.join(TMP, "tpm.out.jsonl")
+    write_rows(inp, rows[:5])
+    t0 = time.time()
+    rc, so, se = grade(config("tpm", port, "  tpm: 600000\n  max_tokens: 20000\n  cache: false\n"), inp, out2)
+    report("tpm_bucket_smaller_than_request_progresses", rc == 0 and len(read_out(out2)) == 5, so + se)
+    print("# tpm part took %.1fs" % (time.time() - t0))
+    srv.shutdown()
+
+
+def test_shipped_configs():
+    root = os.environ.get("JR_ROOT", ".")
+    for name in ["judge_vllm.yaml"]:
+        r = subprocess.run([BIN, "config", os.path.join(root, "configs", name)], capture_output=True, text=True)
+        report("shipped_config_" + name, r.returncode == 0, r.stderr)
 
 
 def test_unscored_limit():
@@ -300,7 +359,10 @@ def test_fail_fast():
     rc, so, se = grade(config("ff", port, path="/wrong"), inp, out)
     counts, _ = by_key(srv)
     report("http_404_stops_with_server_message", rc == 1 and "HTTP 404" in se and "no route /wrong/chat/completions" in se and len(se.strip().splitlines()) == 1, se)
-    report("http_404_not_retried", all(c == 1 for c in counts.values()) and len(srv.state.log) <= 16, "%d requests" % len(srv.state.log))
+    # Each request is sent once (never retried). The run stops at the first 404; requests already
+    # admitted by then (up to the in-flight limit, and on a loaded machine a few more that were
+    # admitted before the fatal answer was read) still go out, so the bound is loose: 50 rows.
+    report("http_404_not_retried", all(c == 1 for c in counts.values()) and len(srv.state.log) <= 32, "%d requests" % len(srv.state.log))
     # an unreachable port: connect errors are transient, retried max_attempts times, then unscored
     dead = config("dead", 1, "  max_attempts: 2\n  max_unscored_frac: 0.5\n")
     rc, so, se = grade(dead, inp, os.path.join(TMP, "dead.out.jsonl"))
@@ -341,7 +403,8 @@ def test_bad_input():
     srv.shutdown()
 
 
-for t in [test_faults, test_sse_and_completions, test_key, test_cache_rerun, test_kill_resume, test_unscored_limit, test_fail_fast, test_bad_input]:
+for t in [test_faults, test_retry_after_pauses_endpoint, test_sse_and_completions, test_key, test_cache_rerun, test_kill_resume, test_sigterm_and_tpm, test_unscored_limit,
+          test_fail_fast, test_bad_input, test_shipped_configs]:
     t0 = time.time()
     try:
         t()

@@ -50,10 +50,19 @@ class ScriptHandler(BaseHTTPRequestHandler):
         if ans.get("code", 200) != 200:
             data = json.dumps({"error": {"message": "scripted %d" % ans["code"]}}).encode()
             self.send_response(ans["code"])
-        else:
+        elif self.path.endswith("/chat/completions"):
             choice = {"index": 0, "message": {"role": "assistant", "content": ans["content"]}, "finish_reason": "stop"}
             if ans.get("logprobs") is not None and body.get("logprobs"):
                 choice["logprobs"] = {"content": ans["logprobs"]}
+        else:  # /v1/completions: logprobs in the legacy shape, only when asked with an integer
+            choice = {"index": 0, "text": ans["content"], "finish_reason": "stop"}
+            k = body.get("logprobs")
+            if ans.get("logprobs") is not None and isinstance(k, int) and not isinstance(k, bool):
+                choice["logprobs"] = {"tokens": [e["token"] for e in ans["logprobs"]],
+                                      "token_logprobs": [e["logprob"] for e in ans["logprobs"]],
+                                      "top_logprobs": [{t["token"]: t["logprob"] for t in e["top_logprobs"][:k]}
+                                                       for e in ans["logprobs"]]}
+        if ans.get("code", 200) == 200:
             data = json.dumps({"id": "x", "object": "chat.completion", "choices": [choice],
                                "usage": {"total_tokens": 10}}).encode()
             self.send_response(200)
@@ -79,7 +88,7 @@ def grade(config, rows, port, name, *over):
     with open(inp, "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
-    args = [BIN, "grade", "--config", os.path.join(ROOT, "configs", config), "--input", inp, "--output", out, "--quiet",
+    args = [BIN, "grade", "--config", config if os.path.isabs(config) else os.path.join(ROOT, "configs", config), "--input", inp, "--output", out, "--quiet",
             "judge.endpoints.0.url=http://127.0.0.1:%d/v1" % port, "judge.cache=false", "judge.timeout_s=5",
             "judge.backoff_base_s=0.01", "judge.backoff_max_s=0.02", "judge.max_attempts=2",
             "judge.max_unscored_frac=1.0"] + list(over)
@@ -152,6 +161,8 @@ def criterion_answer(text):
     item = text.split("# Rubric item", 1)[1]
     if "NEVER" in item:
         return "I refuse to grade."
+    if "HTTP500" in item:
+        return {"code": 500}
     met = "MET" in item and "UNMET" not in item
     return "```json\n{\"explanation\": \"checked\", \"criteria_met\": %s}\n```" % ("true" if met else "false")
 
@@ -193,10 +204,11 @@ def test_rubric():
         {"id": "never", "prompt": "p2", "response": short,
          "rubric": RUBRIC[:2] + [{"criterion": "NEVER gradable", "points": 4}]},
         {"id": "rules_only", "prompt": "p3", "response": short, "rubric": [RUBRIC[3]]},
+        {"id": "http500", "prompt": "p4", "response": short, "rubric": RUBRIC[:1] + [{"criterion": "HTTP500 item", "points": 1}]},
     ]
     rc, o, s, err = grade("judge_rubric.yaml", rows, port, "rubric")
     report("rubric per-criterion: grade exits 0", rc == 0, err)
-    if rc != 0 or len(o) != 4:
+    if rc != 0 or len(o) != 5:
         return
     # met: +5, pitfall -2 present, rule +2 (7 words) -> (5 - 2 + 2) / (5 + 3 + 2)
     report("rubric per-criterion: HealthBench score with a pitfall and a rule criterion",
@@ -208,6 +220,12 @@ def test_rubric():
     report("rubric: a criterion that keeps failing leaves the sample unscored, not NOT_PRESENT",
            o["never"]["reward"] is None and "criterion 2" in o["never"]["error"]
            and len(requests_with(srv, "NEVER gradable")) == 3, o["never"])
+    # scored rows: 0.5 and 1.0 -> mean 0.75, clipped the same
+    report("rubric: the summary reports the clipped mean (HealthBench aggregate)",
+           near(s["components"]["rubric"].get("clipped_mean"), 0.75), s)
+    report("rubric: a criterion whose calls keep failing (HTTP 500) leaves the sample unscored",
+           o["http500"]["reward"] is None and "500" in (o["http500"]["error"] or "")
+           and len(requests_with(srv, "HTTP500 item")) == 2, o["http500"])
     report("rubric: rule-only rubric is scored without the judge",
            o["rules_only"]["reward"] == 1.0 and o["rules_only"]["judge_calls"] == 0, o["rules_only"])
     srv.shutdown()
@@ -329,6 +347,11 @@ def test_label():
            o["broken"]["reward"] is None and len(requests_with(srv, "BROKEN")) == 3, o["broken"])
     b = requests_with(srv, "CONFIDENT-YES")[0]["body"]
     report("label: log-probs are requested", b.get("logprobs") is True and b.get("top_logprobs") == 10, b)
+    rc, o, s, err = grade("judge_label.yaml", rows[:1], port, "label_cmpl", "judge.api=completions")
+    y = o.get("yes", {})
+    report("label: /v1/completions asks logprobs=k and reads the legacy log-probs",
+           rc == 0 and near(y.get("scores", {}).get("confidence"), 0.7 / 0.95)
+           and requests_with(srv, "CONFIDENT-YES")[-1]["body"].get("logprobs") == 10, (y, err))
     srv.shutdown()
 
 
@@ -395,6 +418,49 @@ def test_seed2():
     srv.shutdown()
 
 
+# ---------------------------------------------------------------- several protocols on one client
+def mixed_script(text, body, attempt):
+    if "###Score Rubrics" in text:
+        return "Feedback: solid. [RESULT] 4"
+    if "VERDICT:" in text:
+        return "VERDICT: INCORRECT" if "WRONG" in text else "VERDICT: CORRECT"
+    return "???"
+
+
+def test_mixed_composite():
+    srv, port = start(mixed_script)
+    cfg = os.path.join(TMP, "mixed.yaml")
+    with open(cfg, "w") as f:
+        f.write("judge:\n  endpoints: [{url: 'http://127.0.0.1:1/v1', model: m}]\n"
+                "  reference: {correct: 1.0, incorrect: -1.0}\n"
+                "  pointwise: {normalize: true}\n"
+                "reward:\n  components:\n"
+                "    - {name: correct, fn: reference, weight: 0.5}\n"
+                "    - {name: quality, fn: pointwise, weight: 0.3}\n"
+                "    - {name: short, fn: length, weight: 0.2, params: {unit: words, min: 1, max: 4, slack: 4}}\n")
+    rows = [{"id": "a", "prompt": "Name a prime", "response": "Seven is prime here", "reference": "7"},
+            {"id": "b", "prompt": "WRONG one", "response": "It is surely eight I think", "reference": "7"}]
+    rc, o, s, err = grade(cfg, rows, port, "mixed")
+    report("composite: grade exits 0", rc == 0, err)
+    if rc != 0 or len(o) != 2:
+        return
+    # a: 0.5*1 + 0.3*(4-1)/4 + 0.2*1 ; b: 0.5*-1 + 0.3*0.75 + 0.2*(1 - 2/4)  (6 words: 2 over max, slack 4)
+    report("composite: two judge protocols and a rule on one client",
+           near(o["a"]["reward"], 0.5 + 0.225 + 0.2) and near(o["b"]["reward"], -0.5 + 0.225 + 0.1)
+           and o["a"]["scores"] == {"correct": 1.0, "quality": 0.75, "short": 1.0}, o)
+    report("composite: each row made one call per judge component", o["a"]["judge_calls"] == 2, o["a"])
+    srv.shutdown()
+
+
+def test_label_config_error():
+    r = subprocess.run([BIN, "grade", "--config", os.path.join(ROOT, "configs", "judge_label.yaml"), "--input", "/dev/null",
+                        "--output", os.path.join(TMP, "lbl.out"), 'judge.label.labels=["No", "Not sure"]',
+                        "judge.cache=false"], capture_output=True, text=True, timeout=60)
+    lines = r.stderr.strip().splitlines()
+    report("label: labels that share a first token are refused at open with one line",
+           r.returncode == 1 and len(lines) == 1 and "judge.label.labels" in lines[0] and "prefix" in lines[0], r.stderr)
+
+
 def test_configs_check():
     bad = []
     for f in sorted(os.listdir(os.path.join(ROOT, "configs"))):
@@ -407,7 +473,7 @@ def test_configs_check():
 
 
 for t in (test_configs_check, test_reference, test_rubric, test_rubric_batched, test_pairwise, test_label, test_verif,
-          test_seed2):
+          test_seed2, test_mixed_composite, test_label_config_error):
     try:
         t()
     except Exception as ex:  # a crash in one test is one failure, not the end of the file

@@ -108,8 +108,9 @@ typedef struct jr_protocol {
      * is an error naming the field (the submit fails; nothing is queued). */
     jr_status (*build)(void *state, const json_t *row, jr_judge_calls *calls);
     /* Parses the response to calls->v[index]. On JR_PARSE_OK sets *value and optionally
-     * *detail (a new reference); otherwise writes a one-line reason into why[why_len]. Must be
-     * callable concurrently for different samples of one state (no shared mutable state). */
+     * *detail (a new reference); otherwise writes a one-line reason into why[why_len].
+     * Threads: build() runs on the submitting thread while parse() and combine() run on the
+     * judge's I/O thread, so the state must not change after open(). */
     jr_parse_rc (*parse)(void *state, const json_t *row, const jr_judge_call *call, int index,
                          const jr_judge_response *resp, double *value, json_t **detail, char *why, size_t why_len);
     /* Combines the results of every call so far (results[i] belongs to calls->v[i]). May append
@@ -185,7 +186,8 @@ typedef struct jr_judge_stats {
     double unscored_frac;    /* unscored / done (0 when none done) */
 } jr_judge_stats;
 
-/* Opens a judge from a config loaded with jr_judge_cfg: opens the protocol (judge.protocol), the
+/* Opens a judge from a config loaded with jr_judge_cfg (read during open and
+ * jr_judge_add_protocol only: keep it alive until the last add_protocol). Opens the protocol (judge.protocol), the
  * cache (judge.cache), reads the API key from the variable named by judge.api_key_env (the key is
  * kept in memory only: never printed, logged, cached or written) and starts one I/O thread that
  * drives every request through libcurl's multi interface. On error *out is NULL. */
@@ -195,6 +197,10 @@ jr_status jr_judge_open(jr_judge **out, const jr_config *cfg);
  * handle for jr_judge_submit_proto. The default protocol (judge.protocol) is handle 0. Call
  * before the first submit. */
 jr_status jr_judge_add_protocol(jr_judge *j, const char *name, int *proto);
+
+/* Same with a protocol given by its table rather than its registered name (a protocol defined
+ * by the caller, e.g. in reward/ or a test). `p` must outlive the judge. */
+jr_status jr_judge_add_protocol_impl(jr_judge *j, const jr_protocol *p, int *proto);
 
 /* Queues a row for judging with the default protocol and returns at once: the row is copied,
  * its calls are built now (a row the protocol cannot use fails here, naming the field, and

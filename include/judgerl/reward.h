@@ -88,7 +88,8 @@ jr_status jr_reward_open(jr_reward **out, const jr_config *cfg);
  * components of every row are submitted together and run concurrently on the client. Blocks until
  * every row is done. results[i] belongs to rows[i] (free each with jr_reward_result_free). Fails
  * only when the judge refuses every request (jr_reward_fatal: wrong key, URL or model); then
- * results are still filled (unscored). A row without "id" gets its index as id for the judge. */
+ * results are still filled (unscored). A row without "id" gets its index as id for the judge.
+ * One call at a time per registry (it collects every result of its judge client). */
 jr_status jr_reward_score(jr_reward *r, const json_t *const *rows, size_t n, jr_reward_result *results);
 
 void jr_reward_result_free(jr_reward_result *res);
@@ -112,6 +113,7 @@ json_t *jr_reward_result_json(const jr_reward *r, const jr_reward_result *res);
 int jr_reward_n_parts(const jr_reward *r);
 const char *jr_reward_part_name(const jr_reward *r, int i);
 double jr_reward_part_weight(const jr_reward *r, int i);
+const char *jr_reward_part_fn(const jr_reward *r, int i); /* the reward function's name */
 
 /* The judge client (NULL when no component uses the judge), e.g. for jr_judge_stats_get. */
 jr_judge *jr_reward_judge(jr_reward *r);

@@ -38,6 +38,7 @@ int cmd_convert(int argc, char **argv);
 int cmd_ifeval(int argc, char **argv);
 int cmd_grade(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_bench_grade(int argc, char **argv);
 
 /* `judgerl grade` helpers: reads an existing output (drops a torn last line, records finished ids
  * in `done`, counts unscored rows; with retry_unscored drops them); grades through the reward

@@ -136,14 +136,16 @@ static int bench_train(int argc, char **argv) {
 }
 
 int cmd_bench(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "grade")) return cmd_bench_grade(argc - 1, argv + 1);
     if (argc < 2 || cli_wants_help(argc, argv)) {
         printf("usage: judgerl bench train (--model DIR | --config 10m|100m) [--batch B] [--seq T] [--steps N] [--warmup W]\n"
                "Times full training steps (forward, backward, clipping, AdamW) on random tokens and prints one JSON\n"
                "object: tokens_per_s, step_ms, gflops (model FLOPs / time), matmul_gflops and matmul_share (sgemm\n"
                "phases), gemm_peak_gflops (a 1024^3 sgemm on this machine), peak_rss_mb, thread counts and the\n"
-               "OPENBLAS_* settings. Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS.\n");
+               "OPENBLAS_* settings. Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS.\n"
+               "       judgerl bench grade [...]   (judgerl bench grade --help): judge client throughput\n");
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
     if (!strcmp(argv[1], "train")) return bench_train(argc - 1, argv + 1);
-    return cli_usage("bench", "unknown benchmark '%s' (available: train)", argv[1]);
+    return cli_usage("bench", "unknown benchmark '%s' (available: train, grade)", argv[1]);
 }

@@ -180,11 +180,14 @@ int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const
                             (json_int_t)(n_unscored - n_prev_unscored), "torn_lines_dropped", (json_int_t)n_dropped,
                             "judge_calls", (json_int_t)judge_calls, "elapsed_s", round((mono() - t0) * 1e3) / 1e3);
     json_t *comps = json_object();
-    for (int k = 0; k < np; k++)
-        json_object_set_new(comps, jr_reward_part_name(r, k),
-                            json_pack("{s:f,s:o,s:I}", "weight", jr_reward_part_weight(r, k), "mean",
-                                      counts[k] ? json_real(sums[k] / (double)counts[k]) : json_null(), "scored",
-                                      (json_int_t)counts[k]));
+    for (int k = 0; k < np; k++) {
+        json_t *c = json_pack("{s:f,s:o,s:I}", "weight", jr_reward_part_weight(r, k), "mean",
+                              counts[k] ? json_real(sums[k] / (double)counts[k]) : json_null(), "scored", (json_int_t)counts[k]);
+        /* HealthBench reports the mean of a rubric score clipped to [0, 1]. */
+        if (c && counts[k] && !strcmp(jr_reward_part_fn(r, k), "rubric"))
+            json_object_set_new(c, "clipped_mean", json_real(fmin(1, fmax(0, sums[k] / (double)counts[k]))));
+        json_object_set_new(comps, jr_reward_part_name(r, k), c);
+    }
     json_object_set_new(sum, "components", comps);
     if (n_pairs) json_object_set_new(sum, "position_consistency", json_real((double)n_consistent / (double)n_pairs));
     char *txt = json_dumps(sum, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));

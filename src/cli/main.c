@@ -12,6 +12,7 @@ typedef struct {
 
 static const command commands[] = {
     {"grade", cmd_grade, "grade a JSONL file with an LLM judge (resumable, cached)"},
+    {"bench", cmd_bench, "benchmarks printing one JSON object of figures (bench train, bench grade)"},
     {"config", cmd_config, "check a YAML config and print every effective value"},
     {"dataset", cmd_dataset, "check a JSONL dataset: rows, fields, bad lines, train/validation split"},
     {"tb-export", cmd_tb_export, "write a metrics.jsonl as a TensorBoard event file"},
@@ -20,7 +21,6 @@ static const command commands[] = {
     {"merge", cmd_merge, "fold a PEFT LoRA adapter into a full model directory"},
     {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
     {"train", cmd_train, "train a model from a YAML config (SFT, GRPO, RLOO)"},
-    {"bench", cmd_bench, "benchmarks printing one JSON object of figures (bench train)"},
     {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
     {"generate", cmd_generate, "sample completions from a model directory (prompt, chat or JSONL)"},
     {"serve", cmd_serve, "OpenAI-compatible HTTP server for a model directory"},

@@ -1,6 +1,7 @@
 /* client.c - the judge client: one I/O thread drives every request through libcurl's multi
  * interface, with least-in-flight routing, token buckets, retries with full-jitter backoff, the
  * cache and the protocols' parse/combine steps; a sample that fails is UNSCORED, never 0 */
+#include <ctype.h>
 #include <curl/curl.h>
 #include <math.h>
 #include <pthread.h>
@@ -9,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "judge/cache.h"
@@ -27,6 +31,7 @@ typedef struct endpoint {
     int conc, in_flight;
     double rtok, ttok;  /* token bucket levels (requests, tokens) */
     double down_until;  /* after a connect failure: avoided until then while others can serve */
+    double pause_until; /* after 429/503 with Retry-After: nothing is sent to it before then */
 } endpoint;
 
 typedef struct sample sample;
@@ -54,6 +59,8 @@ struct job {
     size_t resp_len, resp_cap;
     int too_big;
     double retry_after;
+    int rl_empty[2];      /* x-ratelimit-remaining-{requests,tokens} was 0 */
+    double rl_reset[2];   /* x-ratelimit-reset-{requests,tokens} in seconds */
 };
 
 struct sample {
@@ -98,9 +105,13 @@ struct jr_judge {
     uint64_t next_ticket, pending;
     jr_judge_stats st;
     char *fatal;
-    /* the I/O thread's own */
+    /* the I/O thread's own: curl's sockets in an epoll set (curl_multi_socket_action), an
+     * eventfd to wake it, curl's timer */
     CURLM *multi;
+    int epfd, evfd;
+    double curl_deadline;
     job *ready, *ready_tail, *delayed, *wire;
+    int n_waiting;  /* jobs in ready + delayed */
     sample *live;
     CURL **pool;
     int n_pool, cap_pool;
@@ -185,6 +196,7 @@ static void job_free(job *jb) {
 /* ---- the I/O thread: queues ------------------------------------------------------------- */
 
 static void push_ready(jr_judge *j, job *jb, int front) {
+    j->n_waiting++;
     jb->next = NULL;
     if (front) {
         jb->next = j->ready;
@@ -362,13 +374,13 @@ static void start_call(jr_judge *j, sample *s, int index) {
     if (json_is_object(c->params)) json_object_update(body, c->params);
     json_object_del(body, "stream");
     json_object_del(body, "stream_options");
-    char *canon = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+    char *canon = j->cache ? json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     if (j->stream) json_object_set_new(body, "stream", json_true());
     jb->body = json_dumps(body, JSON_COMPACT);
     long mt = (long)json_integer_value(json_object_get(body, "max_tokens"));
     json_decref(body);
-    if (!canon || !jb->body) { free(canon); job_free(jb); goto oom; }
-    jr_cache_key(model, canon, jb->key);
+    if ((j->cache && !canon) || !jb->body) { free(canon); job_free(jb); goto oom; }
+    if (canon) jr_cache_key(model, canon, jb->key);
     free(canon);
     jb->est_tokens = (double)strlen(jb->body) / 4.0 + (double)(mt > 0 ? mt : j->max_tokens);
     if (j->cache) {
@@ -417,6 +429,28 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
     return len;
 }
 
+/* An OpenAI rate-limit duration ("1s", "6m0s", "20ms", "1h2m3.5s", or plain seconds), or -1. */
+static double parse_duration(const char *p) {
+    double total = 0;
+    int any = 0;
+    while (*p == ' ') p++;
+    while (*p && *p != '\r' && *p != '\n') {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p) return -1;
+        p = end;
+        if (!strncmp(p, "ms", 2)) { total += v / 1000; p += 2; }
+        else if (*p == 'h') { total += v * 3600; p++; }
+        else if (*p == 'm') { total += v * 60; p++; }
+        else if (*p == 's') { total += v; p++; }
+        else if (!*p || *p == '\r' || *p == '\n' || *p == ' ') { total += v; }
+        else return -1;
+        any = 1;
+        while (*p == ' ') p++;
+    }
+    return any ? total : -1;
+}
+
 static size_t on_header(char *data, size_t size, size_t n, void *ud) {
     job *jb = ud;
     size_t len = size * n;
@@ -424,7 +458,22 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud) {
     size_t l = len < sizeof line - 1 ? len : sizeof line - 1;
     memcpy(line, data, l);
     line[l] = 0;
-    if (!strncasecmp(line, "HTTP/", 5)) jb->retry_after = 0; /* a new response (after 100 Continue) */
+    if (!strncasecmp(line, "HTTP/", 5)) { /* a new response (after 100 Continue) */
+        jb->retry_after = 0;
+        memset(jb->rl_empty, 0, sizeof jb->rl_empty);
+        memset(jb->rl_reset, 0, sizeof jb->rl_reset);
+    } else if (!strncasecmp(line, "x-ratelimit-remaining-", 22) || !strncasecmp(line, "x-ratelimit-reset-", 18)) {
+        int remaining = tolower((unsigned char)line[12]) == 'r' && tolower((unsigned char)line[13]) == 'e' &&
+                        tolower((unsigned char)line[14]) == 'm';
+        const char *kind = line + (remaining ? 22 : 18);
+        int which = !strncasecmp(kind, "requests:", 9) ? 0 : !strncasecmp(kind, "tokens:", 7) ? 1 : -1;
+        if (which >= 0) {
+            const char *v = strchr(kind, ':') + 1;
+            while (*v == ' ') v++;
+            if (remaining) jb->rl_empty[which] = *v == '0' && (v[1] == '\r' || v[1] == '\n' || !v[1]);
+            else jb->rl_reset[which] = parse_duration(v);
+        }
+    }
     else if (!strncasecmp(line, "retry-after-ms:", 15)) {
         double v = strtod(line + 15, NULL);
         if (v > 0) jb->retry_after = v / 1000.0;
@@ -464,6 +513,7 @@ static void transient(jr_judge *j, job *jb, char *why /* owned */) {
     jb->not_before = now_s() + d;
     jb->next = j->delayed;
     j->delayed = jb;
+    j->n_waiting++;
     pthread_mutex_lock(&j->mu);
     j->st.retries++;
     pthread_mutex_unlock(&j->mu);
@@ -495,6 +545,12 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
     j->st.in_flight--;
     pthread_mutex_unlock(&j->mu);
     const char *url = jb->ep->url;
+    for (int k = 0; k < 2; k++)
+        if (jb->rl_empty[k] && jb->rl_reset[k] > 0) {
+            /* the server says its request (token) budget is spent until the reset: pause there */
+            double until = now_s() + fmin(jb->rl_reset[k], j->retry_after_max);
+            if (until > jb->ep->pause_until) jb->ep->pause_until = until;
+        }
     if (code != CURLE_OK) {
         if (code == CURLE_URL_MALFORMAT || code == CURLE_UNSUPPORTED_PROTOCOL) {
             char *m = fmt("%s: %s", url, curl_easy_strerror(code));
@@ -527,6 +583,11 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
     free(jb->resp);
     jb->resp = NULL;
     jb->resp_len = jb->resp_cap = 0;
+    if ((status == 429 || status == 503) && jb->retry_after > 0) {
+        /* the server asked for a pause: it applies to the endpoint, not just this request */
+        double until = now_s() + fmin(jb->retry_after, j->retry_after_max);
+        if (until > jb->ep->pause_until) jb->ep->pause_until = until;
+    }
     if (status == 408 || status == 409 || status == 429 || status >= 500) {
         transient(j, jb, fmt("%s: HTTP %ld: %s", url, status, msg));
         return;
@@ -560,6 +621,7 @@ static endpoint *pick(jr_judge *j, double est, double now) {
     for (int k = 0; k < j->n_ep; k++) {
         endpoint *e = &j->ep[(j->rr + k) % j->n_ep];
         if (up && e->down_until > now) continue;
+        if (e->pause_until > now) continue;
         if (e->in_flight >= e->conc) continue;
         if (j->rpm > 0 && e->rtok < 1) continue;
         /* a request bigger than the bucket goes when the bucket is full */
@@ -579,6 +641,8 @@ static int send_job(jr_judge *j, job *jb, endpoint *ep) {
     jb->resp_len = 0;
     jb->too_big = 0;
     jb->retry_after = 0;
+    memset(jb->rl_empty, 0, sizeof jb->rl_empty);
+    memset(jb->rl_reset, 0, sizeof jb->rl_reset);
     curl_easy_setopt(e, CURLOPT_URL, ep->url);
     curl_easy_setopt(e, CURLOPT_POST, 1L);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, jb->body);
@@ -632,8 +696,43 @@ static void take_inbox(jr_judge *j) {
     }
 }
 
+/* libcurl tells which sockets to watch for what (CURLMOPT_SOCKETFUNCTION). */
+static int on_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *socketp) {
+    (void)e;
+    jr_judge *j = userp;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(j->epfd, EPOLL_CTL_DEL, fd, NULL);
+        if (socketp) curl_multi_assign(j->multi, fd, NULL);
+        return 0;
+    }
+    struct epoll_event ev = {0};
+    ev.data.fd = fd;
+    ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0);
+    int op = socketp ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (epoll_ctl(j->epfd, op, fd, &ev) != 0)
+        epoll_ctl(j->epfd, op == EPOLL_CTL_ADD ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
+    if (!socketp) curl_multi_assign(j->multi, fd, (void *)1);
+    return 0;
+}
+
+/* libcurl's single timer (CURLMOPT_TIMERFUNCTION): -1 = none. */
+static int on_timer(CURLM *m, long timeout_ms, void *userp) {
+    (void)m;
+    jr_judge *j = userp;
+    j->curl_deadline = timeout_ms < 0 ? INFINITY : now_s() + (double)timeout_ms / 1000.0;
+    return 0;
+}
+
+static void drain_done(jr_judge *j) {
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(j->multi, &left)))
+        if (m->msg == CURLMSG_DONE) on_done(j, m->easy_handle, m->data.result);
+}
+
 static void *io_main(void *arg) {
     jr_judge *j = arg;
+    struct epoll_event evs[256];
     for (;;) {
         pthread_mutex_lock(&j->mu);
         int stop = j->stop;
@@ -646,7 +745,7 @@ static void *io_main(void *arg) {
         double next_due = INFINITY;
         for (job **pp = &j->delayed; *pp;) {
             job *jb = *pp;
-            if (jb->not_before <= now) { *pp = jb->next; push_ready(j, jb, 1); }
+            if (jb->not_before <= now) { *pp = jb->next; j->n_waiting--; push_ready(j, jb, 1); }
             else { if (jb->not_before < next_due) next_due = jb->not_before; pp = &jb->next; }
         }
         int blocked = 0;
@@ -656,30 +755,44 @@ static void *io_main(void *arg) {
             if (!ep) { blocked = 1; break; }
             j->ready = jb->next;
             if (!j->ready) j->ready_tail = NULL;
+            j->n_waiting--;
             if (send_job(j, jb, ep)) finish_call(j, jb, 0, NAN, NULL, fmt("cannot start a request (out of memory)"), 0);
         }
         pthread_mutex_lock(&j->mu);
-        int q = 0;
-        for (job *jb = j->ready; jb; jb = jb->next) q++;
-        for (job *jb = j->delayed; jb; jb = jb->next) q++;
-        j->st.queued = q;
+        j->st.queued = j->n_waiting;
         pthread_mutex_unlock(&j->mu);
-        int running = 0;
-        curl_multi_perform(j->multi, &running);
-        CURLMsg *m;
-        int left;
-        int progressed = 0;
-        while ((m = curl_multi_info_read(j->multi, &left))) {
-            if (m->msg == CURLMSG_DONE) { on_done(j, m->easy_handle, m->data.result); progressed = 1; }
-        }
-        if (progressed) continue; /* results may have freed capacity or queued retries */
         double wait = 1.0;
-        if (next_due < INFINITY) wait = fmin(wait, next_due - now_s());
+        now = now_s();
+        if (next_due < INFINITY) wait = fmin(wait, next_due - now);
         if (blocked && (j->rpm > 0 || j->tpm > 0)) wait = fmin(wait, 0.01);
+        for (int k = 0; blocked && k < j->n_ep; k++)
+            if (j->ep[k].pause_until > now) wait = fmin(wait, j->ep[k].pause_until - now);
+        if (j->curl_deadline < INFINITY) wait = fmin(wait, j->curl_deadline - now);
         if (wait < 0) wait = 0;
-        curl_multi_poll(j->multi, NULL, 0, (int)(wait * 1000) + (wait > 0 ? 1 : 0), NULL);
+        int n = epoll_wait(j->epfd, evs, (int)(sizeof evs / sizeof *evs), (int)ceil(wait * 1000));
+        int running;
+        for (int i = 0; i < n; i++) {
+            if (evs[i].data.fd == j->evfd) {
+                uint64_t v;
+                if (read(j->evfd, &v, sizeof v) < 0) { /* nothing to drain */ }
+                continue;
+            }
+            int flags = ((evs[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) | ((evs[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
+                        ((evs[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
+            curl_multi_socket_action(j->multi, evs[i].data.fd, flags, &running);
+        }
+        if (j->curl_deadline <= now_s()) {
+            j->curl_deadline = INFINITY;
+            curl_multi_socket_action(j->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        }
+        drain_done(j);
     }
     return NULL;
+}
+
+static void wake(jr_judge *j) {
+    uint64_t one = 1;
+    if (write(j->evfd, &one, sizeof one) < 0) { /* the counter is saturated: it is awake anyway */ }
 }
 
 /* ---- public API --------------------------------------------------------------------------- */
@@ -705,9 +818,8 @@ static jr_status open_cache(jr_judge *j, const jr_config *cfg) {
     return st;
 }
 
-static jr_status add_proto(jr_judge *j, const char *name, int *idx) {
-    const jr_protocol *p = jr_protocol_find(name);
-    if (!p) return jr_fail(JR_EINVAL, "judge.protocol=%s: unknown protocol (known: %s)", name ? name : "null", jr_protocol_names());
+static jr_status add_impl(jr_judge *j, const jr_protocol *p, int *idx) {
+    const char *name = p->name;
     if (j->n_proto >= MAX_PROTOS) return jr_fail(JR_EINVAL, "judge: more than %d protocols on one client", MAX_PROTOS);
     void *state = NULL;
     jr_status st = p->open(j->cfg, j->cfg_dir, &state);
@@ -719,11 +831,18 @@ static jr_status add_proto(jr_judge *j, const char *name, int *idx) {
     return JR_OK;
 }
 
+static jr_status add_proto(jr_judge *j, const char *name, int *idx) {
+    const jr_protocol *p = jr_protocol_find(name);
+    if (!p) return jr_fail(JR_EINVAL, "judge.protocol=%s: unknown protocol (known: %s)", name ? name : "null", jr_protocol_names());
+    return add_impl(j, p, idx);
+}
+
 jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
     *out = NULL;
     pthread_once(&curl_once, curl_init_once);
     jr_judge *j = jr_calloc(1, sizeof *j);
     if (!j) return JR_ENOMEM;
+    j->epfd = j->evfd = -1;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
     j->cfg = cfg;
@@ -790,6 +909,11 @@ jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
             st = jr_fail(JR_EINVAL, "%s: judge.api_key_env=%s: the environment variable %s is not set (export it, or set judge.api_key_env: null for servers without a key)", src, kenv, kenv);
             goto fail;
         }
+        for (const char *c = key; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+                st = jr_fail(JR_EINVAL, "%s: judge.api_key_env=%s: the key contains a control character (a stray newline?)", src, kenv);
+                goto fail;
+            }
         j->api_key = jr_strdup(key);
         char *h = fmt("Authorization: Bearer %s", key);
         if (!j->api_key || !h) { free(h); st = JR_ENOMEM; goto fail; }
@@ -807,6 +931,16 @@ jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
     j->multi = curl_multi_init();
     if (!j->pool || !j->multi) { st = jr_fail(JR_ENOMEM, "judge: cannot create the HTTP client"); goto fail; }
     curl_multi_setopt(j->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
+    curl_multi_setopt(j->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(j->multi, CURLMOPT_SOCKETDATA, j);
+    curl_multi_setopt(j->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(j->multi, CURLMOPT_TIMERDATA, j);
+    j->curl_deadline = INFINITY;
+    j->epfd = epoll_create1(EPOLL_CLOEXEC);
+    j->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (j->epfd < 0 || j->evfd < 0) { st = jr_fail(JR_EIO, "judge: cannot create the event loop"); goto fail; }
+    struct epoll_event wev = {.events = EPOLLIN, .data.fd = j->evfd};
+    if (epoll_ctl(j->epfd, EPOLL_CTL_ADD, j->evfd, &wev)) { st = jr_fail(JR_EIO, "judge: cannot create the event loop"); goto fail; }
     curl_multi_setopt(j->multi, CURLMOPT_MAXCONNECTS, (long)(conc * j->n_ep + 16));
     j->t_bucket = now_s();
     if (pthread_create(&j->thr, NULL, io_main, j)) { st = jr_fail(JR_EINTERNAL, "judge: cannot start the I/O thread"); goto fail; }
@@ -824,6 +958,16 @@ jr_status jr_judge_add_protocol(jr_judge *j, const char *name, int *proto) {
     pthread_mutex_unlock(&j->mu);
     if (started) return jr_fail(JR_EINVAL, "jr_judge_add_protocol(%s): call it before the first submit", name ? name : "null");
     return add_proto(j, name, proto);
+}
+
+jr_status jr_judge_add_protocol_impl(jr_judge *j, const jr_protocol *p, int *proto) {
+    pthread_mutex_lock(&j->mu);
+    int started = j->submitted_any;
+    pthread_mutex_unlock(&j->mu);
+    if (!p || !p->name || !p->open || !p->close || !p->build || !p->parse || !p->combine)
+        return jr_fail(JR_EINVAL, "jr_judge_add_protocol_impl: a protocol needs a name and all five functions");
+    if (started) return jr_fail(JR_EINVAL, "jr_judge_add_protocol_impl(%s): call it before the first submit", p->name);
+    return add_impl(j, p, proto);
 }
 
 jr_status jr_judge_submit(jr_judge *j, const json_t *row, void *user, uint64_t *ticket) {
@@ -867,7 +1011,7 @@ jr_status jr_judge_submit_proto(jr_judge *j, int proto, const json_t *row, void 
     j->inbox_tail = s;
     pthread_mutex_unlock(&j->mu);
     if (ticket) *ticket = s->ticket;
-    curl_multi_wakeup(j->multi);
+    wake(j);
     return JR_OK;
 }
 
@@ -934,7 +1078,7 @@ void jr_judge_close(jr_judge *j) {
         pthread_mutex_lock(&j->mu);
         j->stop = 1;
         pthread_mutex_unlock(&j->mu);
-        curl_multi_wakeup(j->multi);
+        wake(j);
         pthread_join(j->thr, NULL);
     }
     if (j->multi) {
@@ -952,6 +1096,8 @@ void jr_judge_close(jr_judge *j) {
     for (int i = 0; i < j->n_pool; i++) curl_easy_cleanup(j->pool[i]);
     free(j->pool);
     if (j->multi) curl_multi_cleanup(j->multi);
+    if (j->epfd >= 0) close(j->epfd);
+    if (j->evfd >= 0) close(j->evfd);
     for (sample *lists[3] = {j->live, j->inbox, j->done}, **l = lists; l < lists + 3; l++)
         for (sample *s = *l; s;) {
             sample *n = s->next;

@@ -12,7 +12,7 @@ typedef struct {
     char **labels;
     double *values;
     size_t n;
-    int mode, top;
+    int mode, top, completions;
     double threshold;
 } label;
 
@@ -210,6 +210,7 @@ static jr_status lb_open(const jr_config *cfg, const char *cfg_dir, void **state
     const char *mode = jr_cfg_str(cfg, "judge.label.confidence");
     l->mode = !strcmp(mode, "logprobs") ? CONF_LOGPROBS : !strcmp(mode, "verbal") ? CONF_VERBAL : CONF_AUTO;
     l->top = (int)jr_cfg_int(cfg, "judge.label.top_logprobs");
+    l->completions = !strcmp(jr_cfg_str(cfg, "judge.api"), "completions");
     l->threshold = jr_cfg_float(cfg, "judge.label.threshold");
     int oom = 0;
     l->system = proto_opt_str(cfg, "judge.label.system", &oom);
@@ -262,7 +263,10 @@ static jr_status lb_build(void *state, const json_t *row, jr_judge_calls *calls)
     json_object_set_new(view, "labels", json_string(list));
     free(prompt);
     free(list);
-    json_t *params = l->mode == CONF_VERBAL ? NULL : json_pack("{s:b,s:i}", "logprobs", 1, "top_logprobs", l->top);
+    /* chat: logprobs + top_logprobs; /v1/completions: logprobs is the number of alternatives. */
+    json_t *params = l->mode == CONF_VERBAL ? NULL
+                     : l->completions ? json_pack("{s:i}", "logprobs", l->top)
+                                      : json_pack("{s:b,s:i}", "logprobs", 1, "top_logprobs", l->top);
     jr_status st = proto_add(calls, l->tmpl, l->system, view, params, "label");
     json_decref(view);
     return st;

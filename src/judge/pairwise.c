@@ -43,8 +43,9 @@ jr_status jr_pairwise_parse(const char *text, int *verdict) {
     if (j) {
         const char *w = json_string_value(json_object_get(j, "winner"));
         int v = w ? pw_word(w) : -1;
+        int whole = w && (!w[0] || !w[1] || !strcasecmp(w, "tie"));
         json_decref(j);
-        if (v >= 0 && (!w[1] || !strcasecmp(w, "tie"))) { *verdict = v; return JR_OK; }
+        if (v >= 0 && whole) { *verdict = v; return JR_OK; }
     }
     /* The last "winner: X". */
     for (const char *p = text; *p; p++) {

@@ -159,7 +159,6 @@ static int decode_sse(acc *a, const char *b, size_t len, char *why, size_t why_l
         if (at_end) break;
         if (j < len && b[j] == '\r' && j + 1 < len && b[j + 1] == '\n') j++;
         i = j < len ? j + 1 : j;
-        if (ll != 0 && i >= len) { /* last line had no terminator: the loop dispatches next */ }
     }
     int oom = data.oom;
     free(data.p);

@@ -61,7 +61,7 @@ jr_status jr_rubric_read(const json_t *rubric, jr_criterion **items, size_t *n) 
         if (!(v[i].text = jr_strdup(json_string_value(crit)))) { jr_rubric_free(v, cnt); return JR_ENOMEM; }
         const json_t *rule = json_object_get(it, "rule");
         if (json_is_string(rule)) {
-            v[i].rule = jr_strdup(json_string_value(rule));
+            if (!(v[i].rule = jr_strdup(json_string_value(rule)))) { jr_rubric_free(v, cnt); return JR_ENOMEM; }
             const json_t *p = json_object_get(it, "params");
             v[i].params = p ? json_incref((json_t *)p) : NULL;
         } else if (json_object_get(it, "tags")) {
@@ -76,10 +76,6 @@ jr_status jr_rubric_read(const json_t *rubric, jr_criterion **items, size_t *n) 
                 v[i].params = pj ? pj : json_incref(par);
             }
             json_decref(tags);
-        }
-        if ((json_is_string(rule) || json_object_get(it, "tags")) && v[i].rule == NULL && json_is_string(rule)) {
-            jr_rubric_free(v, cnt);
-            return JR_ENOMEM;
         }
     }
     *items = v;

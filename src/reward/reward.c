@@ -126,6 +126,7 @@ jr_status jr_reward_open(jr_reward **out, const jr_config *cfg) {
 int jr_reward_n_parts(const jr_reward *r) { return r->n; }
 const char *jr_reward_part_name(const jr_reward *r, int i) { return r->c[i].name; }
 double jr_reward_part_weight(const jr_reward *r, int i) { return r->c[i].weight; }
+const char *jr_reward_part_fn(const jr_reward *r, int i) { return r->c[i].fn->name; }
 jr_judge *jr_reward_judge(jr_reward *r) { return r->judge; }
 
 void jr_reward_result_free(jr_reward_result *res) {

@@ -193,27 +193,22 @@ static bool ck_sections(const struct jr_ifeval_instr *ins, const char *v, size_t
     return (long)re_each(ins->re[0], v, n, NULL, NULL) >= NUM(ins, 0);
 }
 
+/* re.split(r"\s?\*\*\*\s?", value), counted as the official checker counts: empty first and
+ * last pieces are dropped, an empty piece in the middle fails the instruction */
 typedef struct {
     const char *s;
-    size_t len, prev, npieces, nonempty;
+    size_t prev, npieces, nonempty;
     bool bad_middle;
-    size_t last_b, last_e; /* the most recent piece */
-    bool have_last;
-    bool pending_empty;    /* an empty piece that is not known yet to be the last */
+    bool pending_empty; /* an empty piece that is not known yet to be the last */
 } para_ctx;
 
 static void para_piece(para_ctx *p, size_t b, size_t e) {
     size_t sb, se;
     ifv_strip(p->s + b, e - b, &sb, &se);
-    bool empty = se == sb;
     if (p->pending_empty) p->bad_middle = true; /* an empty piece followed by another piece */
     p->pending_empty = false;
-    if (empty) {
-        if (p->npieces == 0) { /* first piece: dropped */ }
-        else p->pending_empty = true;
-    } else {
-        p->nonempty++;
-    }
+    if (se > sb) p->nonempty++;
+    else if (p->npieces > 0) p->pending_empty = true;
     p->npieces++;
 }
 
@@ -225,7 +220,7 @@ static bool para_split(void *arg, span sp) {
 }
 
 static bool ck_paragraphs(const struct jr_ifeval_instr *ins, const char *v, size_t n) {
-    para_ctx p = {.s = v, .len = n};
+    para_ctx p = {.s = v};
     re_each(pat(P_PARAGRAPH), v, n, para_split, &p);
     para_piece(&p, p.prev, n);
     if (p.bad_middle) return false;
@@ -302,12 +297,7 @@ static bool ck_first_word(const struct jr_ifeval_instr *ins, const char *v, size
             /* first whitespace-separated word, without leading ' then ", cut at punctuation */
             const char *w = p + sb;
             size_t wl = 0, i = 0, lim = se - sb;
-            while (i < lim) {
-                size_t at = i;
-                if (ifv_isspace(ifv_next_cp(w, lim, &i))) break;
-                wl = i;
-                (void)at;
-            }
+            while (i < lim && !ifv_isspace(ifv_next_cp(w, lim, &i))) wl = i;
             size_t a = 0;
             while (a < wl && w[a] == '\'') a++;
             while (a < wl && w[a] == '"') a++;
@@ -334,21 +324,17 @@ static bool ck_forbidden(const struct jr_ifeval_instr *ins, const char *v, size_
 
 static bool ck_two_responses(const struct jr_ifeval_instr *ins, const char *v, size_t n) {
     (void)ins;
-    /* value.split("******") */
-    size_t nvalid = 0, vb[2] = {0, 0}, ve[2] = {0, 0};
-    size_t start = 0, idx = 0;
+    /* value.split("******"): empty pieces are allowed only first and last; exactly two others,
+     * different once stripped */
     size_t npieces = 1;
     for (size_t i = 0; i + 6 <= n;) {
         if (!memcmp(v + i, "******", 6)) { npieces++; i += 6; }
         else i++;
     }
-    for (size_t i = 0;; ) {
-        size_t end = n;
-        const char *hit = NULL;
-        for (size_t j = i; j + 6 <= n; j++)
-            if (!memcmp(v + j, "******", 6)) { hit = v + j; break; }
-        if (hit) end = (size_t)(hit - v);
-        start = i;
+    size_t nvalid = 0, vb[2] = {0, 0}, ve[2] = {0, 0}, idx = 0, start = 0;
+    for (;;) {
+        const char *hit = n - start >= 6 ? memmem(v + start, n - start, "******", 6) : NULL;
+        size_t end = hit ? (size_t)(hit - v) : n;
         size_t sb, se;
         ifv_strip(v + start, end - start, &sb, &se);
         if (se == sb) {
@@ -359,7 +345,7 @@ static bool ck_two_responses(const struct jr_ifeval_instr *ins, const char *v, s
         }
         idx++;
         if (!hit) break;
-        i = end + 6;
+        start = end + 6;
     }
     return nvalid == 2 && !(ve[0] - vb[0] == ve[1] - vb[1] && !memcmp(v + vb[0], v + vb[1], ve[0] - vb[0]));
 }
