@@ -328,4 +328,80 @@ else:
         report("the merged model scores like the trained policy (base %.2f, merged %.2f)" % (r_base, r_merged),
                r_merged >= 0.8 and r_base <= 0.3, pe.stderr)
 
+# ---- trainer.algo distill: a label judge, low-confidence verdicts rejected, cross-entropy to the label ----
+class LabelJudge(Judge):
+    """Labels "Item N:" prompts: Even when N is even, else Odd; confidence 0.2 (below the 0.4
+    threshold: rejected) when N is a multiple of 5, else 0.9."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.rejected = 0
+        judge = self
+
+        class H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+                text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+                n = int(text.split("Question: Item ")[1].split(":")[0])
+                conf = 0.2 if n % 5 == 0 else 0.9
+                with judge.lock:
+                    judge.requests += 1
+                    judge.rejected += conf < 0.4
+                ans = "%s\nConfidence: %.1f" % ("Even" if n % 2 == 0 else "Odd", conf)
+                out = json.dumps({"id": "x", "object": "chat.completion", "model": body.get("model"),
+                                  "choices": [{"index": 0, "finish_reason": "stop",
+                                               "message": {"role": "assistant", "content": ans}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+        class S(ThreadingHTTPServer):
+            request_queue_size = 256
+            daemon_threads = True
+
+        self.srv = S(("127.0.0.1", 0), H)
+        self.port = self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+
+j = LabelJudge()
+try:
+    out = os.path.join(TMP, "grpo_distill")
+    steps = 10 if ASAN else 30
+    p = run("grpo_distill", config(out, """judge:
+  protocol: label
+  endpoints:
+    - {url: "http://127.0.0.1:%d/v1", model: label-judge}
+  cache: false
+  max_unscored_frac: 0.5
+  label:
+    labels: [Even, Odd]
+    confidence: verbal
+    threshold: 0.4
+reward:
+  components:
+    - {name: label, fn: label}
+""" % j.port).replace("algo: grpo", "algo: distill").replace("batch_size: 64", "batch_size: 16"),
+        "trainer.steps=%d" % steps, "trainer.lr=3e-3")
+    if p.returncode:
+        report("distill trains toward the judge's labels", False, p.stderr.strip()[-300:])
+    else:
+        rows = metrics(out)
+        rej = sum(x["unscored_frac"] * 16 for x in rows)
+        report("distill: rejected verdicts (confidence < threshold) are left out, as many as injected",
+               abs(rej - j.rejected) < 1e-6 and j.rejected > 0 and all(x["kept"] + x["unscored_frac"] * 16 == 16 for x in rows),
+               "logged %.1f injected %d" % (rej, j.rejected))
+        first, last = rows[0]["loss"], sum(x["loss"] for x in rows[-5:]) / 5
+        report("distill: cross-entropy on the label tokens falls (%.3f -> %.3f)" % (first, last), last < first / 3)
+finally:
+    j.close()
+
 sys.exit(1 if failures else 0)

@@ -16,6 +16,7 @@ static const jr_cfg_field *const all_tables[] = {
     jr_model_cfg,
     jr_trainer_cfg,
     jr_grpo_cfg,
+    jr_distill_cfg,
     jr_judge_cfg,
     jr_protocols_cfg,
     jr_reward_cfg,

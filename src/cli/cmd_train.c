@@ -12,9 +12,9 @@
 #include "judgerl/model.h"
 #include "judgerl/train.h"
 
-static const jr_cfg_field *const train_tables[] = {jr_run_cfg,      jr_data_cfg,      jr_model_cfg,
-                                                   jr_trainer_cfg,  jr_grpo_cfg,      jr_judge_cfg,
-                                                   jr_protocols_cfg, jr_reward_cfg,   NULL};
+static const jr_cfg_field *const train_tables[] = {jr_run_cfg,     jr_data_cfg,     jr_model_cfg,
+                                                   jr_trainer_cfg, jr_grpo_cfg,     jr_distill_cfg,
+                                                   jr_judge_cfg,   jr_protocols_cfg, jr_reward_cfg, NULL};
 
 int cmd_train(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
@@ -36,12 +36,13 @@ int cmd_train(int argc, char **argv) {
     jr_status st = jr_train_run(&cfg, stderr, &res);
     if (st) { jr_config_free(&cfg); return cli_fail("train", st); }
     if (res.last_step >= res.first_step) {
-        int rl = strcmp(jr_cfg_str(&cfg, "trainer.algo"), "sft") != 0;
+        const char *algo = jr_cfg_str(&cfg, "trainer.algo");
+        int rl = !strcmp(algo, "grpo") || !strcmp(algo, "rloo");
         printf("%s steps %lld..%lld: %s %.4f -> %.4f", res.resumed ? "resumed," : "trained", (long long)res.first_step,
                (long long)res.last_step, rl ? "mean reward" : "loss", res.first_loss, res.last_loss);
         if (!isnan(res.last_val_loss)) printf(", validation loss %.4f", res.last_val_loss);
-        printf("; %s in %s/%s\n", rl && jr_cfg_bool(&cfg, "lora.enabled") ? "PEFT adapter" : "model",
-               jr_cfg_str(&cfg, "run.out_dir"), rl && jr_cfg_bool(&cfg, "lora.enabled") ? "adapter" : "model");
+        int ad = strcmp(algo, "sft") && jr_cfg_bool(&cfg, "lora.enabled");
+        printf("; %s in %s/%s\n", ad ? "PEFT adapter" : "model", jr_cfg_str(&cfg, "run.out_dir"), ad ? "adapter" : "model");
     } else {
         printf("nothing to do: the latest checkpoint is already at trainer.steps=%lld\n",
                (long long)jr_cfg_int(&cfg, "trainer.steps"));

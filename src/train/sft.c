@@ -176,6 +176,7 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, jr_train_result *res)
     res->last_val_loss = NAN;
     const char *algo = jr_cfg_str(c, "trainer.algo");
     if (!strcmp(algo, "grpo") || !strcmp(algo, "rloo")) return jr_grpo_run(c, progress, res);
+    if (!strcmp(algo, "distill")) return jr_distill_run(c, progress, res);
     if (strcmp(algo, "sft"))
         return jr_fail(JR_EUNSUPPORTED, "%s: trainer.algo=%s is not implemented yet (available: sft, grpo, rloo)", c->source, algo);
     sft s;
