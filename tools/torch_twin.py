@@ -117,13 +117,14 @@ def forward(c, P, ids, attn_mask):
     D = c.get("head_dim") or H // nh
     eps = c["rms_norm_eps"]
     qk_norm = c["model_type"] == "qwen3"
-    pos = torch.arange(Tn).double()
-    freqs = torch.outer(pos, inv_freq(c))
+    dt = torch.get_default_dtype()  # float64 for fixtures; float32 in bench/train_torch.py
+    pos = torch.arange(Tn).to(dt)
+    freqs = torch.outer(pos, inv_freq(c).to(dt))
     emb = torch.cat((freqs, freqs), dim=-1)
     cos, sin = emb.cos()[None, None], emb.sin()[None, None]
     causal = torch.tril(torch.ones(Tn, Tn, dtype=torch.bool))
     allowed = causal[None, None] & attn_mask[:, None, None, :].bool()
-    bias = torch.where(allowed, 0.0, torch.finfo(torch.float64).min)
+    bias = torch.where(allowed, 0.0, torch.finfo(dt).min)
     lin = lambda x, n: x @ P[n + ".weight"].T + (P[n + ".bias"] if n + ".bias" in P else 0)
     x = P["model.embed_tokens.weight"][ids]
     for l in range(c["num_hidden_layers"]):

@@ -38,17 +38,17 @@ static int named_config(const char *name, jr_model_config *c) {
     return 0;
 }
 
-/* Single-precision GEMM rate of this machine with the current threads (n x n x n, ~1 s). */
+/* Single-precision GEMM rate of this machine through the engine's matmul (same threading), n x n x n, ~1 s. */
 static double gemm_peak(void) {
     int n = 1024;
     float *a = calloc((size_t)n * n, 4), *b = calloc((size_t)n * n, 4), *c = calloc((size_t)n * n, 4);
     if (!a || !b || !c) { free(a); free(b); free(c); return 0; }
     for (long i = 0; i < (long)n * n; i++) { a[i] = (float)(i % 7) * 0.1f; b[i] = (float)(i % 5) * 0.1f; }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1, a, n, b, n, 0, c, n);
+    jr_matmul_forward(c, a, b, NULL, n, n, n);
     int reps = 0;
     double t0 = now(), t;
     do {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1, a, n, b, n, 0, c, n);
+        jr_matmul_forward(c, a, b, NULL, n, n, n);
         reps++;
     } while ((t = now() - t0) < 1.0);
     free(a); free(b); free(c);
@@ -117,7 +117,7 @@ static int bench_train(int argc, char **argv) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     const char *ct = getenv("OPENBLAS_CORETYPE"), *l2 = getenv("OPENBLAS_L2_SIZE");
-    json_t *j = json_pack("{s:s, s:I, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:s, s:f}",
+    json_t *j = json_pack("{s:s, s:I, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:s, s:f}",
                           "model", model ? model : cname, "params", (json_int_t)jr_model_param_count(&m.cfg), "batch", B,
                           "seq", T, "steps", steps, "omp_threads", omp_get_max_threads(), "blas_threads",
                           openblas_get_num_threads(), "step_ms", 1e3 * t_total / steps, "tokens_per_s",
@@ -126,7 +126,8 @@ static int bench_train(int argc, char **argv) {
                           "matmul_share", jr_nn_profile.matmul_s / t_total, "gemm_peak_gflops", peak, "peak_rss_mb",
                           ru.ru_maxrss / 1024.0, "openblas_coretype", ct ? ct : "", "openblas_l2_size", l2 ? l2 : "",
                           "loss", loss);
-    char *txt = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    char *txt = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
+    if (!txt) { json_decref(j); jr_acts_free(&a); jr_adamw_free(&o); jr_model_free(&m); free(ids); free(lp); return cli_fail("bench train", jr_fail(JR_EINTERNAL, "cannot format the result")); }
     printf("%s\n", txt);
     free(txt);
     json_decref(j);

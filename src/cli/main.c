@@ -20,7 +20,7 @@ static const command commands[] = {
     {"forward", cmd_forward, "one forward/backward pass over token ids: loss, logits and gradients"},
     {"merge", cmd_merge, "fold a PEFT LoRA adapter into a full model directory"},
     {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
-    {"train", cmd_train, "train a model from a YAML config (SFT, GRPO, RLOO)"},
+    {"train", cmd_train, "train a model from a YAML config (SFT, GRPO, RLOO, distill)"},
     {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
     {"generate", cmd_generate, "sample completions from a model directory (prompt, chat or JSONL)"},
     {"serve", cmd_serve, "OpenAI-compatible HTTP server for a model directory"},
