@@ -220,6 +220,27 @@ if True:
         clip = [x["clip_ratio/region_mean"] for x in ma]
         report("num_iterations 2: the second update of a batch sees ratios != 1", clip[0] == 0 and max(clip) >= 0, str(clip))
 
+# ---- one-step-ahead generation: the same samples as sync when weights do not move; learns otherwise ----
+a, b = os.path.join(TMP, "grpo_sync0"), os.path.join(TMP, "grpo_async0")
+p1 = run("grpo_sync0", config(a, VERIFIER), "trainer.steps=4", "trainer.lr=0")
+p2 = run("grpo_async0", config(b, VERIFIER), "trainer.steps=4", "trainer.lr=0", "grpo.async_generation=true")
+if p1.returncode or p2.returncode:
+    report("async generation runs", False, (p1.stderr + p2.stderr).strip()[-300:])
+else:
+    ra, rb = [x["reward"] for x in metrics(a)], [x["reward"] for x in metrics(b)]
+    report("async generation at lr 0 samples exactly what sync generation samples", ra == rb, "%s vs %s" % (ra, rb))
+if not ASAN:
+    out = os.path.join(TMP, "grpo_async")
+    p = run("grpo_async", config(out, VERIFIER), "grpo.async_generation=true", "trainer.steps=20")
+    if p.returncode:
+        report("async generation learns", False, p.stderr.strip()[-300:])
+    else:
+        rows = metrics(out)
+        report("async generation learns (one step off-policy): gain >= 0.1", gain(rows) >= 0.1,
+               str([round(x["reward"], 2) for x in rows]))
+        report("async generation: ratios against the generating weights are clipped at times",
+               max(x["clip_ratio/region_mean"] for x in rows[1:]) > 0, str([x["clip_ratio/region_mean"] for x in rows]))
+
 # ---- the judge over HTTP: a loopback judge whose verdict follows a rule ----
 j = Judge()
 try:
@@ -400,7 +421,9 @@ reward:
                abs(rej - j.rejected) < 1e-6 and j.rejected > 0 and all(x["kept"] + x["unscored_frac"] * 16 == 16 for x in rows),
                "logged %.1f injected %d" % (rej, j.rejected))
         first, last = rows[0]["loss"], sum(x["loss"] for x in rows[-5:]) / 5
-        report("distill: cross-entropy on the label tokens falls (%.3f -> %.3f)" % (first, last), last < first / 3)
+        # (the sanitizer build runs 10 steps: a smaller fall is asked of it)
+        report("distill: cross-entropy on the label tokens falls (%.3f -> %.3f)" % (first, last),
+               last < first * (0.75 if ASAN else 1 / 3))
 finally:
     j.close()
 

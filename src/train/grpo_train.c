@@ -1,6 +1,7 @@
 /* grpo_train.c - the GRPO family trainer (grpo, rloo): group generation, rewards overlapped with it, advantages,
  * the clipped policy update with old and reference log-probs, LoRA, logging, checkpoints and exact resume */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,11 @@ const jr_cfg_field jr_grpo_cfg[] = {
     {"grpo.shuffle_rewards", JR_CFG_BOOL, "false",
      "control experiment: permute the rewards across the step's scored samples before the advantages", NULL, NULL,
      0, 0},
+    {"grpo.async_generation", JR_CFG_BOOL, "false",
+     "one-step-ahead generation (TRL async GRPO, verl async rollout): the next batch is sampled by the weights "
+     "before this update while the update runs; off-policy by one step, importance-corrected by the generating "
+     "weights' log-probs; a resumed run then regenerates its first batch on-policy (not bit-exact)", NULL, NULL, 0,
+     0},
     {"lora.enabled", JR_CFG_BOOL, "false", "train LoRA adapters instead of every weight", NULL, NULL, 0, 0},
     {"lora.rank", JR_CFG_INT, "8", "adapter rank r", NULL, NULL, 1, 65536},
     {"lora.alpha", JR_CFG_FLOAT, "16", "adapter scale alpha (updates are scaled by alpha / r)", NULL, NULL, 0, 1e6},
@@ -147,6 +153,16 @@ typedef struct {
 } rollout;
 
 typedef struct {
+    double t_gen, t_judge_wait, t_judge_span;
+    long gen_tokens;
+    int n_generated, n_unscored;   /* over every generation batch of the step */
+    int gen_batches;
+    double lat_p50, lat_p95;
+    uint64_t cache_lookups, cache_hits;
+    jr_data_pos data_after;        /* the data position after the rollout's prompts */
+} rollout_stats;
+
+typedef struct {
     const jr_config *c;
     int rloo;
     int G, P, max_prompt, max_comp, mu, B;
@@ -170,7 +186,20 @@ typedef struct {
     jr_acts acts;
     int T_max;
     FILE *progress;
+    /* one-step-ahead generation: gen_m holds the weights the background rollout samples from */
+    int async;
+    jr_model gen_m;
+    int has_gen;
+    pthread_t th;
+    int th_running;
+    rollout pend;
+    rollout_stats pend_rs;
+    int64_t pend_step;
+    jr_status pend_st;
+    char pend_err[600];
 } grpo;
+
+static void *rollout_thread(void *arg);
 
 static void rollout_free(rollout *r) {
     if (r->p)
@@ -294,14 +323,6 @@ static uint64_t gen_seed(uint64_t seed, int64_t step, int batch) {
     return jr_rng_u64(&r);
 }
 
-typedef struct {
-    double t_gen, t_judge_wait, t_judge_span;
-    long gen_tokens;
-    int n_generated, n_unscored;   /* over every generation batch of the step */
-    int gen_batches;
-    double lat_p50, lat_p95;
-    uint64_t cache_lookups, cache_hits;
-} rollout_stats;
 
 /* Generates prompts r->p[p0 .. p0+np) (already filled) into samples and scores them. */
 static jr_status generate_batch(grpo *g, rollout *r, int p0, int np, int64_t step, int gen_batch, rollout_stats *rs,
@@ -469,6 +490,7 @@ static jr_status do_rollout(grpo *g, rollout *r, int64_t step, rollout_stats *rs
     }
     free(lat);
     free(res);
+    rs->data_after = jr_data_tell(g->data);
     return st;
 }
 
@@ -667,7 +689,45 @@ static void log_samples(grpo *g, const rollout *r, const float *adv, int64_t ste
     free(path);
 }
 
+static jr_status do_rollout(grpo *g, rollout *r, int64_t step, rollout_stats *rs);
+
+static void *rollout_thread(void *arg) {
+    grpo *g = arg;
+    g->pend_st = do_rollout(g, &g->pend, g->pend_step, &g->pend_rs);
+    if (g->pend_st) snprintf(g->pend_err, sizeof g->pend_err, "%s", jr_errmsg());
+    return NULL;
+}
+
+/* Copies the policy's weights into the generation model and starts rolling out `step` in the background. */
+static jr_status launch_rollout(grpo *g, int64_t step) {
+    memcpy(g->gen_m.params, g->m.params, sizeof(float) * g->m.n_params);
+    memset(&g->pend, 0, sizeof g->pend);
+    g->pend_step = step;
+    g->pend_st = JR_OK;
+    if (pthread_create(&g->th, NULL, rollout_thread, g)) return jr_fail(JR_EIO, "cannot start the generation thread");
+    g->th_running = 1;
+    return JR_OK;
+}
+
+/* Waits for the background rollout; moves it into *r, *rs. */
+static jr_status join_rollout(grpo *g, rollout *r, rollout_stats *rs) {
+    if (!g->th_running) return jr_fail(JR_EINVAL, "internal: no rollout in flight");
+    pthread_join(g->th, NULL);
+    g->th_running = 0;
+    *r = g->pend;
+    *rs = g->pend_rs;
+    memset(&g->pend, 0, sizeof g->pend);
+    if (g->pend_st) return jr_fail(g->pend_st, "%s", g->pend_err);
+    return JR_OK;
+}
+
 static void grpo_free(grpo *g) {
+    if (g->th_running) {
+        pthread_join(g->th, NULL);
+        g->th_running = 0;
+    }
+    rollout_free(&g->pend);
+    if (g->has_gen) jr_model_free(&g->gen_m);
     jr_acts_free(&g->acts);
     jr_textgen_close(&g->tg);
     jr_reward_close(g->rw);
@@ -721,6 +781,7 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, jr_train_result *res) 
     g.overlong_factor = jr_cfg_float(c, "grpo.overlong_penalty_factor");
     g.max_unscored = jr_cfg_float(c, "judge.max_unscored_frac");
     g.use_lora = jr_cfg_bool(c, "lora.enabled");
+    g.async = jr_cfg_bool(c, "grpo.async_generation");
     const char *out_dir = jr_cfg_str(c, "run.out_dir");
     int64_t steps = jr_cfg_int(c, "trainer.steps"), save_every = jr_cfg_int(c, "trainer.save_every");
     int64_t log_every = jr_cfg_int(c, "trainer.log_every"), samples_every = jr_cfg_int(c, "grpo.log_completions_every");
@@ -811,7 +872,13 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, jr_train_result *res) 
     }
     if ((st = jr_model_alloc_grads(&g.m))) goto done;
     if ((st = jr_acts_init(&g.acts, &g.m, g.B, g.T_max))) goto done;
-    if ((st = jr_textgen_open_model(&g.tg, &g.m, jr_cfg_str(c, "trainer.tokenizer"), g.P * g.G, g.T_max + 1))) goto done;
+    if (g.async) { /* the generation weights: a second copy of the model, refreshed before each rollout */
+        if ((st = jr_model_from_config(&g.gen_m, c))) goto done;
+        g.has_gen = 1;
+    }
+    if ((st = jr_textgen_open_model(&g.tg, g.async ? &g.gen_m : &g.m, jr_cfg_str(c, "trainer.tokenizer"), g.P * g.G,
+                                    g.T_max + 1)))
+        goto done;
     if (g.m.cfg.vocab_size < g.tg.tok.n_vocab) {
         st = jr_fail(JR_EINVAL, "model vocab_size=%d is smaller than the %s tokenizer's %d ids", g.m.cfg.vocab_size,
                      g.tg.tok.kind, g.tg.tok.n_vocab);
@@ -826,7 +893,7 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, jr_train_result *res) 
 
     rollout_stats rs = {0};
     jr_adv_stats as = {0};
-    double t_ref = 0;
+    double t_ref = 0, t_wait = 0;
     for (int64_t step = ts.step; step < steps; step++) {
         double t0 = now_s();
         int fresh = step % g.mu == 0 || !ro.s;
@@ -837,8 +904,15 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, jr_train_result *res) 
             mb = NULL;
             n_mb = 0;
             jr_train_state prev = ts; /* the state before this step, for a stop below */
-            if ((st = do_rollout(&g, &ro, step, &rs))) goto done;
-            ts.data = jr_data_tell(g.data);
+            double tw0 = now_s();
+            if (g.async) {
+                if (!g.th_running && (st = launch_rollout(&g, step))) goto done;
+                if ((st = join_rollout(&g, &ro, &rs))) goto done;
+            } else if ((st = do_rollout(&g, &ro, step, &rs))) {
+                goto done;
+            }
+            t_wait = now_s() - tw0;
+            ts.data = rs.data_after;
             double unscored = rs.n_generated ? (double)rs.n_unscored / rs.n_generated : 0;
             if (unscored > g.max_unscored) {
                 /* stop cleanly: log what happened, keep a checkpoint of the state before this step */
@@ -878,15 +952,19 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, jr_train_result *res) 
             else jr_grpo_advantages(adv, active, &as, rw, sc, ro.P, g.G, g.scale);
             free(rw); free(sc); free(vals); free(vsc);
             if ((st = build_micro(&g, &ro, adv, active, &mb, &n_mb))) goto done;
-            /* old log-probs (num_iterations > 1) and reference log-probs (beta > 0) */
+            /* old log-probs (num_iterations > 1, or the generating weights with async generation) */
             double tr0 = now_s();
+            for (int k = 0; k < n_mb && !st && (g.mu > 1 || g.async); k++) {
+                micro *x = &mb[k];
+                if (!(x->old = jr_malloc(sizeof(float) * (size_t)x->nb * x->T))) st = JR_ENOMEM;
+                else st = micro_logprobs(&g, g.async ? &g.gen_m : &g.m, x, x->old);
+            }
+            /* the next generation batch starts now, from the weights before this update */
+            if (!st && g.async && step + g.mu < steps) st = launch_rollout(&g, step + g.mu);
+            /* reference log-probs (beta > 0) */
             for (int k = 0; k < n_mb && !st; k++) {
                 micro *x = &mb[k];
                 size_t nt = (size_t)x->nb * x->T;
-                if (g.mu > 1) {
-                    if (!(x->old = jr_malloc(sizeof(float) * nt))) st = JR_ENOMEM;
-                    else st = micro_logprobs(&g, &g.m, x, x->old);
-                }
                 if (!st && g.beta > 0) {
                     if (!(x->ref = jr_malloc(sizeof(float) * nt))) { st = JR_ENOMEM; break; }
                     if (g.use_lora) jr_lora_off(&g.lora);
@@ -900,7 +978,7 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, jr_train_result *res) 
         double t_up0 = now_s();
         double lr = jr_schedule_lr(&sch, step);
         update_stats us;
-        if ((st = policy_step(&g, mb, n_mb, g.mu > 1, lr, &us))) goto done;
+        if ((st = policy_step(&g, mb, n_mb, g.mu > 1 || g.async, lr, &us))) goto done;
         double t_end = now_s();
         ts.step = step + 1;
         ts.tokens += (int64_t)us.tokens;
@@ -949,6 +1027,7 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, jr_train_result *res) 
                 jr_runlog_add(rl, "time/generate", rs.t_gen);
                 jr_runlog_add(rl, "time/judge_wait", rs.t_judge_wait);
                 jr_runlog_add(rl, "time/reference", t_ref);
+                jr_runlog_add(rl, "time/rollout_wait", t_wait);
                 if (rs.t_judge_span > 0)
                     jr_runlog_add(rl, "judge/hidden_frac", fmax(0, 1 - rs.t_judge_wait / rs.t_judge_span));
             }
