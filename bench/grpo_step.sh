@@ -5,10 +5,11 @@
 # metrics of each step (time/generate, time/judge_wait, time/reference, time/update, judge/hidden_frac,
 # tokens) and the update phase's tokens/s, then PyTorch's training step on the same shape
 # (bench/train_torch.py) for comparison.
-# Usage: bench/grpo_step.sh [STEPS] [LATENCY_MS] [THREADS]
+# ASYNC=true turns on grpo.async_generation (the next batch is generated while the update runs).
+# Usage: bench/grpo_step.sh [STEPS] [LATENCY_MS] [THREADS] [ASYNC]
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
-steps=${1:-3}; lat=${2:-100}; th=${3:-$(nproc)}
+steps=${1:-3}; lat=${2:-100}; th=${3:-$(nproc)}; async=${4:-false}
 export OMP_NUM_THREADS=$th OPENBLAS_NUM_THREADS=$th
 tmp=$(mktemp -d)
 trap 'kill $srv 2>/dev/null; rm -rf "$tmp"' EXIT
@@ -28,7 +29,7 @@ run: {seed: 1, out_dir: $tmp/run}
 data: {train: $tmp/p.jsonl}
 model: {init: $tmp/10m.json}
 trainer: {algo: grpo, steps: $steps, batch_size: 32, lr: 1e-4, tensorboard: false, threads: $th}
-grpo: {num_generations: 8, prompts_per_step: 8, max_prompt_length: 16, max_completion_length: 64}
+grpo: {num_generations: 8, prompts_per_step: 8, max_prompt_length: 16, max_completion_length: 64, async_generation: $async}
 judge:
   protocol: pointwise
   endpoints: [{url: "http://127.0.0.1:$port/v1", model: bench}]
@@ -37,14 +38,14 @@ judge:
 reward:
   components: [{name: judge, fn: pointwise}]
 Y
-echo "# OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-} threads=$th judge latency ${lat} ms"
+echo "# OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-} threads=$th judge latency ${lat} ms async_generation=$async"
 JR_PROGRESS=off "$root/build/rel/judgerl" train "$tmp/c.yaml" >/dev/null
 /usr/bin/python3 - "$tmp/run/metrics.jsonl" <<'P'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 for r in rows:
     tok = r["completions/mean_length"] * 64
-    print(json.dumps({k: round(r[k], 4) for k in ("time/generate", "time/judge_wait", "time/reference", "time/update",
+    print(json.dumps({k: round(r[k], 4) for k in ("time/generate", "time/judge_wait", "time/rollout_wait", "time/reference", "time/update",
                                                   "judge/hidden_frac", "judge/latency_p50", "completions/mean_length")}
                      | {"update_tokens_per_s": round(64 * (r["completions/mean_length"] + 16) / r["time/update"], 1)}))
 P
