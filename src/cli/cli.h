@@ -26,6 +26,8 @@ int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, cons
 /* Subcommands: each takes argv from its own name on and returns an exit code. */
 int cmd_version(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_tokenizer(int argc, char **argv);
 int cmd_dataset(int argc, char **argv);
 int cmd_tb_export(int argc, char **argv);
 int cmd_train(int argc, char **argv);

@@ -14,6 +14,8 @@ static const command commands[] = {
     {"grade", cmd_grade, "grade a JSONL file with an LLM judge (resumable, cached)"},
     {"bench", cmd_bench, "benchmarks printing one JSON object of figures (bench train, bench grade)"},
     {"config", cmd_config, "check a YAML config and print every effective value"},
+    {"tokenize", cmd_tokenize, "text -> token ids (or back), chat template rendering"},
+    {"tokenizer", cmd_tokenizer, "tokenizer train: byte-level BPE from a text corpus"},
     {"dataset", cmd_dataset, "check a JSONL dataset: rows, fields, bad lines, train/validation split"},
     {"tb-export", cmd_tb_export, "write a metrics.jsonl as a TensorBoard event file"},
     {"convert", cmd_convert, "rewrite a model directory in another dtype or shard size"},
