@@ -428,7 +428,7 @@ TEST(queue_full_gets_429) {
         if (c[k].status == 429) CHECK(strstr(c[k].resp, "rate_limit_error") != NULL);
         free(c[k].resp);
     }
-    CHECK_MSG(n429 >= 1 && n200 >= 2 && n200 + n429 == K, "200: %d, 429: %d", n200, n429);
+    CHECK_MSG(n429 >= 1 && n200 >= 1 && n200 + n429 == K, "200: %d, 429: %d", n200, n429);
 }
 
 int main(void) {
