@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""hfio_writer.py - an independent writer of Hugging Face model directories and safetensors files.
+"""hfio_writer.py - an independent writer and checker of Hugging Face model directories and safetensors files.
 
 Standard library only. It writes files the way the reference tools do (safetensors' Rust writer:
 tensors sorted by name, `__metadata__` first, compact JSON header padded with spaces to 8 bytes;
@@ -12,6 +12,13 @@ judgerl. Tests use it to check that judgerl reads what others write, and to make
   hfio_writer.py bad KIND OUT.safetensors
       KIND: corrupt_header, truncated, overlap, duplicate, shape_mismatch, gap, trailing,
             bad_dtype, header_len, not_json
+  hfio_writer.py check DIR [--values] [--dtype D]
+      reads DIR as transformers would and checks it strictly: every safetensors header as the
+      reference writes it (8-byte length, compact JSON padded with spaces to 8 bytes,
+      __metadata__ {"format": "pt"}, contiguous offsets covering the data), shard names and
+      index (metadata.total_size, weight_map), exactly the tensors config.json implies (no tied
+      lm_head), in dtype D; with --values every element equals the value formula below.
+      Prints "ok N tensors" or one "error: ..." line and exits 1.
   hfio_writer.py value T J   (prints the value of element J of tensor number T, for checking)
 
 Element j of the t-th tensor (in the order below) holds ((7*j + 13*t) % 41 - 20) / 16, which F16
@@ -197,6 +204,94 @@ def write_bad(kind, out):
         f.write(blob)
 
 
+def decode(raw, dtype):
+    if dtype == "F32":
+        return list(struct.unpack("<%df" % (len(raw) // 4), raw))
+    if dtype == "F16":
+        return list(struct.unpack("<%de" % (len(raw) // 2), raw))
+    if dtype == "BF16":
+        return [struct.unpack("<f", b"\0\0" + raw[i:i + 2])[0] for i in range(0, len(raw), 2)]
+    raise ValueError(dtype)
+
+
+def read_safetensors(path):
+    """Strict reader: returns {name: (dtype, shape, raw)}; raises ValueError naming the problem."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    hb = blob[8:8 + n]
+    if n % 8 or not hb.startswith(b"{"):
+        raise ValueError("%s: header length %d not a multiple of 8 or not an object" % (path, n))
+    text = hb.decode("utf-8")
+    if text != text.rstrip(" ") + " " * (len(text) - len(text.rstrip(" "))) or len(text) - len(text.rstrip(" ")) >= 8:
+        raise ValueError("%s: header padding is not 0-7 spaces" % path)
+    header = json.loads(text)
+    if json.dumps(header, separators=(",", ":")) != text.rstrip(" "):
+        raise ValueError("%s: header is not compact JSON as serde writes it" % path)
+    if header.pop("__metadata__", None) != {"format": "pt"}:
+        raise ValueError("%s: __metadata__ is not {'format': 'pt'}" % path)
+    data = blob[8 + n:]
+    pos, out = 0, {}
+    for name, e in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"]):
+        if set(e) != {"dtype", "shape", "data_offsets"}:
+            raise ValueError("%s: %s: fields %s" % (path, name, sorted(e)))
+        b, end = e["data_offsets"]
+        if b != pos or end - b != numel(e["shape"]) * DTYPE_SIZE[e["dtype"]]:
+            raise ValueError("%s: %s: offsets [%d,%d] not contiguous or wrong size" % (path, name, b, end))
+        out[name] = (e["dtype"], e["shape"], data[b:end])
+        pos = end
+    if pos != len(data):
+        raise ValueError("%s: data region has %d bytes, tensors cover %d" % (path, len(data), pos))
+    return out
+
+
+def check_model(d, values=False, dtype=None):
+    with open(os.path.join(d, "config.json")) as f:
+        cfg = json.load(f)
+    arch = {v[0]: k for k, v in ARCHS.items()}[cfg["architectures"][0]]
+    if cfg["model_type"] != ARCHS[arch][1]:
+        raise ValueError("config.json: model_type %s" % cfg["model_type"])
+    expected = model_tensors(cfg, arch)
+    single = os.path.join(d, "model.safetensors")
+    index = os.path.join(d, "model.safetensors.index.json")
+    found = {}
+    if os.path.exists(single):
+        if os.path.exists(index):
+            raise ValueError("both model.safetensors and an index")
+        found = read_safetensors(single)
+    else:
+        with open(index) as f:
+            idx = json.load(f)
+        files = sorted(set(idx["weight_map"].values()))
+        total = 0
+        for k, fn in enumerate(files):
+            if fn != "model-%05d-of-%05d.safetensors" % (k + 1, len(files)):
+                raise ValueError("shard name %s" % fn)
+            part = read_safetensors(os.path.join(d, fn))
+            for name in part:
+                if idx["weight_map"].get(name) != fn:
+                    raise ValueError("%s: %s not mapped here" % (fn, name))
+                total += len(part[name][2])
+            found.update(part)
+        if idx["metadata"]["total_size"] != total:
+            raise ValueError("index total_size %d, tensors %d" % (idx["metadata"]["total_size"], total))
+        if set(idx["weight_map"]) != set(found):
+            raise ValueError("weight_map and shards differ")
+    names = [n for n, _ in expected]
+    if set(found) != set(names):
+        raise ValueError("tensors: extra %s missing %s" % (sorted(set(found) - set(names)), sorted(set(names) - set(found))))
+    for t, (name, shape) in enumerate(expected):
+        dt, sh, raw = found[name]
+        if sh != shape or (dtype and dt != dtype):
+            raise ValueError("%s: %s %s, expected %s %s" % (name, dt, sh, dtype, shape))
+        if values:
+            got = decode(raw, dt)
+            for j, v in enumerate(got):
+                if v != value(t, j):
+                    raise ValueError("%s[%d] = %r, expected %r" % (name, j, v, value(t, j)))
+    return len(expected)
+
+
 def main(argv):
     if len(argv) >= 2 and argv[0] == "model":
         d, opts = argv[1], argv[2:]
@@ -225,6 +320,14 @@ def main(argv):
         write_model(d, **kw)
     elif len(argv) == 3 and argv[0] == "bad":
         write_bad(argv[1], argv[2])
+    elif len(argv) >= 2 and argv[0] == "check":
+        dtype = argv[argv.index("--dtype") + 1] if "--dtype" in argv else None
+        try:
+            n = check_model(argv[1], values="--values" in argv, dtype=dtype)
+        except (ValueError, KeyError, OSError) as e:
+            print("error: %s" % e)
+            sys.exit(1)
+        print("ok %d tensors" % n)
     elif len(argv) == 3 and argv[0] == "value":
         print(value(int(argv[1]), int(argv[2])))
     else:

@@ -19,6 +19,7 @@ static const jr_cfg_field t_cfg[] = {
     {"judge.extra_body", JR_CFG_ANY, "{}", "extra", NULL, NULL, 0, 0},
     {"judge.name", JR_CFG_STRING, "null", "name", NULL, NULL, 0, 0},
     {"judge.stop", JR_CFG_LIST, "[]", "stop strings", NULL, NULL, 0, 0},
+    {"judge.frac", JR_CFG_FLOAT, "0", "a float whose default is written as an integer", NULL, NULL, 0, 0},
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
 static const jr_cfg_field *const tables[] = {t_cfg, jr_run_cfg, NULL};
@@ -33,6 +34,10 @@ TEST(defaults_filled) {
     CHECK(jr_cfg_bool(&c, "trainer.bf") == 0);
     CHECK(jr_cfg_str(&c, "judge.name") == NULL);
     CHECK(jr_cfg_int(&c, "run.seed") == 0);
+    CHECK(json_is_real(jr_cfg_json(&c, "judge.frac"))); /* coerced like a user's value */
+    char *txt = jr_config_dump(&c);
+    CHECK(txt && strstr(txt, "frac: 0.0\n"));
+    free(txt);
     jr_config_free(&c);
 }
 

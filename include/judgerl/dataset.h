@@ -35,6 +35,11 @@ jr_status jr_jsonl_open(jr_jsonl_reader **r, const char *path, jr_bad_line_polic
  * ("FILE:LINE: ..."); I/O errors return JR_EIO. On error *row is NULL. */
 jr_status jr_jsonl_next(jr_jsonl_reader *r, json_t **row, int64_t *line_no, int64_t *offset);
 
+/* Length in bytes of the text of the row last returned (BOM and line ending excluded). */
+int64_t jr_jsonl_last_len(const jr_jsonl_reader *r);
+/* That text itself (not NUL-terminated; valid until the next jr_jsonl_next or jr_jsonl_close). */
+const char *jr_jsonl_last_text(const jr_jsonl_reader *r);
+
 /* Lines read so far, and how many of them were bad (skipped). */
 int64_t jr_jsonl_lines(const jr_jsonl_reader *r);
 int64_t jr_jsonl_bad_lines(const jr_jsonl_reader *r);
@@ -76,8 +81,9 @@ jr_status jr_jsonl_writer_close(jr_jsonl_writer *w);
 
 typedef struct jr_dataset jr_dataset;
 
-/* Reads path once, validating every line and indexing the good rows (offset + line number; rows are
- * not kept in memory). Keeps at most max_rows good rows (0 = all). Bad lines follow `policy`.
+/* Reads path once, validating every line and indexing the good rows (offset, length, line number and
+ * CRC-32C of each; rows are not kept in memory, and a row read back that no longer matches its CRC
+ * is an error: the file changed). Not thread-safe: one jr_dataset (or jr_data) per thread. Keeps at most max_rows good rows (0 = all). Bad lines follow `policy`.
  * A file with no rows is JR_EINVAL naming it. On error *ds is NULL. */
 jr_status jr_dataset_open(jr_dataset **ds, const char *path, jr_bad_line_policy policy, int64_t max_rows,
                           jr_bad_line_fn on_bad, void *ud);
@@ -140,6 +146,11 @@ size_t jr_data_n_train(const jr_data *d);
 size_t jr_data_n_val(const jr_data *d);
 /* Bad lines skipped in the training and validation files together. */
 int64_t jr_data_bad_lines(const jr_data *d);
+
+/* The indexed training file, and the separate validation file (NULL when the split is by fraction);
+ * owned by d. */
+jr_dataset *jr_data_train_file(const jr_data *d);
+jr_dataset *jr_data_val_file(const jr_data *d);
 
 /* The next training row (epochs roll over forever: after the last row of epoch e comes row 0 of
  * epoch e+1, reshuffled). *row is a new reference (caller decrefs); info may be NULL. On error the

@@ -20,6 +20,11 @@ jr_status jr_tb_open(jr_tb_writer **w, const char *dir);
 jr_status jr_tb_scalars(jr_tb_writer *w, int64_t step, double wall_time, size_t n, const char *const *tags,
                         const double *values);
 
+/* Appends an Event {wall_time now, step, session_log {status: START}}: TensorBoard then drops the
+ * events of earlier files with step >= `step`, which a resumed run (from the checkpoint of step - 1)
+ * writes again. */
+jr_status jr_tb_session_start(jr_tb_writer *w, int64_t step);
+
 /* One scalar at the current wall time. */
 jr_status jr_tb_scalar(jr_tb_writer *w, int64_t step, const char *tag, double value);
 

@@ -28,6 +28,9 @@ int cmd_version(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_dataset(int argc, char **argv);
+int cmd_tb_export(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 
 #endif

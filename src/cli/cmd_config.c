@@ -2,10 +2,12 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "judgerl/dataset.h"
 
 /* Every module's table of options; a config file may use any of them. */
 static const jr_cfg_field *const all_tables[] = {
     jr_run_cfg,
+    jr_data_cfg,
     NULL,
 };
 

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "judgerl/hfmodel.h"
@@ -87,7 +88,7 @@ static int inspect_model(const char *dir) {
 
 int cmd_inspect(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
-        printf("usage: judgerl inspect --model DIR | judgerl inspect FILE.safetensors\n"
+        printf("usage: judgerl inspect --model DIR | judgerl inspect DIR | judgerl inspect FILE.safetensors\n"
                "Reads a Hugging Face model directory (config.json, generation_config.json, model.safetensors or a\n"
                "sharded index) or one safetensors file, validates it, and prints the config summary, the parameter\n"
                "count and every tensor's name, dtype and shape. Writes nothing.\n");
@@ -110,5 +111,7 @@ int cmd_inspect(int argc, char **argv) {
     }
     if (model && file) return cli_usage("inspect", "give either --model DIR or a file, not both");
     if (!model && !file) return cli_usage("inspect", "nothing to inspect: give --model DIR or FILE.safetensors");
+    struct stat sb;
+    if (file && stat(file, &sb) == 0 && S_ISDIR(sb.st_mode)) return inspect_model(file); /* a directory: a model */
     return model ? inspect_model(model) : inspect_file(file);
 }

@@ -13,6 +13,9 @@ typedef struct {
 static const command commands[] = {
     {"config", cmd_config, "check a YAML config and print every effective value"},
     {"generate", cmd_generate, "sample completions from a model directory (prompt, chat or JSONL)"},
+    {"dataset", cmd_dataset, "check a JSONL dataset: rows, fields, bad lines, train/validation split"},
+    {"tb-export", cmd_tb_export, "write a metrics.jsonl as a TensorBoard event file"},
+    {"convert", cmd_convert, "rewrite a model directory in another dtype or shard size"},
     {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
     {"serve", cmd_serve, "OpenAI-compatible HTTP server for a model directory"},
     {"version", cmd_version, "print the version"},

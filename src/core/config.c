@@ -287,9 +287,14 @@ bad:;
     return st;
 }
 
+/* Parses a field's default and coerces it like a user's value ("0" for a float becomes 0.0). */
 static jr_status parse_default(const jr_cfg_field *f, json_t **out) {
-    jr_status st = jr_yaml_parse(f->def, strlen(f->def), f->key, out);
+    json_t *raw;
+    jr_status st = jr_yaml_parse(f->def, strlen(f->def), f->key, &raw);
     if (st) return jr_fail(JR_EINTERNAL, "default of %s does not parse: %s", f->key, jr_errmsg());
+    st = check_value(f, "default", f->key, raw, out);
+    json_decref(raw);
+    if (st) return jr_fail(JR_EINTERNAL, "default of %s does not fit its type: %s", f->key, jr_errmsg());
     return JR_OK;
 }
 

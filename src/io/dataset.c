@@ -2,18 +2,21 @@
 #include "judgerl/dataset.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "judgerl/crc32c.h"
 #include "judgerl/rng.h"
 
 const jr_cfg_field jr_data_cfg[] = {
     {"data.train", JR_CFG_STRING, "null", "training JSONL file (one JSON object per line)", NULL, NULL, 0, 0},
     {"data.validation", JR_CFG_STRING, "null", "separate validation JSONL file (else data.validation_frac)", NULL,
      NULL, 0, 0},
-    {"data.validation_frac", JR_CFG_FLOAT, "0", "share of data.train held out for validation, chosen by run.seed",
+    {"data.validation_frac", JR_CFG_FLOAT, "0.0", "share of data.train held out for validation, chosen by run.seed",
      NULL, NULL, 0, 0.99},
     {"data.shuffle", JR_CFG_BOOL, "true", "shuffle the training order each epoch (by run.seed and epoch)", NULL, NULL,
      0, 0},
@@ -27,9 +30,11 @@ const jr_cfg_field jr_data_cfg[] = {
 
 struct jr_dataset {
     char *path;
-    FILE *f;           /* kept open for jr_dataset_get */
+    int fd;            /* kept open for jr_dataset_get (-1: none) */
     int64_t *offset;   /* per row: byte offset of its text */
+    int64_t *len;      /* per row: length of its text */
     int64_t *line;     /* per row: line number */
+    uint32_t *crc;     /* per row: CRC-32C of its text */
     size_t n, cap;
     int64_t lines, bad;
     char *buf;
@@ -43,6 +48,7 @@ jr_status jr_dataset_open(jr_dataset **out, const char *path, jr_bad_line_policy
     jr_status st = jr_jsonl_open(&r, path, policy, on_bad, ud);
     if (st) return st;
     jr_dataset *ds = jr_calloc(1, sizeof *ds);
+    if (ds) ds->fd = -1;
     if (!ds || !(ds->path = jr_strdup(path))) { st = JR_ENOMEM; goto fail; }
     for (;;) {
         if (max_rows > 0 && (int64_t)ds->n >= max_rows) break;
@@ -60,11 +66,19 @@ jr_status jr_dataset_open(jr_dataset **out, const char *path, jr_bad_line_policy
             int64_t *l = jr_realloc(ds->line, nc * sizeof *l);
             if (!l) { st = JR_ENOMEM; goto fail; }
             ds->line = l;
+            int64_t *ln = jr_realloc(ds->len, nc * sizeof *ln);
+            if (!ln) { st = JR_ENOMEM; goto fail; }
+            ds->len = ln;
+            uint32_t *cr = jr_realloc(ds->crc, nc * sizeof *cr);
+            if (!cr) { st = JR_ENOMEM; goto fail; }
+            ds->crc = cr;
             ds->cap = nc;
         }
         if (ds->n >= UINT32_MAX) { st = jr_fail(JR_EUNSUPPORTED, "%s: more than 2^32-1 rows", path); goto fail; }
         ds->offset[ds->n] = off;
         ds->line[ds->n] = line;
+        ds->len[ds->n] = jr_jsonl_last_len(r);
+        ds->crc[ds->n] = jr_crc32c(0, jr_jsonl_last_text(r), (size_t)ds->len[ds->n]);
         ds->n++;
     }
     ds->lines = jr_jsonl_lines(r);
@@ -76,8 +90,8 @@ jr_status jr_dataset_open(jr_dataset **out, const char *path, jr_bad_line_policy
                      : jr_fail(JR_EINVAL, "%s: no rows (the file is empty)", path);
         goto fail;
     }
-    ds->f = fopen(path, "rb");
-    if (!ds->f) { st = jr_fail(JR_EIO, "%s: cannot reopen: %s", path, strerror(errno)); goto fail; }
+    ds->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (ds->fd < 0) { st = jr_fail(JR_EIO, "%s: cannot reopen: %s", path, strerror(errno)); goto fail; }
     *out = ds;
     return JR_OK;
 fail:
@@ -95,29 +109,40 @@ jr_status jr_dataset_get(jr_dataset *ds, size_t i, json_t **row, int64_t *line_n
     *row = NULL;
     if (i >= ds->n) return jr_fail(JR_EINTERNAL, "%s: row %zu out of range (%zu rows)", ds->path, i, ds->n);
     long long ln = (long long)ds->line[i];
-    if (fseeko(ds->f, (off_t)ds->offset[i], SEEK_SET) != 0)
-        return jr_fail(JR_EIO, "%s:%lld: seek failed: %s", ds->path, ln, strerror(errno));
-    ssize_t got = getdelim(&ds->buf, &ds->buf_cap, '\n', ds->f);
-    if (got <= 0) {
-        clearerr(ds->f);
-        return jr_fail(JR_EIO, "%s:%lld: cannot read the row again (the file changed since it was indexed?)",
-                       ds->path, ln);
+    size_t n = (size_t)ds->len[i];
+    if (n + 1 > ds->buf_cap) {
+        char *b = jr_realloc(ds->buf, n + 1);
+        if (!b) return JR_ENOMEM;
+        ds->buf = b;
+        ds->buf_cap = n + 1;
     }
-    size_t n = (size_t)got;
-    if (n && ds->buf[n - 1] == '\n') n--;
-    if (n && ds->buf[n - 1] == '\r') n--;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(ds->fd, ds->buf + got, n - got, (off_t)(ds->offset[i] + (int64_t)got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return jr_fail(JR_EIO, "%s:%lld: read failed: %s", ds->path, ln, strerror(errno));
+        if (r == 0)
+            return jr_fail(JR_EIO, "%s:%lld: cannot read the row again: the file changed since it was indexed",
+                           ds->path, ln);
+        got += (size_t)r;
+    }
+    if (jr_crc32c(0, ds->buf, n) != ds->crc[i])
+        return jr_fail(JR_EIO, "%s:%lld: the row changed since the file was indexed (do not edit a dataset during a run)",
+                       ds->path, ln);
     char where[4200];
     snprintf(where, sizeof where, "%s:%lld", ds->path, ln);
     jr_status st = jr_jsonl_parse_line(ds->buf, n, where, row);
-    if (st) return jr_fail_ctx(st, "file changed since it was indexed");
+    if (st) return st;
     if (line_no) *line_no = ds->line[i];
     return JR_OK;
 }
 
 void jr_dataset_close(jr_dataset *ds) {
     if (!ds) return;
-    if (ds->f) fclose(ds->f);
+    if (ds->fd >= 0) close(ds->fd);
     free(ds->offset);
+    free(ds->len);
+    free(ds->crc);
     free(ds->line);
     free(ds->buf);
     free(ds->path);
@@ -307,6 +332,9 @@ jr_status jr_data_val_get(jr_data *d, size_t i, json_t **row, jr_data_row_info *
     }
     return JR_OK;
 }
+
+jr_dataset *jr_data_train_file(const jr_data *d) { return d->train; }
+jr_dataset *jr_data_val_file(const jr_data *d) { return d->val != d->train ? d->val : NULL; }
 
 void jr_data_close(jr_data *d) {
     if (!d) return;

@@ -20,6 +20,8 @@ struct jr_jsonl_reader {
     int64_t line_no;   /* lines read so far */
     int64_t offset;    /* byte offset of the next line */
     int64_t bad;
+    int64_t last_len;  /* length of the last row's text */
+    const char *last_text;
     jr_bad_line_policy policy;
     jr_bad_line_fn on_bad;
     void *ud;
@@ -99,7 +101,7 @@ jr_status jr_jsonl_parse_line(const char *line, size_t len, const char *where, j
                        (unsigned char)line[bad]);
     }
     json_error_t err;
-    json_t *v = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
+    json_t *v = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
     if (!v) return jr_fail(JR_EFORMAT, "%s: invalid JSON at column %d: %s", where, err.column, err.text);
     if (!json_is_object(v)) {
         const char *k = json_kind(v);
@@ -150,6 +152,8 @@ jr_status jr_jsonl_next(jr_jsonl_reader *r, json_t **row, int64_t *line_no, int6
         }
         if (st) return st;
         *row = v;
+        r->last_len = (int64_t)n;
+        r->last_text = s;
         if (line_no) *line_no = r->line_no;
         if (offset) *offset = start;
         return JR_OK;
@@ -157,6 +161,8 @@ jr_status jr_jsonl_next(jr_jsonl_reader *r, json_t **row, int64_t *line_no, int6
 }
 
 int64_t jr_jsonl_lines(const jr_jsonl_reader *r) { return r->line_no; }
+int64_t jr_jsonl_last_len(const jr_jsonl_reader *r) { return r->last_len; }
+const char *jr_jsonl_last_text(const jr_jsonl_reader *r) { return r->last_text; }
 int64_t jr_jsonl_bad_lines(const jr_jsonl_reader *r) { return r->bad; }
 
 void jr_jsonl_close(jr_jsonl_reader *r) {

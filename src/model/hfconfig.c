@@ -39,17 +39,44 @@ static void sb_put(sbuf *b, const char *s, size_t n) {
 static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 static void sb_indent(sbuf *b, int level) { for (int i = 0; i < level; i++) sb_put(b, "  ", 2); }
 
-/* The shortest "%.Ng" that reads back to the same double, spelled as Python's repr. */
+/* A double spelled as Python's repr: the shortest digits that read back to the same value, fixed
+ * notation for exponents -4..15 ("500000.0", "0.0001"), else "1e-05" / "1.5e+16". */
 static void sb_real(sbuf *b, double v) {
-    char t[40];
+    char t[48], digits[24], out[64];
     if (isnan(v)) { sb_str(b, "NaN"); return; }
     if (isinf(v)) { sb_str(b, v > 0 ? "Infinity" : "-Infinity"); return; }
+    if (v == 0) { sb_str(b, signbit(v) ? "-0.0" : "0.0"); return; }
     for (int p = 1; p <= 17; p++) {
-        snprintf(t, sizeof t, "%.*g", p, v);
+        snprintf(t, sizeof t, "%.*e", p - 1, v);
         if (strtod(t, NULL) == v) break;
     }
-    if (!strpbrk(t, ".eEn")) strcat(t, ".0");
-    sb_str(b, t);
+    /* t is "-d.ddde+XX": collect the digits and the exponent */
+    const char *q = t;
+    int neg = *q == '-', nd = 0;
+    if (neg) q++;
+    for (; *q && *q != 'e'; q++)
+        if (*q >= '0' && *q <= '9') digits[nd++] = *q;
+    int e = atoi(q + 1);
+    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    digits[nd] = 0;
+    size_t o = 0;
+    if (neg) out[o++] = '-';
+    if (e >= 16 || e < -4) {
+        out[o++] = digits[0];
+        if (nd > 1) { out[o++] = '.'; memcpy(out + o, digits + 1, (size_t)nd - 1); o += (size_t)nd - 1; }
+        o += (size_t)snprintf(out + o, sizeof out - o, "e%c%02d", e < 0 ? '-' : '+', e < 0 ? -e : e);
+    } else if (e >= 0) {
+        for (int i = 0; i <= e; i++) out[o++] = i < nd ? digits[i] : '0';
+        out[o++] = '.';
+        if (nd > e + 1) { memcpy(out + o, digits + e + 1, (size_t)(nd - e - 1)); o += (size_t)(nd - e - 1); }
+        else out[o++] = '0';
+    } else {
+        out[o++] = '0'; out[o++] = '.';
+        for (int i = 0; i < -e - 1; i++) out[o++] = '0';
+        memcpy(out + o, digits, (size_t)nd); o += (size_t)nd;
+    }
+    out[o] = 0;
+    sb_str(b, out);
 }
 
 static void sb_jstr(sbuf *b, const char *s, size_t n) {

@@ -24,6 +24,7 @@ jr_status jr_runlog_open(jr_runlog **out, const char *run_dir, int64_t resume_st
     st = jr_metrics_open(&rl->m, path, resume_step);
     free(path);
     if (!st && tensorboard) st = jr_tb_open(&rl->tb, run_dir);
+    if (!st && rl->tb && resume_step >= 0) st = jr_tb_session_start(rl->tb, resume_step + 1);
     if (st) { jr_runlog_close(rl); return st; }
     *out = rl;
     return JR_OK;

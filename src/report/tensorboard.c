@@ -2,6 +2,8 @@
 #include "judgerl/tensorboard.h"
 
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,7 +165,9 @@ jr_status jr_tb_scalars(jr_tb_writer *w, int64_t step, double wall_time, size_t 
     for (size_t i = 0; i < n; i++) {
         value.n = 0;
         put_bytes_field(&value, 1, tags[i], strlen(tags[i]));
-        put_float_field(&value, 2, (float)values[i]);
+        double v = values[i];
+        float fv = v > FLT_MAX ? INFINITY : v < -FLT_MAX ? -INFINITY : (float)v; /* NaN stays NaN */
+        put_float_field(&value, 2, fv);
         if (value.oom) break;
         put_bytes_field(&summary, 1, value.p, value.n);
     }
@@ -175,6 +179,21 @@ jr_status jr_tb_scalars(jr_tb_writer *w, int64_t step, double wall_time, size_t 
     jr_status st = write_record(w, &ev);
     free(summary.p);
     free(value.p);
+    free(ev.p);
+    return st;
+}
+
+jr_status jr_tb_session_start(jr_tb_writer *w, int64_t step) {
+    pbuf ev = {0}, log = {0};
+    put_key(&log, 1, 0); /* SessionLog.status = START (1) */
+    put_varint(&log, 1);
+    put_double_field(&ev, 1, jr_wall_time());
+    put_key(&ev, 2, 0);
+    put_varint(&ev, (uint64_t)step);
+    if (!log.oom) put_bytes_field(&ev, 7, log.p, log.n); /* Event.session_log = 7 */
+    ev.oom |= log.oom;
+    jr_status st = write_record(w, &ev);
+    free(log.p);
     free(ev.p);
     return st;
 }

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""make_eightball.py - writes data/eightball/*.jsonl, the magic-8-ball data of the embedded demo.
+
+Dev-time only (standard library). Questions are written by hand below, grouped by what a person
+asking would want to hear: hopeful questions want encouragement ("Yes"), risky ones want caution
+("No"), and questions about chance or other people's choices want honesty ("Maybe"). Seed 1 trains
+its classifier on answers drawn at random from the 8-ball list; the preference grades encode the
+"human" preference used to train the judges. Deterministic: same script, same files.
+"""
+import json, os, random, sys
+
+HOPEFUL = """Will I be rich someday?|Will I find true love?|Am I going to pass my exam?|Will my new business succeed?
+Will I get the job I interviewed for?|Will my friends like my cooking?|Will I finish my novel this year?|Will I make the team?
+Will my garden bloom this spring?|Will I learn to play the guitar?|Will my presentation go well?|Will I be happy in my new city?
+Will my dog get better soon?|Will I run a marathon one day?|Will my band get a record deal?|Will I get a raise this year?
+Will my parents be proud of me?|Will I win the chess tournament?|Will my painting sell at the fair?|Will I make new friends at school?
+Will my sister recover quickly?|Will I get into my dream college?|Will my startup find investors?|Will I speak Spanish fluently one day?
+Will my wedding day be perfect?|Will my kids grow up healthy?|Will I buy a house someday?|Will my team win the championship?
+Will I get better at drawing?|Will my song become popular?|Will my plants survive the winter?|Will I ace the driving test?
+Will my trip to Japan be fun?|Will I meet my favorite author?|Will my blog get more readers?|Will I feel better tomorrow?
+Will my grandmother enjoy her birthday?|Will I become a good doctor?|Will my bread rise nicely?|Will I catch a big fish this weekend?
+Will the audition go well for me?|Will I get my driver's license soon?|Will my cat come home tonight?|Will my friendship last forever?
+Will I be a great parent?|Will my first day at work go smoothly?|Will my essay win the contest?|Will I lose the weight I want to lose?
+Will my hard work pay off?|Will I travel the world one day?|Will my brother get into the army band?|Will I get a scholarship?
+Will people enjoy my speech?|Will my cookies win the bake sale?|Will I find my lost keys?|Will my science project impress the judges?
+Will my app reach a thousand users?|Will I pass the swimming test?|Will my comeback game be a win?|Will my family visit this summer?
+Will my poem be published?|Will I get the apartment I applied for?|Will my mentor accept me as a student?|Will I have a good birthday?
+Will my son enjoy summer camp?|Will I master the piano piece?|Will my hair grow back?|Will my first date go well?
+Will I make it to the finals?|Will my shop have a good holiday season?|Will my recovery be quick?|Will my students do well on the test?
+Am I going to be successful?|Am I going to get the promotion?|Am I going to love my new job?|Am I going to find a good roommate?
+Am I going to finish the race?|Am I going to enjoy college?|Is my future bright?|Is my business going to grow?
+Is today going to be a good day?|Is my hard work going to be noticed?|Is my new friend going to stay in touch?|Is my puppy going to be well behaved?
+Will I be successful in my career?|Will my research paper be accepted?|Will my kids like the new school?|Will I sleep well tonight?
+Will my vacation be relaxing?|Will my sourdough turn out great?|Will I be good at my new hobby?|Will my team like my idea?
+Will I get picked for the solo?|Will my favorite team make the playoffs?|Will my letter reach her in time?|Will I enjoy the concert?
+Will my new glasses help?|Will I get the part in the play?|Will the job offer come soon?|Will my small bakery do well?""".replace("\n", "|").split("|")
+
+RISKY = """Should I quit my job without a plan?|Should I text my ex at three in the morning?|Should I put all my savings into one stock?|Should I drive home after drinking?
+Should I skip my medication today?|Should I lend my rent money to a stranger?|Should I drop out of school tomorrow?|Should I tell my boss he is stupid?
+Should I go swimming during the storm?|Should I buy a car I cannot afford?|Should I ignore the warning light in my car?|Should I eat the mushrooms I found in the woods?
+Should I climb the cliff without a rope?|Should I gamble my paycheck tonight?|Should I send my password to that email?|Should I skip sleep before my exam?
+Should I move in with someone I met yesterday?|Should I borrow money to buy lottery tickets?|Should I hike alone at night?|Should I reply all with my complaint?
+Should I pet the stray dog that is growling?|Should I leave the stove on while I go out?|Should I cheat on the test?|Should I drive faster to make it on time?
+Should I eat the chicken that smells bad?|Should I ignore my doctor's advice?|Should I sign the contract without reading it?|Should I invest in the scheme my cousin mentioned?
+Should I quit my medication cold turkey?|Should I post my address online?|Should I skip the brakes repair?|Should I jump off the roof into the pool?
+Should I fight the guy who insulted me?|Should I stop paying my taxes?|Should I text while driving?|Should I put my phone in the microwave?
+Should I trust the stranger with my bank card?|Should I go on the ice of the thin lake?|Should I use my credit card for the casino?|Should I skip breakfast and lunch before the run?
+Should I break the speed limit just this once?|Should I share my friend's secret?|Should I take the job from the sketchy website?|Should I go to work with a high fever?
+Should I stay up all night gaming before my interview?|Should I spend my emergency fund on a vacation?|Should I lie on my resume?|Should I skip my child's vaccination?
+Should I swim right after a big meal in the ocean?|Should I ride my bike without a helmet?|Should I mix these cleaning chemicals?|Should I take out a loan to buy crypto?
+Should I ghost my best friend?|Should I quit school to become a streamer?|Should I insult my teacher in class?|Should I pick a fight at the bar?
+Should I leave my kids home alone all weekend?|Should I buy the suspicious cheap phone?|Should I hide the dent from the rental company?|Should I ignore the smoke alarm?
+Should I eat raw cookie dough every day?|Should I sell my house to start a band?|Should I drink energy drinks all night?|Should I skip the safety training?
+Should I tell everyone my friend's diagnosis?|Should I open the attachment from an unknown sender?|Should I go to the party instead of studying for finals?|Should I drive through the flooded road?
+Should I skip the dentist for another year?|Should I spend all my money on shoes?|Should I quit my job to day trade?|Should I answer the call from the scam number?
+Should I walk home through the dark alley?|Should I ignore the chest pain?|Should I leave the door unlocked overnight?|Should I max out my credit cards?
+Should I skip wearing sunscreen at the beach all day?|Should I ride with the driver who has been drinking?|Should I give my social security number over the phone?|Should I touch the downed power line?
+Should I stop studying a week before the exam?|Should I yell at my neighbor?|Should I buy a boat with my student loan?|Should I go skydiving without training?
+Should I skip my final exam?|Should I quit without notice?|Should I fall asleep at the wheel?|Should I trust the free money offer?
+Should I send nude photos to a stranger?|Should I insult my customers online?|Should I bet the farm on one horse?|Should I climb the electric tower?""".replace("\n", "|").split("|")
+
+UNSURE = """Will it rain tomorrow?|Will the bus be late today?|Will my neighbor move away?|Will the stock market go up next week?
+Will the coin land on heads?|Will it snow on New Year's Day?|Will the train be crowded?|Will my boss be in a good mood?
+Will the movie be sold out?|Will the restaurant have a table?|Will the package arrive on Friday?|Will the election be close?
+Will the store have my size?|Will the meeting run late?|Will there be traffic on the way home?|Will the flight be delayed?
+Will my friend call me tonight?|Will the teacher give a pop quiz?|Will the game go into overtime?|Will the price of gas drop?
+Will the wind be strong at the beach?|Will the new phone come out this month?|Will the concert start on time?|Will my cousin come to the party?
+Will the library be open on Sunday?|Will the river flood this year?|Will the café have fresh croissants?|Will the lottery numbers be odd?
+Will my roommate cook dinner?|Will the power go out during the storm?|Will the sun come out this afternoon?|Will the cat sleep on my bed?
+Will the mail come early?|Will the elevator be working?|Will the mechanic call back today?|Will the next song be a slow one?
+Will the teacher be absent tomorrow?|Will the bakery run out of bread?|Will my uncle tell the same joke again?|Will the fog lift by noon?
+Will the park be busy this weekend?|Will my phone battery last all day?|Will the match be cancelled?|Will the neighbors throw a party?
+Will the weather be nice for the picnic?|Will the plumber arrive on time?|Will the dice roll a six?|Will the ferry run in this wind?
+Will the class be cancelled?|Will the shop open late tonight?|Will my brother remember my birthday?|Will the new episode come out this week?
+Will the leaves change early this year?|Will the road be closed tomorrow?|Will the printer work today?|Will the dog bark at the mailman?
+Will the show get another season?|Will the cinema play the old film?|Will the waiter bring bread?|Will my friend be late again?
+Will the baby sleep through the night?|Will the tide be high at noon?|Will the prices go up next month?|Will the bus driver wait for me?
+Will the hotel upgrade my room?|Will the festival sell out?|Will my aunt bring her famous pie?|Will the wifi be fast at the hotel?
+Will there be a rainbow after the rain?|Will the market have strawberries?|Will my coworker bring donuts?|Will the kids be quiet on the trip?
+Will the thunderstorm pass quickly?|Will the tickets go on sale today?|Will the taxi be on time?|Will the speech be long?
+Will my neighbor mow the lawn today?|Will the bakery have rye bread?|Will the ice cream truck come by?|Will the game be on television?
+Will the moon be full tonight?|Will my friend reply to my message?|Will the queue be long at the bank?|Will the school bus come early?
+Will the band play my favorite song?|Will the river be warm enough?|Will the fair come to town this year?|Will my brother win the raffle?
+Will the garbage truck come before noon?|Will the pharmacy have my brand?|Will the neighbors get a dog?|Will the kettle boil before the toast pops?
+Will the comet be visible tonight?|Will the farmers market be crowded?|Will my sister pick the red dress?|Will the lake freeze this winter?""".replace("\n", "|").split("|")
+
+# The 20 classic Magic 8-Ball answers, grouped into seed 1's three labels.
+ANSWERS = {
+    "Yes": ["It is certain.", "It is decidedly so.", "Without a doubt.", "Yes definitely.", "You may rely on it.",
+            "As I see it, yes.", "Most likely.", "Outlook good.", "Yes.", "Signs point to yes."],
+    "Maybe": ["Reply hazy, try again.", "Ask again later.", "Better not tell you now.", "Cannot predict now.",
+              "Concentrate and ask again."],
+    "No": ["Don't count on it.", "My reply is no.", "My sources say no.", "Outlook not so good.", "Very doubtful."],
+}
+LABELS = ["Yes", "No", "Maybe"]
+PREFERRED = {"hopeful": "Yes", "risky": "No", "unsure": "Maybe"}
+
+
+def main(out_dir):
+    rng = random.Random(8)
+    groups = {"hopeful": HOPEFUL, "risky": RISKY, "unsure": UNSURE}
+    for name, qs in groups.items():
+        assert len(qs) == len(set(qs)), f"duplicate question in {name}"
+        assert len(qs) >= 90, (name, len(qs))
+    allq = [q for qs in groups.values() for q in qs]
+    assert len(allq) == len(set(allq)), "question in two groups"
+    train, reinforce, heldout = [], [], []
+    for name, qs in groups.items():
+        qs = qs[:]
+        rng.shuffle(qs)
+        n = len(qs)
+        n_train = round(n * 0.66)
+        n_heldout = round(n * 0.12)
+        train += [(q, name) for q in qs[:n_train]]
+        heldout += [(q, name) for q in qs[n_train:n_train + n_heldout]]
+        reinforce += [(q, name) for q in qs[n_train + n_heldout:]]
+    for lst in (train, reinforce, heldout):
+        rng.shuffle(lst)
+
+    def write(fname, rows):
+        with open(os.path.join(out_dir, fname), "w", encoding="utf-8") as f:
+            for r in rows:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+    # Seed 1's supervised set: answers drawn at random, as in the post.
+    write("questions.jsonl", [{"question": q, "answer": rng.choice(LABELS)} for q, _ in train])
+    write("reinforce.jsonl", [{"question": q, "kind": k} for q, k in reinforce])
+    write("heldout.jsonl", [{"question": q, "kind": k, "preferred": PREFERRED[k]} for q, k in heldout])
+    # "Human" preference grades: every training question with every label, graded by what a
+    # person asking would want to hear (1 = the preferred label, 0 = another one).
+    prefs = []
+    for q, k in train:
+        for lab in LABELS:
+            prefs.append({"question": q, "answer": lab, "kind": k, "grade": 1 if lab == PREFERRED[k] else 0})
+    write("preferences.jsonl", prefs)
+    write("answers.jsonl", [{"label": lab, "text": t} for lab in LABELS for t in ANSWERS[lab]])
+    print(f"train {len(train)}, reinforce {len(reinforce)}, heldout {len(heldout)}, preferences {len(prefs)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "data", "eightball"))
