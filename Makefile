@@ -99,7 +99,8 @@ test-fast:
 
 demo: deps
 	@$(MAKE) --no-print-directory -j2 BUILD=rel build
-	./build/rel/judgerl config configs/smoke.yaml --print-config
+	rm -rf runs/sft-demo
+	./build/rel/judgerl train configs/sft_demo.yaml
 
 check-warnings:
 	@$(MAKE) --no-print-directory -j2 BUILD=rel EXTRA_CFLAGS=-Werror build

@@ -220,6 +220,12 @@ def make(name, c, out_dir, seed):
     loss.backward()
     lp_t = token_logprobs(logits.detach(), targets, TEMPERATURE)
 
+    # row 0 alone (what `judgerl forward` computes for one sequence): its loss and gradients
+    R = {n: P[n].detach().clone().requires_grad_(True) for n, _ in names}
+    n0 = int((targets[0] >= 0).sum())
+    loss0 = loss_sum(c, R, ids[:1], targets[:1], mask[:1]) / n0
+    loss0.backward()
+
     # AdamW: decay on 2-D weights only (not norms, not biases); cosine schedule with warmup;
     # global-norm clipping; 2 micro-batches per step (equal to the full batch in exact math).
     Q = {n: P[n].detach().clone().requires_grad_(True) for n, _ in names}
@@ -244,6 +250,8 @@ def make(name, c, out_dir, seed):
            ("logprobs_t", lp_t.float()), ("temperature", torch.tensor([TEMPERATURE], dtype=torch.float32)),
            ("adamw_losses", torch.tensor(losses, dtype=torch.float32))]
     ref += [("grad." + n, P[n].grad.float()) for n, _ in names]
+    ref += [("loss0", loss0.detach().reshape(1).float())]
+    ref += [("grad0." + n, R[n].grad.float()) for n, _ in names]
     st_write(os.path.join(d, "reference.safetensors"), ref)
     print(f"{name}: loss {loss.item():.6f}, adamw losses {losses[0]:.4f} -> {losses[-1]:.4f}")
 

@@ -8,6 +8,10 @@
  * ACCUMULATES (+=) into its gradient outputs, so the caller zeroes them once per step. A NULL
  * gradient pointer means "not needed" and is skipped. None of these can fail. */
 
+/* Loops smaller than this many elements run on one thread: an OpenMP region costs a barrier,
+ * which on a loaded machine (threads descheduled) costs milliseconds (docs/PERFORMANCE.md). */
+#define JR_PAR_MIN 65536L
+
 /* out (N,OC) = inp (N,C) . weight (OC,C)^T + bias (OC, may be NULL). OpenBLAS sgemm. */
 void jr_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
 /* dinp (N,C) += dout . weight; dweight (OC,C) += dout^T . inp; dbias (OC) += column sums of dout. */
@@ -62,5 +66,18 @@ void jr_logprob_forward(float *lp, const float *logits, const int32_t *targets, 
  * become zero. */
 void jr_logprob_backward_inplace(float *logits, const float *dlp, const int32_t *targets, int N, int V,
                                  float inv_temp);
+
+/* Sets the threads of both OpenMP loops and OpenBLAS (n >= 1); returns the previous OpenMP count. */
+int jr_nn_set_threads(int n);
+/* The OpenMP thread count loops use now. */
+int jr_nn_threads(void);
+
+/* Matmul profile for benchmarks: when enabled, every jr_matmul_forward/backward adds its wall time
+ * and floating-point operations here (process-wide; call from one thread at a time). */
+typedef struct jr_nn_prof {
+    int enabled;
+    double matmul_s, matmul_flops;
+} jr_nn_prof;
+extern jr_nn_prof jr_nn_profile;
 
 #endif

@@ -30,6 +30,9 @@ int cmd_generate(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_dataset(int argc, char **argv);
 int cmd_tb_export(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_forward(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 

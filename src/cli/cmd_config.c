@@ -3,11 +3,15 @@
 
 #include "cli/cli.h"
 #include "judgerl/dataset.h"
+#include "judgerl/model.h"
+#include "judgerl/train.h"
 
 /* Every module's table of options; a config file may use any of them. */
 static const jr_cfg_field *const all_tables[] = {
     jr_run_cfg,
     jr_data_cfg,
+    jr_model_cfg,
+    jr_trainer_cfg,
     NULL,
 };
 

@@ -18,6 +18,9 @@ static const command commands[] = {
     {"convert", cmd_convert, "rewrite a model directory in another dtype or shard size"},
     {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
     {"serve", cmd_serve, "OpenAI-compatible HTTP server for a model directory"},
+    {"forward", cmd_forward, "one forward/backward pass over token ids: loss, logits and gradients"},
+    {"train", cmd_train, "train a model from a YAML config (SFT)"},
+    {"bench", cmd_bench, "benchmarks printing one JSON object of figures (bench train)"},
     {"version", cmd_version, "print the version"},
 };
 

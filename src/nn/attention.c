@@ -15,7 +15,7 @@ void jr_attention_forward(float *out, float *att, const float *q, const float *k
                           int Hq, int Hkv, int D) {
     int rep = Hq / Hkv;
     float scale = 1.0f / sqrtf((float)D);
-#pragma omp parallel for collapse(2) schedule(dynamic)
+#pragma omp parallel for collapse(2) schedule(dynamic) if((long)B * Hq * T * T * D > JR_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < Hq; h++) {
             int g = h / rep;
@@ -50,7 +50,7 @@ void jr_attention_backward(float *dq, float *dk, float *dv, const float *dout, c
                            const float *k, const float *v, int B, int T, int Hq, int Hkv, int D) {
     int rep = Hq / Hkv;
     float scale = 1.0f / sqrtf((float)D);
-#pragma omp parallel
+#pragma omp parallel if((long)B * Hq * T * T * D > JR_PAR_MIN)
     {
         float ds[T]; // dL/d(score) of one row; T floats of stack per thread
 #pragma omp for collapse(2) schedule(dynamic)

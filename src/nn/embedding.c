@@ -3,7 +3,7 @@
 
 // out (N,C), ids (N), wte (V,C)
 void jr_embedding_forward(float *out, const int32_t *ids, const float *wte, int N, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if((long)N * C > JR_PAR_MIN)
     for (int n = 0; n < N; n++) {
         const float *row = wte + (long)ids[n] * C;
         float *o = out + (long)n * C;
@@ -14,7 +14,7 @@ void jr_embedding_forward(float *out, const int32_t *ids, const float *wte, int 
 // dwte (V,C), dout (N,C), ids (N). Rows may repeat, so tokens are added in order (deterministic);
 // the channels are split between threads instead.
 void jr_embedding_backward(float *dwte, const float *dout, const int32_t *ids, int N, int C) {
-#pragma omp parallel
+#pragma omp parallel if((long)N * C > JR_PAR_MIN)
     {
 #ifdef _OPENMP
         extern int omp_get_thread_num(void), omp_get_num_threads(void);
@@ -33,6 +33,6 @@ void jr_embedding_backward(float *dwte, const float *dout, const int32_t *ids, i
 
 // out (n), inp (n)
 void jr_add_inplace(float *out, const float *inp, long n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(n > JR_PAR_MIN)
     for (long i = 0; i < n; i++) out[i] += inp[i];
 }

@@ -6,7 +6,7 @@
 
 // lp (N), logits (N,V), targets (N)
 void jr_logprob_forward(float *lp, const float *logits, const int32_t *targets, int N, int V, float inv_temp) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if((long)N * V > JR_PAR_MIN)
     for (int n = 0; n < N; n++) {
         if (targets[n] < 0) { lp[n] = 0; continue; }
         const float *z = logits + (long)n * V;
@@ -21,7 +21,7 @@ void jr_logprob_forward(float *lp, const float *logits, const int32_t *targets, 
 // logits (N,V) -> dlogits in place, dlp (N), targets (N)
 void jr_logprob_backward_inplace(float *logits, const float *dlp, const int32_t *targets, int N, int V,
                                  float inv_temp) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if((long)N * V > JR_PAR_MIN)
     for (int n = 0; n < N; n++) {
         float *z = logits + (long)n * V;
         if (targets[n] < 0 || dlp[n] == 0.0f) { memset(z, 0, sizeof(float) * (size_t)V); continue; }

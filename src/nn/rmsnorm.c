@@ -5,7 +5,7 @@
 
 // out (N,C), rstd (N), inp (N,C), weight (C)
 void jr_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N, int C, float eps) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if((long)N * C > JR_PAR_MIN)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (long)n * C;
         float *o = out + (long)n * C;
@@ -21,7 +21,7 @@ void jr_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *
 void jr_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
                          const float *rstd, int N, int C) {
     if (dinp) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if((long)N * C > JR_PAR_MIN)
         for (int n = 0; n < N; n++) {
             const float *x = inp + (long)n * C, *g = dout + (long)n * C;
             float *dx = dinp + (long)n * C;
@@ -34,7 +34,7 @@ void jr_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const f
     }
     if (dweight) {
         // channels split across threads; tokens summed in order so the result is deterministic
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if((long)N * C > JR_PAR_MIN)
         for (int c = 0; c < C; c++) {
             double s = 0;
             for (int n = 0; n < N; n++) s += (double)dout[(long)n * C + c] * inp[(long)n * C + c] * rstd[n];

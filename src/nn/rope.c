@@ -18,7 +18,7 @@ void jr_rope_table(float *cos_t, float *sin_t, const double *inv_freq, int P, in
 void jr_rope_forward(float *out, const float *inp, const int32_t *pos, const float *cos_t, const float *sin_t,
                      int N, int H, int D) {
     int h2 = D / 2;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if((long)N * H * D > JR_PAR_MIN)
     for (int n = 0; n < N; n++) {
         const float *c = cos_t + (long)pos[n] * h2, *s = sin_t + (long)pos[n] * h2;
         for (int hd = 0; hd < H; hd++) {
@@ -37,7 +37,7 @@ void jr_rope_forward(float *out, const float *inp, const int32_t *pos, const flo
 void jr_rope_backward(float *dinp, const float *dout, const int32_t *pos, const float *cos_t, const float *sin_t,
                       int N, int H, int D) {
     int h2 = D / 2;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if((long)N * H * D > JR_PAR_MIN)
     for (int n = 0; n < N; n++) {
         const float *c = cos_t + (long)pos[n] * h2, *s = sin_t + (long)pos[n] * h2;
         for (int hd = 0; hd < H; hd++) {

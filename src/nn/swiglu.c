@@ -6,7 +6,7 @@
 // out, gate, up (N,F)
 void jr_swiglu_forward(float *out, const float *gate, const float *up, int N, int F) {
     long n = (long)N * F;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(n > JR_PAR_MIN)
     for (long i = 0; i < n; i++) {
         float g = gate[i];
         out[i] = g / (1.0f + expf(-g)) * up[i];
@@ -16,7 +16,7 @@ void jr_swiglu_forward(float *out, const float *gate, const float *up, int N, in
 // dgate, dup, dout, gate, up (N,F)
 void jr_swiglu_backward(float *dgate, float *dup, const float *dout, const float *gate, const float *up, int N, int F) {
     long n = (long)N * F;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(n > JR_PAR_MIN)
     for (long i = 0; i < n; i++) {
         float g = gate[i], sg = 1.0f / (1.0f + expf(-g));
         if (dgate) dgate[i] += dout[i] * up[i] * sg * (1.0f + g * (1.0f - sg));

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "judgerl/nn.h"
 #include "judgerl/optim.h"
 
 int jr_sched_parse(const char *name) {
@@ -63,7 +64,7 @@ void jr_adamw_step(jr_adamw *o, jr_model *m, double lr) {
         float shrink = o->decay[i] ? (float)(1.0 - lr * o->weight_decay) : 1.0f;
         long off = (long)m->offset[i], n = (long)m->tensors[i].numel;
         float *p = m->params + off, *g = m->grads + off, *mi = mm + off, *vi = vv + off;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(n > JR_PAR_MIN)
         for (long j = 0; j < n; j++) {
             float gj = g[j];
             mi[j] = b1 * mi[j] + (1.0f - b1) * gj;
@@ -81,7 +82,7 @@ double jr_grad_norm(const jr_model *m) {
     double part[NB];
     long n = (long)m->n_params;
     const float *g = m->grads;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(n > JR_PAR_MIN)
     for (int b = 0; b < NB; b++) {
         long i0 = n * b / NB, i1 = n * (b + 1) / NB;
         double s = 0;
@@ -100,7 +101,7 @@ double jr_clip_grad_norm(jr_model *m, double max_norm) {
         if (coef < 1.0) {
             float c = (float)coef;
             long n = (long)m->n_params;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(n > JR_PAR_MIN)
             for (long i = 0; i < n; i++) m->grads[i] *= c;
         }
     }

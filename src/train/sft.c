@@ -8,6 +8,7 @@
 #include "judgerl/dataset.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/model.h"
+#include "judgerl/nn.h"
 #include "judgerl/optim.h"
 #include "judgerl/progress.h"
 #include "judgerl/runlog.h"
@@ -41,6 +42,9 @@ const jr_cfg_field jr_trainer_cfg[] = {
     {"trainer.eval_every", JR_CFG_INT, "0", "validation loss every N steps and at the end (0 = only at the end)", NULL,
      NULL, 0, 1e12},
     {"trainer.log_every", JR_CFG_INT, "1", "metrics row every N steps", NULL, NULL, 1, 1e12},
+    {"trainer.threads", JR_CFG_INT, "0",
+     "threads for the engine (0 = auto: 1 when a step is under 2 GFLOP, where thread barriers cost more than "
+     "they save; else OMP_NUM_THREADS or all cores)", NULL, NULL, 0, 4096},
     {"trainer.tensorboard", JR_CFG_BOOL, "true", "also write a TensorBoard event file in run.out_dir", NULL, NULL, 0, 0},
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
@@ -220,6 +224,9 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, jr_train_result *res)
                      s.tok.kind, s.tok.n_vocab);
         goto done;
     }
+    int threads = (int)jr_cfg_int(c, "trainer.threads");
+    if (threads > 0) jr_nn_set_threads(threads);
+    else if (jr_model_train_flops(&s.m, s.B, s.max_len) * s.accum < 2e9) jr_nn_set_threads(1);
     if ((st = jr_model_alloc_grads(&s.m))) goto done;
     if ((st = jr_acts_init(&s.acts, &s.m, s.B, s.max_len))) goto done;
     s.mb = jr_calloc((size_t)s.accum, sizeof *s.mb);
@@ -232,8 +239,6 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, jr_train_result *res)
     }
     if ((st = jr_runlog_open(&rl, out_dir, res->resumed ? ts.step : -1, jr_cfg_bool(c, "trainer.tensorboard"))))
         goto done;
-    if (progress) bar = jr_progress_new("train", steps, progress, JR_PROGRESS_AUTO);
-    jr_progress_set(bar, ts.step);
     res->first_step = ts.step + 1;
 
     struct timespec t0, t1;
@@ -282,6 +287,8 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, jr_train_result *res)
             if (!isnan(vl)) jr_runlog_add(rl, "val_loss", vl);
             if ((st = jr_runlog_commit(rl, ts.step))) goto done;
         }
+        /* the bar starts after the first step, so a bad first batch prints its error line alone */
+        if (progress && !bar) bar = jr_progress_new("train", steps, progress, JR_PROGRESS_AUTO);
         jr_progress_field(bar, "loss", "%.4f", loss);
         jr_progress_set(bar, ts.step);
         if (last || (save_every > 0 && ts.step % save_every == 0))

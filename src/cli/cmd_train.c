@@ -1,0 +1,41 @@
+/* cmd_train.c - `judgerl train CONFIG.yaml [key=value ...]`: SFT (and later GRPO) from a YAML config */
+#include <math.h>
+#include <stdio.h>
+
+#include "cli/cli.h"
+#include "judgerl/dataset.h"
+#include "judgerl/model.h"
+#include "judgerl/train.h"
+
+static const jr_cfg_field *const train_tables[] = {jr_run_cfg, jr_data_cfg, jr_model_cfg, jr_trainer_cfg, NULL};
+
+int cmd_train(int argc, char **argv) {
+    if (cli_wants_help(argc, argv)) {
+        printf("usage: judgerl train CONFIG.yaml [key=value ...] [--print-config]\n"
+               "Trains a model as the config says (trainer.algo: sft on JSONL rows {\"prompt\", \"completion\"},\n"
+               "loss on the completion tokens). Start from model.path (an HF directory) or model.init (a\n"
+               "config.json for a random model). Writes run.out_dir/metrics.jsonl, a TensorBoard event file,\n"
+               "checkpoints in run.out_dir/checkpoints/ and the final model in run.out_dir/model.\n"
+               "trainer.resume=true continues from the latest checkpoint, exactly.\n");
+        return CLI_OK;
+    }
+    jr_config cfg;
+    int print_only;
+    int rc = cli_load_config("train", argc, argv, 1, train_tables, &cfg, &print_only);
+    if (rc) return rc;
+    if (print_only) { jr_config_free(&cfg); return CLI_OK; }
+    jr_train_result res;
+    jr_status st = jr_train_run(&cfg, stderr, &res);
+    if (st) { jr_config_free(&cfg); return cli_fail("train", st); }
+    if (res.last_step >= res.first_step) {
+        printf("%s steps %lld..%lld: loss %.4f -> %.4f", res.resumed ? "resumed," : "trained", (long long)res.first_step,
+               (long long)res.last_step, res.first_loss, res.last_loss);
+        if (!isnan(res.last_val_loss)) printf(", validation loss %.4f", res.last_val_loss);
+        printf("; model in %s/model\n", jr_cfg_str(&cfg, "run.out_dir"));
+    } else {
+        printf("nothing to do: the latest checkpoint is already at trainer.steps=%lld\n",
+               (long long)jr_cfg_int(&cfg, "trainer.steps"));
+    }
+    jr_config_free(&cfg);
+    return CLI_OK;
+}
