@@ -35,5 +35,7 @@ int cmd_forward(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_tokenizer(int argc, char **argv);
 
 #endif

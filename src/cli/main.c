@@ -21,6 +21,8 @@ static const command commands[] = {
     {"forward", cmd_forward, "one forward/backward pass over token ids: loss, logits and gradients"},
     {"train", cmd_train, "train a model from a YAML config (SFT)"},
     {"bench", cmd_bench, "benchmarks printing one JSON object of figures (bench train)"},
+    {"tokenize", cmd_tokenize, "text -> token ids (or back), chat template rendering"},
+    {"tokenizer", cmd_tokenizer, "tokenizer train: byte-level BPE from a text corpus"},
     {"version", cmd_version, "print the version"},
 };
 
