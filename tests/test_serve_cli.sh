@@ -91,3 +91,24 @@ if [ $rc -eq 0 ] && tail -n 2 "$JR_TMP/long" | grep -q '^data: \[DONE\]$' && gre
   ok sigterm_drains
 else fail sigterm_drains "rc=$rc, stream tail: $(tail -c 200 "$JR_TMP/long"), stderr: $(tail -n 3 "$JR_TMP/serve.err")"; fi
 if curl -s -o /dev/null "$U/health" 2>/dev/null; then fail stopped "still answering"; else ok stopped; fi
+
+# ---- a tokenizer.json (BPE + ChatML chat template) beside the model: auto-detected ----
+B="$JR_TMP/bpe"
+mkdir -p "$B"
+cp "$MODEL/model.safetensors" "$JR_ROOT/tests/fixtures/serve/bpe/"*.json "$B/"
+# the byte tokenizer's bos/eos ids (256, 257) are BPE pieces here: the config names <|im_end|> (263)
+sed -e 's/"bos_token_id": 256/"bos_token_id": null/' -e 's/"eos_token_id": 257/"eos_token_id": 263/' "$MODEL/config.json" >"$B/config.json"
+want=$(printf 'the cat\n' | "$JR_BIN" tokenize --tokenizer "$B" | wc -w)
+out=$("$JR_BIN" generate --model "$B" --prompt "the cat" --max-tokens 5 --seed 1 2>&1)
+if [ "$want" -eq 2 ] && echo "$out" | grep -q '"prompt_tokens":2[,}]'; then ok bpe_auto_prompt_tokens; else fail bpe_auto_prompt_tokens "want $want: $out"; fi
+out=$("$JR_BIN" generate --model "$MODEL" --tokenizer "$JR_ROOT/tests/fixtures/serve/bpe" --prompt "the cat" --choice " dog" --choice " a cat" --n 3 --temperature 1.5 2>&1)
+if [ "$(echo "$out" | grep -cE '"response":" (dog|a cat)"')" -eq 3 ]; then ok bpe_choice; else fail bpe_choice "$out"; fi
+printf '{"messages":[{"role":"user","content":"hello cat"}],"add_generation_prompt":true}\n' >"$JR_TMP/chat.jsonl"
+if rendered=$("$JR_BIN" tokenize --tokenizer "$B" --chat <"$JR_TMP/chat.jsonl" 2>"$JR_TMP/tk.err"); then
+  want=$(printf '{"text":%s}\n' "$rendered" | "$JR_BIN" tokenize --tokenizer "$B" --jsonl --no-special | wc -w)
+  printf '[{"role":"user","content":"hello cat"}]' >"$JR_TMP/chat.json"
+  out=$("$JR_BIN" generate --model "$B" --chat "$JR_TMP/chat.json" --max-tokens 5 --seed 1 2>&1)
+  if echo "$out" | grep -q "\"prompt_tokens\":$want[,}]"; then ok bpe_chat_template_prompt; else fail bpe_chat_template_prompt "want $want prompt tokens: $out"; fi
+else
+  skip bpe_chat_template_prompt "the tokenizer cannot render chat templates yet: $(cat "$JR_TMP/tk.err")"
+fi
