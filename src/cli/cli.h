@@ -33,6 +33,9 @@ int cmd_tb_export(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_forward(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* `judgerl bench generate` (bench_generate.c); named_config maps "10m"/"100m" to a config. */
+struct jr_model_config;
+int bench_generate(int argc, char **argv, int (*named_config)(const char *, struct jr_model_config *));
 int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);

@@ -141,9 +141,13 @@ int cmd_bench(int argc, char **argv) {
                "Times full training steps (forward, backward, clipping, AdamW) on random tokens and prints one JSON\n"
                "object: tokens_per_s, step_ms, gflops (model FLOPs / time), matmul_gflops and matmul_share (sgemm\n"
                "phases), gemm_peak_gflops (a 1024^3 sgemm on this machine), peak_rss_mb, thread counts and the\n"
-               "OPENBLAS_* settings. Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS.\n");
+               "OPENBLAS_* settings. Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS.\n"
+               "usage: judgerl bench generate (--model DIR | --config 10m|100m) [--batch B] [--prompt P] [--tokens N]\n"
+               "Prefills B random prompts of P tokens into a KV cache, then decodes N tokens for all B at once\n"
+               "(sampling at temperature 1); prints prefill_tokens_per_s, decode_tokens_per_s, decode_step_ms.\n");
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
     if (!strcmp(argv[1], "train")) return bench_train(argc - 1, argv + 1);
-    return cli_usage("bench", "unknown benchmark '%s' (available: train)", argv[1]);
+    if (!strcmp(argv[1], "generate")) return bench_generate(argc - 1, argv + 1, named_config);
+    return cli_usage("bench", "unknown benchmark '%s' (available: train, generate)", argv[1]);
 }
