@@ -20,7 +20,7 @@ static double now(void) {
 }
 
 int bench_generate(int argc, char **argv, int (*named_config)(const char *, jr_model_config *)) {
-    const char *cmd = "bench generate", *model = NULL, *cname = NULL;
+    const char *cmd = "bench generate", *model = NULL, *cname = NULL, *save = NULL;
     int B = 8, P = 64, N = 64;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -31,6 +31,7 @@ int bench_generate(int argc, char **argv, int (*named_config)(const char *, jr_m
         else if (!strcmp(a, "--batch")) B = atoi(v);
         else if (!strcmp(a, "--prompt")) P = atoi(v);
         else if (!strcmp(a, "--tokens")) N = atoi(v);
+        else if (!strcmp(a, "--save")) save = v;
         else return cli_usage(cmd, "unknown option '%s'", a);
     }
     if ((model != NULL) == (cname != NULL)) return cli_usage(cmd, "give one of --model DIR or --config 10m|100m");
@@ -43,6 +44,7 @@ int bench_generate(int argc, char **argv, int (*named_config)(const char *, jr_m
         if (named_config(cname, &c)) return cli_usage(cmd, "--config: unknown '%s' (10m or 100m)", cname);
         st = jr_model_init_random(&m, &c, 1, 0.02f);
     }
+    if (!st && save) st = jr_model_save(&m, save, NULL); /* the benchmark model, e.g. for bench/serve_load.py */
     if (st) return cli_fail(cmd, st);
     jr_lm lm;
     if ((st = jr_kv_lm_open(&lm, &m, B, P + N + 1))) { jr_model_free(&m); return cli_fail(cmd, st); }

@@ -142,9 +142,10 @@ int cmd_bench(int argc, char **argv) {
                "object: tokens_per_s, step_ms, gflops (model FLOPs / time), matmul_gflops and matmul_share (sgemm\n"
                "phases), gemm_peak_gflops (a 1024^3 sgemm on this machine), peak_rss_mb, thread counts and the\n"
                "OPENBLAS_* settings. Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS.\n"
-               "usage: judgerl bench generate (--model DIR | --config 10m|100m) [--batch B] [--prompt P] [--tokens N]\n"
+               "usage: judgerl bench generate (--model DIR | --config 10m|100m) [--batch B] [--prompt P] [--tokens N] [--save DIR]\n"
                "Prefills B random prompts of P tokens into a KV cache, then decodes N tokens for all B at once\n"
-               "(sampling at temperature 1); prints prefill_tokens_per_s, decode_tokens_per_s, decode_step_ms.\n");
+               "(sampling at temperature 1); prints prefill_tokens_per_s, decode_tokens_per_s, decode_step_ms.\n"
+               "--save DIR also writes the (random) model as an HF directory.\n");
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
     if (!strcmp(argv[1], "train")) return bench_train(argc - 1, argv + 1);
