@@ -27,10 +27,15 @@ typedef struct jr_textgen {
     jr_generation_config gen; /* the model directory's generation_config.json (fields absent = -1 / NAN) */
 } jr_textgen;
 
+/* (Re)opens the KV cache with n_slots slots of max_ctx positions: 0 = min(max_position_embeddings,
+ * 4096); more than max_position_embeddings is capped to it. Nothing changes when the sizes are
+ * already these. On error t->lm is closed (zeroed). */
+jr_status jr_textgen_reserve(jr_textgen *t, int n_slots, int max_ctx);
+
 /* Loads model directory `dir` (config.json + safetensors) with tokenizer `tok_spec`: "auto" (or
  * NULL): dir/tokenizer.json when present (with tokenizer_config.json's chat template), else the
- * byte tokenizer; "byte"; or the path of a tokenizer.json file or of a directory holding one. Opens a KV cache of n_slots sequences of max_ctx positions (0 = the model's
- * max_position_embeddings). On error *t is zeroed and the message names the file or option. */
+ * byte tokenizer; "byte"; or the path of a tokenizer.json file or of a directory holding one.
+ * Opens a KV cache of n_slots sequences of max_ctx positions (see jr_textgen_reserve). On error *t is zeroed and the message names the file or option. */
 jr_status jr_textgen_open(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx);
 
 /* Same over a model already in memory (borrowed: GRPO's policy), eos ids from its config;

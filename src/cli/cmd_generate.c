@@ -138,7 +138,7 @@ int cmd_generate(int argc, char **argv) {
     }
 
     jr_textgen t;
-    jr_status st = jr_textgen_open(&t, model, tokenizer, (int)parallel, (int)ctx);
+    jr_status st = jr_textgen_open(&t, model, tokenizer, 1, 2); /* the cache is sized once the prompts are known */
     if (st) { json_decref(rows); return cli_fail(cmd, st); }
     size_t np = json_array_size(rows);
     int32_t **ids = calloc(np, sizeof *ids);
@@ -154,6 +154,13 @@ int cmd_generate(int argc, char **argv) {
             goto done;
         }
     }
+    if (ctx == 0) { /* just what the longest prompt plus max_tokens need */
+        int longest = 0;
+        for (size_t p = 0; p < np; p++) longest = lens[p] > longest ? lens[p] : longest;
+        ctx = (double)longest + max_tokens;
+        if (ctx > t.m->cfg.max_position_embeddings) ctx = t.m->cfg.max_position_embeddings;
+    }
+    if ((st = jr_textgen_reserve(&t, (int)parallel, (int)ctx))) goto done;
     jr_gen_params gp = jr_gen_params_default();
     gp.max_tokens = (int)max_tokens;
     /* generation_config.json supplies the defaults a flag does not override */

@@ -67,7 +67,15 @@ static jr_status finish_open(jr_textgen *t, const char *dir, const char *tok_spe
     else st = jr_tok_load(&t->bpe, tok_spec);
     if (st) return st;
     if ((st = vocab_build(t))) return st;
-    if (max_ctx <= 0) max_ctx = t->m->cfg.max_position_embeddings;
+    return jr_textgen_reserve(t, n_slots, max_ctx);
+}
+
+jr_status jr_textgen_reserve(jr_textgen *t, int n_slots, int max_ctx) {
+    int maxpos = t->m->cfg.max_position_embeddings;
+    if (max_ctx <= 0) max_ctx = maxpos < 4096 ? maxpos : 4096;
+    if (max_ctx > maxpos) max_ctx = maxpos;
+    if (t->lm.impl && t->lm.n_slots == n_slots && t->lm.max_ctx == max_ctx) return JR_OK;
+    if (t->lm.impl) jr_kv_lm_close(&t->lm);
     return jr_kv_lm_open(&t->lm, t->m, n_slots, max_ctx);
 }
 
