@@ -221,7 +221,9 @@ static void expect_load_error(const char *json, const char *needle) {
 
 TEST(malformed_tokenizer_json) {
     const char *extra[] = {"ab"};
-    char *good = json_dumps(small_tok(extra, 1, "[\"a b\"]", NULL), 0);
+    json_t *g = small_tok(extra, 1, "[\"a b\"]", NULL);
+    char *good = json_dumps(g, 0);
+    json_decref(g);
     /* truncated at many points: never a crash, always an error */
     size_t gl = strlen(good);
     for (size_t cut = 0; cut < gl; cut += gl / 97 + 1) {

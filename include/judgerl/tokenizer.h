@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "judgerl/config.h"
 #include "judgerl/status.h"
 
 /* A loaded tokenizer: vocabulary, merges, added/special tokens, normalizer, pre-tokenizer,
@@ -148,6 +149,20 @@ jr_status jr_tok_set_chat_template_file(jr_tokenizer *t, const char *path);
  * template (undefined method, raise_exception), is an error and nothing is allocated. */
 jr_status jr_chat_render(const jr_tokenizer *t, const jr_chat_msg *msgs, size_t n, const jr_chat_opts *opts,
                          char **out, size_t *out_len, jr_span **assistant, size_t *n_assistant);
+
+/* ---- configuration ---- */
+
+/* Options of the tokenizer (config keys "tokenizer.*"):
+ *   tokenizer.chat_template    Jinja file replacing the model's chat template (null: the model's)
+ *   tokenizer.enable_thinking  Qwen3 thinking switch for chat rendering: default|true|false */
+extern const jr_cfg_field jr_tokenizer_cfg[];
+
+/* Applies tokenizer.chat_template (when set) to t. On error (unreadable file, unsupported
+ * template) the message names the file and t keeps its template. */
+jr_status jr_tok_apply_config(jr_tokenizer *t, const jr_config *cfg);
+
+/* The enable_thinking value for jr_chat_opts from tokenizer.enable_thinking: -1, 0 or 1. */
+int jr_tok_cfg_thinking(const jr_config *cfg);
 
 /* ---- training ---- */
 

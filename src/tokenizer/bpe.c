@@ -1,5 +1,6 @@
 /* bpe.c - HF tokenizer.json byte-level BPE: loading, encoding, decoding and streaming decode */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,49 @@ jr_status jr_ids_push(jr_ids *v, int32_t id) {
     }
     v->ids[v->n++] = id;
     return JR_OK;
+}
+
+/* A growable byte buffer. */
+typedef struct {
+    char *b;
+    size_t n, cap;
+} bbuf;
+
+static jr_status bbuf_add(bbuf *b, const void *p, size_t n) {
+    if (b->n + n + 1 > b->cap) {
+        size_t nc = (b->n + n + 1) * 2;
+        char *x = jr_realloc(b->b, nc);
+        if (!x) return JR_ENOMEM;
+        b->b = x;
+        b->cap = nc;
+    }
+    memcpy(b->b + b->n, p, n);
+    b->n += n;
+    b->b[b->n] = 0;
+    return JR_OK;
+}
+
+/* A cache of word -> ids, as HF keeps one: prose repeats its words. The tokenizer owns a few of
+ * them, each used by one encode call at a time (trylock); a call that finds all busy uses its own. */
+struct wc_ent { uint64_t h; uint32_t off, len, id_off, n_ids; };
+struct tok_wcache {
+    pthread_mutex_t mu;
+    struct wc_ent *e;
+    size_t cap, n;
+    bbuf bytes;
+    jr_ids ids;
+};
+
+enum { WC_CAP = 65536, WC_MAX_WORD = 64, N_WCACHE = 4 };
+
+static void wcache_clear(struct tok_wcache *w) {
+    free(w->e);
+    free(w->bytes.b);
+    jr_ids_free(&w->ids);
+    w->e = NULL;
+    w->bytes.b = NULL;
+    w->bytes.n = w->bytes.cap = 0;
+    w->cap = w->n = 0;
 }
 
 static uint64_t hash_bytes(const char *s, size_t n) {
@@ -82,26 +126,23 @@ static char *arena_strndup(jr_tokenizer *t, const char *s, size_t n) {
 static jr_status strmap_init(tok_strmap *m, size_t n) {
     size_t cap = 16;
     while (cap < n * 2 + 16) cap *= 2;
-    m->key = jr_calloc(cap, sizeof *m->key);
-    m->klen = jr_calloc(cap, sizeof *m->klen);
-    m->val = jr_calloc(cap, sizeof *m->val);
+    m->e = jr_calloc(cap, sizeof *m->e);
     m->cap = cap;
     m->n = 0;
-    return m->key && m->klen && m->val ? JR_OK : JR_ENOMEM;
+    return m->e ? JR_OK : JR_ENOMEM;
 }
 
 static void strmap_free(tok_strmap *m) {
-    free(m->key);
-    free(m->klen);
-    free(m->val);
+    free(m->e);
     memset(m, 0, sizeof *m);
 }
 
 static int32_t strmap_get(const tok_strmap *m, const char *s, size_t n) {
     if (!m->cap) return -1;
-    size_t i = hash_bytes(s, n) & (m->cap - 1);
-    while (m->key[i]) {
-        if (m->klen[i] == n && !memcmp(m->key[i], s, n)) return m->val[i];
+    uint64_t h = hash_bytes(s, n);
+    size_t i = h & (m->cap - 1);
+    while (m->e[i].key) {
+        if (m->e[i].hash == h && m->e[i].klen == n && !memcmp(m->e[i].key, s, n)) return m->e[i].val;
         i = (i + 1) & (m->cap - 1);
     }
     return -1;
@@ -110,18 +151,20 @@ static int32_t strmap_get(const tok_strmap *m, const char *s, size_t n) {
 /* Inserts (key must outlive the map); returns the previous value or -1. Never grows: init with
  * enough room. */
 static int32_t strmap_put(tok_strmap *m, const char *s, size_t n, int32_t v) {
-    size_t i = hash_bytes(s, n) & (m->cap - 1);
-    while (m->key[i]) {
-        if (m->klen[i] == n && !memcmp(m->key[i], s, n)) {
-            int32_t old = m->val[i];
-            m->val[i] = v;
+    uint64_t h = hash_bytes(s, n);
+    size_t i = h & (m->cap - 1);
+    while (m->e[i].key) {
+        if (m->e[i].hash == h && m->e[i].klen == n && !memcmp(m->e[i].key, s, n)) {
+            int32_t old = m->e[i].val;
+            m->e[i].val = v;
             return old;
         }
         i = (i + 1) & (m->cap - 1);
     }
-    m->key[i] = s;
-    m->klen[i] = (uint32_t)n;
-    m->val[i] = v;
+    m->e[i].key = s;
+    m->e[i].klen = (uint32_t)n;
+    m->e[i].val = v;
+    m->e[i].hash = h;
     m->n++;
     return -1;
 }
@@ -129,28 +172,24 @@ static int32_t strmap_put(tok_strmap *m, const char *s, size_t n, int32_t v) {
 static jr_status pairmap_init(tok_pairmap *m, size_t n) {
     size_t cap = 16;
     while (cap < n * 2 + 16) cap *= 2;
-    m->key = jr_calloc(cap, sizeof *m->key);
-    m->rank = jr_calloc(cap, sizeof *m->rank);
-    m->merged = jr_calloc(cap, sizeof *m->merged);
+    m->e = jr_calloc(cap, sizeof *m->e);
     m->cap = cap;
     m->n = 0;
-    return m->key && m->rank && m->merged ? JR_OK : JR_ENOMEM;
+    return m->e ? JR_OK : JR_ENOMEM;
 }
 
 static void pairmap_free(tok_pairmap *m) {
-    free(m->key);
-    free(m->rank);
-    free(m->merged);
+    free(m->e);
     memset(m, 0, sizeof *m);
 }
 
 static inline int pairmap_get(const tok_pairmap *m, int32_t a, int32_t b, int32_t *rank, int32_t *merged) {
     uint64_t k = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
     size_t i = mix64(k) & (m->cap - 1);
-    while (m->key[i]) {
-        if (m->key[i] == k) {
-            *rank = m->rank[i];
-            *merged = m->merged[i];
+    while (m->e[i].key) {
+        if (m->e[i].key == k) {
+            *rank = m->e[i].rank;
+            *merged = m->e[i].merged;
             return 1;
         }
         i = (i + 1) & (m->cap - 1);
@@ -162,13 +201,13 @@ static inline int pairmap_get(const tok_pairmap *m, int32_t a, int32_t b, int32_
 static void pairmap_put(tok_pairmap *m, int32_t a, int32_t b, int32_t rank, int32_t merged) {
     uint64_t k = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
     size_t i = mix64(k) & (m->cap - 1);
-    while (m->key[i]) {
-        if (m->key[i] == k) return;
+    while (m->e[i].key) {
+        if (m->e[i].key == k) return;
         i = (i + 1) & (m->cap - 1);
     }
-    m->key[i] = k;
-    m->rank[i] = rank;
-    m->merged[i] = merged;
+    m->e[i].key = k;
+    m->e[i].rank = rank;
+    m->e[i].merged = merged;
     m->n++;
 }
 
@@ -649,6 +688,25 @@ static jr_status load_model(jr_tokenizer *t, json_t *root) {
         }
         t->idflags[a->id] |= ID_ADDED | (a->special ? ID_SPECIAL : 0);
     }
+    /* index the added tokens by first byte, longest first, for leftmost-longest matching */
+    for (size_t k = 0; k < t->n_added; k++) {
+        unsigned char b = (unsigned char)t->added[k].content[0];
+        t->added_first[b] |= t->added[k].normalized ? 2 : 1;
+        t->n_added_by_byte[b]++;
+    }
+    for (int b = 0; b < 256; b++) {
+        if (!t->n_added_by_byte[b]) continue;
+        t->added_by_byte[b] = jr_malloc(t->n_added_by_byte[b] * sizeof(uint32_t));
+        if (!t->added_by_byte[b]) return JR_ENOMEM;
+        t->n_added_by_byte[b] = 0;
+    }
+    for (size_t k = 0; k < t->n_added; k++) {
+        unsigned char b = (unsigned char)t->added[k].content[0];
+        uint32_t *v = t->added_by_byte[b];
+        uint32_t j = t->n_added_by_byte[b]++;
+        while (j > 0 && t->added[v[j - 1]].len < t->added[k].len) { v[j] = v[j - 1]; j--; }
+        v[j] = (uint32_t)k;
+    }
     return JR_OK;
 }
 
@@ -676,7 +734,10 @@ static jr_tokenizer *tok_new(const char *name) {
     if (!t) return NULL;
     t->name = jr_strdup(name);
     t->bos = t->eos = t->pad = -1;
-    if (!t->name) { free(t); return NULL; }
+    t->wcache = calloc(N_WCACHE, sizeof *t->wcache);
+    if (!t->name || !t->wcache) { free(t->name); free(t->wcache); free(t); return NULL; }
+    t->n_wcache = N_WCACHE;
+    for (int i = 0; i < N_WCACHE; i++) pthread_mutex_init(&t->wcache[i].mu, NULL);
     return t;
 }
 
@@ -692,6 +753,7 @@ void jr_tok_free(jr_tokenizer *t) {
     strmap_free(&t->added_map);
     pairmap_free(&t->merges);
     free(t->added);
+    for (int b = 0; b < 256; b++) free(t->added_by_byte[b]);
     for (int i = 0; i < t->n_pres; i++) pcre2_code_free(t->pres[i].re);
     free(t->pres);
     for (int i = 0; i < t->n_post; i++) free(t->post[i].ids);
@@ -701,6 +763,11 @@ void jr_tok_free(jr_tokenizer *t) {
     free(t->eos_token);
     jinja_free(t->chat);
     free(t->chat_error);
+    for (int i = 0; i < t->n_wcache; i++) {
+        wcache_clear(&t->wcache[i]);
+        pthread_mutex_destroy(&t->wcache[i].mu);
+    }
+    free(t->wcache);
     free(t->name);
     free(t);
 }
@@ -899,25 +966,6 @@ int jr_tok_is_special(const jr_tokenizer *t, int32_t id) {
 /* A scratch byte buffer with spans into it. */
 typedef struct { size_t off, len; } span;
 typedef struct {
-    char *b;
-    size_t n, cap;
-} bbuf;
-
-static jr_status bbuf_add(bbuf *b, const void *p, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        size_t nc = (b->n + n + 1) * 2;
-        char *x = jr_realloc(b->b, nc);
-        if (!x) return JR_ENOMEM;
-        b->b = x;
-        b->cap = nc;
-    }
-    memcpy(b->b + b->n, p, n);
-    b->n += n;
-    b->b[b->n] = 0;
-    return JR_OK;
-}
-
-typedef struct {
     span *s;
     size_t n, cap;
 } spans;
@@ -946,6 +994,8 @@ typedef struct {
     size_t symcap;
     uint64_t *heap;
     size_t heapn, heapcap;
+    struct tok_wcache *wc;   /* the word cache this call holds (shared slot or own) */
+    struct tok_wcache *own;  /* a private cache when every shared slot is busy */
 } enc_ctx;
 
 static void enc_free(enc_ctx *c) {
@@ -957,6 +1007,8 @@ static void enc_free(enc_ctx *c) {
     free(c->prev);
     free(c->next);
     free(c->heap);
+    if (c->own) { wcache_clear(c->own); free(c->own); }
+    else if (c->wc) pthread_mutex_unlock(&c->wc->mu);
 }
 
 /* heap of (rank << 32 | pos), min first: lowest rank, then leftmost */
@@ -995,7 +1047,7 @@ static uint64_t heap_pop(enc_ctx *c) {
 }
 
 /* BPE on one pre-token's bytes: appends the ids to out. */
-static jr_status bpe_word(enc_ctx *c, const char *w, size_t n, jr_ids *out) {
+static jr_status bpe_merge(enc_ctx *c, const char *w, size_t n, jr_ids *out) {
     const jr_tokenizer *t = c->t;
     if (n == 0) return JR_OK;
     if (n == 1) return jr_ids_push(out, t->byte_id[(unsigned char)w[0]]);
@@ -1043,6 +1095,45 @@ static jr_status bpe_word(enc_ctx *c, const char *w, size_t n, jr_ids *out) {
     }
     for (int32_t i = 0; i >= 0; i = next[i])
         if (jr_ids_push(out, sym[i])) return JR_ENOMEM;
+    return JR_OK;
+}
+
+/* bpe_merge through the word cache. */
+static jr_status bpe_word(enc_ctx *c, const char *w, size_t n, jr_ids *out) {
+    struct tok_wcache *wc = c->wc;
+    if (n < 2 || n > WC_MAX_WORD || !wc) return bpe_merge(c, w, n, out);
+    if (!wc->e) {
+        wc->e = calloc(WC_CAP, sizeof *wc->e);
+        wc->cap = WC_CAP;
+        if (!wc->e) return bpe_merge(c, w, n, out);
+    }
+    uint64_t h = hash_bytes(w, n) | 1;
+    size_t i = h & (wc->cap - 1);
+    while (wc->e[i].h) {
+        struct wc_ent *e = &wc->e[i];
+        if (e->h == h && e->len == n && !memcmp(wc->bytes.b + e->off, w, n)) {
+            for (uint32_t k = 0; k < e->n_ids; k++)
+                if (jr_ids_push(out, wc->ids.ids[e->id_off + k])) return JR_ENOMEM;
+            return JR_OK;
+        }
+        i = (i + 1) & (wc->cap - 1);
+    }
+    size_t n0 = out->n;
+    jr_status st = bpe_merge(c, w, n, out);
+    if (st) return st;
+    if (wc->n * 2 >= wc->cap) { /* full: start over */
+        memset(wc->e, 0, wc->cap * sizeof *wc->e);
+        wc->n = 0;
+        wc->bytes.n = 0;
+        wc->ids.n = 0;
+        i = h & (wc->cap - 1);
+    }
+    struct wc_ent e = {h, (uint32_t)wc->bytes.n, (uint32_t)n, (uint32_t)wc->ids.n, (uint32_t)(out->n - n0)};
+    if (bbuf_add(&wc->bytes, w, n)) return JR_ENOMEM;
+    for (size_t k = n0; k < out->n; k++)
+        if (jr_ids_push(&wc->ids, out->ids[k])) return JR_ENOMEM;
+    wc->e[i] = e;
+    wc->n++;
     return JR_OK;
 }
 
@@ -1121,33 +1212,15 @@ static jr_status pre_split(enc_ctx *c, const tok_pre *p, spans *in, spans *out) 
     return JR_OK;
 }
 
-/* Normalizes text[0..n) into c->text (appended); *off gets where it starts. */
-static jr_status normalize(enc_ctx *c, const char *s, size_t n, size_t *off, size_t *outlen) {
+/* Applies the normalizers to s[0..n) and appends the result to c->text. */
+static jr_status normalize_all(enc_ctx *c, const char *s, size_t n) {
     const jr_tokenizer *t = c->t;
-    *off = c->text.n;
-    int ascii = 1;
-    for (size_t i = 0; i < n && ascii; i++) ascii = (unsigned char)s[i] < 0x80;
-    if (!t->n_norms || (ascii && !(t->n_norms == 1 && t->norms[0] == NORM_LOWER))) {
-        int lower_only = 0;
-        for (int i = 0; i < t->n_norms; i++) lower_only |= t->norms[i] == NORM_LOWER;
-        if (!lower_only || !t->n_norms) {
-            *outlen = n;
-            return bbuf_add(&c->text, s, n);
-        }
-    }
     char *cur = malloc(n + 1);
     if (!cur) return jr_fail(JR_ENOMEM, "out of memory");
     memcpy(cur, s, n);
     size_t curn = n;
     for (int i = 0; i < t->n_norms; i++) {
         int k = t->norms[i];
-        utf8proc_uint8_t *dst = NULL;
-        int opts = UTF8PROC_STABLE;
-        if (k == NORM_NFC) opts |= UTF8PROC_COMPOSE;
-        else if (k == NORM_NFD) opts |= UTF8PROC_DECOMPOSE;
-        else if (k == NORM_NFKC) opts |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
-        else if (k == NORM_NFKD) opts |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
-        else opts |= UTF8PROC_CASEFOLD * 0;
         if (k == NORM_LOWER) {
             /* simple lowercase, character by character */
             char *o = malloc(curn * 2 + 4);
@@ -1165,16 +1238,58 @@ static jr_status normalize(enc_ctx *c, const char *s, size_t n, size_t *off, siz
             curn = on;
             continue;
         }
+        int opts = UTF8PROC_STABLE;
+        if (k == NORM_NFC) opts |= UTF8PROC_COMPOSE;
+        else if (k == NORM_NFD) opts |= UTF8PROC_DECOMPOSE;
+        else if (k == NORM_NFKC) opts |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+        else opts |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+        utf8proc_uint8_t *dst = NULL;
         utf8proc_ssize_t r = utf8proc_map((const utf8proc_uint8_t *)cur, (utf8proc_ssize_t)curn, &dst, (utf8proc_option_t)opts);
-        if (r < 0) { free(cur); return jr_fail(JR_EINVAL, "normalizer: %s", utf8proc_errmsg(r)); }
         free(cur);
+        if (r < 0) return jr_fail(JR_EINVAL, "normalizer: %s", utf8proc_errmsg(r));
         cur = (char *)dst;
         curn = (size_t)r;
     }
     jr_status st = bbuf_add(&c->text, cur, curn);
     free(cur);
-    *outlen = curn;
     return st;
+}
+
+/* Normalizes text[0..n) into c->text (appended); *off gets where it starts, *outlen its length.
+ * ASCII is invariant under every normal form and nothing composes across two consecutive ASCII
+ * characters, so only the stretches around non-ASCII characters go through utf8proc; under NFC
+ * a stretch whose code points are all below U+0300 is already normalized. */
+static jr_status normalize(enc_ctx *c, const char *s, size_t n, size_t *off, size_t *outlen) {
+    const jr_tokenizer *t = c->t;
+    *off = c->text.n;
+    int lower = 0;
+    for (int i = 0; i < t->n_norms; i++) lower |= t->norms[i] == NORM_LOWER;
+    jr_status st;
+    if (lower) {
+        st = t->n_norms ? normalize_all(c, s, n) : bbuf_add(&c->text, s, n);
+        *outlen = c->text.n - *off;
+        return st;
+    }
+    int nfc_only = t->n_norms == 1 && t->norms[0] == NORM_NFC;
+    size_t i = 0, seg = 0;
+    while (t->n_norms && i < n) {
+        if ((unsigned char)s[i] < 0x80) { i++; continue; }
+        size_t a = i > seg ? i - 1 : i; /* the ASCII character before may be a base that composes */
+        size_t j = i;
+        while (j < n && !((unsigned char)s[j] < 0x80 && (j + 1 == n || (unsigned char)s[j + 1] < 0x80))) j++;
+        if (a > seg && (st = bbuf_add(&c->text, s + seg, a - seg))) return st;
+        int needs = !nfc_only;
+        for (size_t q = a; q < j && !needs; q++) {
+            unsigned char b = (unsigned char)s[q];
+            needs = b >= 0xCC; /* lead bytes of code points >= U+0300 */
+        }
+        if ((st = needs ? normalize_all(c, s + a, j - a) : bbuf_add(&c->text, s + a, j - a))) return st;
+        seg = i = j;
+    }
+    if (n > seg && (st = bbuf_add(&c->text, s + seg, n - seg))) return st;
+    if (!n && (st = bbuf_add(&c->text, "", 0))) return st;
+    *outlen = c->text.n - *off;
+    return JR_OK;
 }
 
 /* Pre-tokenizes and BPE-encodes one normalized piece stored at c->text[off..off+len). */
@@ -1235,19 +1350,21 @@ static int32_t cp_before(const char *s, size_t i) {
  * single_word check; returns 1 with the token and [ms, me) extended by lstrip/rstrip. */
 static int find_added(const jr_tokenizer *t, const char *s, size_t n, size_t from, size_t floor_, int want_norm, int skip_special,
                       const tok_added **tok, size_t *ms, size_t *me) {
+    uint8_t want_bit = want_norm ? 2 : 1;
     for (size_t i = from; i < n; i++) {
+        unsigned char c0 = (unsigned char)s[i];
+        if (!(t->added_first[c0] & want_bit)) continue;
         const tok_added *best = NULL;
-        for (size_t k = 0; k < t->n_added; k++) {
-            const tok_added *a = &t->added[k];
+        for (uint32_t q = 0; q < t->n_added_by_byte[c0] && !best; q++) {
+            const tok_added *a = &t->added[t->added_by_byte[c0][q]];
             if (a->normalized != want_norm || (skip_special && a->special)) continue;
-            if (a->content[0] != s[i] || a->len > n - i || (best && a->len <= best->len)) continue;
-            if (memcmp(a->content, s + i, a->len)) continue;
+            if (a->len > n - i || memcmp(a->content, s + i, a->len)) continue;
             if (a->single_word) {
                 int32_t cp;
                 if (i > 0 && is_word(cp_before(s, i))) continue;
                 if (i + a->len < n && utf8_decode((const unsigned char *)s + i + a->len, n - i - a->len, &cp) && is_word(cp)) continue;
             }
-            best = a;
+            best = a; /* longest first: the first match is the longest */
         }
         if (best) {
             size_t a0 = i, b0 = i + best->len;
@@ -1310,6 +1427,9 @@ jr_status jr_tok_encode(const jr_tokenizer *t, const char *text, size_t len, int
     c.t = t;
     c.md = pcre2_match_data_create(4, NULL);
     if (!c.md) return jr_fail(JR_ENOMEM, "out of memory");
+    for (int i = 0; i < t->n_wcache && !c.wc; i++)
+        if (!pthread_mutex_trylock(&t->wcache[i].mu)) c.wc = &t->wcache[i];
+    if (!c.wc && (c.own = calloc(1, sizeof *c.own))) c.wc = c.own;
     int skip_special = (flags & JR_TOK_SPLIT_SPECIAL) != 0;
     jr_status st = JR_OK;
     size_t pre_seq = 0;
@@ -1443,7 +1563,7 @@ static jr_status stream_emit(jr_tok_stream *s, const char *bytes, size_t n, int 
     if (!st) st = append_lossy(&res, in.b ? in.b : "", in.n - keep);
     if (!st && !res.b) st = bbuf_add(&res, "", 0);
     if (st) { free(in.b); free(res.b); return jr_fail(JR_ENOMEM, "out of memory"); }
-    memcpy(s->pend, in.b + in.n - keep, keep);
+    if (keep) memcpy(s->pend, in.b + in.n - keep, keep);
     s->npend = (int)keep;
     free(in.b);
     free(s->buf);

@@ -157,3 +157,25 @@ jr_status jr_chat_render(const jr_tokenizer *t, const jr_chat_msg *msgs, size_t 
     *n_assistant = k;
     return JR_OK;
 }
+
+const jr_cfg_field jr_tokenizer_cfg[] = {
+    {"tokenizer.chat_template", JR_CFG_STRING, "null",
+     "Jinja file replacing the model's chat template (e.g. the third seed's custom_chat_template)", NULL, NULL, 0, 0},
+    {"tokenizer.enable_thinking", JR_CFG_ENUM, "default",
+     "Qwen3 chat templates: render with enable_thinking true/false (default: leave it undefined)",
+     "default|true|false", NULL, 0, 0},
+    {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
+};
+
+jr_status jr_tok_apply_config(jr_tokenizer *t, const jr_config *cfg) {
+    const char *path = jr_cfg_str(cfg, "tokenizer.chat_template");
+    if (!path) return JR_OK;
+    jr_status st = jr_tok_set_chat_template_file(t, path);
+    if (st) return jr_fail_ctx(st, "tokenizer.chat_template");
+    return JR_OK;
+}
+
+int jr_tok_cfg_thinking(const jr_config *cfg) {
+    const char *v = jr_cfg_str(cfg, "tokenizer.enable_thinking");
+    return !v || !strcmp(v, "default") ? -1 : !strcmp(v, "true");
+}

@@ -9,19 +9,28 @@
 
 struct jinja_tpl;
 
-/* bytes -> id, open addressing (keys point into the tokenizer's arena) */
+/* bytes -> id, open addressing; one packed entry per slot so a probe touches one cache line */
 typedef struct {
-    const char **key;
-    uint32_t *klen;
-    int32_t *val;
+    const char *key;  /* NULL = empty; points into the tokenizer's arena */
+    uint32_t klen;
+    int32_t val;
+    uint64_t hash;
+} tok_strent;
+
+typedef struct {
+    tok_strent *e;
     size_t cap, n;
 } tok_strmap;
 
 /* (left id, right id) -> (rank, merged id) */
 typedef struct {
-    uint64_t *key;  /* (left << 32 | right) + 1; 0 = empty */
-    int32_t *rank;
-    int32_t *merged;
+    uint64_t key;     /* (left << 32 | right) + 1; 0 = empty */
+    int32_t rank;
+    int32_t merged;
+} tok_pairent;
+
+typedef struct {
+    tok_pairent *e;
     size_t cap, n;
 } tok_pairmap;
 
@@ -73,6 +82,9 @@ struct jr_tokenizer {
     tok_added *added;
     size_t n_added;
     int has_normalized_added, has_raw_added;
+    uint8_t added_first[256];    /* bit 1: a raw added token starts with this byte; bit 2: a normalized one */
+    uint32_t *added_by_byte[256]; /* indices into added, longest first, per first byte */
+    uint32_t n_added_by_byte[256];
 
     int norms[8];
     int n_norms;
@@ -86,6 +98,9 @@ struct jr_tokenizer {
     int32_t *eos_extra;
     int n_eos_extra;
     int32_t vocab_size;
+
+    struct tok_wcache *wcache;  /* word -> ids caches shared by encode calls (each locked by one call) */
+    int n_wcache;
 
     char *bos_token, *eos_token;  /* strings handed to chat templates ("" when none) */
     struct jinja_tpl *chat;
