@@ -40,5 +40,16 @@ int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);
+int cmd_ifeval(int argc, char **argv);
+int cmd_grade(int argc, char **argv);
+int cmd_bench_grade(int argc, char **argv);
+
+/* `judgerl grade` helpers: reads an existing output (drops a torn last line, records finished ids
+ * in `done`, counts unscored rows; with retry_unscored drops them); grades through the reward
+ * registry when the config lists reward.components (grade_reward.c). */
+#include <jansson.h>
+jr_status cli_grade_load_done(const char *path, json_t *done, long *n_unscored, int retry_unscored, long *n_dropped);
+int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const char *out_path, int quiet,
+                     int retry_unscored);
 
 #endif

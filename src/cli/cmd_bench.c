@@ -1,4 +1,4 @@
-/* cmd_bench.c - `judgerl bench train`: training-step throughput of the engine, as one JSON object */
+/* cmd_bench.c - `judgerl bench`: train (training-step throughput), generate (bench_generate.c), grade (cmd_bench_grade) */
 #include <cblas.h>
 #include <jansson.h>
 #include <omp.h>
@@ -136,6 +136,7 @@ static int bench_train(int argc, char **argv) {
 }
 
 int cmd_bench(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "grade")) return cmd_bench_grade(argc - 1, argv + 1);
     if (argc < 2 || cli_wants_help(argc, argv)) {
         printf("usage: judgerl bench train (--model DIR | --config 10m|100m) [--batch B] [--seq T] [--steps N] [--warmup W]\n"
                "Times full training steps (forward, backward, clipping, AdamW) on random tokens and prints one JSON\n"
@@ -145,10 +146,11 @@ int cmd_bench(int argc, char **argv) {
                "usage: judgerl bench generate (--model DIR | --config 10m|100m) [--batch B] [--prompt P] [--tokens N] [--save DIR]\n"
                "Prefills B random prompts of P tokens into a KV cache, then decodes N tokens for all B at once\n"
                "(sampling at temperature 1); prints prefill_tokens_per_s, decode_tokens_per_s, decode_step_ms.\n"
-               "--save DIR also writes the (random) model as an HF directory.\n");
+               "--save DIR also writes the (random) model as an HF directory.\n"
+               "usage: judgerl bench grade [...]   (judgerl bench grade --help)\n");
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
     if (!strcmp(argv[1], "train")) return bench_train(argc - 1, argv + 1);
     if (!strcmp(argv[1], "generate")) return bench_generate(argc - 1, argv + 1, named_config);
-    return cli_usage("bench", "unknown benchmark '%s' (available: train, generate)", argv[1]);
+    return cli_usage("bench", "unknown benchmark '%s' (available: train, generate, grade)", argv[1]);
 }

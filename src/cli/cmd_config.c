@@ -6,6 +6,9 @@
 #include "judgerl/model.h"
 #include "judgerl/train.h"
 #include "judgerl/tokenizer.h"
+#include "judgerl/judge.h"
+#include "judgerl/protocols.h"
+#include "judgerl/reward.h"
 
 /* Every module's table of options; a config file may use any of them. */
 static const jr_cfg_field *const all_tables[] = {
@@ -14,6 +17,9 @@ static const jr_cfg_field *const all_tables[] = {
     jr_model_cfg,
     jr_trainer_cfg,
     jr_tokenizer_cfg,
+    jr_judge_cfg,
+    jr_protocols_cfg,
+    jr_reward_cfg,
     NULL,
 };
 

@@ -11,6 +11,8 @@ typedef struct {
 } command;
 
 static const command commands[] = {
+    {"grade", cmd_grade, "grade a JSONL file with an LLM judge (resumable, cached)"},
+    {"bench", cmd_bench, "benchmarks printing one JSON object of figures (train, generate, grade)"},
     {"config", cmd_config, "check a YAML config and print every effective value"},
     {"generate", cmd_generate, "sample completions from a model directory (prompt, chat or JSONL)"},
     {"dataset", cmd_dataset, "check a JSONL dataset: rows, fields, bad lines, train/validation split"},
@@ -20,9 +22,9 @@ static const command commands[] = {
     {"serve", cmd_serve, "OpenAI-compatible HTTP server for a model directory"},
     {"forward", cmd_forward, "one forward/backward pass over token ids: loss, logits and gradients"},
     {"train", cmd_train, "train a model from a YAML config (SFT)"},
-    {"bench", cmd_bench, "benchmarks printing one JSON object of figures (bench train)"},
     {"tokenize", cmd_tokenize, "text -> token ids (or back), chat template rendering"},
     {"tokenizer", cmd_tokenizer, "tokenizer train: byte-level BPE from a text corpus"},
+    {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
     {"version", cmd_version, "print the version"},
 };
 
