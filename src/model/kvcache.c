@@ -77,7 +77,7 @@ static void dot4_fixed(const float *a0, const float *a1, const float *a2, const 
  * so a row's result never depends on the batch it decodes in. Weight rows are read once per call
  * and reused for every row. */
 static void matmul_rows(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
-#pragma omp parallel for schedule(static) if ((long)OC * C * N > 65536)
+#pragma omp parallel for schedule(static) if ((long)OC * C * N >= 262144) /* below ~0.1 ms of work a thread team costs more than it saves */
     for (int o = 0; o < OC; o++) {
         const float *w = weight + (size_t)o * C;
         float b = bias ? bias[o] : 0.0f, r4[4];
@@ -161,7 +161,7 @@ static void forward_rows(kv *s, int R, const int *out_rows, int n_out, float *lo
             memcpy(kslot(s, s->v, l, s->slot_of[r]) + (size_t)s->pos[r] * KD, s->vv + (size_t)r * KD, (size_t)KD * sizeof(float));
         }
         /* Attention of each row over its slot's cache, positions 0..pos (causal). */
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if ((long)R * Hq * (s->pos[R - 1] + 1) * D >= 65536)
         for (int r = 0; r < R; r++)
             for (int h = 0; h < Hq; h++) {
                 const float *qv = s->q + (size_t)r * QD + (size_t)h * D;
