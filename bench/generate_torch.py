@@ -4,7 +4,8 @@
 on the same Qwen2-layout config (tied embeddings), fp32, same thread count, under torch.inference_mode.
 The cache is preallocated (B, Hkv, T, D) per layer and written in place (cheaper than HF's
 DynamicCache concatenation). Prints one JSON object (prefill_tokens_per_s, decode_tokens_per_s,
-decode_step_ms). Dev-time only (python3-torch).
+decode_step_ms, and the same per CPU second: process CPU time, which on a shared
+machine counts the work and not the waiting). Dev-time only (python3-torch).
 
 Usage: /usr/bin/python3 bench/generate_torch.py --config 10m|100m [--batch 8] [--prompt 64] [--tokens 64] [--threads N]
 """
@@ -78,25 +79,27 @@ def main():
 
     with torch.inference_mode():
         prompt = torch.randint(0, c["vocab_size"], (a.prompt,), generator=g)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         last = []
         for b in range(B):
             pr = prompt.clone()
             pr[0] = b
             last.append(step(pr[None], torch.tensor([b]), 0))
-        t_prefill = time.perf_counter() - t0
+        t_prefill, c_prefill = time.perf_counter() - t0, time.process_time() - c0
         logits = torch.cat(last)
         rows = torch.arange(B)
         tok = torch.multinomial(torch.softmax(logits, -1), 1, generator=g)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for s in range(a.tokens):
             logits = step(tok, rows, a.prompt + s)
             tok = torch.multinomial(torch.softmax(logits, -1), 1, generator=g)
-        t_decode = time.perf_counter() - t0
+        t_decode, c_decode = time.perf_counter() - t0, time.process_time() - c0
     print(json.dumps({"impl": "pytorch " + torch.__version__, "model": a.config, "batch": B, "prompt": a.prompt,
                       "tokens": a.tokens, "threads": torch.get_num_threads(),
                       "prefill_tokens_per_s": B * a.prompt / t_prefill, "decode_tokens_per_s": B * a.tokens / t_decode,
-                      "decode_step_ms": 1e3 * t_decode / a.tokens}))
+                      "decode_step_ms": 1e3 * t_decode / a.tokens,
+                      "prefill_cpu_tokens_per_s": B * a.prompt / c_prefill, "decode_cpu_tokens_per_s": B * a.tokens / c_decode,
+                      "decode_cpu_step_ms": 1e3 * c_decode / a.tokens}))
 
 
 if __name__ == "__main__":

@@ -15,4 +15,5 @@ echo "$t"
 /usr/bin/python3 -c "
 import json, sys
 j, t = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-print('ratio decode tokens/s judgerl/pytorch = %.2f' % (j['decode_tokens_per_s'] / t['decode_tokens_per_s']))" "$j" "$t"
+print('ratio decode tokens/s judgerl/pytorch = %.2f (wall), %.2f (per CPU second)' % (
+    j['decode_tokens_per_s'] / t['decode_tokens_per_s'], j['decode_cpu_tokens_per_s'] / t['decode_cpu_tokens_per_s']))" "$j" "$t"

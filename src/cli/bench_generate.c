@@ -19,6 +19,14 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* CPU time of the whole process (all threads): on a shared machine, with one thread, the cost of
+ * the work itself however long the process waited for a core. */
+static double cpu(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 int bench_generate(int argc, char **argv, int (*named_config)(const char *, jr_model_config *)) {
     const char *cmd = "bench generate", *model = NULL, *cname = NULL, *save = NULL;
     int B = 8, P = 64, N = 64;
@@ -59,29 +67,32 @@ int bench_generate(int argc, char **argv, int (*named_config)(const char *, jr_m
     if (!logits || !prompt || !toks || !slots) st = jr_fail(JR_ENOMEM, "out of memory");
     for (int i = 0; !st && i < P; i++) prompt[i] = (int32_t)jr_rng_below(&r, (uint64_t)m.cfg.vocab_size);
     /* Prefill each sequence (its own prompt pass, as requests arrive), then decode B rows per step. */
-    double t0 = now();
+    double t0 = now(), c0 = cpu();
     for (int b = 0; !st && b < B; b++) {
         prompt[0] = b;
         st = lm.prefill(lm.impl, b, prompt, P, logits + (size_t)b * V);
         slots[b] = b;
     }
-    double t_prefill = now() - t0, t_sample = 0;
+    double t_prefill = now() - t0, c_prefill = cpu() - c0, t_sample = 0;
     for (int b = 0; !st && b < B; b++) st = jr_sample(logits + (size_t)b * V, V, &sp, NULL, &r, &w, &toks[b]);
     t0 = now();
+    c0 = cpu();
     for (int s = 0; !st && s < N; s++) {
         st = lm.decode(lm.impl, B, slots, toks, logits);
         double ts = now();
         for (int b = 0; !st && b < B; b++) st = jr_sample(logits + (size_t)b * V, V, &sp, NULL, &r, &w, &toks[b]);
         t_sample += now() - ts;
     }
-    double t_decode = now() - t0;
+    double t_decode = now() - t0, c_decode = cpu() - c0;
     if (!st) {
         const char *ct = getenv("OPENBLAS_CORETYPE"), *l2 = getenv("OPENBLAS_L2_SIZE");
-        json_t *j = json_pack("{s:s,s:I,s:i,s:i,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:s,s:s}", "model", model ? model : cname, "params",
+        json_t *j = json_pack("{s:s,s:I,s:i,s:i,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:s}", "model", model ? model : cname, "params",
                               (json_int_t)jr_model_param_count(&m.cfg), "batch", B, "prompt", P, "tokens", N, "omp_threads",
                               omp_get_max_threads(), "blas_threads", openblas_get_num_threads(), "prefill_tokens_per_s",
                               (double)B * P / t_prefill, "decode_tokens_per_s", (double)B * N / t_decode, "decode_step_ms",
-                              1e3 * t_decode / N, "sample_share", t_sample / t_decode, "openblas_coretype", ct ? ct : "",
+                              1e3 * t_decode / N, "prefill_cpu_tokens_per_s", (double)B * P / c_prefill,
+                              "decode_cpu_tokens_per_s", (double)B * N / c_decode, "decode_cpu_step_ms", 1e3 * c_decode / N,
+                              "sample_share", t_sample / t_decode, "openblas_coretype", ct ? ct : "",
                               "openblas_l2_size", l2 ? l2 : "");
         char *txt = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
         printf("%s\n", txt);
