@@ -141,6 +141,8 @@ static const tcase cases[] = {
     {"startend:quotation", "{}", " \"a\" ", 1, 1},
     {"startend:quotation", "{}", "Sure!\n\"quoted\"", 0, 1},
     {"startend:quotation", "{}", "“curly”", 0, 0},
+    {"startend:quotation", "{}", "\u3000\"wide space\"\u3000\u00a0\n", 1, 1},
+    {"startend:quotation", "{}", "\"zero-width space is not whitespace\"\u200b", 0, 0},
     /* change_case:capital_word_frequency */
     {"change_case:capital_word_frequency", "{\"capital_frequency\": 2, \"capital_relation\": \"at least\"}",
      "HELLO WORLD and more", 1, 1},
@@ -222,7 +224,10 @@ TEST(sentence_counts) {
         {"see item 2. the next one", 1},
         {"Plan A. The next plan.", 2},
         {"J. K. Rowling wrote it.", 1},
-        {"e.g. this one. And that.", 2},
+        {"e.g. this one. And that.", 3},
+        {"I. Introduction\nII. Main part", 3},
+        {"Franklin D. Roosevelt said so.", 1},
+        {"See part C. Overview follows.", 1},
         {"Line one\nLine two\n\nLine three", 1},
         {"Ends with space.   ", 1},
         {"Unicode: café. Naïve idea! Done", 3},
@@ -242,6 +247,14 @@ TEST(word_and_capital_counts) {
     CHECK(jr_ifeval_count_capital_words("", 0) == 0);
     const char *t = "NASA CAN'T, I'M OK. GONNA Go";
     CHECK_MSG(jr_ifeval_count_capital_words(t, strlen(t)) == 8, "%zu", jr_ifeval_count_capital_words(t, strlen(t)));
+    /* expected counts from nltk.word_tokenize (NLTK 3.8) */
+    static const struct {
+        const char *text;
+        size_t n;
+    } w[] = {{"I'M\tDONE", 2}, {"SHI'A MUSLIMS", 3}, {"THE DOGS' BONES", 3}, {"WE'LL SEE\nYOU'RE", 5}};
+    for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+        CHECK_MSG(jr_ifeval_count_capital_words(w[i].text, strlen(w[i].text)) == w[i].n, "\"%s\": %zu, expected %zu",
+                  w[i].text, jr_ifeval_count_capital_words(w[i].text, strlen(w[i].text)), w[i].n);
 }
 
 TEST(language_detection) {
@@ -339,6 +352,29 @@ TEST(row_api_and_rewards) {
     json_decref(notstr);
 }
 
+TEST(score_dataset_row) {
+    json_t *row = json_loads("{\"key\": 7, \"prompt\": \"Say it\", \"instruction_id_list\": "
+                             "[\"punctuation:no_comma\", \"change_case:english_lowercase\"], \"kwargs\": [{}, {}]}",
+                             0, NULL);
+    double rate = -1;
+    int all = -1;
+    CHECK_OK(jr_ifeval_score(row, "this sentence is written in plain english without any capital letters", JR_IFEVAL_STRICT,
+                             &rate, &all));
+    CHECK_NEAR(rate, 1.0, 0, 0);
+    CHECK(all == 1);
+    CHECK_OK(jr_ifeval_score(row, "Hello, World", JR_IFEVAL_LOOSE, &rate, &all));
+    CHECK_NEAR(rate, 0.0, 0, 0);
+    CHECK(all == 0);
+    CHECK_OK(jr_ifeval_score(row, "no commas Here", JR_IFEVAL_STRICT, &rate, NULL));
+    CHECK_NEAR(rate, 0.5, 0, 0);
+    json_object_del(row, "instruction_id_list");
+    rate = -1;
+    CHECK(jr_ifeval_score(row, "x", JR_IFEVAL_STRICT, &rate, &all) == JR_EINVAL);
+    CHECK(strstr(jr_errmsg(), "instruction_id_list") != NULL);
+    CHECK(rate == -1);
+    json_decref(row);
+}
+
 TEST(invalid_utf8_does_not_crash) {
     const char bad[] = "\xff\xfe *a* \xc3( [x] \xe2\x82";
     for (int i = 0; i < JR_IFEVAL_N_INSTRUCTIONS; i++) {
@@ -366,6 +402,7 @@ int main(void) {
     RUN(language_detection);
     RUN(kwargs_validation);
     RUN(row_api_and_rewards);
+    RUN(score_dataset_row);
     RUN(invalid_utf8_does_not_crash);
     return jt_done();
 }

@@ -119,6 +119,14 @@ def test_errors():
            err)
     rc, out, err = run("--bogus")
     report("unknown flag: usage error", rc == 2 and len(err.splitlines()) == 1, err)
+    inp = os.path.join(TMP, "bd.jsonl")
+    write(inp, [GOOD1, GOOD2])
+    rc, out, err = run("--input", inp, "--breakdown")
+    lines = out.splitlines()
+    report("--breakdown: per group and per instruction",
+           rc == 0 and "strict punctuation 1.0000 (1/1)" in lines and "strict startend 0.0000 (0/1)" in lines
+           and "loose startend:quotation 1.0000 (1/1)" in lines
+           and "strict length_constraints:number_words 1.0000 (1/1)" in lines, out)
     rc, out, err = run("--help")
     report("--help", rc == 0 and "--output-dir" in out, err)
 

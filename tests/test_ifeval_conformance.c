@@ -8,7 +8,7 @@
 #include "judgerl/ifeval.h"
 
 static char *data_path(void) {
-    static char p[200];
+    static char p[4096];
     snprintf(p, sizeof p, "%s/../shared/data/ifeval/gpt4_conformance.jsonl", jt_root());
     return p;
 }
@@ -95,7 +95,7 @@ static void print_tally(const char *name, const tally *t) {
 }
 
 TEST(conformance_core_instructions) {
-    if (!have_data()) SKIP("%s absent", data_path());
+    if (!have_data()) SKIP("%.200s absent", data_path());
     load();
     print_tally("core (all but number_sentences, response_language)", &R.core);
     CHECK(R.rows == 540);
@@ -106,7 +106,7 @@ TEST(conformance_core_instructions) {
 }
 
 TEST(conformance_number_sentences) {
-    if (!have_data()) SKIP("%s absent", data_path());
+    if (!have_data()) SKIP("%.200s absent", data_path());
     load();
     print_tally("number_sentences", &R.sent);
     for (int m = 0; m < 2; m++) {
@@ -116,7 +116,7 @@ TEST(conformance_number_sentences) {
 }
 
 TEST(conformance_response_language) {
-    if (!have_data()) SKIP("%s absent", data_path());
+    if (!have_data()) SKIP("%.200s absent", data_path());
     load();
     print_tally("response_language", &R.lang);
     for (int m = 0; m < 2; m++) {
@@ -126,7 +126,7 @@ TEST(conformance_response_language) {
 }
 
 TEST(conformance_accuracies) {
-    if (!have_data()) SKIP("%s absent", data_path());
+    if (!have_data()) SKIP("%.200s absent", data_path());
     load();
     /* README totals over the 538 prompts without an undefined item (828 instructions) */
     static const double want_p[2] = {415.0 / 538, 429.0 / 538}, want_i[2] = {693.0 / 828, 709.0 / 828};

@@ -92,6 +92,36 @@ TEST(merges_both_forms_and_ranks) {
     jr_tok_free(t);
 }
 
+/* the loader parses model.vocab/model.merges with its own scanner; a document that scanner leaves
+ * to jansson (here: a "\u0000" inside a token) must give the same tokenizer */
+TEST(fast_and_slow_loader_agree) {
+    const char *extra[] = {"ab", "bc", "abc"};
+    jr_tokenizer *fast = load_obj(small_tok(extra, 3, "[\"a b\", [\"ab\", \"c\"]]", NULL));
+    const char *extra2[] = {"ab", "bc", "abc", "x\xc4\x80y"};
+    json_t *r = small_tok(extra2, 4, "[\"a b\", [\"ab\", \"c\"]]", NULL);
+    json_t *vocab = json_object_get(json_object_get(r, "model"), "vocab");
+    json_object_del(vocab, "x\xc4\x80y");
+    json_object_set_new(vocab, "q\x00z", json_integer(259)); /* dumped as "q\u0000z" */
+    char *txt = json_dumps(r, 0);
+    json_decref(r);
+    jr_tokenizer *slow = NULL;
+    CHECK_OK(jr_tok_load_json(&slow, txt, strlen(txt), "slow.json"));
+    free(txt);
+    CHECK(fast && slow);
+    if (fast && slow) {
+        const char *texts[] = {"abc", "abcab bc", "xabcx", "hello world"};
+        for (int i = 0; i < 4; i++) {
+            char a[256];
+            snprintf(a, sizeof a, "%s", enc(fast, texts[i], 0));
+            CHECK_STR(enc(slow, texts[i], 0), a);
+        }
+        CHECK_STR(enc(fast, "abcab", 0), "258 256");
+        CHECK(jr_tok_n_tokens(slow) == 260);
+    }
+    jr_tok_free(fast);
+    jr_tok_free(slow);
+}
+
 TEST(ignore_merges) {
     const char *extra[] = {"ab", "abc"};
     json_t *root = small_tok(extra, 2, "[\"a b\"]", NULL);
@@ -452,6 +482,7 @@ TEST(model_dir_sizes_and_specials) {
 
 int main(void) {
     RUN(merges_both_forms_and_ranks);
+    RUN(fast_and_slow_loader_agree);
     RUN(ignore_merges);
     RUN(added_tokens_flags);
     RUN(template_post_processor);

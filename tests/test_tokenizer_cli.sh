@@ -56,7 +56,7 @@ head -n 400 "$T/corpus.txt" >"$T/sample.txt"
 if cmp -s "$T/sample.txt" "$T/sample.back"; then ok train_round_trip; else fail train_round_trip "decode(encode(x)) != x"; fi
 n_ids=$(tr ' ' '\n' <"$T/sample.ids" | grep -c .)
 n_bytes=$(wc -c <"$T/sample.txt")
-if [ "$n_ids" -lt $((n_bytes / 2)) ]; then ok train_compresses; else fail train_compresses "$n_ids ids for $n_bytes bytes"; fi
+if [ "$n_ids" -lt $((n_bytes * 7 / 10)) ]; then ok train_compresses; else fail train_compresses "$n_ids ids for $n_bytes bytes"; fi
 printf '<|im_start|>user\n' | "$JR_BIN" tokenize --tokenizer "$T/tok1.json" >"$T/sp"
 if [ "$(cut -d' ' -f1 "$T/sp")" = 598 ]; then ok train_specials; else fail train_specials "$(cat "$T/sp")"; fi
 expect_error train_small_vocab "vocab size 100 is below 256 byte tokens \+ 3 special tokens" "$JR_BIN" tokenizer train --vocab 100 -o "$T/x.json" "$T/corpus.txt"
@@ -65,3 +65,7 @@ expect_error train_empty "empty.txt: corpus is empty" "$JR_BIN" tokenizer train 
 expect_error train_bad_utf8 "bad_utf8: corpus is not valid UTF-8 \(byte 2\)" "$JR_BIN" tokenizer train --vocab 300 -o "$T/x.json" "$T/bad_utf8"
 expect_error train_usage "--vocab N, -o FILE and CORPUS are required" "$JR_BIN" tokenizer train "$T/corpus.txt"
 if [ ! -e "$T/x.json" ]; then ok train_no_partial_output; else fail train_no_partial_output "x.json written"; fi
+# a template nested beyond the parser's bound is an error, not a stack overflow
+awk 'BEGIN { for (i = 0; i < 100000; i++) printf "("; printf "1"; for (i = 0; i < 100000; i++) printf ")"; }' >"$T/deep.inner"
+{ printf '{{ '; cat "$T/deep.inner"; printf ' }}'; } >"$T/deep.jinja"
+expect_error deep_template "deep.jinja: line 1: template nested too deeply" "$JR_BIN" tokenize --tokenizer "$TINY" --chat --chat-template "$T/deep.jinja" <"$T/chat"

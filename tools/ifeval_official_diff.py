@@ -16,6 +16,12 @@ usage: tools/ifeval_official_diff.py OFFICIAL_SRC_DIR [--judgerl build/rel/judge
        [--time]              only time the official scorer on the conformance file, both modes
        [--cases FILE.c]      only check the expectations of the unit tests in FILE.c
                              (tests/test_ifeval.c: the checker cases and the sentence counts)
+       [--counts]            compare judgerl's sentence and capital-word counts with NLTK's on the
+                             responses, their lines, the prompts and mutations of them (builds
+                             tools/ifeval_counts.c against build/rel/libjudgerl.a)
+       [--punkt-pickle F]    use NLTK's trained English model (english.pickle, loaded with a
+                             restricted unpickler) instead of judgerl's parameters: the comparison
+                             then measures judgerl's approximation of the model as well
 OFFICIAL_SRC_DIR holds instructions.py, instructions_registry.py, instructions_util.py.
 """
 import argparse
@@ -41,19 +47,46 @@ def punkt_params():
         return re.findall(r'"([^"]*)"', m.group(1))
 
     from nltk.tokenize import punkt
+    known = set(arr("starters") + arr("common_lower"))
+    suffixes = arr("lc_suffixes")
+    flags = punkt._ORTHO_BEG_UC | punkt._ORTHO_MID_UC | punkt._ORTHO_MID_LC | punkt._ORTHO_UNK_LC
+
+    class Ortho(dict):  # ortho_context() of ifeval_punkt.c
+        def __missing__(self, w):
+            if w in known or (re.fullmatch(r"[a-z]+", w) and any(len(w) > len(x) and w.endswith(x) for x in suffixes)):
+                return flags
+            return 0
+
     p = punkt.PunktParameters()
     p.abbrev_types = set(arr("abbrevs"))
     p.sent_starters = set(arr("starters"))
-    for w in arr("starters") + arr("common_lower"):
-        p.ortho_context[w] = punkt._ORTHO_BEG_UC | punkt._ORTHO_MID_LC | punkt._ORTHO_UNK_LC
+    p.ortho_context = Ortho()
     return punkt.PunktSentenceTokenizer(p)
 
 
-def load_official(src_dir):
+def trained_punkt(path):
+    """NLTK's english.pickle, unpickling only Punkt's own classes and builtins."""
+    import pickle
+    allowed = {("nltk.tokenize.punkt", n) for n in ("PunktSentenceTokenizer", "PunktParameters",
+                                                     "PunktLanguageVars", "PunktToken")}
+    allowed |= {("collections", "defaultdict"), ("builtins", "set"), ("builtins", "int"),
+                ("copyreg", "_reconstructor"), ("builtins", "object")}
+
+    class Restricted(pickle.Unpickler):
+        def find_class(self, module, name):
+            if (module, name) not in allowed:
+                raise pickle.UnpicklingError("refusing %s.%s" % (module, name))
+            return super().find_class(module, name)
+
+    with open(path, "rb") as f:
+        return Restricted(f).load()
+
+
+def load_official(src_dir, pickle_path=None):
     import nltk
     import langdetect
     langdetect.DetectorFactory.seed = 0
-    tok = punkt_params()
+    tok = trained_punkt(pickle_path) if pickle_path else punkt_params()
     nltk.tokenize.sent_tokenize = lambda text, language="english": tok.tokenize(text)
     pkg = types.ModuleType("instruction_following_eval")
     pkg.__path__ = [src_dir]
@@ -155,6 +188,45 @@ def check_cases(registry, path):
     return 1 if bad else 0
 
 
+def compare_counts(tok, mutations):
+    from nltk.tokenize import NLTKWordTokenizer
+    tb = NLTKWordTokenizer()
+    shared = os.path.dirname(DATA)
+    texts = []
+    for l in open(DATA):
+        r = json.loads(l)["response"]
+        texts.append(r)
+        texts += [ln for ln in r.split("\n") if ln.strip()]
+    texts += [json.loads(l)["prompt"] for l in open(os.path.join(shared, "input_data.jsonl"))]
+    rng = random.Random(3)
+    base = list(texts)
+    for _ in range(mutations):
+        t = rng.choice(base)
+        texts += [mutate(rng, t), mutate(rng, t.upper())]
+    with tempfile.TemporaryDirectory() as d:
+        exe = os.path.join(d, "counts")
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "jansson", "libpcre2-8", "libutf8proc"],
+                               capture_output=True, text=True, check=True).stdout.split()
+        subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-I" + os.path.join(ROOT, "include"), "-O2",
+                        os.path.join(ROOT, "tools", "ifeval_counts.c"), os.path.join(ROOT, "build", "rel", "libjudgerl.a"),
+                        "-o", exe] + flags + ["-lcld2", "-lstdc++", "-lm", "-lpthread", "-fopenmp"], check=True)
+        out = subprocess.run([exe], input="\n".join(json.dumps(t) for t in texts) + "\n", capture_output=True,
+                             text=True, check=True).stdout.split("\n")
+    ds = dc = 0
+    for t, o in zip(texts, out):
+        cs, cc = map(int, o.split())
+        sents = tok.tokenize(t)
+        if cs != len(sents):
+            ds += 1
+            print("SENTENCES judgerl %d nltk %d %r" % (cs, len(sents), t[:200]))
+        caps = sum(1 for s in sents for w in tb.tokenize(s) if w.isupper())
+        if cc != caps:
+            dc += 1
+            print("CAPITALS judgerl %d nltk %d %r" % (cc, caps, t[:200]))
+    print("%d texts: sentence count differs on %d, capital-word count on %d" % (len(texts), ds, dc))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("official")
@@ -162,8 +234,13 @@ def main():
     ap.add_argument("--mutations", type=int, default=4)
     ap.add_argument("--time", action="store_true")
     ap.add_argument("--cases")
+    ap.add_argument("--punkt-pickle")
+    ap.add_argument("--counts", action="store_true")
     a = ap.parse_args()
-    registry = load_official(os.path.abspath(a.official))
+    registry = load_official(os.path.abspath(a.official), a.punkt_pickle)
+    if a.counts:
+        from instruction_following_eval import instructions_util
+        return compare_counts(instructions_util._get_sentence_tokenizer(), 6000)
     if a.cases:
         return check_cases(registry, a.cases)
     rows = [json.loads(l) for l in open(DATA)]

@@ -50,6 +50,13 @@ bool jr_ifeval_instr_check(const jr_ifeval_instr *ins, const char *response, siz
 jr_status jr_ifeval_check_row(const json_t *instruction_ids, const json_t *kwargs_list, const char *prompt,
                               const char *response, jr_ifeval_mode mode, bool *results);
 
+/* Scores one response against a dataset row (a JSON object with instruction_id_list, kwargs
+ * and, optionally, prompt, as in IFEval's input_data.jsonl): *pass_rate gets the share of
+ * followed instructions, *all_pass 1 when every one is followed (either may be NULL). Errors
+ * as jr_ifeval_check_row, or a missing/ill-typed field named; outputs untouched on error. */
+jr_status jr_ifeval_score(const json_t *row, const char *response, jr_ifeval_mode mode, double *pass_rate,
+                          int *all_pass);
+
 /* Share of followed instructions (0..1; 0 when n == 0): the per-instruction pass-rate reward. */
 double jr_ifeval_pass_rate(const bool *results, size_t n);
 

@@ -26,15 +26,16 @@ jr_status jr_ids_push(jr_ids *v, int32_t id);
 /* ---- loading ---- */
 
 /* Loads a tokenizer from `path`: either a tokenizer.json file or a model directory holding
- * tokenizer.json (plus, when present, tokenizer_config.json for bos/eos/pad tokens and the chat
- * template, chat_template.jinja, config.json for vocab_size and generation_config.json for extra
- * eos ids). On success *out is owned by the caller (jr_tok_free). On failure *out is NULL and
+ * tokenizer.json. Beside a file named tokenizer.json (or in the directory), these are read when
+ * present: tokenizer_config.json (bos/eos/pad tokens, chat template), chat_template.jinja (chat
+ * template), config.json (vocab_size) and generation_config.json (extra eos ids). On success *out is owned by the caller (jr_tok_free). On failure *out is NULL and
  * the message names the file and field (truncated JSON, missing model, unknown merge token,
  * bad regex, unsupported normalizer/pre-tokenizer/decoder type, ...). */
 jr_status jr_tok_load(jr_tokenizer **out, const char *path);
 
-/* Same from tokenizer.json text already in memory (`name` is used in messages). No
- * tokenizer_config.json is read: bos/eos come from the post-processor / added tokens only. */
+/* Same from tokenizer.json text already in memory (`name` is used in messages). No side file is
+ * read: eos is the first added token among <|im_end|>, <|endoftext|>, <|end_of_text|>, </s>,
+ * <|eot_id|>, and bos among <|begin_of_text|>, <s> (-1 when none). */
 jr_status jr_tok_load_json(jr_tokenizer **out, const char *json, size_t len, const char *name);
 
 void jr_tok_free(jr_tokenizer *t);
@@ -59,7 +60,8 @@ const char *jr_tok_id_to_token(const jr_tokenizer *t, int32_t id);
 const char *jr_tok_id_bytes(const jr_tokenizer *t, int32_t id, size_t *len);
 
 /* Special tokens; -1 when the tokenizer has none. bos/eos/pad come from tokenizer_config.json
- * (bos_token, eos_token, pad_token) when present, else from the post-processor template. */
+ * (bos_token, eos_token, pad_token) when present, else from the well-known names listed at
+ * jr_tok_load_json (pad: none). */
 int32_t jr_tok_bos_id(const jr_tokenizer *t);
 int32_t jr_tok_eos_id(const jr_tokenizer *t);
 int32_t jr_tok_pad_id(const jr_tokenizer *t);

@@ -124,29 +124,37 @@ static jr_status write_results(const char *dir, const char *name, const scored *
     return jr_afile_commit(&af);
 }
 
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* Accuracy per instruction group and per instruction id, each sorted by name (as the official
+ * report prints them). */
 static void print_breakdown(const scored *rows, size_t n, int mode) {
     const char *tag = mode ? "loose" : "strict";
+    char names[2 * JR_IFEVAL_N_INSTRUCTIONS][96];
+    const char *sorted[2 * JR_IFEVAL_N_INSTRUCTIONS];
     for (int level = 0; level < 2; level++) {
-        /* level 0: instruction group (before ':'), level 1: instruction id */
-        for (int k = 0; k < JR_IFEVAL_N_INSTRUCTIONS; k++) {
-            const char *id = jr_ifeval_instruction_name(k);
-            size_t glen = strchr(id, ':') - id;
-            if (level == 0) { /* print each group once, at its first id */
-                bool seen = false;
-                for (int j = 0; j < k; j++)
-                    if (!strncmp(jr_ifeval_instruction_name(j), id, glen + 1)) seen = true;
-                if (seen) continue;
-            }
-            size_t tot = 0, ok = 0;
+        size_t k = 0;
+        for (int i = 0; i < JR_IFEVAL_N_INSTRUCTIONS; i++) {
+            const char *id = jr_ifeval_instruction_name(i);
+            int len = level ? (int)strlen(id) : (int)(strchr(id, ':') - id);
+            snprintf(names[k], sizeof names[k], "%.*s", len, id);
+            bool dup = false;
+            for (size_t j = 0; j < k; j++)
+                if (!strcmp(sorted[j], names[k])) dup = true;
+            if (!dup) { sorted[k] = names[k]; k++; }
+        }
+        qsort(sorted, k, sizeof *sorted, cmp_str);
+        for (size_t g = 0; g < k; g++) {
+            size_t tot = 0, ok = 0, gl = strlen(sorted[g]);
             for (size_t r = 0; r < n; r++)
                 for (size_t i = 0; i < rows[r].n; i++) {
                     const char *x = json_string_value(json_array_get(rows[r].ids, i));
-                    if (level ? !strcmp(x, id) : !strncmp(x, id, glen + 1)) {
+                    if (level ? !strcmp(x, sorted[g]) : (!strncmp(x, sorted[g], gl) && x[gl] == ':')) {
                         tot++;
                         ok += rows[r].res[mode][i];
                     }
                 }
-            if (tot) printf("%s %.*s %.4f (%zu/%zu)\n", tag, level ? (int)strlen(id) : (int)glen, id, (double)ok / tot, ok, tot);
+            if (tot) printf("%s %s %.4f (%zu/%zu)\n", tag, sorted[g], (double)ok / tot, ok, tot);
         }
     }
 }

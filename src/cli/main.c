@@ -15,6 +15,8 @@ static const command commands[] = {
     {"bench", cmd_bench, "benchmarks printing one JSON object of figures (train, generate, grade)"},
     {"config", cmd_config, "check a YAML config and print every effective value"},
     {"generate", cmd_generate, "sample completions from a model directory (prompt, chat or JSONL)"},
+    {"tokenize", cmd_tokenize, "text -> token ids (or back), chat template rendering"},
+    {"tokenizer", cmd_tokenizer, "tokenizer train: byte-level BPE from a text corpus"},
     {"dataset", cmd_dataset, "check a JSONL dataset: rows, fields, bad lines, train/validation split"},
     {"tb-export", cmd_tb_export, "write a metrics.jsonl as a TensorBoard event file"},
     {"convert", cmd_convert, "rewrite a model directory in another dtype or shard size"},
@@ -22,8 +24,6 @@ static const command commands[] = {
     {"serve", cmd_serve, "OpenAI-compatible HTTP server for a model directory"},
     {"forward", cmd_forward, "one forward/backward pass over token ids: loss, logits and gradients"},
     {"train", cmd_train, "train a model from a YAML config (SFT)"},
-    {"tokenize", cmd_tokenize, "text -> token ids (or back), chat template rendering"},
-    {"tokenizer", cmd_tokenizer, "tokenizer train: byte-level BPE from a text corpus"},
     {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
     {"version", cmd_version, "print the version"},
 };

@@ -65,7 +65,7 @@ struct tok_wcache {
     jr_ids ids;
 };
 
-enum { WC_CAP = 65536, WC_MAX_WORD = 64, N_WCACHE = 4 };
+enum { WC_CAP = 1 << 17, WC_MAX_WORD = 128, N_WCACHE = 4 };
 
 static void wcache_clear(struct tok_wcache *w) {
     free(w->e);
@@ -547,7 +547,381 @@ static jr_status set_id(jr_tokenizer *t, int32_t id, const char *form, size_t fl
     return JR_OK;
 }
 
-static jr_status load_model(jr_tokenizer *t, json_t *root) {
+
+/* ------------------------------------------------------------------ fast path for model.vocab / model.merges
+ * Qwen3's tokenizer.json holds 151,643 vocabulary entries and 151,387 merges: building a jansson
+ * value per entry dominates loading. A validating scanner finds root.model.vocab and
+ * root.model.merges; they are parsed here straight into flat lists, and jansson parses the rest of
+ * the document (with those two values replaced by {} and []). Any syntax error sends the whole
+ * text to jansson, whose message (line, column) is the one reported. */
+
+typedef struct { uint32_t k, kn; int64_t id; } vent;               /* offsets into strs */
+typedef struct { uint32_t a, an, b, bn; int form; } ment;           /* form: 0 string, 1 list, 2 bad */
+typedef struct {
+    vent *v; size_t nv, capv;
+    ment *m; size_t nm, capm;
+    bbuf strs;
+    int have;                                                        /* filled by the fast path */
+} model_lists;
+
+static void lists_free(model_lists *L) {
+    free(L->v);
+    free(L->m);
+    free(L->strs.b);
+    memset(L, 0, sizeof *L);
+}
+
+typedef struct { const char *s; size_t n, i; int depth; } jscan;
+
+static void js_ws(jscan *j) {
+    while (j->i < j->n && (j->s[j->i] == ' ' || j->s[j->i] == '\n' || j->s[j->i] == '\r' || j->s[j->i] == '\t')) j->i++;
+}
+
+static int hexv(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Scans a string at j->i (a '"'); appends its decoded bytes to out when not NULL. 0 ok, -1 bad. */
+static int js_string(jscan *j, bbuf *out) {
+    if (j->i >= j->n || j->s[j->i] != '"') return -1;
+    size_t i = ++j->i, run = i;
+    const char *s = j->s;
+    for (;;) {
+        if (i >= j->n) return -1;
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"') break;
+        if (c < 0x20) return -1;
+        if (c != '\\') { i++; continue; }
+        if (out && i > run && bbuf_add(out, s + run, i - run)) return -1;
+        if (i + 1 >= j->n) return -1;
+        char e = s[i + 1];
+        char ch = 0;
+        switch (e) {
+        case '"': ch = '"'; break;
+        case '\\': ch = '\\'; break;
+        case '/': ch = '/'; break;
+        case 'b': ch = '\b'; break;
+        case 'f': ch = '\f'; break;
+        case 'n': ch = '\n'; break;
+        case 'r': ch = '\r'; break;
+        case 't': ch = '\t'; break;
+        case 'u': {
+            if (i + 6 > j->n) return -1;
+            int32_t cp = 0;
+            for (int k = 2; k < 6; k++) { int h = hexv(s[i + k]); if (h < 0) return -1; cp = cp * 16 + h; }
+            i += 6;
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                if (i + 6 > j->n || s[i] != '\\' || s[i + 1] != 'u') return -1;
+                int32_t lo = 0;
+                for (int k = 2; k < 6; k++) { int h = hexv(s[i + k]); if (h < 0) return -1; lo = lo * 16 + h; }
+                if (lo < 0xDC00 || lo > 0xDFFF) return -1;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                i += 6;
+            } else if (cp >= 0xDC00 && cp <= 0xDFFF) return -1;
+            if (cp == 0) return -1; /* NUL inside a token: leave it to jansson */
+            char u[4];
+            size_t ul = utf8_encode(cp, u);
+            if (out && bbuf_add(out, u, ul)) return -1;
+            run = i;
+            continue;
+        }
+        default: return -1;
+        }
+        if (out && bbuf_add(out, &ch, 1)) return -1;
+        i += 2;
+        run = i;
+    }
+    if (out && i > run && bbuf_add(out, s + run, i - run)) return -1;
+    if (utf8_check(s + j->i, i - j->i) != i - j->i) return -1;
+    j->i = i + 1;
+    return 0;
+}
+
+static int js_value(jscan *j);
+
+static int js_number(jscan *j, int64_t *iv, int *is_int) {
+    size_t i = j->i, n = j->n;
+    const char *s = j->s;
+    int neg = 0, isint = 1;
+    int64_t v = 0;
+    if (i < n && s[i] == '-') { neg = 1; i++; }
+    if (i >= n || s[i] < '0' || s[i] > '9') return -1;
+    if (s[i] == '0') i++;
+    else while (i < n && s[i] >= '0' && s[i] <= '9') { if (v < 100000000000000LL) v = v * 10 + (s[i] - '0'); else isint = 0; i++; }
+    if (i < n && s[i] == '.') {
+        isint = 0; i++;
+        if (i >= n || s[i] < '0' || s[i] > '9') return -1;
+        while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        isint = 0; i++;
+        if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+        if (i >= n || s[i] < '0' || s[i] > '9') return -1;
+        while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    }
+    j->i = i;
+    if (iv) *iv = neg ? -v : v;
+    if (is_int) *is_int = isint;
+    return 0;
+}
+
+static int js_value(jscan *j) {
+    js_ws(j);
+    if (j->i >= j->n) return -1;
+    char c = j->s[j->i];
+    if (c == '"') return js_string(j, NULL);
+    if (c == '{' || c == '[') {
+        if (++j->depth > 64) return -1;
+        char close = c == '{' ? '}' : ']';
+        j->i++;
+        js_ws(j);
+        if (j->i < j->n && j->s[j->i] == close) { j->i++; j->depth--; return 0; }
+        for (;;) {
+            if (c == '{') {
+                js_ws(j);
+                if (js_string(j, NULL)) return -1;
+                js_ws(j);
+                if (j->i >= j->n || j->s[j->i] != ':') return -1;
+                j->i++;
+            }
+            if (js_value(j)) return -1;
+            js_ws(j);
+            if (j->i >= j->n) return -1;
+            if (j->s[j->i] == ',') { j->i++; continue; }
+            if (j->s[j->i] == close) { j->i++; j->depth--; return 0; }
+            return -1;
+        }
+    }
+    static const char *lits[] = {"true", "false", "null"};
+    for (int k = 0; k < 3; k++) {
+        size_t l = strlen(lits[k]);
+        if (j->i + l <= j->n && !memcmp(j->s + j->i, lits[k], l)) { j->i += l; return 0; }
+    }
+    return js_number(j, NULL, NULL);
+}
+
+/* Parses the vocab object at [a, b) into L. Returns 0, or -1 (syntax: leave it to jansson). */
+static int fast_vocab(model_lists *L, const char *s, size_t a, size_t b) {
+    jscan j = {s, b, a + 1, 0};
+    js_ws(&j);
+    if (j.i < b && s[j.i] == '}') return 0;
+    for (;;) {
+        js_ws(&j);
+        size_t k0 = L->strs.n;
+        if (js_string(&j, &L->strs)) return -1;
+        js_ws(&j);
+        if (j.i >= b || s[j.i] != ':') return -1;
+        j.i++;
+        js_ws(&j);
+        int64_t v;
+        int isint;
+        if (j.i < b && (s[j.i] == '-' || (s[j.i] >= '0' && s[j.i] <= '9'))) {
+            if (js_number(&j, &v, &isint)) return -1;
+            if (!isint) v = -1;
+        } else {
+            if (js_value(&j)) return -1;
+            v = -1; /* not an integer: reported by load_model */
+        }
+        if (L->nv == L->capv) {
+            size_t nc = L->capv ? L->capv * 2 : 1024;
+            vent *nv = realloc(L->v, nc * sizeof *nv);
+            if (!nv) return -1;
+            L->v = nv;
+            L->capv = nc;
+        }
+        L->v[L->nv].k = (uint32_t)k0;
+        L->v[L->nv].kn = (uint32_t)(L->strs.n - k0);
+        L->v[L->nv].id = v;
+        L->nv++;
+        js_ws(&j);
+        if (j.i < b && s[j.i] == ',') { j.i++; continue; }
+        if (j.i < b && s[j.i] == '}') return 0;
+        return -1;
+    }
+}
+
+static int fast_merges(model_lists *L, const char *s, size_t a, size_t b) {
+    jscan j = {s, b, a + 1, 0};
+    js_ws(&j);
+    if (j.i < b && s[j.i] == ']') return 0;
+    for (;;) {
+        js_ws(&j);
+        if (L->nm == L->capm) {
+            size_t nc = L->capm ? L->capm * 2 : 1024;
+            ment *nm = realloc(L->m, nc * sizeof *nm);
+            if (!nm) return -1;
+            L->m = nm;
+            L->capm = nc;
+        }
+        ment *m = &L->m[L->nm];
+        memset(m, 0, sizeof *m);
+        if (j.i < b && s[j.i] == '"') {
+            size_t k0 = L->strs.n;
+            if (js_string(&j, &L->strs)) return -1;
+            m->a = (uint32_t)k0;
+            m->an = (uint32_t)(L->strs.n - k0);
+            m->form = 0;
+        } else if (j.i < b && s[j.i] == '[') {
+            size_t save = j.i;
+            j.i++;
+            js_ws(&j);
+            size_t k0 = L->strs.n, k1 = 0;
+            int ok = j.i < b && s[j.i] == '"' && !js_string(&j, &L->strs);
+            if (ok) {
+                k1 = L->strs.n;
+                js_ws(&j);
+                ok = j.i < b && s[j.i] == ',';
+                j.i++;
+                js_ws(&j);
+                ok = ok && j.i < b && s[j.i] == '"' && !js_string(&j, &L->strs);
+                js_ws(&j);
+                ok = ok && j.i < b && s[j.i] == ']';
+                j.i++;
+            }
+            if (ok) {
+                m->a = (uint32_t)k0; m->an = (uint32_t)(k1 - k0);
+                m->b = (uint32_t)k1; m->bn = (uint32_t)(L->strs.n - k1);
+                m->form = 1;
+            } else {
+                j.i = save;
+                if (js_value(&j)) return -1;
+                m->form = 2;
+            }
+        } else {
+            if (js_value(&j)) return -1;
+            m->form = 2;
+        }
+        L->nm++;
+        js_ws(&j);
+        if (j.i < b && s[j.i] == ',') { j.i++; continue; }
+        if (j.i < b && s[j.i] == ']') return 0;
+        return -1;
+    }
+}
+
+/* Finds root.model.vocab / root.model.merges and parses them; *rest gets the document with them
+ * replaced by {} / [] (caller frees). Returns 0 when the fast path applies, -1 otherwise. */
+static int fast_model(const char *s, size_t n, model_lists *L, char **rest, size_t *rest_len) {
+    jscan j = {s, n, 0, 0};
+    size_t vr[2] = {0, 0}, mr[2] = {0, 0};
+    js_ws(&j);
+    if (j.i >= n || s[j.i] != '{') return -1;
+    j.i++;
+    js_ws(&j);
+    if (j.i < n && s[j.i] == '}') return -1;
+    for (;;) {
+        js_ws(&j);
+        size_t k0 = j.i;
+        if (js_string(&j, NULL)) return -1;
+        int is_model = j.i - k0 == 7 && !memcmp(s + k0, "\"model\"", 7);
+        js_ws(&j);
+        if (j.i >= n || s[j.i] != ':') return -1;
+        j.i++;
+        js_ws(&j);
+        if (is_model && j.i < n && s[j.i] == '{') {
+            j.i++;
+            js_ws(&j);
+            if (j.i < n && s[j.i] == '}') j.i++;
+            else for (;;) {
+                js_ws(&j);
+                size_t q0 = j.i;
+                if (js_string(&j, NULL)) return -1;
+                int is_v = j.i - q0 == 7 && !memcmp(s + q0, "\"vocab\"", 7);
+                int is_m = j.i - q0 == 8 && !memcmp(s + q0, "\"merges\"", 8);
+                js_ws(&j);
+                if (j.i >= n || s[j.i] != ':') return -1;
+                j.i++;
+                js_ws(&j);
+                size_t v0 = j.i;
+                if (js_value(&j)) return -1;
+                if (is_v && s[v0] == '{') { vr[0] = v0; vr[1] = j.i; }
+                if (is_m && s[v0] == '[') { mr[0] = v0; mr[1] = j.i; }
+                js_ws(&j);
+                if (j.i < n && s[j.i] == ',') { j.i++; continue; }
+                if (j.i < n && s[j.i] == '}') { j.i++; break; }
+                return -1;
+            }
+        } else if (js_value(&j)) return -1;
+        js_ws(&j);
+        if (j.i < n && s[j.i] == ',') { j.i++; continue; }
+        if (j.i < n && s[j.i] == '}') { j.i++; break; }
+        return -1;
+    }
+    js_ws(&j);
+    if (j.i != n || !vr[1] || !mr[1]) return -1;
+    if (fast_vocab(L, s, vr[0], vr[1]) || fast_merges(L, s, mr[0], mr[1])) { lists_free(L); return -1; }
+    /* the document without the two big values */
+    size_t lo1 = vr[0] < mr[0] ? vr[0] : mr[0], hi1 = vr[0] < mr[0] ? vr[1] : mr[1];
+    size_t lo2 = vr[0] < mr[0] ? mr[0] : vr[0], hi2 = vr[0] < mr[0] ? mr[1] : vr[1];
+    const char *r1 = vr[0] < mr[0] ? "{}" : "[]", *r2 = vr[0] < mr[0] ? "[]" : "{}";
+    char *o = malloc(n + 8);
+    if (!o) { lists_free(L); return -1; }
+    size_t on = 0;
+    memcpy(o, s, lo1); on = lo1;
+    memcpy(o + on, r1, 2); on += 2;
+    memcpy(o + on, s + hi1, lo2 - hi1); on += lo2 - hi1;
+    memcpy(o + on, r2, 2); on += 2;
+    memcpy(o + on, s + hi2, n - hi2); on += n - hi2;
+    o[on] = 0;
+    *rest = o;
+    *rest_len = on;
+    L->have = 1;
+    return 0;
+}
+
+/* The same lists from jansson values (the slow path). */
+static int lists_from_json(model_lists *L, json_t *vocab, json_t *merges) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(vocab, k, v) {
+        if (L->nv == L->capv) {
+            size_t nc = L->capv ? L->capv * 2 : 1024;
+            vent *nv = realloc(L->v, nc * sizeof *nv);
+            if (!nv) return -1;
+            L->v = nv;
+            L->capv = nc;
+        }
+        size_t k0 = L->strs.n;
+        if (bbuf_add(&L->strs, k, strlen(k))) return -1;
+        L->v[L->nv].k = (uint32_t)k0;
+        L->v[L->nv].kn = (uint32_t)strlen(k);
+        L->v[L->nv].id = json_is_integer(v) ? json_integer_value(v) : -1;
+        L->nv++;
+    }
+    size_t i;
+    json_t *m;
+    json_array_foreach(merges, i, m) {
+        if (L->nm == L->capm) {
+            size_t nc = L->capm ? L->capm * 2 : 1024;
+            ment *nm = realloc(L->m, nc * sizeof *nm);
+            if (!nm) return -1;
+            L->m = nm;
+            L->capm = nc;
+        }
+        ment *e = &L->m[L->nm++];
+        memset(e, 0, sizeof *e);
+        e->form = 2;
+        if (json_is_string(m)) {
+            e->form = 0;
+            e->a = (uint32_t)L->strs.n;
+            e->an = (uint32_t)json_string_length(m);
+            if (bbuf_add(&L->strs, json_string_value(m), e->an)) return -1;
+        } else if (json_is_array(m) && json_array_size(m) == 2 && json_is_string(json_array_get(m, 0)) &&
+                   json_is_string(json_array_get(m, 1))) {
+            e->form = 1;
+            e->a = (uint32_t)L->strs.n;
+            e->an = (uint32_t)json_string_length(json_array_get(m, 0));
+            if (bbuf_add(&L->strs, json_string_value(json_array_get(m, 0)), e->an)) return -1;
+            e->b = (uint32_t)L->strs.n;
+            e->bn = (uint32_t)json_string_length(json_array_get(m, 1));
+            if (bbuf_add(&L->strs, json_string_value(json_array_get(m, 1)), e->bn)) return -1;
+        }
+    }
+    if (!L->strs.b && bbuf_add(&L->strs, "", 0)) return -1;
+    return 0;
+}
+
+static jr_status load_model(jr_tokenizer *t, json_t *root, model_lists *L) {
     json_t *model = json_object_get(root, "model");
     if (!json_is_object(model)) return jr_fail(JR_EFORMAT, "%s: missing \"model\" object", t->name);
     const char *type = json_string_value(json_object_get(model, "type"));
@@ -557,6 +931,9 @@ static jr_status load_model(jr_tokenizer *t, json_t *root) {
         return jr_fail(JR_EUNSUPPORTED, "%s: model.type \"%s\" unsupported (judgerl supports byte-level BPE)", t->name, type);
     if (!json_is_object(vocab)) return jr_fail(JR_EFORMAT, "%s: model.vocab: missing or not an object", t->name);
     if (!json_is_array(merges)) return jr_fail(JR_EFORMAT, "%s: model.merges: missing or not a list", t->name);
+    if (!L->have && lists_from_json(L, vocab, merges)) return jr_fail(JR_ENOMEM, "out of memory");
+    if (!L->strs.b && bbuf_add(&L->strs, "", 0)) return jr_fail(JR_ENOMEM, "out of memory");
+    const char *S = L->strs.b;
     if (json_is_true(json_object_get(model, "byte_fallback")))
         return jr_fail(JR_EUNSUPPORTED, "%s: model.byte_fallback: SentencePiece-style BPE unsupported (judgerl supports byte-level BPE)", t->name);
     const char *csp = json_string_value(json_object_get(model, "continuing_subword_prefix"));
@@ -567,12 +944,11 @@ static jr_status load_model(jr_tokenizer *t, json_t *root) {
 
     /* id space: vocab ids and added token ids */
     int64_t maxid = -1;
-    const char *k;
-    json_t *v;
-    json_object_foreach(vocab, k, v) {
-        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 50000000)
-            return jr_fail(JR_EFORMAT, "%s: model.vocab[\"%s\"]: id must be a non-negative integer", t->name, k);
-        if (json_integer_value(v) > maxid) maxid = json_integer_value(v);
+    for (size_t q = 0; q < L->nv; q++) {
+        if (L->v[q].id < 0 || L->v[q].id > 50000000)
+            return jr_fail(JR_EFORMAT, "%s: model.vocab[\"%.*s\"]: id must be a non-negative integer", t->name,
+                           (int)L->v[q].kn, S + L->v[q].k);
+        if (L->v[q].id > maxid) maxid = L->v[q].id;
     }
     json_t *added = json_object_get(root, "added_tokens");
     if (added && !json_is_array(added) && !json_is_null(added))
@@ -594,13 +970,14 @@ static jr_status load_model(jr_tokenizer *t, json_t *root) {
     t->blen = jr_calloc((size_t)t->n_ids, sizeof *t->blen);
     t->idflags = jr_calloc((size_t)t->n_ids, 1);
     if (!t->form || !t->bytes || !t->blen || !t->idflags) return JR_ENOMEM;
-    if (strmap_init(&t->vocab, json_object_size(vocab))) return JR_ENOMEM;
-    json_object_foreach(vocab, k, v) {
-        int32_t id = (int32_t)json_integer_value(v);
-        jr_status st = set_id(t, id, k, strlen(k), "model.vocab");
+    if (strmap_init(&t->vocab, L->nv)) return JR_ENOMEM;
+    for (size_t q = 0; q < L->nv; q++) {
+        int32_t id = (int32_t)L->v[q].id;
+        jr_status st = set_id(t, id, S + L->v[q].k, L->v[q].kn, "model.vocab");
         if (st) return st;
         if (strmap_put(&t->vocab, t->bytes[id], t->blen[id], id) >= 0)
-            return jr_fail(JR_EFORMAT, "%s: model.vocab: \"%s\" stands for the same bytes as another token", t->name, k);
+            return jr_fail(JR_EFORMAT, "%s: model.vocab: \"%.*s\" stands for the same bytes as another token", t->name,
+                           (int)L->v[q].kn, S + L->v[q].k);
     }
     for (int b = 0; b < 256; b++) {
         char c = (char)b;
@@ -608,26 +985,25 @@ static jr_status load_model(jr_tokenizer *t, json_t *root) {
     }
 
     /* merges: "a b" strings or [a, b] lists; looked up by hashing the pair of ids */
-    size_t nm = json_array_size(merges);
+    size_t nm = L->nm;
     if (pairmap_init(&t->merges, nm)) return JR_ENOMEM;
     char *buf = NULL;
     size_t bufcap = 0;
     for (i = 0; i < nm; i++) {
-        json_t *m = json_array_get(merges, i);
+        const ment *m = &L->m[i];
         const char *a, *b;
         size_t al, bl;
-        if (json_is_string(m)) {
-            const char *s = json_string_value(m);
-            const char *sp = strchr(s, ' ');
-            if (!sp || strchr(sp + 1, ' ')) {
+        if (m->form == 0) {
+            const char *s = S + m->a;
+            const char *sp = memchr(s, ' ', m->an);
+            if (!sp || memchr(sp + 1, ' ', m->an - (size_t)(sp + 1 - s))) {
                 free(buf);
-                return jr_fail(JR_EFORMAT, "%s: model.merges[%zu]: \"%s\" is not two tokens separated by one space", t->name, i, s);
+                return jr_fail(JR_EFORMAT, "%s: model.merges[%zu]: \"%.*s\" is not two tokens separated by one space", t->name, i,
+                               (int)m->an, s);
             }
-            a = s; al = (size_t)(sp - s); b = sp + 1; bl = strlen(b);
-        } else if (json_is_array(m) && json_array_size(m) == 2 && json_is_string(json_array_get(m, 0)) &&
-                   json_is_string(json_array_get(m, 1))) {
-            a = json_string_value(json_array_get(m, 0)); al = json_string_length(json_array_get(m, 0));
-            b = json_string_value(json_array_get(m, 1)); bl = json_string_length(json_array_get(m, 1));
+            a = s; al = (size_t)(sp - s); b = sp + 1; bl = m->an - al - 1;
+        } else if (m->form == 1) {
+            a = S + m->a; al = m->an; b = S + m->b; bl = m->bn;
         } else {
             free(buf);
             return jr_fail(JR_EFORMAT, "%s: model.merges[%zu]: expected \"a b\" or [\"a\", \"b\"]", t->name, i);
@@ -710,9 +1086,9 @@ static jr_status load_model(jr_tokenizer *t, json_t *root) {
     return JR_OK;
 }
 
-static jr_status load_root(jr_tokenizer *t, json_t *root) {
+static jr_status load_root(jr_tokenizer *t, json_t *root, model_lists *L) {
     if (!json_is_object(root)) return jr_fail(JR_EFORMAT, "%s: expected a JSON object", t->name);
-    jr_status st = load_model(t, root);
+    jr_status st = load_model(t, root, L);
     if (st) return st;
     if ((st = load_norm(t, json_object_get(root, "normalizer"), "normalizer"))) return st;
     int has_bl = 0;
@@ -785,13 +1161,27 @@ jr_status jr_tok_load_json(jr_tokenizer **out, const char *text, size_t len, con
     jr_tokenizer *t = tok_new(name);
     if (!t) return JR_ENOMEM;
     json_error_t je;
-    json_t *root = json_loadb(text, len, JSON_ALLOW_NUL, &je);
+    model_lists L;
+    memset(&L, 0, sizeof L);
+    char *rest = NULL;
+    size_t rest_len = 0;
+    json_t *root;
+    if (!fast_model(text, len, &L, &rest, &rest_len)) {
+        root = json_loadb(rest, rest_len, JSON_ALLOW_NUL, &je);
+        free(rest);
+        if (!root) { /* the scanner accepted what jansson does not: take jansson's view of everything */
+            lists_free(&L);
+            root = json_loadb(text, len, JSON_ALLOW_NUL, &je);
+        }
+    } else root = json_loadb(text, len, JSON_ALLOW_NUL, &je);
     if (!root) {
         jr_fail(JR_EFORMAT, "%s: line %d column %d: %s", name, je.line, je.column, je.text);
+        lists_free(&L);
         jr_tok_free(t);
         return JR_EFORMAT;
     }
-    jr_status st = load_root(t, root);
+    jr_status st = load_root(t, root, &L);
+    lists_free(&L);
     json_decref(root);
     if (st) { jr_tok_free(t); return st; }
     default_specials(t);

@@ -322,6 +322,7 @@ typedef struct {
     seg *segs;
     size_t nseg, si; /* current segment */
     tok *t;          /* current token in segment */
+    int depth;       /* nesting of expressions and blocks (bounded: no stack overflow) */
 } parser;
 
 /* ------------------------------------------------------------------ values */
@@ -612,7 +613,9 @@ static node *p_unary(parser *ps, int with_filter) {
     node *n;
     if (is_op(t, "-") || is_op(t, "+")) {
         advance(ps);
+        if (++ps->depth > 200) { perr(ps->p, t->line, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
         node *a = p_unary(ps, 0);
+        ps->depth--;
         if (!a) return NULL;
         if (is_op(t, "+")) n = a;
         else { if (!(n = mknode(ps, E_NEG, t->line))) return NULL; n->a = a; }
@@ -691,7 +694,9 @@ static node *p_not(parser *ps) {
     tok *t = cur(ps);
     if (is_kw(t, "not")) {
         advance(ps);
+        if (++ps->depth > 200) { perr(ps->p, t->line, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
         node *a = p_not(ps);
+        ps->depth--;
         if (!a) return NULL;
         node *n = mknode(ps, E_NOT, t->line);
         if (n) n->a = a;
@@ -725,7 +730,9 @@ static node *p_or(parser *ps) {
 }
 
 static node *p_expr(parser *ps) {
+    if (++ps->depth > 200) { perr(ps->p, cur(ps)->line, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
     node *e = p_or(ps);
+    ps->depth--;
     while (e && is_kw(cur(ps), "if")) {
         int ln = cur(ps)->line;
         advance(ps);
@@ -763,7 +770,9 @@ static node *p_if(parser *ps, int line) {
     n->body = p_body(ps, stops, &stop);
     if (ps->p->failed) return NULL;
     if (stop == 0) { /* elif: a nested if in the else branch, which consumes the endif */
+        if (++ps->depth > 200) { perr(ps->p, line, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
         n->orelse = p_if(ps, ps->segs[ps->si - 1].line);
+        ps->depth--;
         return ps->p->failed ? NULL : n;
     }
     if (stop == 1) {
@@ -780,6 +789,7 @@ static node *p_if(parser *ps, int line) {
 static node *p_stmt(parser *ps, seg *sg) {
     tok *t = ps->t;
     int line = sg->line;
+    if (ps->depth > 200) { perr(ps->p, line, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
     if (t->type != TK_NAME) { perr(ps->p, line, "expected a tag name after '{%%'"); return NULL; }
     if (is_kw(t, "if")) {
         advance(ps);
@@ -869,6 +879,8 @@ static node *p_stmt(parser *ps, seg *sg) {
 static node *p_body(parser *ps, const char *const *stops, int *stop) {
     node *head = NULL, **tail = &head;
     *stop = -1;
+    if (++ps->depth > 200) { perr(ps->p, ps->si < ps->nseg ? ps->segs[ps->si].line : 0, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
+
     while (ps->si < ps->nseg && !ps->p->failed) {
         seg *sg = &ps->segs[ps->si++];
         node *n = NULL;
@@ -883,7 +895,7 @@ static node *p_body(parser *ps, const char *const *stops, int *stop) {
             tok *t = ps->t;
             if (stops && t->type == TK_NAME)
                 for (int k = 0; stops[k]; k++)
-                    if (is_kw(t, stops[k])) { advance(ps); *stop = k; return head; }
+                    if (is_kw(t, stops[k])) { advance(ps); *stop = k; ps->depth--; return head; }
             if (t->type == TK_NAME && (is_kw(t, "endif") || is_kw(t, "endfor") || is_kw(t, "else") || is_kw(t, "elif") ||
                                        is_kw(t, "endgeneration"))) {
                 perr(ps->p, sg->line, "unexpected {%% %.*s %%}", (int)t->n, t->s);
@@ -895,6 +907,7 @@ static node *p_body(parser *ps, const char *const *stops, int *stop) {
         *tail = n;
         tail = &n->next;
     }
+    ps->depth--;
     return head;
 }
 
@@ -907,7 +920,7 @@ jr_status jinja_parse(const char *src, const char *name, struct jinja_tpl **out)
     size_t nseg = 0;
     seg *segs = lex(&p, src, &nseg);
     if (segs) {
-        parser ps = {&p, segs, nseg, 0, NULL};
+        parser ps = {&p, segs, nseg, 0, NULL, 0};
         int stop;
         t->body = p_body(&ps, NULL, &stop);
     } else if (!p.failed) perr(&p, 0, "out of memory");

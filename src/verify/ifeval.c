@@ -26,7 +26,7 @@ static pcre2_code *re_compile(const char *pat, uint32_t opts, int *err, size_t *
     PCRE2_SIZE off = 0;
     int e = 0;
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)full, PCRE2_ZERO_TERMINATED,
-                                   opts | PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | PCRE2_ALT_CIRCUMFLEX, &e,
+                                   opts | PCRE2_UTF | PCRE2_UCP | PCRE2_ALT_CIRCUMFLEX, &e,
                                    &off, NULL);
     free(full);
     if (err) *err = e;
@@ -34,14 +34,19 @@ static pcre2_code *re_compile(const char *pat, uint32_t opts, int *err, size_t *
     return re;
 }
 
+/* Subjects are valid UTF-8 (the entry points replace invalid bytes first), so matching skips
+ * PCRE2's check; PCRE2_MATCH_INVALID_UTF is avoided because it makes repeated matching over one
+ * subject quadratic. */
+
 /* Non-overlapping matches from the start (Python's finditer). Calls fn for each unless fn is
  * NULL; returns the number of matches (stops early when fn returns false). */
 static size_t re_each(const pcre2_code *re, const char *s, size_t len, bool (*fn)(void *, span), void *arg) {
+    if (!re) return 0; /* a fixed pattern that could not be compiled (out of memory) */
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
     if (!md) return 0;
     size_t count = 0, at = 0;
     while (at <= len) {
-        int rc = pcre2_match(re, (PCRE2_SPTR)s, len, at, 0, md, NULL);
+        int rc = pcre2_match(re, (PCRE2_SPTR)s, len, at, PCRE2_NO_UTF_CHECK, md, NULL);
         if (rc < 0) break;
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
         span sp = {ov[0], ov[1]};
@@ -61,9 +66,10 @@ static size_t re_each(const pcre2_code *re, const char *s, size_t len, bool (*fn
 }
 
 static bool re_search(const pcre2_code *re, const char *s, size_t len) {
+    if (!re) return false;
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
     if (!md) return false;
-    int rc = pcre2_match(re, (PCRE2_SPTR)s, len, 0, 0, md, NULL);
+    int rc = pcre2_match(re, (PCRE2_SPTR)s, len, 0, PCRE2_NO_UTF_CHECK, md, NULL);
     pcre2_match_data_free(md);
     return rc >= 0;
 }
@@ -796,11 +802,19 @@ static bool check_variants(const jr_ifeval_instr *ins, const variants *v, jr_ife
 }
 
 bool jr_ifeval_instr_check(const jr_ifeval_instr *ins, const char *response, size_t len, jr_ifeval_mode mode) {
-    if (mode == JR_IFEVAL_STRICT) return follows(ins, response, len);
+    char *fixed = NULL;
+    if (!ifv_utf8_valid(response, len)) {
+        if (!(fixed = ifv_utf8_sanitize(response, len, &len))) return false;
+        response = fixed;
+    }
     variants v;
-    if (!variants_build(&v, response, len)) return false;
-    bool r = check_variants(ins, &v, mode);
-    variants_free(&v);
+    bool r = false;
+    if (mode == JR_IFEVAL_STRICT) r = follows(ins, response, len);
+    else if (variants_build(&v, response, len)) {
+        r = check_variants(ins, &v, mode);
+        variants_free(&v);
+    }
+    free(fixed);
     return r;
 }
 
@@ -816,34 +830,57 @@ jr_status jr_ifeval_check_row(const json_t *instruction_ids, const json_t *kwarg
         return jr_fail(JR_EINVAL, "kwargs has %zu entries but instruction_id_list has %zu",
                        json_array_size(kwargs_list), n);
     if (!response) return jr_fail(JR_EINVAL, "response is missing");
+    size_t rlen = strlen(response);
+    char *fixed = NULL;
+    if (!ifv_utf8_valid(response, rlen)) {
+        if (!(fixed = ifv_utf8_sanitize(response, rlen, &rlen))) return jr_fail(JR_ENOMEM, "out of memory");
+        response = fixed;
+    }
     variants v;
     bool built = false;
-    for (size_t i = 0; i < n; i++) {
+    jr_status st = JR_OK;
+    for (size_t i = 0; i < n && !st; i++) {
         json_t *idv = json_array_get(instruction_ids, i);
         if (!json_is_string(idv)) {
-            if (built) variants_free(&v);
-            return jr_fail(JR_EINVAL, "instruction_id_list[%zu] must be a string, got %s", i, json_type_name(idv));
+            st = jr_fail(JR_EINVAL, "instruction_id_list[%zu] must be a string, got %s", i, json_type_name(idv));
+            break;
         }
         jr_ifeval_instr *ins;
-        jr_status st = jr_ifeval_instr_new(json_string_value(idv),
-                                           json_is_array(kwargs_list) ? json_array_get(kwargs_list, i) : NULL,
-                                           prompt, &ins);
+        st = jr_ifeval_instr_new(json_string_value(idv),
+                                 json_is_array(kwargs_list) ? json_array_get(kwargs_list, i) : NULL, prompt, &ins);
         if (st) {
-            if (built) variants_free(&v);
-            return jr_fail_ctx(st, "instruction %zu", i);
+            jr_fail_ctx(st, "instruction %zu", i);
+            break;
         }
-        if (!built) {
-            if (!variants_build(&v, response, strlen(response))) {
-                jr_ifeval_instr_free(ins);
-                return jr_fail(JR_ENOMEM, "out of memory building the loose variants");
-            }
-            built = true;
-        }
-        results[i] = check_variants(ins, &v, mode);
+        if (!built && !(built = variants_build(&v, response, rlen)))
+            st = jr_fail(JR_ENOMEM, "out of memory building the loose variants");
+        else
+            results[i] = check_variants(ins, &v, mode);
         jr_ifeval_instr_free(ins);
     }
     if (built) variants_free(&v);
-    return JR_OK;
+    free(fixed);
+    return st;
+}
+
+jr_status jr_ifeval_score(const json_t *row, const char *response, jr_ifeval_mode mode, double *pass_rate,
+                          int *all_pass) {
+    if (!json_is_object(row)) return jr_fail(JR_EINVAL, "an IFEval row must be a JSON object");
+    json_t *ids = json_object_get(row, "instruction_id_list"), *kw = json_object_get(row, "kwargs");
+    json_t *pr = json_object_get(row, "prompt");
+    if (!json_is_array(ids)) return jr_fail(JR_EINVAL, "row field instruction_id_list is missing or not an array");
+    if (kw && !json_is_null(kw) && !json_is_array(kw)) return jr_fail(JR_EINVAL, "row field kwargs is not an array");
+    if (pr && !json_is_string(pr)) return jr_fail(JR_EINVAL, "row field prompt is not a string");
+    size_t n = json_array_size(ids);
+    bool *res = calloc(n + 1, sizeof *res);
+    if (!res) return jr_fail(JR_ENOMEM, "out of memory");
+    jr_status st = jr_ifeval_check_row(ids, kw, json_string_value(pr), response, mode, res);
+    if (!st) {
+        if (pass_rate) *pass_rate = jr_ifeval_pass_rate(res, n);
+        if (all_pass) *all_pass = jr_ifeval_all_pass(res, n);
+    }
+    free(res);
+    return st;
 }
 
 double jr_ifeval_pass_rate(const bool *results, size_t n) {

@@ -12,6 +12,11 @@ uint32_t ifv_next_cp(const char *s, size_t len, size_t *i);
 /* Decodes the whole string into a new array (caller frees); *n gets its length. NULL on ENOMEM. */
 uint32_t *ifv_decode(const char *s, size_t len, size_t *n);
 
+/* 1 when s is valid UTF-8 (no surrogates, nothing above U+10FFFF). */
+bool ifv_utf8_valid(const char *s, size_t len);
+/* A copy of s with each invalid byte replaced by U+FFFD (caller frees); NULL on ENOMEM. */
+char *ifv_utf8_sanitize(const char *s, size_t len, size_t *outlen);
+
 /* Python's str.isspace() for one code point. */
 bool ifv_isspace(uint32_t c);
 /* ASCII whitespace as Python's string.whitespace. */

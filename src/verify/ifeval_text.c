@@ -37,6 +37,36 @@ uint32_t *ifv_decode(const char *s, size_t len, size_t *n) {
     return out;
 }
 
+bool ifv_utf8_valid(const char *s, size_t len) {
+    size_t i = 0;
+    while (i < len) {
+        if ((unsigned char)s[i] < 0x80) { i++; continue; }
+        uint32_t c = ifv_next_cp(s, len, &i);
+        if (c >= 0xDC80 && c <= 0xDCFF) return false;
+    }
+    return true;
+}
+
+char *ifv_utf8_sanitize(const char *s, size_t len, size_t *outlen) {
+    char *o = malloc(len * 3 + 1);
+    if (!o) return NULL;
+    size_t i = 0, k = 0;
+    while (i < len) {
+        size_t at = i;
+        uint32_t c = ifv_next_cp(s, len, &i);
+        if (c >= 0xDC80 && c <= 0xDCFF && i == at + 1) {
+            memcpy(o + k, "\xEF\xBF\xBD", 3);
+            k += 3;
+        } else {
+            memcpy(o + k, s + at, i - at);
+            k += i - at;
+        }
+    }
+    o[k] = 0;
+    *outlen = k;
+    return o;
+}
+
 bool ifv_isspace(uint32_t c) {
     return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
            (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
@@ -108,11 +138,21 @@ void ifv_strip(const char *s, size_t len, size_t *b, size_t *e) {
         size_t at = i;
         if (!ifv_isspace(ifv_next_cp(s, len, &i))) { start = at; break; }
     }
-    size_t end = start;
-    i = start;
-    while (i < len) {
-        uint32_t c = ifv_next_cp(s, len, &i);
-        if (!ifv_isspace(c)) end = i;
+    /* backwards from the end: find the last character's lead byte, decode it forwards */
+    size_t end = len;
+    while (end > start) {
+        unsigned char c = (unsigned char)s[end - 1];
+        if (c < 0x80) {
+            if (!ifv_isspace(c)) break;
+            end--;
+            continue;
+        }
+        size_t p = end - 1;
+        for (int k = 0; k < 3 && p > start && ((unsigned char)s[p] & 0xC0) == 0x80; k++) p--;
+        size_t q = p;
+        uint32_t cp = ifv_next_cp(s, len, &q);
+        if (q != end || !ifv_isspace(cp)) break; /* not whitespace, or a stray continuation byte */
+        end = p;
     }
     *b = start;
     *e = end;
@@ -177,8 +217,15 @@ static bool ieq(const uint32_t *c, size_t n, const char *w) {
     return true;
 }
 
-static size_t count_upper_word(const uint32_t *c, size_t n) {
+/* Counts the all-uppercase tokens of one piece. Clitics are split off only when the piece is
+ * followed by a space (`space_after`): the Treebank rules for them require one. */
+static size_t count_upper_word(const uint32_t *c, size_t n, bool space_after) {
     if (!n) return 0;
+    /* X'A -> X' A: an apostrophe before a single word character (not m t s d n) */
+    for (size_t k = 1; k + 1 < n; k++)
+        if (c[k] == '\'' && ifv_isword(c[k + 1]) && (k + 2 == n || !ifv_isword(c[k + 2])) &&
+            !strchr("mtsdnMTSDN", (int)(c[k + 1] < 0x80 ? c[k + 1] : 'x')))
+            return count_upper_word(c, k + 1, true) + count_upper_word(c + k + 1, n - k - 1, space_after);
     static const char *const pairs[][2] = {{"cannot", "can"}, {"gonna", "gon"}, {"gotta", "got"},
                                            {"gimme", "gim"}, {"lemme", "lem"}, {"wanna", "wan"}};
     for (size_t k = 0; k < sizeof pairs / sizeof *pairs; k++)
@@ -186,18 +233,21 @@ static size_t count_upper_word(const uint32_t *c, size_t n) {
             size_t a = strlen(pairs[k][1]);
             return is_upper_piece(c, a) + is_upper_piece(c + a, n - a);
         }
-    /* clitics */
+    if (!space_after) return is_upper_piece(c, n);
+    /* clitics: n't N'T 'll 'LL 're 'RE 've 'VE, 's 'm 'd in any case, a final ' */
     size_t cut = n;
-    if (n >= 4 && (c[n - 3] == 'n' || c[n - 3] == 'N') && c[n - 2] == '\'' && (c[n - 1] == 't' || c[n - 1] == 'T'))
+    const uint32_t *t = c + n;
+    if (n >= 4 && t[-2] == '\'' && ((t[-3] == 'n' && t[-1] == 't') || (t[-3] == 'N' && t[-1] == 'T')))
         cut = n - 3;
-    else if (n >= 4 && c[n - 3] == '\'' &&
-             (ieq(c + n - 2, 2, "ll") || ieq(c + n - 2, 2, "re") || ieq(c + n - 2, 2, "ve")))
+    else if (n >= 4 && t[-3] == '\'' &&
+             ((t[-2] == 'l' && t[-1] == 'l') || (t[-2] == 'L' && t[-1] == 'L') || (t[-2] == 'r' && t[-1] == 'e') ||
+              (t[-2] == 'R' && t[-1] == 'E') || (t[-2] == 'v' && t[-1] == 'e') || (t[-2] == 'V' && t[-1] == 'E')))
         cut = n - 3;
-    else if (n >= 3 && c[n - 2] == '\'' && (ieq(c + n - 1, 1, "s") || ieq(c + n - 1, 1, "m") || ieq(c + n - 1, 1, "d")))
+    else if (n >= 3 && t[-2] == '\'' && ieq(t - 1, 1, "s") + ieq(t - 1, 1, "m") + ieq(t - 1, 1, "d"))
         cut = n - 2;
-    else if (n >= 2 && c[n - 1] == '\'')
+    else if (n >= 2 && t[-1] == '\'')
         cut = n - 1;
-    if (cut < n && cut > 0) return is_upper_piece(c, cut) + is_upper_piece(c + cut, n - cut);
+    if (cut < n && cut > 0 && c[cut - 1] != '\'') return is_upper_piece(c, cut) + is_upper_piece(c + cut, n - cut);
     return is_upper_piece(c, n);
 }
 
@@ -216,8 +266,9 @@ size_t jr_ifeval_count_capital_words(const char *text, size_t len) {
         size_t b = i;
         while (i < n && !ifv_isspace(c[i])) i++;
         size_t e = i;
+        bool space_after = i == n || c[i] == ' ';
         /* trailing sentence period, commas, colons (the rest is split below) */
-        while (e > b && (c[e - 1] == '.' || c[e - 1] == ',' || c[e - 1] == ':')) e--;
+        while (e > b && (c[e - 1] == '.' || c[e - 1] == ',' || c[e - 1] == ':')) { e--; space_after = true; }
         size_t p = b, j = b;
         while (j < e) {
             size_t sep = 0;
@@ -228,14 +279,14 @@ size_t jr_ifeval_count_capital_words(const char *text, size_t len) {
                 while (j + sep < e && c[j + sep] == c[j]) sep++;
             }
             if (sep) {
-                count += count_upper_word(c + p, j - p);
+                count += count_upper_word(c + p, j - p, true);
                 j += sep;
                 p = j;
             } else {
                 j++;
             }
         }
-        count += count_upper_word(c + p, e - p);
+        count += count_upper_word(c + p, e - p, space_after);
     }
     free(c);
     return count;
