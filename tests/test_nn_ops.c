@@ -118,6 +118,55 @@ TEST(attention_fd) {
     free(c.out); free(c.att); free(c.q); free(c.k); free(c.v); free(c.r); free(dq); free(dk); free(dv);
 }
 
+/* Long rows span several row blocks of the sgemm-based kernel (64 rows each): the forward against
+ * a naive double-precision causal attention, the backward by differences on every 11th element. */
+static void fd_check_some(const char *what, float *x, const float *g, long n, long stride, loss_fn f, void *ctx) {
+    int bad = 0;
+    for (long i = 0; i < n; i += stride) {
+        float keep = x[i];
+        x[i] = keep + FD_H; double lp = f(ctx);
+        x[i] = keep - FD_H; double lm = f(ctx);
+        x[i] = keep;
+        double num = (lp - lm) / (2.0 * FD_H);
+        if (!(fabs(g[i] - num) <= FD_ATOL + FD_RTOL * fabs(num)) && bad++ < 3)
+            printf("  %s[%ld]: analytic %.6g numeric %.6g\n", what, i, g[i], num);
+    }
+    CHECK_MSG(bad == 0, "%s: %d gradients off", what, bad);
+}
+
+TEST(attention_long_fd) {
+    at_ctx c = {0}; c.B = 1; c.T = 150; c.Hq = 2; c.Hkv = 1; c.D = 4;
+    long nq = (long)c.B * c.T * c.Hq * c.D, nk = (long)c.B * c.T * c.Hkv * c.D;
+    c.out = fresh(nq, 0); c.att = fresh((long)c.B * c.Hq * c.T * c.T, 0); c.q = fresh(nq, 1); c.k = fresh(nk, 1);
+    c.v = fresh(nk, 1); c.r = fresh(nq, 1);
+    at_loss(&c);
+    double worst = 0;
+    for (int h = 0; h < c.Hq; h++)
+        for (int t = 0; t < c.T; t++) {
+            double s[150], mx = -1e300, z = 0;
+            for (int j = 0; j <= t; j++) {
+                s[j] = 0;
+                for (int i = 0; i < c.D; i++) s[j] += (double)c.q[(t * c.Hq + h) * c.D + i] * c.k[j * c.D + i];
+                s[j] /= 2.0; /* sqrt(D) */
+                if (s[j] > mx) mx = s[j];
+            }
+            for (int j = 0; j <= t; j++) z += exp(s[j] - mx);
+            for (int i = 0; i < c.D; i++) {
+                double o = 0;
+                for (int j = 0; j <= t; j++) o += exp(s[j] - mx) / z * c.v[j * c.D + i];
+                double e = fabs(o - c.out[(t * c.Hq + h) * c.D + i]);
+                if (e > worst) worst = e;
+            }
+        }
+    CHECK_MSG(worst < 1e-5, "forward differs from the naive reference by %.3g", worst);
+    float *dq = calloc(nq, 4), *dk = calloc(nk, 4), *dv = calloc(nk, 4);
+    jr_attention_backward(dq, dk, dv, c.r, c.att, c.q, c.k, c.v, c.B, c.T, c.Hq, c.Hkv, c.D);
+    fd_check_some("dq", c.q, dq, nq, 11, at_loss, &c);
+    fd_check_some("dk", c.k, dk, nk, 11, at_loss, &c);
+    fd_check_some("dv", c.v, dv, nk, 11, at_loss, &c);
+    free(c.out); free(c.att); free(c.q); free(c.k); free(c.v); free(c.r); free(dq); free(dk); free(dv);
+}
+
 /* ---- swiglu ---- */
 typedef struct { float *out, *g, *u, *r; int N, I; } sw_ctx;
 static double sw_loss(void *p) { sw_ctx *c = p; jr_swiglu_forward(c->out, c->g, c->u, c->N, c->I); return wsum(c->out, c->r, (long)c->N * c->I); }
@@ -173,6 +222,7 @@ int main(void) {
     RUN(rmsnorm_fd);
     RUN(rope_fd);
     RUN(attention_fd);
+    RUN(attention_long_fd);
     RUN(swiglu_fd);
     RUN(embedding_fd);
     RUN(logprob_fd);

@@ -117,13 +117,14 @@ def forward(c, P, ids, attn_mask):
     D = c.get("head_dim") or H // nh
     eps = c["rms_norm_eps"]
     qk_norm = c["model_type"] == "qwen3"
-    pos = torch.arange(Tn).double()
-    freqs = torch.outer(pos, inv_freq(c))
+    dt = torch.get_default_dtype()  # float64 for fixtures; float32 in bench/train_torch.py
+    pos = torch.arange(Tn).to(dt)
+    freqs = torch.outer(pos, inv_freq(c).to(dt))
     emb = torch.cat((freqs, freqs), dim=-1)
     cos, sin = emb.cos()[None, None], emb.sin()[None, None]
     causal = torch.tril(torch.ones(Tn, Tn, dtype=torch.bool))
     allowed = causal[None, None] & attn_mask[:, None, None, :].bool()
-    bias = torch.where(allowed, 0.0, torch.finfo(torch.float64).min)
+    bias = torch.where(allowed, 0.0, torch.finfo(dt).min)
     lin = lambda x, n: x @ P[n + ".weight"].T + (P[n + ".bias"] if n + ".bias" in P else 0)
     x = P["model.embed_tokens.weight"][ids]
     for l in range(c["num_hidden_layers"]):
@@ -226,6 +227,15 @@ def make(name, c, out_dir, seed):
     loss0 = loss_sum(c, R, ids[:1], targets[:1], mask[:1]) / n0
     loss0.backward()
 
+    # the RL path (GRPO): gradient of sum(w * logprob at temperature T) for random weights w, for
+    # the smallest fixture only (keeps the fixtures small)
+    rl = []
+    if name == "qwen3_tied_bias":
+        S = {n: P[n].detach().clone().requires_grad_(True) for n, _ in names}
+        w = torch.randn(targets.shape, generator=g).float().double() * (targets >= 0)
+        (w * token_logprobs(forward(c, S, ids, mask), targets, TEMPERATURE)).sum().backward()
+        rl = [("dlp_weights", w.float())] + [("gradT." + n, S[n].grad.float()) for n, _ in names]
+
     # AdamW: decay on 2-D weights only (not norms, not biases); cosine schedule with warmup;
     # global-norm clipping; 2 micro-batches per step (equal to the full batch in exact math).
     Q = {n: P[n].detach().clone().requires_grad_(True) for n, _ in names}
@@ -250,6 +260,7 @@ def make(name, c, out_dir, seed):
            ("logprobs_t", lp_t.float()), ("temperature", torch.tensor([TEMPERATURE], dtype=torch.float32)),
            ("adamw_losses", torch.tensor(losses, dtype=torch.float32))]
     ref += [("grad." + n, P[n].grad.float()) for n, _ in names]
+    ref += rl
     ref += [("loss0", loss0.detach().reshape(1).float())]
     ref += [("grad0." + n, R[n].grad.float()) for n, _ in names]
     st_write(os.path.join(d, "reference.safetensors"), ref)

@@ -67,7 +67,8 @@ void jr_logprob_forward(float *lp, const float *logits, const int32_t *targets, 
 void jr_logprob_backward_inplace(float *logits, const float *dlp, const int32_t *targets, int N, int V,
                                  float inv_temp);
 
-/* Sets the threads of both OpenMP loops and OpenBLAS (n >= 1); returns the previous OpenMP count. */
+/* Sets the OpenMP threads of every kernel (n >= 1; OpenBLAS runs single-threaded inside them);
+ * returns the previous count. */
 int jr_nn_set_threads(int n);
 /* The OpenMP thread count loops use now. */
 int jr_nn_threads(void);

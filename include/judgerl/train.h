@@ -2,6 +2,7 @@
 #ifndef JUDGERL_TRAIN_H
 #define JUDGERL_TRAIN_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -24,8 +25,9 @@ typedef struct jr_train_result {
  * run.out_dir/checkpoints/ every trainer.save_every steps and at the end, and the final model as
  * an HF directory in run.out_dir/model. With trainer.resume it continues from the latest
  * checkpoint, bit-exactly (same losses as an uninterrupted run). The progress bar goes to
- * `progress` (NULL: none). On error the message names the row, file or key; checkpoints already
- * written stay valid. */
-jr_status jr_train_run(const jr_config *c, FILE *progress, jr_train_result *res);
+ * `progress` (NULL: none). When *stop becomes nonzero (a signal handler sets it; stop may be NULL)
+ * the run finishes its current step, writes a checkpoint and returns JR_ECANCELED. On error the
+ * message names the row, file or key; checkpoints already written stay valid. */
+jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res);
 
 #endif

@@ -27,8 +27,16 @@ static double cpu(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-int bench_generate(int argc, char **argv, int (*named_config)(const char *, jr_model_config *)) {
+int cmd_bench_generate(int argc, char **argv) {
     const char *cmd = "bench generate", *model = NULL, *cname = NULL, *save = NULL;
+    if (cli_wants_help(argc, argv)) {
+        printf("usage: judgerl bench generate (--model DIR | --config 10m|100m) [--batch B] [--prompt P] [--tokens N] [--save DIR]\n"
+               "Prefills B random prompts of P tokens into a KV cache, then decodes N tokens for all B at once\n"
+               "(sampling at temperature 1); prints prefill/decode tokens per second (wall clock and per CPU\n"
+               "second), decode_step_ms and the sampler's share. --save DIR also writes the (random) model as an\n"
+               "HF directory. Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS.\n");
+        return CLI_OK;
+    }
     int B = 8, P = 64, N = 64;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -49,7 +57,7 @@ int bench_generate(int argc, char **argv, int (*named_config)(const char *, jr_m
     if (model) st = jr_model_load(&m, model);
     else {
         jr_model_config c;
-        if (named_config(cname, &c)) return cli_usage(cmd, "--config: unknown '%s' (10m or 100m)", cname);
+        if (cli_bench_config(cname, &c)) return cli_usage(cmd, "--config: unknown '%s' (10m or 100m)", cname);
         st = jr_model_init_random(&m, &c, 1, 0.02f);
     }
     if (!st && save) st = jr_model_save(&m, save, NULL); /* the benchmark model, e.g. for bench/serve_load.py */

@@ -1,11 +1,16 @@
 /* cmd_train.c - `judgerl train CONFIG.yaml [key=value ...]`: SFT (and later GRPO) from a YAML config */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "judgerl/dataset.h"
 #include "judgerl/model.h"
 #include "judgerl/train.h"
+
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int sig) { (void)sig; stop_requested = 1; }
 
 static const jr_cfg_field *const train_tables[] = {jr_run_cfg, jr_data_cfg, jr_model_cfg, jr_trainer_cfg, NULL};
 
@@ -25,7 +30,13 @@ int cmd_train(int argc, char **argv) {
     if (rc) return rc;
     if (print_only) { jr_config_free(&cfg); return CLI_OK; }
     jr_train_result res;
-    jr_status st = jr_train_run(&cfg, stderr, &res);
+    /* SIGINT/SIGTERM: finish the step, write a checkpoint, exit 1 */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    jr_status st = jr_train_run(&cfg, stderr, &stop_requested, &res);
     if (st) { jr_config_free(&cfg); return cli_fail("train", st); }
     if (res.last_step >= res.first_step) {
         printf("%s steps %lld..%lld: loss %.4f -> %.4f", res.resumed ? "resumed," : "trained", (long long)res.first_step,

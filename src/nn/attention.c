@@ -1,45 +1,51 @@
-/* attention.c - causal grouped-query scaled-dot-product attention forward/backward */
+/* attention.c - causal grouped-query scaled-dot-product attention forward/backward (blocked sgemm) */
+#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
 #include "judgerl/nn.h"
 
-static inline float dot(const float *a, const float *b, int n) {
-    float s = 0;
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
+/* Rows of a block: the scratch of one block (rows x T floats) stays within 256 KiB of stack, and
+ * each block multiplies only the columns up to its last row (causal), half the work of full T x T. */
+static int row_block(int T) {
+    int r = 65536 / T;
+    return r < 1 ? 1 : r > 64 ? 64 : r;
+}
+
+static void blas_single_thread(void) {
+    static int done;
+    if (!done) { openblas_set_num_threads(1); done = 1; }
 }
 
 // out (B,T,Hq,D), att (B,Hq,T,T), q (B,T,Hq,D), k, v (B,T,Hkv,D)
 void jr_attention_forward(float *out, float *att, const float *q, const float *k, const float *v, int B, int T,
                           int Hq, int Hkv, int D) {
-    int rep = Hq / Hkv;
+    int rep = Hq / Hkv, R = row_block(T), ldq = Hq * D, ldk = Hkv * D;
     float scale = 1.0f / sqrtf((float)D);
+    blas_single_thread();
 #pragma omp parallel for collapse(2) schedule(dynamic) if((long)B * Hq * T * T * D > JR_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < Hq; h++) {
             int g = h / rep;
-            for (int t = 0; t < T; t++) {
-                const float *qt = q + (((long)b * T + t) * Hq + h) * D;
-                float *row = att + (((long)b * Hq + h) * T + t) * T;
-                float mx = -INFINITY;
-                for (int j = 0; j <= t; j++) {
-                    float s = dot(qt, k + (((long)b * T + j) * Hkv + g) * D, D) * scale;
-                    row[j] = s;
-                    if (s > mx) mx = s;
+            const float *qb = q + (long)b * T * ldq + (long)h * D;
+            const float *kb = k + (long)b * T * ldk + (long)g * D, *vb = v + (long)b * T * ldk + (long)g * D;
+            float *ob = out + (long)b * T * ldq + (long)h * D;
+            float *P = att + ((long)b * Hq + h) * T * T;
+            for (int r0 = 0; r0 < T; r0 += R) {
+                int r1 = r0 + R < T ? r0 + R : T, rb = r1 - r0;
+                /* scores of rows r0..r1-1 against keys 0..r1-1 */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rb, r1, D, scale, qb + (long)r0 * ldq, ldq, kb, ldk,
+                            0.0f, P + (long)r0 * T, T);
+                for (int t = r0; t < r1; t++) {
+                    float *row = P + (long)t * T, mx = -INFINITY, sum = 0;
+                    for (int j = 0; j <= t; j++) mx = row[j] > mx ? row[j] : mx;
+                    for (int j = 0; j <= t; j++) { row[j] = expf(row[j] - mx); sum += row[j]; }
+                    float inv = 1.0f / sum;
+                    for (int j = 0; j <= t; j++) row[j] *= inv;
+                    if (t + 1 < T) memset(row + t + 1, 0, sizeof(float) * (size_t)(T - t - 1));
                 }
-                float sum = 0;
-                for (int j = 0; j <= t; j++) { row[j] = expf(row[j] - mx); sum += row[j]; }
-                float inv = 1.0f / sum;
-                for (int j = 0; j <= t; j++) row[j] *= inv;
-                if (t + 1 < T) memset(row + t + 1, 0, sizeof(float) * (size_t)(T - t - 1));
-                float *ot = out + (((long)b * T + t) * Hq + h) * D;
-                memset(ot, 0, sizeof(float) * (size_t)D);
-                for (int j = 0; j <= t; j++) {
-                    const float *vj = v + (((long)b * T + j) * Hkv + g) * D;
-                    float p = row[j];
-                    for (int i = 0; i < D; i++) ot[i] += p * vj[i];
-                }
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rb, D, r1, 1.0f, P + (long)r0 * T, T, vb, ldk,
+                            0.0f, ob + (long)r0 * ldq, ldq);
             }
         }
 }
@@ -48,39 +54,43 @@ void jr_attention_forward(float *out, float *att, const float *q, const float *k
 // One task per (batch, kv head) so that the query heads sharing a kv head add into dk/dv in turn.
 void jr_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *att, const float *q,
                            const float *k, const float *v, int B, int T, int Hq, int Hkv, int D) {
-    int rep = Hq / Hkv;
+    int rep = Hq / Hkv, R = row_block(T), ldq = Hq * D, ldk = Hkv * D;
     float scale = 1.0f / sqrtf((float)D);
+    blas_single_thread();
 #pragma omp parallel if((long)B * Hq * T * T * D > JR_PAR_MIN)
     {
-        float ds[T]; // dL/d(score) of one row; T floats of stack per thread
+        float S[R * T]; /* dL/d(scores) of one block of rows: at most 64K floats */
 #pragma omp for collapse(2) schedule(dynamic)
         for (int b = 0; b < B; b++)
             for (int g = 0; g < Hkv; g++) {
-                for (int h = g * rep; h < (g + 1) * rep; h++)
-                    for (int t = 0; t < T; t++) {
-                        const float *row = att + (((long)b * Hq + h) * T + t) * T;
-                        const float *go = dout + (((long)b * T + t) * Hq + h) * D;
-                        const float *qt = q + (((long)b * T + t) * Hq + h) * D;
-                        float *dqt = dq + (((long)b * T + t) * Hq + h) * D;
-                        float s = 0;
-                        for (int j = 0; j <= t; j++) {
-                            const float *vj = v + (((long)b * T + j) * Hkv + g) * D;
-                            ds[j] = dot(go, vj, D);
-                            s += row[j] * ds[j];
-                            float *dvj = dv + (((long)b * T + j) * Hkv + g) * D;
-                            float p = row[j];
-                            for (int i = 0; i < D; i++) dvj[i] += p * go[i];
+                const float *kb = k + (long)b * T * ldk + (long)g * D, *vb = v + (long)b * T * ldk + (long)g * D;
+                float *dkb = dk + (long)b * T * ldk + (long)g * D, *dvb = dv + (long)b * T * ldk + (long)g * D;
+                for (int h = g * rep; h < (g + 1) * rep; h++) {
+                    const float *qb = q + (long)b * T * ldq + (long)h * D, *gb = dout + (long)b * T * ldq + (long)h * D;
+                    float *dqb = dq + (long)b * T * ldq + (long)h * D;
+                    const float *P = att + ((long)b * Hq + h) * T * T;
+                    for (int r0 = 0; r0 < T; r0 += R) {
+                        int r1 = r0 + R < T ? r0 + R : T, rb = r1 - r0;
+                        /* dv[0:r1] += P[r0:r1, 0:r1]^T dout[r0:r1] */
+                        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, D, rb, 1.0f, P + (long)r0 * T, T,
+                                    gb + (long)r0 * ldq, ldq, 1.0f, dvb, ldk);
+                        /* dP = dout[r0:r1] v[0:r1]^T, then dS = P * (dP - rowsum(P * dP)) * scale */
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rb, r1, D, 1.0f, gb + (long)r0 * ldq, ldq, vb,
+                                    ldk, 0.0f, S, r1);
+                        for (int t = r0; t < r1; t++) {
+                            const float *p = P + (long)t * T;
+                            float *s = S + (long)(t - r0) * r1, dot = 0;
+                            for (int j = 0; j <= t; j++) dot += p[j] * s[j];
+                            for (int j = 0; j <= t; j++) s[j] = p[j] * (s[j] - dot) * scale;
+                            for (int j = t + 1; j < r1; j++) s[j] = 0;
                         }
-                        for (int j = 0; j <= t; j++) {
-                            float d = row[j] * (ds[j] - s) * scale;
-                            const float *kj = k + (((long)b * T + j) * Hkv + g) * D;
-                            float *dkj = dk + (((long)b * T + j) * Hkv + g) * D;
-                            for (int i = 0; i < D; i++) {
-                                dqt[i] += d * kj[i];
-                                dkj[i] += d * qt[i];
-                            }
-                        }
+                        /* dq[r0:r1] += dS k[0:r1]; dk[0:r1] += dS^T q[r0:r1] */
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rb, D, r1, 1.0f, S, r1, kb, ldk, 1.0f,
+                                    dqb + (long)r0 * ldq, ldq);
+                        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, D, rb, 1.0f, S, r1, qb + (long)r0 * ldq,
+                                    ldq, 1.0f, dkb, ldk);
                     }
+                }
             }
     }
 }

@@ -13,7 +13,7 @@ void jr_logprob_forward(float *lp, const float *logits, const int32_t *targets, 
         float mx = -INFINITY;
         for (int i = 0; i < V; i++) if (z[i] > mx) mx = z[i];
         double s = 0;
-        for (int i = 0; i < V; i++) s += exp((double)((z[i] - mx) * inv_temp));
+        for (int i = 0; i < V; i++) s += expf((z[i] - mx) * inv_temp);
         lp[n] = (float)((double)((z[targets[n]] - mx) * inv_temp) - log(s));
     }
 }

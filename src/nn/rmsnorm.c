@@ -1,5 +1,6 @@
 /* rmsnorm.c - RMSNorm (HF LlamaRMSNorm semantics, fp32) forward/backward */
 #include <math.h>
+#include <stdlib.h>
 
 #include "judgerl/nn.h"
 
@@ -33,12 +34,33 @@ void jr_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const f
         }
     }
     if (dweight) {
-        // channels split across threads; tokens summed in order so the result is deterministic
+        /* rows in NCH fixed chunks, each summed row-wise (contiguous) into its own partial, then the
+         * partials in chunk order: deterministic for any thread count */
+        enum { NCH = 16 };
+        double *part = calloc((size_t)NCH * C, sizeof(double));
+        if (part) {
 #pragma omp parallel for schedule(static) if((long)N * C > JR_PAR_MIN)
-        for (int c = 0; c < C; c++) {
-            double s = 0;
-            for (int n = 0; n < N; n++) s += (double)dout[(long)n * C + c] * inp[(long)n * C + c] * rstd[n];
-            dweight[c] += (float)s;
+            for (int ch = 0; ch < NCH; ch++) {
+                double *pc = part + (size_t)ch * C;
+                for (long n = (long)N * ch / NCH; n < (long)N * (ch + 1) / NCH; n++) {
+                    const float *g = dout + n * C, *x = inp + n * C;
+                    double r = rstd[n];
+#pragma omp simd
+                    for (int c = 0; c < C; c++) pc[c] += (double)g[c] * x[c] * r;
+                }
+            }
+            for (int c = 0; c < C; c++) {
+                double t = 0;
+                for (int ch = 0; ch < NCH; ch++) t += part[(size_t)ch * C + c];
+                dweight[c] += (float)t;
+            }
+            free(part);
+        } else { /* no memory for partials: the column-wise loop */
+            for (int c = 0; c < C; c++) {
+                double t = 0;
+                for (int n = 0; n < N; n++) t += (double)dout[(long)n * C + c] * inp[(long)n * C + c] * rstd[n];
+                dweight[c] += (float)t;
+            }
         }
     }
 }
