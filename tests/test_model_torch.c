@@ -14,7 +14,8 @@
  * fp32 rounding only):
  *   logits, log-probs, loss:  |a - b| <= 1e-5 + 1e-5 |b|
  *   gradients:                |a - b| <= 1e-4 * max|b over the tensor| + 1e-4 |b|
- *   AdamW losses (10 steps):  |a - b| <= 1e-4 |b|  (each step compounds the rounding of the last) */
+ *   AdamW losses (10 steps):  |a - b| <= 1e-4 |b|  (each step compounds the rounding of the last)
+ * The RL path (qwen3_tied_bias): gradients of sum(w * logprob at temperature 0.7) as gradients. */
 #define LOGIT_ATOL 1e-5
 #define LOGIT_RTOL 1e-5
 #define GRAD_SCALE_TOL 1e-4
@@ -128,6 +129,34 @@ static void check_model(const char *name) {
         CHECK_MSG(nb == 0, "%s: %s: %d of %lld off, worst %.3g (max |g| %.3g)", name, gname, nb, (long long)n, we, mx);
         CHECK_MSG(mx > 0, "%s: %s is all zero in the reference", name, gname);
         free(ref);
+    }
+
+    /* the RL path: gradient of sum(w * logprob at the temperature) with jr_model_backward(dlp = w) */
+    float *w = read_f32(&f.ref, "dlp_weights", NULL);
+    if (w) {
+        jr_model_zero_grads(&m);
+        CHECK_OK(jr_model_forward(&m, &a, f.ids, f.B, f.T));
+        CHECK_OK(jr_model_backward(&m, &a, f.targets, temp[0], w));
+        int checked = 0;
+        for (int i = 0; i < m.n_tensors; i++) {
+            char gname[160];
+            snprintf(gname, sizeof gname, "gradT.%s", m.tensors[i].name);
+            int64_t n = 0;
+            float *ref = read_f32(&f.ref, gname, &n);
+            if (!ref || n != m.tensors[i].numel) { CHECK_MSG(0, "%s: reference lacks %s", name, gname); free(ref); continue; }
+            const float *got = m.grads + m.offset[i];
+            double mx = 0;
+            int nb = 0;
+            for (int64_t j = 0; j < n; j++) if (fabs(ref[j]) > mx) mx = fabs(ref[j]);
+            for (int64_t j = 0; j < n; j++) nb += !(fabs(got[j] - ref[j]) <= GRAD_SCALE_TOL * mx + GRAD_RTOL * fabs(ref[j]));
+            CHECK_MSG(nb == 0, "%s: %s: %d of %lld off", name, gname, nb, (long long)n);
+            checked++;
+            free(ref);
+        }
+        CHECK(checked == m.n_tensors);
+        /* a second backward without a forward is refused, not garbage */
+        CHECK(jr_model_backward(&m, &a, f.targets, temp[0], w) == JR_EINVAL);
+        free(w);
     }
 
     /* 10 AdamW steps, 2 micro-batches (one row each) per step, settings from adamw.json */

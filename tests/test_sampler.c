@@ -112,11 +112,74 @@ TEST(same_seed_same_draws) {
     jr_sample_scratch_free(&w);
 }
 
+/* A plain reference: sort every candidate (when truncating), then top-k, top-p, one draw. */
+static const float *ref_z;
+static int ref_cmp(const void *a, const void *b) {
+    int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
+    if (ref_z[i] != ref_z[j]) return ref_z[i] > ref_z[j] ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+static int32_t ref_sample(const float *logits, int n, const jr_sample_params *p, jr_rng *r) {
+    float *pr = malloc(sizeof(float) * n);
+    int32_t *idx = malloc(sizeof(int32_t) * n);
+    float mx = -INFINITY;
+    for (int i = 0; i < n; i++) mx = logits[i] > mx ? logits[i] : mx;
+    for (int i = 0; i < n; i++) { pr[i] = expf((logits[i] - mx) * (1.0f / p->temperature)); idx[i] = i; }
+    ref_z = pr;
+    if ((p->top_k > 0 && p->top_k < n) || p->top_p < 1) qsort(idx, (size_t)n, sizeof *idx, ref_cmp); /* else: id order */
+    int k = n;
+    if (p->top_k > 0 && p->top_k < k) k = p->top_k;
+    if (p->top_p < 1) {
+        double tot = 0, cum = 0;
+        for (int c = 0; c < k; c++) tot += pr[idx[c]];
+        for (int c = 0; c < k; c++) { cum += pr[idx[c]]; if (cum >= p->top_p * tot) { k = c + 1; break; } }
+    }
+    double tot = 0, cum = 0;
+    for (int c = 0; c < k; c++) tot += pr[idx[c]];
+    double u = jr_rng_double(r) * tot;
+    int32_t out = idx[k - 1];
+    for (int c = 0; c < k; c++) { cum += pr[idx[c]]; if (u < cum) { out = idx[c]; break; } }
+    free(pr);
+    free(idx);
+    return out;
+}
+
+TEST(truncation_equals_full_sort_reference) {
+    enum { V = 5000 };
+    float *lg = malloc(sizeof(float) * V);
+    jr_rng g;
+    jr_rng_seed(&g, 77);
+    jr_sample_scratch w = {0};
+    int same = 1;
+    const float tps[4] = {1.0f, 0.95f, 0.5f, 0.1f};
+    const int tks[3] = {0, 40, 1000};
+    for (int it = 0; it < 120; it++) {
+        double scale = it % 3 == 0 ? 0.1 : it % 3 == 1 ? 2.0 : 8.0; /* flat to peaked */
+        for (int i = 0; i < V; i++) lg[i] = (float)(scale * jr_rng_normal(&g));
+        jr_sample_params p = jr_sample_params_default();
+        p.temperature = 0.8f;
+        p.top_p = tps[it % 4];
+        p.top_k = tks[(it / 4) % 3];
+        jr_rng a, b;
+        jr_rng_seed2(&a, 5, (uint64_t)it);
+        b = a;
+        int32_t x;
+        CHECK_OK(jr_sample(lg, V, &p, NULL, &a, &w, &x));
+        int32_t y = ref_sample(lg, V, &p, &b);
+        if (x != y) { same = 0; printf("  it %d: top_p %g top_k %d: %d vs reference %d\n", it, p.top_p, p.top_k, x, y); }
+    }
+    CHECK(same);
+    free(lg);
+    jr_sample_scratch_free(&w);
+}
+
 int main(void) {
     RUN(greedy_is_argmax_and_respects_mask_bias_and_size);
     RUN(temperature_distribution_matches_softmax);
     RUN(top_k_top_p_min_p_truncate);
     RUN(logprobs_are_log_softmax_over_all_rows);
     RUN(same_seed_same_draws);
+    RUN(truncation_equals_full_sort_reference);
     return jt_done();
 }

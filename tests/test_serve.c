@@ -302,6 +302,33 @@ TEST(guided_choice_and_regex_from_a_random_model) {
     json_decref(j);
 }
 
+/* With the byte tokenizer every byte is a token: a stream of multi-byte characters must still
+ * arrive whole in each chunk (a split character would show as U+FFFD). */
+TEST(stream_never_splits_utf8_and_stop_token_ids) {
+    const char *body = "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":true,"
+                       "\"temperature\":1.5,\"guided_choice\":[\"\u65e5\u672c\u8a9e\u306e\u6587\",\"\u00e9t\u00e9 \u2713\"]}";
+    for (int k = 0; k < 4; k++) {
+        char *r;
+        CHECK(http("POST", "/v1/chat/completions", body, NULL, &r) == 200);
+        int ok, nch;
+        char *joined = sse_join(r, 1, 0, &ok, &nch, NULL);
+        CHECK(ok);
+        CHECK_MSG(!strcmp(joined, "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e\xe3\x81\xae\xe6\x96\x87") ||
+                  !strcmp(joined, "\xc3\xa9t\xc3\xa9 \xe2\x9c\x93"), "got '%s' in %d chunks", joined, nch);
+        free(joined);
+        free(r);
+    }
+    /* stop_token_ids: the byte 'a' (id 97) forced by a bias ends the completion at once */
+    int st;
+    json_t *j = post_json("/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"q\",\"logit_bias\":{\"97\":100},"
+                          "\"stop_token_ids\":[97],\"max_tokens\":10}", &st);
+    json_t *ch = json_array_get(json_object_get(j, "choices"), 0);
+    CHECK(st == 200 && choice_text(j, 0, 0) && !strcmp(choice_text(j, 0, 0), ""));
+    CHECK_STR(json_string_value(json_object_get(ch, "finish_reason")), "stop");
+    CHECK(json_integer_value(json_object_get(json_object_get(j, "usage"), "completion_tokens")) == 1);
+    json_decref(j);
+}
+
 TEST(malformed_requests_get_their_status_and_the_server_stays_up) {
     struct { const char *path, *body; int status; const char *needle; } cases[] = {
         {"/v1/chat/completions", "{\"model\":\"tiny\",\"messages\":[", 400, "invalid JSON"},
@@ -428,7 +455,7 @@ TEST(queue_full_gets_429) {
         if (c[k].status == 429) CHECK(strstr(c[k].resp, "rate_limit_error") != NULL);
         free(c[k].resp);
     }
-    CHECK_MSG(n429 >= 1 && n200 >= 2 && n200 + n429 == K, "200: %d, 429: %d", n200, n429);
+    CHECK_MSG(n429 >= 1 && n200 >= 1 && n200 + n429 == K, "200: %d, 429: %d", n200, n429);
 }
 
 int main(void) {
@@ -439,6 +466,7 @@ int main(void) {
     RUN(stream_equals_non_stream_with_the_same_seed);
     RUN(n_choices_and_text_completions_logprobs);
     RUN(guided_choice_and_regex_from_a_random_model);
+    RUN(stream_never_splits_utf8_and_stop_token_ids);
     RUN(malformed_requests_get_their_status_and_the_server_stays_up);
     RUN(seeded_same_alone_and_concurrent_and_queue_full_429);
     stop();

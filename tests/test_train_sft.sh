@@ -54,7 +54,20 @@ else fail resume_exact_losses "killed at $at; $(diff "$JR_TMP/a.loss" "$JR_TMP/b
 if cmp -s "$JR_TMP/a/model/model.safetensors" "$JR_TMP/b/model/model.safetensors"; then ok resume_exact_weights
 else fail resume_exact_weights "final weights differ"; fi
 
-# 3. clear errors
+# 3. SIGTERM: the step in flight finishes, a checkpoint is written, one clear line, exit 1
+"$JR_BIN" train "$JR_TMP/sft.yaml" run.out_dir="$JR_TMP/g" >/dev/null 2>"$JR_TMP/g.err" &
+pid=$!
+i=0
+while [ ! -f "$JR_TMP/g/checkpoints/latest" ] && [ $i -lt 6000 ]; do sleep 0.01; i=$((i + 1)); done
+kill -TERM $pid 2>/dev/null
+wait $pid; rc=$?
+at=$(sed -n 's/.*stopped by a signal after step \([0-9]*\);.*/\1/p' "$JR_TMP/g.err")
+if [ "$rc" -eq 1 ] && [ -n "$at" ] && [ "$(cat "$JR_TMP/g/checkpoints/latest")" = "$(printf 'step-%08d' "$at")" ]; then
+  ok sigterm_checkpoints
+elif [ "$rc" -eq 0 ]; then skip sigterm_checkpoints "the run finished before SIGTERM arrived"
+else fail sigterm_checkpoints "exit $rc: $(tail -c 300 "$JR_TMP/g.err")"; fi
+
+# 4. clear errors
 printf '{"prompt": "a", "completion": "b"}\n{"prompt": "x"}\n' >"$JR_TMP/bad.jsonl"
 expect_error missing_completion 'bad.jsonl:2: row has no string field "completion"' \
   "$JR_BIN" train "$JR_TMP/sft.yaml" data.train="$JR_TMP/bad.jsonl" run.out_dir="$JR_TMP/c" data.shuffle=false trainer.batch_size=2

@@ -227,6 +227,15 @@ def make(name, c, out_dir, seed):
     loss0 = loss_sum(c, R, ids[:1], targets[:1], mask[:1]) / n0
     loss0.backward()
 
+    # the RL path (GRPO): gradient of sum(w * logprob at temperature T) for random weights w, for
+    # the smallest fixture only (keeps the fixtures small)
+    rl = []
+    if name == "qwen3_tied_bias":
+        S = {n: P[n].detach().clone().requires_grad_(True) for n, _ in names}
+        w = torch.randn(targets.shape, generator=g).float().double() * (targets >= 0)
+        (w * token_logprobs(forward(c, S, ids, mask), targets, TEMPERATURE)).sum().backward()
+        rl = [("dlp_weights", w.float())] + [("gradT." + n, S[n].grad.float()) for n, _ in names]
+
     # AdamW: decay on 2-D weights only (not norms, not biases); cosine schedule with warmup;
     # global-norm clipping; 2 micro-batches per step (equal to the full batch in exact math).
     Q = {n: P[n].detach().clone().requires_grad_(True) for n, _ in names}
@@ -251,6 +260,7 @@ def make(name, c, out_dir, seed):
            ("logprobs_t", lp_t.float()), ("temperature", torch.tensor([TEMPERATURE], dtype=torch.float32)),
            ("adamw_losses", torch.tensor(losses, dtype=torch.float32))]
     ref += [("grad." + n, P[n].grad.float()) for n, _ in names]
+    ref += rl
     ref += [("loss0", loss0.detach().reshape(1).float())]
     ref += [("grad0." + n, R[n].grad.float()) for n, _ in names]
     st_write(os.path.join(d, "reference.safetensors"), ref)

@@ -110,10 +110,11 @@ jr_status jr_model_forward(jr_model *m, jr_acts *a, const int32_t *ids, int B, i
  * last forward: lp (B*T). temperature > 0 (1 = the model's own distribution). */
 void jr_model_logprobs(const jr_model *m, const jr_acts *a, const int32_t *targets, float temperature, float *lp);
 
-/* Backward of sum_n dlp[n] * logprob(targets[n]) (same targets and temperature as the log-probs):
- * ADDS the gradient of every parameter into m->grads (allocated by jr_model_alloc_grads), so
- * micro-batches accumulate. Consumes a->logits (overwritten by dlogits): call once per forward. */
-void jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, float temperature, const float *dlp);
+/* Backward of sum_n dlp[n] * logprob(targets[n]) over the last forward (dlp and targets (B*T), the
+ * same temperature as the log-probs): ADDS the gradient of every parameter into m->grads, so
+ * micro-batches accumulate. Consumes a->logits (overwritten by dlogits): call once per forward.
+ * JR_EINVAL (nothing changed) when m has no gradients (jr_model_alloc_grads) or no forward ran. */
+jr_status jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, float temperature, const float *dlp);
 
 /* Cross-entropy helper for SFT: forward over ids, then the summed negative log-likelihood of the
  * targets (targets < 0 are not scored) -> *nll_sum and the count -> *n_tok. When `scale` != 0 it

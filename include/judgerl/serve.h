@@ -49,6 +49,8 @@ typedef struct jr_serve_req {
     int32_t *bias_ids;        /* logit_bias (owned) */
     float *bias_vals;
     int ignore_eos;
+    int n_stop_ids;
+    int32_t *stop_ids;        /* stop_token_ids (owned) */
 } jr_serve_req;
 
 /* Parses and checks a request body (len bytes, need not be NUL-terminated) for the chat

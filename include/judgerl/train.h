@@ -2,6 +2,7 @@
 #ifndef JUDGERL_TRAIN_H
 #define JUDGERL_TRAIN_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -30,21 +31,23 @@ typedef struct jr_train_result {
  * run.out_dir/checkpoints/ every trainer.save_every steps and at the end, and the final model as
  * an HF directory in run.out_dir/model. With trainer.resume it continues from the latest
  * checkpoint, bit-exactly (same losses as an uninterrupted run). The progress bar goes to
- * `progress` (NULL: none). On error the message names the row, file or key; checkpoints already
- * written stay valid. */
-jr_status jr_train_run(const jr_config *c, FILE *progress, jr_train_result *res);
+ * `progress` (NULL: none). When *stop becomes nonzero (a signal handler sets it; stop may be NULL)
+ * the run finishes its current step, writes a checkpoint and returns JR_ECANCELED. On error the
+ * message names the row, file or key; checkpoints already written stay valid. */
+jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res);
 
 /* trainer.algo grpo | rloo (grpo_train.c), called by jr_train_run: a config loaded with the run,
  * data, model, trainer, grpo, judge, protocols and reward tables. res->first_loss / last_loss
  * hold the mean reward of the first and last step. Past judge.max_unscored_frac it writes a
- * checkpoint of the state before the step and fails with a message saying so. */
-jr_status jr_grpo_run(const jr_config *c, FILE *progress, jr_train_result *res);
+ * checkpoint of the state before the step and fails with a message saying so. *stop set: as SFT (the
+ * step finishes, at the next generation boundary a checkpoint is written, JR_ECANCELED). */
+jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res);
 
 /* trainer.algo distill (distill.c): each step takes trainer.batch_size rows {"prompt"}, has the judge
  * label them through the reward component with fn label (judge.label.*: labels, threshold), drops
  * the rejected ones (confidence below judge.label.threshold) and trains cross-entropy on
  * [bos] prompt distill.label_prefix+label [eos] (loss on the label and eos). res->first_loss /
  * last_loss are that loss. Past judge.max_unscored_frac rejected it stops with a checkpoint. */
-jr_status jr_distill_run(const jr_config *c, FILE *progress, jr_train_result *res);
+jr_status jr_distill_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res);
 
 #endif

@@ -1,152 +1,17 @@
-/* cmd_bench.c - `judgerl bench train`: training-step throughput of the engine, as one JSON object */
-#include <cblas.h>
-#include <jansson.h>
-#include <omp.h>
+/* cmd_bench.c - `judgerl bench`: dispatches to one benchmark per part (grade, train, generate) */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 
 #include "cli/cli.h"
-#include "judgerl/model.h"
-#include "judgerl/nn.h"
-#include "judgerl/optim.h"
-#include "judgerl/rng.h"
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* The benchmark configs of issue 3: Qwen2 layout, tied embeddings. */
-static int named_config(const char *name, jr_model_config *c) {
-    jr_model_config_init(c, JR_ARCH_QWEN2);
-    c->tie_word_embeddings = 1;
-    c->max_position_embeddings = 4096;
-    if (!strcmp(name, "10m")) {
-        c->hidden_size = 256; c->num_hidden_layers = 6; c->num_attention_heads = 8; c->num_key_value_heads = 4;
-        c->intermediate_size = 768; c->vocab_size = 8192;
-    } else if (!strcmp(name, "100m")) {
-        c->hidden_size = 768; c->num_hidden_layers = 12; c->num_attention_heads = 12; c->num_key_value_heads = 4;
-        c->intermediate_size = 2048; c->vocab_size = 32000;
-    } else {
-        return -1;
-    }
-    c->head_dim = c->hidden_size / c->num_attention_heads;
-    return 0;
-}
-
-/* Single-precision GEMM rate of this machine through the engine's matmul (same threading), n x n x n, ~1 s. */
-static double gemm_peak(void) {
-    int n = 1024;
-    float *a = calloc((size_t)n * n, 4), *b = calloc((size_t)n * n, 4), *c = calloc((size_t)n * n, 4);
-    if (!a || !b || !c) { free(a); free(b); free(c); return 0; }
-    for (long i = 0; i < (long)n * n; i++) { a[i] = (float)(i % 7) * 0.1f; b[i] = (float)(i % 5) * 0.1f; }
-    jr_matmul_forward(c, a, b, NULL, n, n, n);
-    int reps = 0;
-    double t0 = now(), t;
-    do {
-        jr_matmul_forward(c, a, b, NULL, n, n, n);
-        reps++;
-    } while ((t = now() - t0) < 1.0);
-    free(a); free(b); free(c);
-    return 2.0 * n * n * n * reps / t / 1e9;
-}
-
-static int bench_train(int argc, char **argv) {
-    const char *model = NULL, *cname = NULL;
-    int B = 8, T = 256, steps = 5, warm = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (i + 1 >= argc) return cli_usage("bench train", "%s needs a value (see --help)", a);
-        const char *v = argv[++i];
-        if (!strcmp(a, "--model")) model = v;
-        else if (!strcmp(a, "--config")) cname = v;
-        else if (!strcmp(a, "--batch")) B = atoi(v);
-        else if (!strcmp(a, "--seq")) T = atoi(v);
-        else if (!strcmp(a, "--steps")) steps = atoi(v);
-        else if (!strcmp(a, "--warmup")) warm = atoi(v);
-        else return cli_usage("bench train", "unknown option '%s'", a);
-    }
-    if ((model != NULL) == (cname != NULL)) return cli_usage("bench train", "give one of --model DIR or --config 10m|100m");
-    if (B < 1 || T < 2 || steps < 1 || warm < 0) return cli_usage("bench train", "--batch, --seq, --steps must be positive");
-    jr_model m;
-    jr_status st;
-    if (model) {
-        st = jr_model_load(&m, model);
-    } else {
-        jr_model_config c;
-        if (named_config(cname, &c)) return cli_usage("bench train", "--config: unknown '%s' (10m or 100m)", cname);
-        st = jr_model_init_random(&m, &c, 1, 0.02f);
-    }
-    if (st) return cli_fail("bench train", st);
-    jr_acts a;
-    jr_adamw o;
-    memset(&a, 0, sizeof a);
-    memset(&o, 0, sizeof o);
-    int N = B * T;
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)N * 2);
-    float *lp = malloc(sizeof(float) * (size_t)N);
-    if (!ids || !lp) st = jr_fail(JR_ENOMEM, "out of memory");
-    if (!st) st = jr_model_alloc_grads(&m);
-    if (!st) st = jr_acts_init(&a, &m, B, T);
-    if (!st) st = jr_adamw_init(&o, &m, 0.9, 0.95, 1e-8, 0.1);
-    if (st) { free(ids); free(lp); jr_acts_free(&a); jr_model_free(&m); return cli_fail("bench train", st); }
-    jr_rng r;
-    jr_rng_seed(&r, 7);
-    for (int i = 0; i < 2 * N; i++) ids[i] = (int32_t)jr_rng_below(&r, (uint64_t)m.cfg.vocab_size);
-    double t_total = 0, loss = 0;
-    for (int s = 0; s < warm + steps; s++) {
-        if (s == warm) { jr_nn_profile.enabled = 1; jr_nn_profile.matmul_s = jr_nn_profile.matmul_flops = 0; }
-        double t0 = now(), nll;
-        long cnt;
-        jr_model_zero_grads(&m);
-        st = jr_model_nll(&m, &a, ids, ids + N, B, T, 1.0f / (float)N, lp, &nll, &cnt);
-        if (st) break;
-        jr_clip_grad_norm(&m, 1.0);
-        jr_adamw_step(&o, &m, 1e-4);
-        if (s >= warm) t_total += now() - t0;
-        loss = nll / cnt;
-    }
-    jr_nn_profile.enabled = 0;
-    if (st) { free(ids); free(lp); jr_acts_free(&a); jr_adamw_free(&o); jr_model_free(&m); return cli_fail("bench train", st); }
-    double flops = jr_model_train_flops(&m, B, T) * steps;
-    double peak = gemm_peak();
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    const char *ct = getenv("OPENBLAS_CORETYPE"), *l2 = getenv("OPENBLAS_L2_SIZE");
-    json_t *j = json_pack("{s:s, s:I, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:s, s:f}",
-                          "model", model ? model : cname, "params", (json_int_t)jr_model_param_count(&m.cfg), "batch", B,
-                          "seq", T, "steps", steps, "omp_threads", omp_get_max_threads(), "blas_threads",
-                          openblas_get_num_threads(), "step_ms", 1e3 * t_total / steps, "tokens_per_s",
-                          (double)N * steps / t_total, "gflops", flops / t_total / 1e9, "matmul_gflops",
-                          jr_nn_profile.matmul_s > 0 ? jr_nn_profile.matmul_flops / jr_nn_profile.matmul_s / 1e9 : 0.0,
-                          "matmul_share", jr_nn_profile.matmul_s / t_total, "gemm_peak_gflops", peak, "peak_rss_mb",
-                          ru.ru_maxrss / 1024.0, "openblas_coretype", ct ? ct : "", "openblas_l2_size", l2 ? l2 : "",
-                          "loss", loss);
-    char *txt = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
-    if (!txt) { json_decref(j); jr_acts_free(&a); jr_adamw_free(&o); jr_model_free(&m); free(ids); free(lp); return cli_fail("bench train", jr_fail(JR_EINTERNAL, "cannot format the result")); }
-    printf("%s\n", txt);
-    free(txt);
-    json_decref(j);
-    free(ids); free(lp);
-    jr_acts_free(&a); jr_adamw_free(&o); jr_model_free(&m);
-    return CLI_OK;
-}
 
 int cmd_bench(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "grade")) return cmd_bench_grade(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "train")) return cmd_bench_train(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "generate")) return cmd_bench_generate(argc - 1, argv + 1);
     if (argc < 2 || cli_wants_help(argc, argv)) {
-        printf("usage: judgerl bench train (--model DIR | --config 10m|100m) [--batch B] [--seq T] [--steps N] [--warmup W]\n"
-               "Times full training steps (forward, backward, clipping, AdamW) on random tokens and prints one JSON\n"
-               "object: tokens_per_s, step_ms, gflops (model FLOPs / time), matmul_gflops and matmul_share (sgemm\n"
-               "phases), gemm_peak_gflops (a 1024^3 sgemm on this machine), peak_rss_mb, thread counts and the\n"
-               "OPENBLAS_* settings. Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS.\n"
-               "       judgerl bench grade [...]   (judgerl bench grade --help): judge client throughput\n");
+        printf("usage: judgerl bench grade|train|generate [...]   (judgerl bench NAME --help)\n"
+               "Runs a benchmark and prints one JSON object of figures.\n");
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
-    if (!strcmp(argv[1], "train")) return bench_train(argc - 1, argv + 1);
-    return cli_usage("bench", "unknown benchmark '%s' (available: train, grade)", argv[1]);
+    return cli_usage("bench", "unknown benchmark '%s' (known: grade, train, generate)", argv[1]);
 }

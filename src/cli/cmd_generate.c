@@ -15,7 +15,7 @@ static const char *usage_text =
     "usage: judgerl generate --model DIR (--prompt TEXT | --chat FILE.json | --input PROMPTS.jsonl --output OUT.jsonl)\n"
     "         [--n N] [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S]\n"
     "         [--stop TEXT]... [--logprobs K] [--choice TEXT]... [--regex RE] [--ignore-eos]\n"
-    "         [--tokenizer byte] [--parallel SLOTS] [--ctx POSITIONS]\n"
+    "         [--tokenizer auto|byte|PATH] [--parallel SLOTS] [--ctx POSITIONS]\n"
     "  --prompt: one completions prompt; --chat: a JSON list of {role, content} messages;\n"
     "  --input: JSONL rows with \"prompt\" (text) or \"messages\" (chat). Each row gets n output rows\n"
     "  (the input fields plus sample, response, tokens, finish_reason, prompt_tokens, logprobs when\n"
@@ -58,7 +58,7 @@ static jr_status row_prompt(jr_textgen *t, json_t *row, int32_t **ids, int *n) {
 int cmd_generate(int argc, char **argv) {
     const char *cmd = "generate";
     if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
-    const char *model = NULL, *prompt = NULL, *chat = NULL, *input = NULL, *output = NULL, *tokenizer = "byte", *regex = NULL;
+    const char *model = NULL, *prompt = NULL, *chat = NULL, *input = NULL, *output = NULL, *tokenizer = "auto", *regex = NULL;
     const char *stops[16], *choices[64];
     int n_stop = 0, n_choice = 0, ignore_eos = 0;
     double n = 1, max_tokens = 256, temperature = NAN, top_p = NAN, top_k = -1, min_p = 0, seed = 0, logprobs = -1, parallel = 8, ctx = 0;
@@ -138,7 +138,7 @@ int cmd_generate(int argc, char **argv) {
     }
 
     jr_textgen t;
-    jr_status st = jr_textgen_open(&t, model, tokenizer, (int)parallel, (int)ctx);
+    jr_status st = jr_textgen_open(&t, model, tokenizer, 1, 2); /* the cache is sized once the prompts are known */
     if (st) { json_decref(rows); return cli_fail(cmd, st); }
     size_t np = json_array_size(rows);
     int32_t **ids = calloc(np, sizeof *ids);
@@ -154,6 +154,13 @@ int cmd_generate(int argc, char **argv) {
             goto done;
         }
     }
+    if (ctx == 0) { /* just what the longest prompt plus max_tokens need */
+        int longest = 0;
+        for (size_t p = 0; p < np; p++) longest = lens[p] > longest ? lens[p] : longest;
+        ctx = (double)longest + max_tokens;
+        if (ctx > t.m->cfg.max_position_embeddings) ctx = t.m->cfg.max_position_embeddings;
+    }
+    if ((st = jr_textgen_reserve(&t, (int)parallel, (int)ctx))) goto done;
     jr_gen_params gp = jr_gen_params_default();
     gp.max_tokens = (int)max_tokens;
     /* generation_config.json supplies the defaults a flag does not override */

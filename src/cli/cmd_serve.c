@@ -13,7 +13,7 @@
 static const char *usage_text =
     "usage: judgerl serve --model DIR [--host 127.0.0.1] [--port 8000] [--api-key-env NAME] [--parallel N]\n"
     "         [--max-tokens N] [--served-model-name NAME] [--ctx POSITIONS] [--max-queue N] [--max-body BYTES]\n"
-    "         [--tokenizer byte] [--seed S]\n"
+    "         [--tokenizer auto|byte|PATH] [--seed S]\n"
     "  Serves POST /v1/chat/completions and /v1/completions (stream or not), GET /v1/models, /health\n"
     "  (503 while loading) and /metrics. --api-key-env NAME requires 'Authorization: Bearer $NAME' on\n"
     "  /v1/. --port 0 picks a free port; the address is printed on stderr. SIGTERM or SIGINT stop\n"
@@ -42,7 +42,7 @@ static int num(const char *cmd, const char *flag, const char *v, long lo, long h
 int cmd_serve(int argc, char **argv) {
     const char *cmd = "serve";
     if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
-    const char *model = NULL, *host = "127.0.0.1", *key_env = NULL, *name = NULL, *tokenizer = "byte";
+    const char *model = NULL, *host = "127.0.0.1", *key_env = NULL, *name = NULL, *tokenizer = "auto";
     long port = 8000, parallel = 4, max_tokens = 512, ctx = 0, max_queue = 64, max_body = 1 << 20, seed = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

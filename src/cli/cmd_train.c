@@ -1,16 +1,19 @@
 /* cmd_train.c - `judgerl train CONFIG.yaml [key=value ...]`: SFT (and later GRPO) from a YAML config */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
-
-#include "cli/cli.h"
 #include <string.h>
 
+#include "cli/cli.h"
 #include "judgerl/dataset.h"
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
 #include "judgerl/model.h"
 #include "judgerl/train.h"
+
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int sig) { (void)sig; stop_requested = 1; }
 
 static const jr_cfg_field *const train_tables[] = {jr_run_cfg,     jr_data_cfg,     jr_model_cfg,
                                                    jr_trainer_cfg, jr_grpo_cfg,     jr_distill_cfg,
@@ -20,8 +23,8 @@ int cmd_train(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         printf("usage: judgerl train CONFIG.yaml [key=value ...] [--print-config]\n"
                "Trains a model as the config says (trainer.algo: sft on JSONL rows {\"prompt\", \"completion\"},\n"
-               "loss on the completion tokens; grpo | rloo on rows {\"prompt\"} or {\"messages\"} rewarded by\n"
-               "reward.components, see docs/GRPO.md). Start from model.path (an HF directory) or model.init (a\n"
+               "loss on the completion tokens; grpo | rloo | distill on rows {\"prompt\"} or {\"messages\"}\n"
+               "rewarded by reward.components, see docs/GRPO.md). Start from model.path (an HF directory) or model.init (a\n"
                "config.json for a random model). Writes run.out_dir/metrics.jsonl, a TensorBoard event file,\n"
                "checkpoints in run.out_dir/checkpoints/ and the final model in run.out_dir/model.\n"
                "trainer.resume=true continues from the latest checkpoint, exactly.\n");
@@ -33,7 +36,13 @@ int cmd_train(int argc, char **argv) {
     if (rc) return rc;
     if (print_only) { jr_config_free(&cfg); return CLI_OK; }
     jr_train_result res;
-    jr_status st = jr_train_run(&cfg, stderr, &res);
+    /* SIGINT/SIGTERM: finish the step, write a checkpoint, exit 1 */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    jr_status st = jr_train_run(&cfg, stderr, &stop_requested, &res);
     if (st) { jr_config_free(&cfg); return cli_fail("train", st); }
     if (res.last_step >= res.first_step) {
         const char *algo = jr_cfg_str(&cfg, "trainer.algo");

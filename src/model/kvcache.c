@@ -29,32 +29,74 @@ double jr_kv_bytes(const jr_model *m, int n_slots, int max_ctx) {
 
 typedef float v8 __attribute__((vector_size(32)));
 
-/* dot(a, b) over n floats in a fixed order (16 lanes, then the tail), the same for every row. */
-static float dot_fixed(const float *a, const float *b, int n) {
-    v8 s0 = {0}, s1 = {0};
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        v8 a0, a1, b0, b1;
-        memcpy(&a0, a + i, 32); memcpy(&a1, a + i + 8, 32);
-        memcpy(&b0, b + i, 32); memcpy(&b1, b + i + 8, 32);
-        s0 += a0 * b0;
-        s1 += a1 * b1;
-    }
+static inline v8 ld8(const float *p) {
+    v8 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* acc + a * b: one fused multiply-add per lane where the CPU has it (-march=native), else a
+ * multiply then an add. Either way every row goes through the same instructions. */
+#ifdef __FMA__
+#include <immintrin.h>
+static inline v8 fma8(v8 acc, v8 a, v8 b) { return (v8)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)acc); }
+#else
+static inline v8 fma8(v8 acc, v8 a, v8 b) { return acc + a * b; }
+#endif
+
+/* The reduction every row uses: lanes folded pairwise, then the tail in order. */
+static inline float fold(v8 s0, v8 s1, const float *a, const float *b, int i, int n) {
     v8 s = s0 + s1;
     float r = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
     for (; i < n; i++) r += a[i] * b[i];
     return r;
 }
 
-/* out (N,OC) = inp (N,C) . weight (OC,C)^T + bias: each row computed alone (no blocking across
- * rows), so a row's result never depends on the batch it decodes in. Weight rows are read once
- * per call and reused for every row. */
+/* dot(a, b) over n floats in a fixed order (two 8-lane accumulators over blocks of 16, then the
+ * tail), the same whatever else is computed alongside. */
+static float dot_fixed(const float *a, const float *b, int n) {
+    v8 s0 = {0}, s1 = {0};
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = fma8(s0, ld8(a + i), ld8(b + i));
+        s1 = fma8(s1, ld8(a + i + 8), ld8(b + i + 8));
+    }
+    return fold(s0, s1, a, b, i, n);
+}
+
+/* Four rows against one weight row with exactly dot_fixed's order for each row (the weight
+ * vectors are loaded once for the four). */
+static void dot4_fixed(const float *a0, const float *a1, const float *a2, const float *a3, const float *w, int n, float *out) {
+    v8 s00 = {0}, s01 = {0}, s10 = {0}, s11 = {0}, s20 = {0}, s21 = {0}, s30 = {0}, s31 = {0};
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v8 w0 = ld8(w + i), w1 = ld8(w + i + 8);
+        s00 = fma8(s00, ld8(a0 + i), w0); s01 = fma8(s01, ld8(a0 + i + 8), w1);
+        s10 = fma8(s10, ld8(a1 + i), w0); s11 = fma8(s11, ld8(a1 + i + 8), w1);
+        s20 = fma8(s20, ld8(a2 + i), w0); s21 = fma8(s21, ld8(a2 + i + 8), w1);
+        s30 = fma8(s30, ld8(a3 + i), w0); s31 = fma8(s31, ld8(a3 + i + 8), w1);
+    }
+    out[0] = fold(s00, s01, a0, w, i, n);
+    out[1] = fold(s10, s11, a1, w, i, n);
+    out[2] = fold(s20, s21, a2, w, i, n);
+    out[3] = fold(s30, s31, a3, w, i, n);
+}
+
+/* out (N,OC) = inp (N,C) . weight (OC,C)^T + bias: each row's sums in one fixed order (dot_fixed),
+ * so a row's result never depends on the batch it decodes in. Weight rows are read once per call
+ * and reused for every row. */
 static void matmul_rows(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
-#pragma omp parallel for schedule(static) if ((long)OC * C * N > 65536)
+#pragma omp parallel for schedule(static) if ((long)OC * C * N >= 262144) /* below ~0.1 ms of work a thread team costs more than it saves */
     for (int o = 0; o < OC; o++) {
         const float *w = weight + (size_t)o * C;
-        float b = bias ? bias[o] : 0.0f;
-        for (int n = 0; n < N; n++) out[(size_t)n * OC + o] = dot_fixed(inp + (size_t)n * C, w, C) + b;
+        float b = bias ? bias[o] : 0.0f, r4[4];
+        int n = 0;
+        for (; n + 4 <= N; n += 4) {
+            const float *a = inp + (size_t)n * C;
+            dot4_fixed(a, a + C, a + 2 * (size_t)C, a + 3 * (size_t)C, w, C, r4);
+            for (int k = 0; k < 4; k++) out[(size_t)(n + k) * OC + o] = r4[k] + b;
+        }
+        for (; n < N; n++) out[(size_t)n * OC + o] = dot_fixed(inp + (size_t)n * C, w, C) + b;
     }
 }
 
@@ -128,7 +170,7 @@ static void forward_rows(kv *s, int R, const int *out_rows, int n_out, float *lo
             memcpy(kslot(s, s->v, l, s->slot_of[r]) + (size_t)s->pos[r] * KD, s->vv + (size_t)r * KD, (size_t)KD * sizeof(float));
         }
         /* Attention of each row over its slot's cache, positions 0..pos (causal). */
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if ((long)R * Hq * (s->pos[R - 1] + 1) * D >= 65536)
         for (int r = 0; r < R; r++)
             for (int h = 0; h < Hq; h++) {
                 const float *qv = s->q + (size_t)r * QD + (size_t)h * D;
@@ -138,10 +180,7 @@ static void forward_rows(kv *s, int R, const int *out_rows, int n_out, float *lo
                 int P = s->pos[r] + 1;
                 float mx = -INFINITY;
                 for (int t = 0; t < P; t++) {
-                    const float *kt = kc + (size_t)t * KD;
-                    float dot = 0;
-                    for (int d = 0; d < D; d++) dot += qv[d] * kt[d];
-                    a[t] = dot * scale;
+                    a[t] = dot_fixed(qv, kc + (size_t)t * KD, D) * scale;
                     if (a[t] > mx) mx = a[t];
                 }
                 float sum = 0;

@@ -153,7 +153,10 @@ void jr_model_logprobs(const jr_model *m, const jr_acts *a, const int32_t *targe
 
 static void zero(float *p, size_t n) { memset(p, 0, sizeof(float) * n); }
 
-void jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, float temperature, const float *dlp) {
+jr_status jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, float temperature, const float *dlp) {
+    if (!m->grads) return jr_fail(JR_EINVAL, "backward: the model has no gradient buffer (jr_model_alloc_grads)");
+    if (a->B < 1 || a->T < 1) return jr_fail(JR_EINVAL, "backward: no forward pass to differentiate");
+    if (!(temperature > 0)) return jr_fail(JR_EINVAL, "backward: temperature %g must be positive", temperature);
     dims d = dims_of(&m->cfg);
     int B = a->B, T = a->T, N = B * T;
     size_t W = maxz(maxz((size_t)d.F, (size_t)d.QD), (size_t)d.C);
@@ -208,6 +211,8 @@ void jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, float te
         jr_rmsnorm_backward(dres, gw->attn_norm, dln, a->res_in[l], lw->attn_norm, a->ln1_rstd[l], N, d.C);
     }
     jr_embedding_backward(g->embed, dres, a->ids, N, d.C);
+    a->B = a->T = 0; /* the logits are consumed */
+    return JR_OK;
 }
 
 jr_status jr_model_nll(jr_model *m, jr_acts *a, const int32_t *ids, const int32_t *targets, int B, int T,
@@ -229,7 +234,7 @@ jr_status jr_model_nll(jr_model *m, jr_acts *a, const int32_t *ids, const int32_
     if (scale != 0.0f) {
         if (!m->grads && (st = jr_model_alloc_grads(m))) return st;
         for (int n = 0; n < N; n++) lp[n] = targets[n] >= 0 ? -scale : 0.0f;
-        jr_model_backward(m, a, targets, 1.0f, lp);
+        if ((st = jr_model_backward(m, a, targets, 1.0f, lp))) return st;
     }
     return JR_OK;
 }

@@ -66,13 +66,35 @@ jr_status jr_sample(const float *logits, int n_valid, const jr_sample_params *p,
     for (int i = 0; i < n_valid; i++) {
         if (z[i] > -INFINITY && !isnan(z[i])) idx[n++] = i;
     }
-    int sorted = (p->top_k > 0 && p->top_k < n) || (p->top_p > 0.0f && p->top_p < 1.0f);
-    if (sorted) qsort_r(idx, (size_t)n, sizeof *idx, cmp_desc, z);
     for (int c = 0; c < n; c++) z[idx[c]] = expf((z[idx[c]] - zmax) * inv_t);
-    if (p->top_k > 0 && p->top_k < n) n = p->top_k;
-    if (p->top_p > 0.0f && p->top_p < 1.0f) {
-        double total = 0, cum = 0;
-        for (int c = 0; c < n; c++) total += z[idx[c]];
+    int use_k = p->top_k > 0 && p->top_k < n, use_p = p->top_p > 0.0f && p->top_p < 1.0f;
+    double all = 0;
+    if (use_p && !use_k)
+        for (int c = 0; c < n; c++) all += z[idx[c]];
+    if (use_k || use_p) {
+        /* Only the head of the distribution needs sorting: move the tokens with p >= t (in units of
+         * p_max) to the front, lowering t until they hold the top-k, or (no top-k) at least top_p
+         * of the mass. Everything left behind is less likely than everything moved, so the sorted
+         * prefix is exactly what sorting all candidates would give. */
+        int m = n;
+        for (double t = 1.0 / 16; t > 1e-30; t /= 16) {
+            double mass = 0;
+            m = 0;
+            for (int c = 0; c < n; c++)
+                if (z[idx[c]] >= t) {
+                    int32_t x = idx[m]; idx[m] = idx[c]; idx[c] = x;
+                    mass += z[idx[m++]];
+                }
+            if (use_k ? m >= p->top_k : mass >= p->top_p * all) break;
+            m = n;
+        }
+        qsort_r(idx, (size_t)m, sizeof *idx, cmp_desc, z);
+        if (use_k) n = p->top_k;
+        else n = m;
+    }
+    if (use_p) {
+        double total = use_k ? 0 : all, cum = 0;
+        for (int c = 0; use_k && c < n; c++) total += z[idx[c]];
         int keep = n;
         for (int c = 0; c < n; c++) {
             cum += z[idx[c]];

@@ -18,14 +18,23 @@ static void add_eos(jr_textgen *t, int id) {
 
 /* Fills the token table and eos list from the tokenizer and the model's configs. */
 static jr_status vocab_build(jr_textgen *t) {
-    int n = t->tok.n_vocab;
+    int n = t->bpe ? jr_tok_n_tokens(t->bpe) : t->tok.n_vocab;
     if (n > t->m->cfg.vocab_size)
         return jr_fail(JR_EINVAL, "model vocab_size=%d is smaller than the %s tokenizer's %d ids", t->m->cfg.vocab_size,
-                       t->tok.kind, n);
+                       t->bpe ? "tokenizer.json" : t->tok.kind, n);
     t->pieces = calloc((size_t)n, sizeof *t->pieces);
     t->piece_len = calloc((size_t)n, sizeof *t->piece_len);
     if (!t->pieces || !t->piece_len) return jr_fail(JR_ENOMEM, "tokenizer: out of memory for %d pieces", n);
-    for (int32_t id = 0; id < n; id++) {
+    for (int32_t id = 0; t->bpe && id < n; id++) {
+        size_t len = 0;
+        const char *b = jr_tok_id_bytes(t->bpe, id, &len);
+        if (!b || !len || jr_tok_is_special(t->bpe, id)) continue; /* holes and specials: no text */
+        if (!(t->pieces[id] = malloc(len + 1))) return jr_fail(JR_ENOMEM, "tokenizer: out of memory");
+        memcpy(t->pieces[id], b, len);
+        t->pieces[id][len] = 0;
+        t->piece_len[id] = (int32_t)len;
+    }
+    for (int32_t id = 0; !t->bpe && id < n; id++) {
         if (!strcmp(t->tok.kind, "byte") && id >= 256) continue; /* specials: no text */
         char *text = NULL;
         size_t len = 0;
@@ -39,17 +48,34 @@ static jr_status vocab_build(jr_textgen *t) {
     t->vocab.tb.bytes = (const char *const *)t->pieces;
     t->vocab.tb.len = t->piece_len;
     t->vocab.eos = t->eos;
-    add_eos(t, t->tok.eos_id);
+    add_eos(t, t->bpe ? jr_tok_eos_id(t->bpe) : t->tok.eos_id);
+    for (int32_t id = 0; t->bpe && id < n; id++)
+        if (jr_tok_is_eos(t->bpe, id)) add_eos(t, id);
     for (int i = 0; i < t->m->cfg.n_eos; i++) add_eos(t, t->m->cfg.eos_token_ids[i]);
     for (int i = 0; i < t->gen.n_eos; i++) add_eos(t, t->gen.eos_token_ids[i]);
     return JR_OK;
 }
 
-static jr_status finish_open(jr_textgen *t, const char *tok_spec, int n_slots, int max_ctx) {
-    jr_status st = jr_tok_open(&t->tok, tok_spec ? tok_spec : "byte");
+static jr_status finish_open(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx) {
+    jr_status st;
+    if (!tok_spec || !strcmp(tok_spec, "auto")) {
+        char *p = dir ? jr_path_join(dir, "tokenizer.json") : NULL;
+        tok_spec = p && jr_path_exists(p) ? dir : "byte";
+        free(p);
+    }
+    if (!strcmp(tok_spec, "byte")) st = jr_tok_open(&t->tok, "byte");
+    else st = jr_tok_load(&t->bpe, tok_spec);
     if (st) return st;
     if ((st = vocab_build(t))) return st;
-    if (max_ctx <= 0) max_ctx = t->m->cfg.max_position_embeddings;
+    return jr_textgen_reserve(t, n_slots, max_ctx);
+}
+
+jr_status jr_textgen_reserve(jr_textgen *t, int n_slots, int max_ctx) {
+    int maxpos = t->m->cfg.max_position_embeddings;
+    if (max_ctx <= 0) max_ctx = maxpos < 4096 ? maxpos : 4096;
+    if (max_ctx > maxpos) max_ctx = maxpos;
+    if (t->lm.impl && t->lm.n_slots == n_slots && t->lm.max_ctx == max_ctx) return JR_OK;
+    if (t->lm.impl) jr_kv_lm_close(&t->lm);
     return jr_kv_lm_open(&t->lm, t->m, n_slots, max_ctx);
 }
 
@@ -64,7 +90,7 @@ jr_status jr_textgen_open(jr_textgen *t, const char *dir, const char *tok_spec, 
     struct stat sb;
     if (gp && stat(gp, &sb) == 0) st = jr_generation_config_load(&t->gen, gp);
     free(gp);
-    if (!st) st = finish_open(t, tok_spec, n_slots, max_ctx);
+    if (!st) st = finish_open(t, dir, tok_spec, n_slots, max_ctx);
     if (st) jr_textgen_close(t);
     return st;
 }
@@ -73,7 +99,7 @@ jr_status jr_textgen_open_model(jr_textgen *t, const jr_model *m, const char *to
     memset(t, 0, sizeof *t);
     jr_generation_config_init(&t->gen);
     t->m = m;
-    jr_status st = finish_open(t, tok_spec, n_slots, max_ctx);
+    jr_status st = finish_open(t, NULL, tok_spec, n_slots, max_ctx);
     if (st) jr_textgen_close(t);
     return st;
 }
@@ -84,12 +110,27 @@ void jr_textgen_close(jr_textgen *t) {
     free(t->pieces);
     free(t->piece_len);
     if (t->tok.close || t->tok.ctx) jr_tok_close(&t->tok);
+    jr_tok_free(t->bpe);
     jr_generation_config_free(&t->gen);
     if (t->owns_model) jr_model_free(&t->model);
     memset(t, 0, sizeof *t);
 }
 
+/* Moves a jr_ids into a malloc'ed array. */
+static jr_status take_ids(jr_ids *v, int32_t **ids, int *n) {
+    if (v->n == 0) { jr_ids_free(v); return jr_fail(JR_EINVAL, "the prompt encodes to no tokens"); }
+    *ids = v->ids;
+    *n = (int)v->n;
+    return JR_OK;
+}
+
 jr_status jr_textgen_encode(jr_textgen *t, const char *text, size_t len, int32_t **ids, int *n) {
+    if (t->bpe) {
+        jr_ids v = {0};
+        jr_status st = jr_tok_encode(t->bpe, text, len, JR_TOK_ADD_SPECIAL, &v);
+        if (st) { jr_ids_free(&v); return st; }
+        return take_ids(&v, ids, n);
+    }
     int32_t *raw;
     size_t k;
     jr_status st = t->tok.encode(t->tok.ctx, text, len, &raw, &k);
@@ -107,8 +148,23 @@ jr_status jr_textgen_encode(jr_textgen *t, const char *text, size_t len, int32_t
 
 jr_status jr_textgen_encode_chat(jr_textgen *t, int n, const char *const *roles, const char *const *contents,
                                  int32_t **ids, int *n_ids) {
-    if (strcmp(t->tok.kind, "byte"))
-        return jr_fail(JR_EUNSUPPORTED, "chat: the %s tokenizer has no chat format", t->tok.kind);
+    if (t->bpe) {
+        if (!jr_tok_has_chat_template(t->bpe)) return jr_fail(JR_EUNSUPPORTED, "chat: the tokenizer has no chat template");
+        jr_chat_msg *msgs = calloc((size_t)(n > 0 ? n : 1), sizeof *msgs);
+        if (!msgs) return jr_fail(JR_ENOMEM, "chat: out of memory");
+        for (int i = 0; i < n; i++) msgs[i] = (jr_chat_msg){roles[i], contents[i]};
+        jr_chat_opts o = {1, -1};
+        char *text = NULL;
+        size_t len = 0;
+        jr_status st = jr_chat_render(t->bpe, msgs, (size_t)n, &o, &text, &len, NULL, NULL);
+        free(msgs);
+        if (st) return st;
+        jr_ids v = {0};
+        st = jr_tok_encode(t->bpe, text, len, 0, &v);
+        free(text);
+        if (st) { jr_ids_free(&v); return st; }
+        return take_ids(&v, ids, n_ids);
+    }
     size_t cap = 2;
     for (int i = 0; i < n; i++) cap += strlen(contents[i]) + 2;
     int32_t *o = malloc(cap * sizeof *o);

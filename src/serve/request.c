@@ -14,6 +14,7 @@ void jr_serve_req_free(jr_serve_req *r) {
     free(r->choices);
     free(r->bias_ids);
     free(r->bias_vals);
+    free(r->stop_ids);
     if (r->root) json_decref(r->root);
     memset(r, 0, sizeof *r);
 }
@@ -275,6 +276,18 @@ static jr_status parse_body(jr_serve_req *r, const jr_serve_limits *lim) {
     }
     if (r->regex && r->n_choices) return jr_fail(JR_EINVAL, "guided_choice and guided_regex: give only one");
     if ((st = get_bool(r, "ignore_eos", &r->ignore_eos))) return st;
+    v = field(r, "stop_token_ids");
+    if (v) {
+        if (!json_is_array(v) || json_array_size(v) > 64) return jr_fail(JR_EINVAL, "stop_token_ids: must be a list of at most 64 token ids");
+        size_t m = json_array_size(v);
+        if (m && !(r->stop_ids = malloc(m * sizeof *r->stop_ids))) return jr_fail(JR_ENOMEM, "stop_token_ids: out of memory");
+        for (size_t i = 0; i < m; i++) {
+            json_t *t = json_array_get(v, i);
+            if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) > INT32_MAX)
+                return jr_fail(JR_EINVAL, "stop_token_ids[%zu]: must be a token id (a non-negative integer)", i);
+            r->stop_ids[r->n_stop_ids++] = (int32_t)json_integer_value(t);
+        }
+    }
     if ((st = parse_bias(r))) return st;
     return unsupported(r);
 }

@@ -425,6 +425,8 @@ static int prepare(jr_server *s, job *j, char *msg, size_t msz) {
     g->n_stop = r->n_stop;
     g->stop = r->stop;
     g->ignore_eos = r->ignore_eos;
+    g->stop_ids = r->stop_ids;
+    g->n_stop_ids = r->n_stop_ids;
     g->logprobs = r->logprobs;
     g->top_logprobs = r->top_logprobs;
     if (r->n_choices) st = jr_constraint_choice(&j->constraint, &s->b.vocab.tb, r->choices, r->n_choices);

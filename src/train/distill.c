@@ -59,7 +59,7 @@ static const char *label_of(const distill *d, const jr_reward_result *r, int k) 
     return json_string_value(json_array_get(jr_cfg_json(d->c, "judge.label.labels"), (size_t)json_integer_value(sc)));
 }
 
-jr_status jr_distill_run(const jr_config *c, FILE *progress, jr_train_result *res) {
+jr_status jr_distill_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res) {
     memset(res, 0, sizeof *res);
     res->last_val_loss = NAN;
     distill d;
@@ -283,10 +283,16 @@ jr_status jr_distill_run(const jr_config *c, FILE *progress, jr_train_result *re
         jr_progress_field(bar, "loss", "%.4f", loss);
         jr_progress_field(bar, "rejected", "%.2f", unscored);
         jr_progress_set(bar, ts.step);
-        if (last || (save_every > 0 && ts.step % save_every == 0)) {
+        int stopping = stop && *stop;
+        if (last || stopping || (save_every > 0 && ts.step % save_every == 0)) {
             st = d.use_lora ? jr_ckpt_save_with(out_dir, d.trained, &d.opt, &ts, keep, write_adapter, &d)
                             : jr_ckpt_save(out_dir, &d.m, &d.opt, &ts, keep);
             if (st) goto done;
+        }
+        if (stopping && !last) {
+            st = jr_fail(JR_ECANCELED, "stopped by a signal after step %lld; checkpoint written in %s/checkpoints "
+                                       "(resume with trainer.resume=true)", (long long)ts.step, out_dir);
+            goto done;
         }
     }
     if (ts.step == steps) {

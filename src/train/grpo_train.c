@@ -750,7 +750,7 @@ static int parse_enum(const char *v, const char *const *names) {
     return 0;
 }
 
-jr_status jr_grpo_run(const jr_config *c, FILE *progress, jr_train_result *res) {
+jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res) {
     memset(res, 0, sizeof *res);
     res->last_val_loss = NAN;
     grpo g;
@@ -1046,10 +1046,16 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, jr_train_result *res) 
         jr_progress_set(bar, ts.step);
         /* checkpoints only at generation boundaries: a resumed run then regenerates nothing it needs */
         int boundary = ts.step % g.mu == 0;
-        if (last || (save_every > 0 && ts.step % save_every == 0 && boundary)) {
+        int stopping = stop && *stop && boundary;
+        if (last || stopping || (save_every > 0 && ts.step % save_every == 0 && boundary)) {
             st = g.use_lora ? jr_ckpt_save_with(out_dir, g.trained, &g.opt, &ts, keep, write_adapter, &g)
                             : jr_ckpt_save(out_dir, &g.m, &g.opt, &ts, keep);
             if (st) goto done;
+        }
+        if (stopping && !last) {
+            st = jr_fail(JR_ECANCELED, "stopped by a signal after step %lld; checkpoint written in %s/checkpoints "
+                                       "(resume with trainer.resume=true)", (long long)ts.step, out_dir);
+            goto done;
         }
     }
     /* the final policy: an HF directory (full fine-tuning) or a PEFT adapter (LoRA) */

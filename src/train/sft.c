@@ -171,12 +171,12 @@ static void on_bad_line(void *ud, const char *msg) {
     if (f) fprintf(f, "warning: %s (skipped)\n", msg);
 }
 
-jr_status jr_train_run(const jr_config *c, FILE *progress, jr_train_result *res) {
+jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res) {
     memset(res, 0, sizeof *res);
     res->last_val_loss = NAN;
     const char *algo = jr_cfg_str(c, "trainer.algo");
-    if (!strcmp(algo, "grpo") || !strcmp(algo, "rloo")) return jr_grpo_run(c, progress, res);
-    if (!strcmp(algo, "distill")) return jr_distill_run(c, progress, res);
+    if (!strcmp(algo, "grpo") || !strcmp(algo, "rloo")) return jr_grpo_run(c, progress, stop, res);
+    if (!strcmp(algo, "distill")) return jr_distill_run(c, progress, stop, res);
     if (strcmp(algo, "sft"))
         return jr_fail(JR_EUNSUPPORTED, "%s: trainer.algo=%s is not implemented yet (available: sft, grpo, rloo)", c->source, algo);
     sft s;
@@ -293,8 +293,14 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, jr_train_result *res)
         if (progress && !bar) bar = jr_progress_new("train", steps, progress, JR_PROGRESS_AUTO);
         jr_progress_field(bar, "loss", "%.4f", loss);
         jr_progress_set(bar, ts.step);
-        if (last || (save_every > 0 && ts.step % save_every == 0))
+        int stopping = stop && *stop;
+        if (last || stopping || (save_every > 0 && ts.step % save_every == 0))
             if ((st = jr_ckpt_save(out_dir, &s.m, &s.opt, &ts, keep))) goto done;
+        if (stopping && !last) {
+            st = jr_fail(JR_ECANCELED, "stopped by a signal after step %lld; checkpoint written in %s/checkpoints "
+                                       "(continue with trainer.resume=true)", (long long)ts.step, out_dir);
+            goto done;
+        }
     }
     /* the final model as a plain HF directory: written beside, then renamed over run.out_dir/model */
     if (res->last_step == steps || ts.step == steps) {
