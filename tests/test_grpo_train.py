@@ -220,6 +220,32 @@ if True:
         clip = [x["clip_ratio/region_mean"] for x in ma]
         report("num_iterations 2: the second update of a batch sees ratios != 1", clip[0] == 0 and max(clip) >= 0, str(clip))
 
+# ---- SIGTERM: the step finishes, a checkpoint, exit 1 with one line; resume completes ----
+if not ASAN:
+    import signal, time
+    out = os.path.join(TMP, "grpo_sigterm")
+    shutil.rmtree(out, ignore_errors=True)
+    cfgp = os.path.join(TMP, "grpo_sigterm.yaml")
+    write(cfgp, config(out, VERIFIER))
+    pr = subprocess.Popen([BIN, "train", cfgp, "trainer.steps=200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, env=dict(os.environ, JR_PROGRESS="off"))
+    mpath = os.path.join(out, "metrics.jsonl")
+    t0 = time.time()
+    while time.time() - t0 < 120 and not (os.path.exists(mpath) and os.path.getsize(mpath) > 0):
+        time.sleep(0.05)
+    pr.send_signal(signal.SIGTERM)
+    _, err = pr.communicate(timeout=120)
+    lines = err.strip().splitlines()
+    ok = pr.returncode == 1 and len(lines) == 1 and "stopped by a signal" in lines[0] and \
+        os.path.exists(os.path.join(out, "checkpoints", "latest"))
+    report("SIGTERM: one error line, exit 1, a checkpoint", ok, "rc %s: %s" % (pr.returncode, err[-300:]))
+    p = run("grpo_sigterm", config(out, VERIFIER), "trainer.steps=%d" % (len(metrics(out)) + 2), "trainer.resume=true")
+    report("after SIGTERM the run resumes and completes", p.returncode == 0 and "resumed" in p.stdout, p.stderr[-300:])
+    p = run("grpo_badctx", config(os.path.join(TMP, "grpo_badctx"), VERIFIER), "grpo.max_completion_length=400")
+    report("prompt + completion longer than the model's positions: one error line",
+           p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and "max_position_embeddings" in p.stderr,
+           p.stderr)
+
 # ---- one-step-ahead generation: the same samples as sync when weights do not move; learns otherwise ----
 a, b = os.path.join(TMP, "grpo_sync0"), os.path.join(TMP, "grpo_async0")
 p1 = run("grpo_sync0", config(a, VERIFIER), "trainer.steps=4", "trainer.lr=0")

@@ -865,6 +865,11 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
         g.has_ref = 1;
     }
     g.T_max = g.max_prompt + g.max_comp;
+    if (g.T_max + 1 > g.m.cfg.max_position_embeddings) {
+        st = jr_fail(JR_EINVAL, "%s: grpo.max_prompt_length + grpo.max_completion_length = %d exceeds the model's "
+                                "max_position_embeddings=%d - 1", c->source, g.T_max, g.m.cfg.max_position_embeddings);
+        goto done;
+    }
     {
         int threads = (int)jr_cfg_int(c, "trainer.threads");
         if (threads > 0) jr_nn_set_threads(threads);
