@@ -52,6 +52,21 @@ TEST(batch_scaling) {
     CHECK_NEAR(adv[3], -1.0 / (sb + 1e-4), 1e-6, 0);
 }
 
+TEST(normalize_then_sum) {
+    /* 2 groups of 3, 2 components weighted 1 and 0.5; sample 4 is unscored. Expected values by hand
+     * (Python statistics.stdev): per component (v - mean_g) / (stdev_g + 1e-4) within each group over
+     * its scored samples, weighted sum, then (x - mean) / (stdev + 1e-4) over the 5 scored samples. */
+    float v[12] = {1, 0, 0, 1, 1, 1, 0.5f, 0, 0, 0, 0.25f, 1}, w[2] = {1, 0.5f}, adv[6];
+    uint8_t vs[12] = {1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1}, sc[6] = {1, 1, 1, 1, 0, 1}, act[6];
+    float r[6] = {1, 0.5f, 1.5f, 0.5f, 0, 0.75f};
+    jr_adv_stats st;
+    jr_grpo_advantages_nts(adv, act, &st, v, vs, w, 2, r, sc, 2, 3);
+    double want[6] = {6.71492807e-17, -1.30926199, 1.30926199, 0.534067656, 0, -0.534067656};
+    for (int i = 0; i < 6; i++) CHECK_NEAR(adv[i], want[i], 1e-6, 1e-6);
+    CHECK(act[4] == 0 && act[0] && act[5]);
+    CHECK(st.unscored == 1 && st.groups_used == 2);
+}
+
 TEST(rloo) {
     float r[4] = {1, 0, 0.5f, NAN}, adv[4];
     uint8_t sc[4] = {1, 1, 1, 0}, act[4];
@@ -111,6 +126,7 @@ int main(void) {
     RUN(advantages_match_torch);
     RUN(unscored_are_excluded);
     RUN(batch_scaling);
+    RUN(normalize_then_sum);
     RUN(rloo);
     RUN(overlong);
     RUN(loss_grpo);

@@ -73,7 +73,7 @@ expect_error missing_completion 'bad.jsonl:2: row has no string field "completio
   "$JR_BIN" train "$JR_TMP/sft.yaml" data.train="$JR_TMP/bad.jsonl" run.out_dir="$JR_TMP/c" data.shuffle=false trainer.batch_size=2
 expect_error both_model_sources 'set exactly one of model.path' \
   "$JR_BIN" train "$JR_TMP/sft.yaml" model.path="$JR_TMP/a/model" run.out_dir="$JR_TMP/d"
-expect_error algo_not_yet 'trainer.algo=grpo is not implemented yet' \
+expect_error grpo_needs_rewards "reward.components is empty" \
   "$JR_BIN" train "$JR_TMP/sft.yaml" trainer.algo=grpo run.out_dir="$JR_TMP/e"
 sed 's/"vocab_size": 264/"vocab_size": 200/' "$JR_TMP/model.json" >"$JR_TMP/small.json"
 expect_error vocab_too_small 'vocab_size=200 is smaller than the byte tokenizer' \

@@ -74,6 +74,7 @@ typedef struct jr_reward_result {
     int n_parts;
     jr_reward_part *parts; /* one per component, in config order (owned) */
     int judge_calls;       /* judge calls made for this row (0 when short-circuited or cached) */
+    double judge_latency_s; /* the slowest of its judge results, submit -> result (0 without one) */
 } jr_reward_result;
 
 /* Opens a registry from a config loaded with jr_reward_cfg, jr_judge_cfg and jr_protocols_cfg:
@@ -92,6 +93,17 @@ jr_status jr_reward_open(jr_reward **out, const jr_config *cfg);
 jr_status jr_reward_score(jr_reward *r, const json_t *const *rows, size_t n, jr_reward_result *results);
 
 void jr_reward_result_free(jr_reward_result *res);
+
+/* The same one row at a time, so grading overlaps whatever produces the rows (GRPO generation):
+ * open a batch of `cap` rows whose results go to results[0..cap) (zeroed here); add row i as soon
+ * as it exists (rule components run now, judge components are submitted now); finish waits for
+ * every judge result, composes each row's reward as jr_reward_score does (a row never added is
+ * unscored, reason "not scored"), frees the batch and returns what jr_reward_score would. One
+ * batch per registry at a time; not thread-safe. */
+typedef struct jr_reward_batch jr_reward_batch;
+jr_status jr_reward_batch_open(jr_reward *r, size_t cap, jr_reward_result *results, jr_reward_batch **out);
+jr_status jr_reward_batch_add(jr_reward_batch *b, size_t i, const json_t *row);
+jr_status jr_reward_batch_finish(jr_reward_batch *b);
 
 /* A result as JSON: {"reward": x | null, "scored": bool, "reason"?: str,
  * "components": {name: {"value": x | null, "weight": w, "scored": bool, "reason"?, "detail"?}}}. */

@@ -12,6 +12,12 @@
 /* The trainer.* options (algo, steps, batch, optimizer, schedule, checkpoints, resume). */
 extern const jr_cfg_field jr_trainer_cfg[];
 
+/* The grpo.* and lora.* options of trainer.algo grpo | rloo (docs/GRPO.md). */
+extern const jr_cfg_field jr_grpo_cfg[];
+
+/* The distill.* options of trainer.algo distill. */
+extern const jr_cfg_field jr_distill_cfg[];
+
 /* What a finished (or stopped) run reports. */
 typedef struct jr_train_result {
     int64_t first_step, last_step;   /* optimizer steps run by this process (first_step > 0 on resume) */
@@ -29,5 +35,19 @@ typedef struct jr_train_result {
  * the run finishes its current step, writes a checkpoint and returns JR_ECANCELED. On error the
  * message names the row, file or key; checkpoints already written stay valid. */
 jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res);
+
+/* trainer.algo grpo | rloo (grpo_train.c), called by jr_train_run: a config loaded with the run,
+ * data, model, trainer, grpo, judge, protocols and reward tables. res->first_loss / last_loss
+ * hold the mean reward of the first and last step. Past judge.max_unscored_frac it writes a
+ * checkpoint of the state before the step and fails with a message saying so. *stop set: as SFT (the
+ * step finishes, at the next generation boundary a checkpoint is written, JR_ECANCELED). */
+jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res);
+
+/* trainer.algo distill (distill.c): each step takes trainer.batch_size rows {"prompt"}, has the judge
+ * label them through the reward component with fn label (judge.label.*: labels, threshold), drops
+ * the rejected ones (confidence below judge.label.threshold) and trains cross-entropy on
+ * [bos] prompt distill.label_prefix+label [eos] (loss on the label and eos). res->first_loss /
+ * last_loss are that loss. Past judge.max_unscored_frac rejected it stops with a checkpoint. */
+jr_status jr_distill_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res);
 
 #endif

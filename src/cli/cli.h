@@ -26,19 +26,27 @@ int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, cons
 /* Subcommands: each takes argv from its own name on and returns an exit code. */
 int cmd_version(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);
-int cmd_train(int argc, char **argv);
-int cmd_forward(int argc, char **argv);
 int cmd_dataset(int argc, char **argv);
 int cmd_tb_export(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_forward(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_ifeval(int argc, char **argv);
 int cmd_grade(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_bench_grade(int argc, char **argv);
 int cmd_bench_train(int argc, char **argv);
+int cmd_bench_generate(int argc, char **argv);
+/* The engine's benchmark configs ("10m", "100m") shared by bench train and bench generate
+ * (cmd_bench_train.c); -1 for an unknown name. */
+struct jr_model_config;
+int cli_bench_config(const char *name, struct jr_model_config *c);
 
 /* `judgerl grade` helpers: reads an existing output (drops a torn last line, records finished ids
  * in `done`, counts unscored rows; with retry_unscored drops them); grades through the reward

@@ -21,7 +21,7 @@ static double now(void) {
 }
 
 /* The benchmark configs of issue 3: Qwen2 layout, tied embeddings. */
-static int named_config(const char *name, jr_model_config *c) {
+int cli_bench_config(const char *name, jr_model_config *c) {
     jr_model_config_init(c, JR_ARCH_QWEN2);
     c->tie_word_embeddings = 1;
     c->max_position_embeddings = 4096;
@@ -92,7 +92,7 @@ static int bench_train(int argc, char **argv) {
         st = jr_model_load(&m, model);
     } else {
         jr_model_config c;
-        if (named_config(cname, &c)) return cli_usage("bench train", "--config: unknown '%s' (10m or 100m)", cname);
+        if (cli_bench_config(cname, &c)) return cli_usage("bench train", "--config: unknown '%s' (10m or 100m)", cname);
         st = jr_model_init_random(&m, &c, 1, 0.02f);
     }
     if (st) return cli_fail("bench train", st);

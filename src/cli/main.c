@@ -12,16 +12,19 @@ typedef struct {
 
 static const command commands[] = {
     {"grade", cmd_grade, "grade a JSONL file with an LLM judge (resumable, cached)"},
-    {"bench", cmd_bench, "benchmarks (bench grade: judge client throughput; bench train: training step); prints JSON figures"},
+    {"bench", cmd_bench, "benchmarks printing one JSON object of figures (grade, train, generate)"},
     {"config", cmd_config, "check a YAML config and print every effective value"},
+    {"generate", cmd_generate, "sample completions from a model directory (prompt, chat or JSONL)"},
     {"tokenize", cmd_tokenize, "text -> token ids (or back), chat template rendering"},
     {"tokenizer", cmd_tokenizer, "tokenizer train: byte-level BPE from a text corpus"},
     {"forward", cmd_forward, "one forward/backward pass over token ids: loss, logits and gradients"},
     {"dataset", cmd_dataset, "check a JSONL dataset: rows, fields, bad lines, train/validation split"},
     {"tb-export", cmd_tb_export, "write a metrics.jsonl as a TensorBoard event file"},
     {"convert", cmd_convert, "rewrite a model directory in another dtype or shard size"},
+    {"merge", cmd_merge, "fold a PEFT LoRA adapter into a full model directory"},
     {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
-    {"train", cmd_train, "train a model from a YAML config (SFT)"},
+    {"serve", cmd_serve, "OpenAI-compatible HTTP server for a model directory"},
+    {"train", cmd_train, "train a model from a YAML config (SFT, GRPO, RLOO, distill)"},
     {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
     {"version", cmd_version, "print the version"},
 };

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "judgerl/reward.h"
@@ -167,109 +168,152 @@ static void take_judge_result(jr_reward_part *p, jr_judge_result *jres) {
     }
 }
 
-jr_status jr_reward_score(jr_reward *r, const json_t *const *rows, size_t n, jr_reward_result *results) {
-    slot *slots = jr_calloc(n * (size_t)r->n + 1, sizeof *slots);
-    if (!slots) return JR_ENOMEM;
-    size_t n_slots = 0, outstanding = 0;
-    for (size_t i = 0; i < n; i++) {
-        jr_reward_result *res = &results[i];
-        memset(res, 0, sizeof *res);
-        res->parts = jr_calloc((size_t)r->n, sizeof *res->parts);
-        if (!res->parts) continue;
-        res->n_parts = r->n;
-        for (int k = 0; k < r->n; k++) {
-            component *c = &r->c[k];
-            jr_reward_part *p = &res->parts[k];
-            jr_rw_out o = {0};
-            jr_rw_rc rc = json_is_object(rows[i]) ? c->fn->eval(r->cfg, c->params, rows[i], &o) : JR_RW_UNSCORED;
-            if (!json_is_object(rows[i]) && !o.reason) o.reason = jr_strdup("the row is not a JSON object");
-            p->detail = o.detail;
-            if (rc == JR_RW_SCORED) {
-                p->scored = 1;
-                p->value = o.value;
-            } else if (rc == JR_RW_UNSCORED) {
-                p->reason = o.reason ? o.reason : jr_strdup("unscored");
-                o.reason = NULL;
-            } else if (!r->judge || !o.judge_row) {
-                set_unscored(p, "internal: judge requested without a judge row");
-            } else {
-                json_t *jrow = o.judge_row;
-                o.judge_row = NULL;
-                if (!json_object_get(jrow, "id")) {
-                    json_t *cp = json_copy(jrow);
-                    json_decref(jrow);
-                    jrow = cp;
-                    if (jrow) json_object_set_new(jrow, "id", json_integer((json_int_t)i));
-                }
-                slot *s = &slots[n_slots];
-                s->row = i;
-                s->comp = k;
-                uint64_t ticket;
-                jr_status st = jrow ? jr_judge_submit_proto(r->judge, c->proto, jrow, s, &ticket) : JR_ENOMEM;
-                json_decref(jrow);
-                if (st) {
-                    char buf[600];
-                    snprintf(buf, sizeof buf, "judge: %s", jr_errmsg());
-                    set_unscored(p, buf);
-                } else {
-                    n_slots++;
-                    outstanding++;
-                }
-            }
-            free(o.reason);
-            json_decref(o.judge_row);
-        }
-    }
-    /* Collect every judge result. */
+struct jr_reward_batch {
+    jr_reward *r;
+    jr_reward_result *results;
+    size_t cap;
+    uint8_t *added;
+    slot *slots;
+    size_t n_slots, outstanding;
+};
+
+jr_status jr_reward_batch_open(jr_reward *r, size_t cap, jr_reward_result *results, jr_reward_batch **out) {
+    *out = NULL;
+    jr_reward_batch *b = jr_calloc(1, sizeof *b);
+    if (!b) return JR_ENOMEM;
+    b->r = r;
+    b->results = results;
+    b->cap = cap;
+    b->slots = jr_calloc(cap * (size_t)r->n + 1, sizeof *b->slots);
+    b->added = jr_calloc(cap + 1, 1);
+    if (!b->slots || !b->added) { free(b->slots); free(b->added); free(b); return JR_ENOMEM; }
+    memset(results, 0, cap * sizeof *results);
+    *out = b;
+    return JR_OK;
+}
+
+/* Moves finished judge results into their rows' parts (waits up to timeout_ms for the first). */
+static void batch_collect(jr_reward_batch *b, int timeout_ms) {
     enum { BATCH = 64 };
     jr_judge_result buf[BATCH];
-    while (outstanding > 0) {
-        int m = jr_judge_collect(r->judge, buf, BATCH, -1);
-        if (m <= 0) {
-            if (jr_judge_pending(r->judge) == 0) break;
-            continue;
-        }
-        for (int t = 0; t < m; t++) {
-            slot *s = buf[t].user;
-            if (s >= slots && s < slots + n_slots) {
-                jr_reward_result *res = &results[s->row];
-                if (res->parts) {
-                    take_judge_result(&res->parts[s->comp], &buf[t]);
-                    res->judge_calls += buf[t].n_calls - buf[t].n_cached;
-                }
-                outstanding--;
+    int m = jr_judge_collect(b->r->judge, buf, BATCH, timeout_ms);
+    for (int t = 0; t < m; t++) {
+        slot *s = buf[t].user;
+        if (s >= b->slots && s < b->slots + b->n_slots) {
+            jr_reward_result *res = &b->results[s->row];
+            if (res->parts) {
+                take_judge_result(&res->parts[s->comp], &buf[t]);
+                res->judge_calls += buf[t].n_calls - buf[t].n_cached;
+                if (buf[t].latency_s > res->judge_latency_s) res->judge_latency_s = buf[t].latency_s;
             }
-            jr_judge_result_free(&buf[t]);
+            b->outstanding--;
         }
+        jr_judge_result_free(&buf[t]);
+    }
+}
+
+jr_status jr_reward_batch_add(jr_reward_batch *b, size_t i, const json_t *row) {
+    jr_reward *r = b->r;
+    if (i >= b->cap || b->added[i]) return jr_fail(JR_EINVAL, "reward batch: row %zu is out of range or added twice", i);
+    b->added[i] = 1;
+    jr_reward_result *res = &b->results[i];
+    memset(res, 0, sizeof *res);
+    res->parts = jr_calloc((size_t)r->n, sizeof *res->parts);
+    if (!res->parts) return JR_OK; /* composed as "out of memory" */
+    res->n_parts = r->n;
+    for (int k = 0; k < r->n; k++) {
+        component *c = &r->c[k];
+        jr_reward_part *p = &res->parts[k];
+        jr_rw_out o = {0};
+        jr_rw_rc rc = json_is_object(row) ? c->fn->eval(r->cfg, c->params, row, &o) : JR_RW_UNSCORED;
+        if (!json_is_object(row) && !o.reason) o.reason = jr_strdup("the row is not a JSON object");
+        p->detail = o.detail;
+        if (rc == JR_RW_SCORED) {
+            p->scored = 1;
+            p->value = o.value;
+        } else if (rc == JR_RW_UNSCORED) {
+            p->reason = o.reason ? o.reason : jr_strdup("unscored");
+            o.reason = NULL;
+        } else if (!r->judge || !o.judge_row) {
+            set_unscored(p, "internal: judge requested without a judge row");
+        } else {
+            json_t *jrow = o.judge_row;
+            o.judge_row = NULL;
+            if (!json_object_get(jrow, "id")) {
+                json_t *cp = json_copy(jrow);
+                json_decref(jrow);
+                jrow = cp;
+                if (jrow) json_object_set_new(jrow, "id", json_integer((json_int_t)i));
+            }
+            slot *s = &b->slots[b->n_slots];
+            s->row = i;
+            s->comp = k;
+            uint64_t ticket;
+            jr_status st = jrow ? jr_judge_submit_proto(r->judge, c->proto, jrow, s, &ticket) : JR_ENOMEM;
+            json_decref(jrow);
+            if (st) {
+                char buf[600];
+                snprintf(buf, sizeof buf, "judge: %s", jr_errmsg());
+                set_unscored(p, buf);
+            } else {
+                b->n_slots++;
+                b->outstanding++;
+            }
+        }
+        free(o.reason);
+        json_decref(o.judge_row);
+    }
+    /* take what already finished, without waiting, so the client's queue stays short */
+    if (b->outstanding && r->judge) batch_collect(b, 0);
+    return JR_OK;
+}
+
+jr_status jr_reward_batch_finish(jr_reward_batch *b) {
+    if (!b) return JR_OK;
+    jr_reward *r = b->r;
+    while (b->outstanding > 0) {
+        size_t before = b->outstanding;
+        batch_collect(b, -1);
+        if (b->outstanding == before && jr_judge_pending(r->judge) == 0) break;
     }
     /* Compose. */
-    for (size_t i = 0; i < n; i++) {
-        jr_reward_result *res = &results[i];
+    for (size_t i = 0; i < b->cap; i++) {
+        jr_reward_result *res = &b->results[i];
         if (!res->parts) {
             res->reward = NAN;
-            res->reason = jr_strdup("out of memory");
+            res->reason = jr_strdup(b->added[i] ? "out of memory" : "not scored");
             continue;
         }
         double sum = 0;
         int ok = 1;
         for (int k = 0; k < r->n; k++) {
             jr_reward_part *p = &res->parts[k];
-            if (outstanding && !p->scored && !p->reason && r->c[k].fn->protocol) set_unscored(p, "judge: no result");
+            if (b->outstanding && !p->scored && !p->reason && r->c[k].fn->protocol) set_unscored(p, "judge: no result");
             if (p->scored) sum += r->c[k].weight * p->value;
             else if (!r->c[k].optional && ok) {
                 ok = 0;
-                char b[1200];
-                snprintf(b, sizeof b, "component '%s': %s", r->c[k].name, p->reason ? p->reason : "unscored");
-                res->reason = jr_strdup(b);
+                char m[1200];
+                snprintf(m, sizeof m, "component '%s': %s", r->c[k].name, p->reason ? p->reason : "unscored");
+                res->reason = jr_strdup(m);
             }
         }
         res->scored = ok;
         res->reward = ok ? sum : NAN;
     }
-    free(slots);
+    free(b->slots);
+    free(b->added);
+    free(b);
     const char *fatal = r->judge ? jr_judge_fatal(r->judge) : NULL;
     if (fatal) return jr_fail(JR_ENET, "%s", fatal);
     return JR_OK;
+}
+
+jr_status jr_reward_score(jr_reward *r, const json_t *const *rows, size_t n, jr_reward_result *results) {
+    jr_reward_batch *b;
+    jr_status st = jr_reward_batch_open(r, n, results, &b);
+    if (st) return st;
+    for (size_t i = 0; i < n; i++) jr_reward_batch_add(b, i, rows[i]);
+    return jr_reward_batch_finish(b);
 }
 
 json_t *jr_reward_result_json(const jr_reward *r, const jr_reward_result *res) {

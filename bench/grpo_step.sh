@@ -1,0 +1,52 @@
+#!/bin/sh
+# grpo_step.sh - time one GRPO step per phase on the "10m" config (Qwen2 layout, hidden 256, 6 layers,
+# vocab 8192, random weights, byte tokenizer) with G=8 completions of 8 prompts, up to 64 tokens,
+# rewarded by a loopback judge (tests/judge_server.py) answering after LATENCY_MS; prints the
+# metrics of each step (time/generate, time/judge_wait, time/reference, time/update, judge/hidden_frac,
+# tokens) and the update phase's tokens/s, then PyTorch's training step on the same shape
+# (bench/train_torch.py) for comparison.
+# ASYNC=true turns on grpo.async_generation (the next batch is generated while the update runs).
+# Usage: bench/grpo_step.sh [STEPS] [LATENCY_MS] [THREADS] [ASYNC]
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+steps=${1:-3}; lat=${2:-100}; th=${3:-$(nproc)}; async=${4:-false}
+export OMP_NUM_THREADS=$th OPENBLAS_NUM_THREADS=$th
+tmp=$(mktemp -d)
+trap 'kill $srv 2>/dev/null; rm -rf "$tmp"' EXIT
+cat >"$tmp/10m.json" <<'J'
+{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 256, "num_hidden_layers": 6,
+ "num_attention_heads": 8, "num_key_value_heads": 4, "intermediate_size": 768, "vocab_size": 8192,
+ "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": true,
+ "hidden_act": "silu", "bos_token_id": 256, "eos_token_id": 257, "torch_dtype": "float32"}
+J
+i=0; while [ $i -lt 64 ]; do echo "{\"prompt\": \"Question $i: say something.\"}"; i=$((i+1)); done >"$tmp/p.jsonl"
+/usr/bin/python3 "$root/tests/judge_server.py" --latency-ms "$lat" >"$tmp/port" &
+srv=$!
+while ! grep -q port "$tmp/port" 2>/dev/null; do sleep 0.1; done
+port=$(awk '/port/ {print $2}' "$tmp/port")
+cat >"$tmp/c.yaml" <<Y
+run: {seed: 1, out_dir: $tmp/run}
+data: {train: $tmp/p.jsonl}
+model: {init: $tmp/10m.json}
+trainer: {algo: grpo, steps: $steps, batch_size: 32, lr: 1e-4, tensorboard: false, threads: $th}
+grpo: {num_generations: 8, prompts_per_step: 8, max_prompt_length: 16, max_completion_length: 64, async_generation: $async}
+judge:
+  protocol: pointwise
+  endpoints: [{url: "http://127.0.0.1:$port/v1", model: bench}]
+  cache: false
+  max_tokens: 64
+reward:
+  components: [{name: judge, fn: pointwise}]
+Y
+echo "# OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-} threads=$th judge latency ${lat} ms async_generation=$async"
+JR_PROGRESS=off "$root/build/rel/judgerl" train "$tmp/c.yaml" >/dev/null
+/usr/bin/python3 - "$tmp/run/metrics.jsonl" <<'P'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+for r in rows:
+    tok = r["completions/mean_length"] * 64
+    print(json.dumps({k: round(r[k], 4) for k in ("time/generate", "time/judge_wait", "time/rollout_wait", "time/reference", "time/update",
+                                                  "judge/hidden_frac", "judge/latency_p50", "completions/mean_length")}
+                     | {"update_tokens_per_s": round(64 * (r["completions/mean_length"] + 16) / r["time/update"], 1)}))
+P
+/usr/bin/python3 "$root/bench/train_torch.py" --config 10m --batch 32 --seq 80 --steps 3 --threads "$th"

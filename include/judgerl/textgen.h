@@ -1,0 +1,57 @@
+/* textgen.h - a model ready to generate text: weights, KV cache, tokenizer, eos ids, prompt rendering */
+#ifndef JUDGERL_TEXTGEN_H
+#define JUDGERL_TEXTGEN_H
+
+#include "judgerl/generate.h"
+#include "judgerl/hfmodel.h"
+#include "judgerl/kvcache.h"
+#include "judgerl/model.h"
+#include "judgerl/tok.h"
+#include "judgerl/tokenizer.h"
+
+/* Everything `judgerl generate`, `judgerl serve` and GRPO need to turn text into completions.
+ * vocab.tb.n is the tokenizer's size (ids past it, padded embedding rows, are never sampled);
+ * vocab.eos holds the tokenizer's eos id and every eos_token_id of config.json and
+ * generation_config.json. */
+typedef struct jr_textgen {
+    jr_model model;          /* owned when loaded by jr_textgen_open */
+    const jr_model *m;       /* the model generated from (&model, or the caller's) */
+    int owns_model;
+    jr_lm lm;
+    jr_tokenizer *bpe;       /* tokenizer.json (BPE + chat template), or NULL for the byte tokenizer */
+    jr_tok tok;              /* the byte tokenizer when bpe is NULL */
+    jr_gen_vocab vocab;
+    char **pieces;           /* owned bytes of each id (NULL for specials) */
+    int32_t *piece_len;
+    int32_t eos[JR_MAX_EOS + 1];
+    jr_generation_config gen; /* the model directory's generation_config.json (fields absent = -1 / NAN) */
+} jr_textgen;
+
+/* (Re)opens the KV cache with n_slots slots of max_ctx positions: 0 = min(max_position_embeddings,
+ * 4096); more than max_position_embeddings is capped to it. Nothing changes when the sizes are
+ * already these. On error t->lm is closed (zeroed). */
+jr_status jr_textgen_reserve(jr_textgen *t, int n_slots, int max_ctx);
+
+/* Loads model directory `dir` (config.json + safetensors) with tokenizer `tok_spec`: "auto" (or
+ * NULL): dir/tokenizer.json when present (with tokenizer_config.json's chat template), else the
+ * byte tokenizer; "byte"; or the path of a tokenizer.json file or of a directory holding one.
+ * Opens a KV cache of n_slots sequences of max_ctx positions (see jr_textgen_reserve). On error *t is zeroed and the message names the file or option. */
+jr_status jr_textgen_open(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx);
+
+/* Same over a model already in memory (borrowed: GRPO's policy), eos ids from its config;
+ * tok_spec "auto" means "byte" here. */
+jr_status jr_textgen_open_model(jr_textgen *t, const jr_model *m, const char *tok_spec, int n_slots, int max_ctx);
+
+void jr_textgen_close(jr_textgen *t);
+
+/* A completions prompt: byte tokenizer: [bos] + the text's bytes (as SFT trains); tokenizer.json:
+ * encode(text, add_special_tokens) as HF does. *ids malloc'ed. */
+jr_status jr_textgen_encode(jr_textgen *t, const char *text, size_t len, int32_t **ids, int *n);
+
+/* A chat prompt: tokenizer.json: the chat template with add_generation_prompt, then encoded as
+ * HF's apply_chat_template does; byte tokenizer: [bos] then <|role|>content<|eos|> per message and
+ * <|assistant|> (special-token texts inside contents stay plain bytes). *ids malloc'ed. */
+jr_status jr_textgen_encode_chat(jr_textgen *t, int n, const char *const *roles, const char *const *contents,
+                                 int32_t **ids, int *n_ids);
+
+#endif

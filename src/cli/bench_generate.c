@@ -1,0 +1,115 @@
+/* bench_generate.c - `judgerl bench generate`: KV-cache prefill and decode throughput, as one JSON object */
+#include <cblas.h>
+#include <jansson.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "judgerl/kvcache.h"
+#include "judgerl/model.h"
+#include "judgerl/rng.h"
+#include "judgerl/sampler.h"
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* CPU time of the whole process (all threads): on a shared machine, with one thread, the cost of
+ * the work itself however long the process waited for a core. */
+static double cpu(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int cmd_bench_generate(int argc, char **argv) {
+    const char *cmd = "bench generate", *model = NULL, *cname = NULL, *save = NULL;
+    if (cli_wants_help(argc, argv)) {
+        printf("usage: judgerl bench generate (--model DIR | --config 10m|100m) [--batch B] [--prompt P] [--tokens N] [--save DIR]\n"
+               "Prefills B random prompts of P tokens into a KV cache, then decodes N tokens for all B at once\n"
+               "(sampling at temperature 1); prints prefill/decode tokens per second (wall clock and per CPU\n"
+               "second), decode_step_ms and the sampler's share. --save DIR also writes the (random) model as an\n"
+               "HF directory. Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS.\n");
+        return CLI_OK;
+    }
+    int B = 8, P = 64, N = 64;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (i + 1 >= argc) return cli_usage(cmd, "%s needs a value (see judgerl bench --help)", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--model")) model = v;
+        else if (!strcmp(a, "--config")) cname = v;
+        else if (!strcmp(a, "--batch")) B = atoi(v);
+        else if (!strcmp(a, "--prompt")) P = atoi(v);
+        else if (!strcmp(a, "--tokens")) N = atoi(v);
+        else if (!strcmp(a, "--save")) save = v;
+        else return cli_usage(cmd, "unknown option '%s'", a);
+    }
+    if ((model != NULL) == (cname != NULL)) return cli_usage(cmd, "give one of --model DIR or --config 10m|100m");
+    if (B < 1 || P < 1 || N < 1) return cli_usage(cmd, "--batch, --prompt, --tokens must be positive");
+    jr_model m;
+    jr_status st;
+    if (model) st = jr_model_load(&m, model);
+    else {
+        jr_model_config c;
+        if (cli_bench_config(cname, &c)) return cli_usage(cmd, "--config: unknown '%s' (10m or 100m)", cname);
+        st = jr_model_init_random(&m, &c, 1, 0.02f);
+    }
+    if (!st && save) st = jr_model_save(&m, save, NULL); /* the benchmark model, e.g. for bench/serve_load.py */
+    if (st) return cli_fail(cmd, st);
+    jr_lm lm;
+    if ((st = jr_kv_lm_open(&lm, &m, B, P + N + 1))) { jr_model_free(&m); return cli_fail(cmd, st); }
+    int V = lm.n_logits;
+    float *logits = malloc(sizeof(float) * (size_t)V * (size_t)B);
+    int32_t *prompt = malloc(sizeof(int32_t) * (size_t)P), *toks = malloc(sizeof(int32_t) * (size_t)B);
+    int *slots = malloc(sizeof(int) * (size_t)B);
+    jr_sample_scratch w = {0};
+    jr_sample_params sp = jr_sample_params_default();
+    jr_rng r;
+    jr_rng_seed(&r, 3);
+    if (!logits || !prompt || !toks || !slots) st = jr_fail(JR_ENOMEM, "out of memory");
+    for (int i = 0; !st && i < P; i++) prompt[i] = (int32_t)jr_rng_below(&r, (uint64_t)m.cfg.vocab_size);
+    /* Prefill each sequence (its own prompt pass, as requests arrive), then decode B rows per step. */
+    double t0 = now(), c0 = cpu();
+    for (int b = 0; !st && b < B; b++) {
+        prompt[0] = b;
+        st = lm.prefill(lm.impl, b, prompt, P, logits + (size_t)b * V);
+        slots[b] = b;
+    }
+    double t_prefill = now() - t0, c_prefill = cpu() - c0, t_sample = 0;
+    for (int b = 0; !st && b < B; b++) st = jr_sample(logits + (size_t)b * V, V, &sp, NULL, &r, &w, &toks[b]);
+    t0 = now();
+    c0 = cpu();
+    for (int s = 0; !st && s < N; s++) {
+        st = lm.decode(lm.impl, B, slots, toks, logits);
+        double ts = now();
+        for (int b = 0; !st && b < B; b++) st = jr_sample(logits + (size_t)b * V, V, &sp, NULL, &r, &w, &toks[b]);
+        t_sample += now() - ts;
+    }
+    double t_decode = now() - t0, c_decode = cpu() - c0;
+    if (!st) {
+        const char *ct = getenv("OPENBLAS_CORETYPE"), *l2 = getenv("OPENBLAS_L2_SIZE");
+        json_t *j = json_pack("{s:s,s:I,s:i,s:i,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:s}", "model", model ? model : cname, "params",
+                              (json_int_t)jr_model_param_count(&m.cfg), "batch", B, "prompt", P, "tokens", N, "omp_threads",
+                              omp_get_max_threads(), "blas_threads", openblas_get_num_threads(), "prefill_tokens_per_s",
+                              (double)B * P / t_prefill, "decode_tokens_per_s", (double)B * N / t_decode, "decode_step_ms",
+                              1e3 * t_decode / N, "prefill_cpu_tokens_per_s", (double)B * P / c_prefill,
+                              "decode_cpu_tokens_per_s", (double)B * N / c_decode, "decode_cpu_step_ms", 1e3 * c_decode / N,
+                              "sample_share", t_sample / t_decode, "openblas_coretype", ct ? ct : "",
+                              "openblas_l2_size", l2 ? l2 : "");
+        char *txt = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
+        printf("%s\n", txt);
+        free(txt);
+        json_decref(j);
+    }
+    free(logits); free(prompt); free(toks); free(slots);
+    jr_sample_scratch_free(&w);
+    jr_kv_lm_close(&lm);
+    jr_model_free(&m);
+    return st ? cli_fail(cmd, st) : CLI_OK;
+}

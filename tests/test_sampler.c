@@ -1,0 +1,185 @@
+/* test_sampler.c - sampling math (greedy, top-k, top-p, min-p, bias, masks, vocabulary bound) and log-probs */
+#include "harness.h"
+
+#include "judgerl/sampler.h"
+
+static const float L5[5] = {1.0f, 3.0f, 2.0f, 0.5f, 2.9f};
+
+TEST(greedy_is_argmax_and_respects_mask_bias_and_size) {
+    jr_sample_params p = jr_sample_params_default();
+    p.temperature = 0;
+    jr_sample_scratch w = {0};
+    jr_rng r;
+    jr_rng_seed(&r, 1);
+    int32_t t;
+    CHECK_OK(jr_sample(L5, 5, &p, NULL, &r, &w, &t));
+    CHECK(t == 1);
+    uint8_t mask[5] = {1, 0, 1, 1, 1};
+    CHECK_OK(jr_sample(L5, 5, &p, mask, &r, &w, &t));
+    CHECK(t == 4);
+    int32_t bid = 3;
+    float bval = 10;
+    p.n_bias = 1;
+    p.bias_ids = &bid;
+    p.bias_vals = &bval;
+    CHECK_OK(jr_sample(L5, 5, &p, NULL, &r, &w, &t));
+    CHECK(t == 3);
+    p.n_bias = 0;
+    /* the tokenizer holds 1 id: the padded rows past it are never chosen */
+    CHECK_OK(jr_sample(L5, 1, &p, NULL, &r, &w, &t));
+    CHECK(t == 0);
+    uint8_t none[5] = {0};
+    CHECK(jr_sample(L5, 5, &p, none, &r, &w, &t) == JR_EINVAL);
+    jr_sample_scratch_free(&w);
+}
+
+/* Draws many samples and compares frequencies with the expected truncated distribution. */
+static void freq(const jr_sample_params *p, int n_valid, double *f, int draws) {
+    jr_sample_scratch w = {0};
+    jr_rng r;
+    jr_rng_seed(&r, 42);
+    for (int i = 0; i < 5; i++) f[i] = 0;
+    for (int d = 0; d < draws; d++) {
+        int32_t t;
+        if (jr_sample(L5, n_valid, p, NULL, &r, &w, &t) == JR_OK) f[t] += 1.0 / draws;
+    }
+    jr_sample_scratch_free(&w);
+}
+
+TEST(temperature_distribution_matches_softmax) {
+    jr_sample_params p = jr_sample_params_default();
+    p.temperature = 0.7f;
+    double f[5], e[5], s = 0;
+    freq(&p, 5, f, 200000);
+    for (int i = 0; i < 5; i++) s += e[i] = exp(L5[i] / 0.7);
+    for (int i = 0; i < 5; i++) CHECK_NEAR(f[i], e[i] / s, 0.005, 0);
+}
+
+TEST(top_k_top_p_min_p_truncate) {
+    jr_sample_params p = jr_sample_params_default();
+    double f[5];
+    p.top_k = 2; /* ids 1 and 4 */
+    freq(&p, 5, f, 100000);
+    double a = exp(3.0), b = exp(2.9);
+    CHECK_NEAR(f[1], a / (a + b), 0.01, 0);
+    CHECK_NEAR(f[4], b / (a + b), 0.01, 0);
+    CHECK(f[0] == 0 && f[2] == 0 && f[3] == 0);
+    p.top_k = 0;
+    /* probabilities: sorted 1 (0.402), 4 (0.363), 2 (0.148), 0 (0.054), 3 (0.033); top_p 0.7 keeps 1, 4 */
+    p.top_p = 0.7f;
+    freq(&p, 5, f, 50000);
+    CHECK(f[1] > 0 && f[4] > 0 && f[2] == 0 && f[0] == 0 && f[3] == 0);
+    p.top_p = 0.8f; /* 0.402 + 0.363 = 0.765 < 0.8: keeps id 2 too */
+    freq(&p, 5, f, 50000);
+    CHECK(f[2] > 0 && f[0] == 0 && f[3] == 0);
+    p.top_p = 1;
+    p.min_p = 0.3f; /* p/pmax: id2 = e^-1 = 0.37 kept, id0 = e^-2 = 0.135 dropped */
+    freq(&p, 5, f, 50000);
+    CHECK(f[2] > 0 && f[0] == 0 && f[3] == 0);
+}
+
+TEST(logprobs_are_log_softmax_over_all_rows) {
+    double s = 0;
+    for (int i = 0; i < 5; i++) s += exp(L5[i] / 2.0);
+    CHECK_NEAR(jr_logprob_at(L5, 5, 2.0f, 2), L5[2] / 2.0 - log(s), 1e-6, 0);
+    s = 0;
+    for (int i = 0; i < 5; i++) s += exp(L5[i]);
+    int32_t ids[3];
+    float lps[3];
+    CHECK(jr_top_logprobs(L5, 5, 5, 3, ids, lps) == 3);
+    CHECK(ids[0] == 1 && ids[1] == 4 && ids[2] == 2);
+    CHECK_NEAR(lps[1], 2.9 - log(s), 1e-6, 0);
+    /* top alternatives never name a padded id, but are normalised over every row */
+    CHECK(jr_top_logprobs(L5, 5, 3, 5, ids, lps) == 3);
+    CHECK(ids[0] == 1 && ids[1] == 2 && ids[2] == 0);
+    CHECK_NEAR(lps[0], 3.0 - log(s), 1e-6, 0);
+}
+
+TEST(same_seed_same_draws) {
+    jr_sample_params p = jr_sample_params_default();
+    jr_sample_scratch w = {0};
+    jr_rng a, b;
+    jr_rng_seed2(&a, 7, 3);
+    jr_rng_seed2(&b, 7, 3);
+    int same = 1;
+    for (int i = 0; i < 100; i++) {
+        int32_t x, y;
+        jr_sample(L5, 5, &p, NULL, &a, &w, &x);
+        jr_sample(L5, 5, &p, NULL, &b, &w, &y);
+        same &= x == y;
+    }
+    CHECK(same);
+    jr_sample_scratch_free(&w);
+}
+
+/* A plain reference: sort every candidate (when truncating), then top-k, top-p, one draw. */
+static const float *ref_z;
+static int ref_cmp(const void *a, const void *b) {
+    int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
+    if (ref_z[i] != ref_z[j]) return ref_z[i] > ref_z[j] ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+static int32_t ref_sample(const float *logits, int n, const jr_sample_params *p, jr_rng *r) {
+    float *pr = malloc(sizeof(float) * n);
+    int32_t *idx = malloc(sizeof(int32_t) * n);
+    float mx = -INFINITY;
+    for (int i = 0; i < n; i++) mx = logits[i] > mx ? logits[i] : mx;
+    for (int i = 0; i < n; i++) { pr[i] = expf((logits[i] - mx) * (1.0f / p->temperature)); idx[i] = i; }
+    ref_z = pr;
+    if ((p->top_k > 0 && p->top_k < n) || p->top_p < 1) qsort(idx, (size_t)n, sizeof *idx, ref_cmp); /* else: id order */
+    int k = n;
+    if (p->top_k > 0 && p->top_k < k) k = p->top_k;
+    if (p->top_p < 1) {
+        double tot = 0, cum = 0;
+        for (int c = 0; c < k; c++) tot += pr[idx[c]];
+        for (int c = 0; c < k; c++) { cum += pr[idx[c]]; if (cum >= p->top_p * tot) { k = c + 1; break; } }
+    }
+    double tot = 0, cum = 0;
+    for (int c = 0; c < k; c++) tot += pr[idx[c]];
+    double u = jr_rng_double(r) * tot;
+    int32_t out = idx[k - 1];
+    for (int c = 0; c < k; c++) { cum += pr[idx[c]]; if (u < cum) { out = idx[c]; break; } }
+    free(pr);
+    free(idx);
+    return out;
+}
+
+TEST(truncation_equals_full_sort_reference) {
+    enum { V = 5000 };
+    float *lg = malloc(sizeof(float) * V);
+    jr_rng g;
+    jr_rng_seed(&g, 77);
+    jr_sample_scratch w = {0};
+    int same = 1;
+    const float tps[4] = {1.0f, 0.95f, 0.5f, 0.1f};
+    const int tks[3] = {0, 40, 1000};
+    for (int it = 0; it < 120; it++) {
+        double scale = it % 3 == 0 ? 0.1 : it % 3 == 1 ? 2.0 : 8.0; /* flat to peaked */
+        for (int i = 0; i < V; i++) lg[i] = (float)(scale * jr_rng_normal(&g));
+        jr_sample_params p = jr_sample_params_default();
+        p.temperature = 0.8f;
+        p.top_p = tps[it % 4];
+        p.top_k = tks[(it / 4) % 3];
+        jr_rng a, b;
+        jr_rng_seed2(&a, 5, (uint64_t)it);
+        b = a;
+        int32_t x;
+        CHECK_OK(jr_sample(lg, V, &p, NULL, &a, &w, &x));
+        int32_t y = ref_sample(lg, V, &p, &b);
+        if (x != y) { same = 0; printf("  it %d: top_p %g top_k %d: %d vs reference %d\n", it, p.top_p, p.top_k, x, y); }
+    }
+    CHECK(same);
+    free(lg);
+    jr_sample_scratch_free(&w);
+}
+
+int main(void) {
+    RUN(greedy_is_argmax_and_respects_mask_bias_and_size);
+    RUN(temperature_distribution_matches_softmax);
+    RUN(top_k_top_p_min_p_truncate);
+    RUN(logprobs_are_log_softmax_over_all_rows);
+    RUN(same_seed_same_draws);
+    RUN(truncation_equals_full_sort_reference);
+    return jt_done();
+}
