@@ -3,9 +3,9 @@
 
 #include "cli/cli.h"
 #include "judgerl/tokenizer.h"
-#include "judgerl/dataset.h"
 #include "judgerl/model.h"
 #include "judgerl/train.h"
+#include "judgerl/dataset.h"
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
@@ -14,9 +14,9 @@
 static const jr_cfg_field *const all_tables[] = {
     jr_run_cfg,
     jr_tokenizer_cfg,
-    jr_data_cfg,
     jr_model_cfg,
     jr_trainer_cfg,
+    jr_data_cfg,
     jr_judge_cfg,
     jr_protocols_cfg,
     jr_reward_cfg,
