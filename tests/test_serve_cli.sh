@@ -27,6 +27,9 @@ expect_error generate_bad_regex 'guided_regex|regex' "$JR_BIN" generate --model 
 [ -e "$JR_TMP/o.jsonl" ] && fail generate_no_partial_output "o.jsonl was written" || ok generate_no_partial_output
 
 # ---- judgerl serve ----
+expect_error serve_no_model 'nowhere: no config.json' "$JR_BIN" serve --model "$JR_TMP/nowhere" --port 0
+expect_error serve_bad_port 'port' "$JR_BIN" serve --model "$MODEL" --port 99999
+expect_error serve_key_env_unset 'JR_UNSET_KEY_VAR' "$JR_BIN" serve --model "$MODEL" --api-key-env JR_UNSET_KEY_VAR
 export JR_TEST_KEY=k3y-for-tests
 "$JR_BIN" serve --model "$MODEL" --port 0 --api-key-env JR_TEST_KEY --parallel 4 --served-model-name tiny \
   --max-body 65536 2>"$JR_TMP/serve.err" &

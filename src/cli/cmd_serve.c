@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "judgerl/fsutil.h"
 #include "judgerl/serve.h"
 #include "judgerl/textgen.h"
 
@@ -74,6 +75,11 @@ int cmd_serve(int argc, char **argv) {
         const char *slash = strrchr(model, '/');
         name = slash && slash[1] ? slash + 1 : model;
     }
+    /* A missing model is reported before anything listens (one error line). */
+    char *cfgp = jr_path_join(model, "config.json");
+    int have = cfgp && jr_path_exists(cfgp);
+    free(cfgp);
+    if (!have) return cli_fail(cmd, jr_fail(JR_ENOTFOUND, "%s: no config.json (not a model directory)", model));
     /* Signals are taken by sigwait below: block them before any thread starts. */
     sigset_t set;
     sigemptyset(&set);
