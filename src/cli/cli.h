@@ -33,5 +33,8 @@ int cmd_dataset(int argc, char **argv);
 int cmd_tb_export(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_seed1(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

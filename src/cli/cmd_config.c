@@ -5,6 +5,7 @@
 #include "judgerl/model.h"
 #include "judgerl/train.h"
 #include "judgerl/dataset.h"
+#include "judgerl/seed1.h"
 
 /* Every module's table of options; a config file may use any of them. */
 static const jr_cfg_field *const all_tables[] = {
@@ -12,6 +13,7 @@ static const jr_cfg_field *const all_tables[] = {
     jr_model_cfg,
     jr_trainer_cfg,
     jr_data_cfg,
+    jr_seed1_cfg,
     NULL,
 };
 

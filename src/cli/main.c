@@ -19,6 +19,9 @@ static const command commands[] = {
     {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
     {"train", cmd_train, "train a model from a YAML config (SFT)"},
     {"bench", cmd_bench, "benchmarks printing one JSON object of figures (bench train)"},
+    {"seed1", cmd_seed1, "seed 1 reproduced: 8-ball classifier, classifier judges, judge distillation"},
+    {"demo", cmd_demo, "the embedded default: the magic 8-ball end to end, with a report"},
+    {"report", cmd_report, "write RUN_DIR/report.html (inline SVG) and print the demo summary"},
     {"version", cmd_version, "print the version"},
 };
 
