@@ -26,6 +26,12 @@ typedef struct jr_train_state {
  * the newest `keep` checkpoints stay (keep <= 0: all). */
 jr_status jr_ckpt_save(const char *run_dir, const jr_model *m, const jr_adamw *o, const jr_train_state *s, int keep);
 
+/* The same with the checkpoint's model files written by write(ud, dir) instead of m's HF directory
+ * (LoRA: the adapter only); m then only gives the names and layout of the trained tensors whose
+ * moments are saved. write NULL = jr_ckpt_save. */
+jr_status jr_ckpt_save_with(const char *run_dir, const jr_model *m, const jr_adamw *o, const jr_train_state *s,
+                            int keep, jr_status (*write)(void *ud, const char *dir), void *ud);
+
 /* The directory of the latest complete checkpoint of run_dir into *path (caller frees), or NULL
  * when there is none. */
 jr_status jr_ckpt_latest(const char *run_dir, char **path);
@@ -34,5 +40,10 @@ jr_status jr_ckpt_latest(const char *run_dir, char **path);
  * (initialised here with the given hyper-parameters) and the state into *s. */
 jr_status jr_ckpt_load(const char *ckpt_dir, jr_model *m, jr_adamw *o, jr_train_state *s, double beta1, double beta2,
                        double eps, double weight_decay);
+
+/* Reads only the moments (laid out as m's tensors) and the state of a checkpoint directory, for
+ * trainers that load the model part themselves (LoRA adapters). On error *o is zeroed. */
+jr_status jr_ckpt_load_state(const char *ckpt_dir, const jr_model *m, jr_adamw *o, jr_train_state *s, double beta1,
+                             double beta2, double eps, double weight_decay);
 
 #endif

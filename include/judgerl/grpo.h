@@ -37,6 +37,16 @@ void jr_grpo_advantages(float *adv, uint8_t *active, jr_adv_stats *stats, const 
 void jr_rloo_advantages(float *adv, uint8_t *active, jr_adv_stats *stats, const float *rewards,
                         const uint8_t *scored, int n_groups, int G);
 
+/* TRL's multi_objective_aggregation = normalize_then_sum: each of K reward components is
+ * normalised within its group, (v - mean_g) / (std_g + 1e-4) over the group's scored samples
+ * (values (N, K), vscored (N, K): an unscored optional component counts as absent), the
+ * normalised values are summed with `weights` (K), then the sums are normalised over the batch,
+ * (x - mean) / (std + 1e-4), over samples in the loss. Which samples are in the loss and the
+ * stats come from the per-sample rewards / scored as in jr_grpo_advantages. */
+void jr_grpo_advantages_nts(float *adv, uint8_t *active, jr_adv_stats *stats, const float *values,
+                            const uint8_t *vscored, const float *weights, int K, const float *rewards,
+                            const uint8_t *scored, int n_groups, int G);
+
 /* DAPO's overlong penalty for a completion of `len` tokens: 0 up to max_len - cache, then falling
  * linearly to -1 at max_len, -1 beyond. */
 double jr_overlong_penalty(int len, int max_len, int cache);

@@ -11,6 +11,9 @@
 /* The trainer.* options (algo, steps, batch, optimizer, schedule, checkpoints, resume). */
 extern const jr_cfg_field jr_trainer_cfg[];
 
+/* The grpo.* and lora.* options of trainer.algo grpo | rloo (docs/GRPO.md). */
+extern const jr_cfg_field jr_grpo_cfg[];
+
 /* What a finished (or stopped) run reports. */
 typedef struct jr_train_result {
     int64_t first_step, last_step;   /* optimizer steps run by this process (first_step > 0 on resume) */
@@ -27,5 +30,11 @@ typedef struct jr_train_result {
  * `progress` (NULL: none). On error the message names the row, file or key; checkpoints already
  * written stay valid. */
 jr_status jr_train_run(const jr_config *c, FILE *progress, jr_train_result *res);
+
+/* trainer.algo grpo | rloo (grpo_train.c), called by jr_train_run: a config loaded with the run,
+ * data, model, trainer, grpo, judge, protocols and reward tables. res->first_loss / last_loss
+ * hold the mean reward of the first and last step. Past grpo.max_unscored_frac it writes a
+ * checkpoint of the state before the step and fails with a message saying so. */
+jr_status jr_grpo_run(const jr_config *c, FILE *progress, jr_train_result *res);
 
 #endif

@@ -26,15 +26,27 @@ int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, cons
 /* Subcommands: each takes argv from its own name on and returns an exit code. */
 int cmd_version(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_dataset(int argc, char **argv);
+int cmd_tb_export(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_forward(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
-int cmd_dataset(int argc, char **argv);
-int cmd_tb_export(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_ifeval(int argc, char **argv);
+int cmd_grade(int argc, char **argv);
 int cmd_seed1(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+
+/* `judgerl grade` helpers: reads an existing output (drops a torn last line, records finished ids
+ * in `done`, counts unscored rows; with retry_unscored drops them); grades through the reward
+ * registry when the config lists reward.components (grade_reward.c). */
+#include <jansson.h>
+jr_status cli_grade_load_done(const char *path, json_t *done, long *n_unscored, int retry_unscored, long *n_dropped);
+int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const char *out_path, int quiet,
+                     int retry_unscored);
 
 #endif

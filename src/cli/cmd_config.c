@@ -2,17 +2,24 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "judgerl/dataset.h"
 #include "judgerl/model.h"
 #include "judgerl/train.h"
-#include "judgerl/dataset.h"
 #include "judgerl/seed1.h"
+#include "judgerl/judge.h"
+#include "judgerl/protocols.h"
+#include "judgerl/reward.h"
 
 /* Every module's table of options; a config file may use any of them. */
 static const jr_cfg_field *const all_tables[] = {
     jr_run_cfg,
+    jr_data_cfg,
     jr_model_cfg,
     jr_trainer_cfg,
-    jr_data_cfg,
+    jr_grpo_cfg,
+    jr_judge_cfg,
+    jr_protocols_cfg,
+    jr_reward_cfg,
     jr_seed1_cfg,
     NULL,
 };

@@ -3,17 +3,25 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include <string.h>
+
 #include "judgerl/dataset.h"
+#include "judgerl/judge.h"
+#include "judgerl/protocols.h"
+#include "judgerl/reward.h"
 #include "judgerl/model.h"
 #include "judgerl/train.h"
 
-static const jr_cfg_field *const train_tables[] = {jr_run_cfg, jr_data_cfg, jr_model_cfg, jr_trainer_cfg, NULL};
+static const jr_cfg_field *const train_tables[] = {jr_run_cfg,      jr_data_cfg,      jr_model_cfg,
+                                                   jr_trainer_cfg,  jr_grpo_cfg,      jr_judge_cfg,
+                                                   jr_protocols_cfg, jr_reward_cfg,   NULL};
 
 int cmd_train(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         printf("usage: judgerl train CONFIG.yaml [key=value ...] [--print-config]\n"
                "Trains a model as the config says (trainer.algo: sft on JSONL rows {\"prompt\", \"completion\"},\n"
-               "loss on the completion tokens). Start from model.path (an HF directory) or model.init (a\n"
+               "loss on the completion tokens; grpo | rloo on rows {\"prompt\"} or {\"messages\"} rewarded by\n"
+               "reward.components, see docs/GRPO.md). Start from model.path (an HF directory) or model.init (a\n"
                "config.json for a random model). Writes run.out_dir/metrics.jsonl, a TensorBoard event file,\n"
                "checkpoints in run.out_dir/checkpoints/ and the final model in run.out_dir/model.\n"
                "trainer.resume=true continues from the latest checkpoint, exactly.\n");
@@ -28,10 +36,12 @@ int cmd_train(int argc, char **argv) {
     jr_status st = jr_train_run(&cfg, stderr, &res);
     if (st) { jr_config_free(&cfg); return cli_fail("train", st); }
     if (res.last_step >= res.first_step) {
-        printf("%s steps %lld..%lld: loss %.4f -> %.4f", res.resumed ? "resumed," : "trained", (long long)res.first_step,
-               (long long)res.last_step, res.first_loss, res.last_loss);
+        int rl = strcmp(jr_cfg_str(&cfg, "trainer.algo"), "sft") != 0;
+        printf("%s steps %lld..%lld: %s %.4f -> %.4f", res.resumed ? "resumed," : "trained", (long long)res.first_step,
+               (long long)res.last_step, rl ? "mean reward" : "loss", res.first_loss, res.last_loss);
         if (!isnan(res.last_val_loss)) printf(", validation loss %.4f", res.last_val_loss);
-        printf("; model in %s/model\n", jr_cfg_str(&cfg, "run.out_dir"));
+        printf("; %s in %s/%s\n", rl && jr_cfg_bool(&cfg, "lora.enabled") ? "PEFT adapter" : "model",
+               jr_cfg_str(&cfg, "run.out_dir"), rl && jr_cfg_bool(&cfg, "lora.enabled") ? "adapter" : "model");
     } else {
         printf("nothing to do: the latest checkpoint is already at trainer.steps=%lld\n",
                (long long)jr_cfg_int(&cfg, "trainer.steps"));

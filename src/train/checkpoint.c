@@ -120,6 +120,11 @@ static void prune(const char *cdir, int keep, int64_t latest) {
 }
 
 jr_status jr_ckpt_save(const char *run_dir, const jr_model *m, const jr_adamw *o, const jr_train_state *s, int keep) {
+    return jr_ckpt_save_with(run_dir, m, o, s, keep, NULL, NULL);
+}
+
+jr_status jr_ckpt_save_with(const char *run_dir, const jr_model *m, const jr_adamw *o, const jr_train_state *s,
+                            int keep, jr_status (*write)(void *ud, const char *dir), void *ud) {
     char name[64], tmpname[64];
     snprintf(name, sizeof name, "step-%08" PRId64, s->step);
     snprintf(tmpname, sizeof tmpname, ".tmp-step-%08" PRId64, s->step);
@@ -134,7 +139,7 @@ jr_status jr_ckpt_save(const char *run_dir, const jr_model *m, const jr_adamw *o
     if ((st = jr_mkdirs(cdir))) goto done;
     remove_flat_dir(tmp); /* a leftover of a run killed mid-save */
     if ((st = jr_mkdirs(tmp))) goto done;
-    if ((st = jr_model_save(m, tmp, NULL))) goto done;
+    if ((st = write ? write(ud, tmp) : jr_model_save(m, tmp, NULL))) goto done;
     if ((st = write_moments(opt, m, o))) goto done;
     if ((st = write_state(stp, o, s))) goto done;
     if ((st = jr_fsync_dir(tmp))) goto done;
@@ -215,6 +220,15 @@ jr_status jr_ckpt_load(const char *ckpt_dir, jr_model *m, jr_adamw *o, jr_train_
     memset(s, 0, sizeof *s);
     jr_status st = jr_model_load(m, ckpt_dir);
     if (st) return st;
+    if ((st = jr_ckpt_load_state(ckpt_dir, m, o, s, beta1, beta2, eps, weight_decay))) jr_model_free(m);
+    return st;
+}
+
+jr_status jr_ckpt_load_state(const char *ckpt_dir, const jr_model *m, jr_adamw *o, jr_train_state *s, double beta1,
+                             double beta2, double eps, double weight_decay) {
+    memset(o, 0, sizeof *o);
+    memset(s, 0, sizeof *s);
+    jr_status st = JR_OK;
     char *opt = jr_path_join(ckpt_dir, "optimizer.safetensors");
     char *stp = jr_path_join(ckpt_dir, "trainer_state.json");
     jr_safetensors f = {0};
@@ -237,6 +251,6 @@ jr_status jr_ckpt_load(const char *ckpt_dir, jr_model *m, jr_adamw *o, jr_train_
 done:
     jr_st_close(&f);
     free(opt); free(stp);
-    if (st) { jr_adamw_free(o); jr_model_free(m); }
+    if (st) jr_adamw_free(o);
     return st;
 }

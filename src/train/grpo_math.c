@@ -171,3 +171,61 @@ jr_status jr_policy_loss(jr_policy_loss_stats *st, float *dlp, const float *lp, 
     }
     return JR_OK;
 }
+
+void jr_grpo_advantages_nts(float *adv, uint8_t *active, jr_adv_stats *stats, const float *values,
+                            const uint8_t *vscored, const float *weights, int K, const float *rewards,
+                            const uint8_t *scored, int n_groups, int G) {
+    int n = n_groups * G;
+    jr_adv_stats s;
+    stats_begin(&s, rewards, scored, n, n_groups);
+    int zero_std = 0;
+    /* per group: weighted sum of the per-component group-normalised values */
+    for (int g = 0; g < n_groups; g++) {
+        const uint8_t *sc = scored + (size_t)g * G;
+        double rm, rs;
+        int k = group_moments(rewards + (size_t)g * G, sc, G, &rm, &rs);
+        int used = k >= 2;
+        if (used) {
+            s.groups_used++;
+            if (rs == 0) zero_std++;
+        }
+        for (int j = 0; j < G; j++) {
+            size_t i = (size_t)g * G + j;
+            adv[i] = 0.0f;
+            if (active) active[i] = (uint8_t)(used && sc[j]);
+        }
+        if (!used) continue;
+        for (int c = 0; c < K; c++) {
+            double sum = 0, sq = 0;
+            int m = 0;
+            for (int j = 0; j < G; j++) {
+                size_t i = (size_t)g * G + j;
+                if (sc[j] && vscored[i * K + c]) { sum += values[i * K + c]; m++; }
+            }
+            if (!m) continue;
+            double mean = sum / m;
+            for (int j = 0; j < G; j++) {
+                size_t i = (size_t)g * G + j;
+                if (sc[j] && vscored[i * K + c]) sq += (values[i * K + c] - mean) * (values[i * K + c] - mean);
+            }
+            double std = m > 1 ? sqrt(sq / (m - 1)) : 0;
+            for (int j = 0; j < G; j++) {
+                size_t i = (size_t)g * G + j;
+                if (sc[j] && vscored[i * K + c]) adv[i] += (float)(weights[c] * (values[i * K + c] - mean) / (std + 1e-4));
+            }
+        }
+    }
+    /* then normalised over the batch (samples in the loss) */
+    double sum = 0, sq = 0;
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (!active || active[i]) { sum += adv[i]; m++; }
+    double mean = m ? sum / m : 0;
+    for (int i = 0; i < n; i++)
+        if (!active || active[i]) sq += (adv[i] - mean) * (adv[i] - mean);
+    double std = m > 1 ? sqrt(sq / (m - 1)) : 0;
+    for (int i = 0; i < n; i++)
+        adv[i] = (!active || active[i]) && m ? (float)((adv[i] - mean) / (std + 1e-4)) : 0.0f;
+    s.frac_zero_std = s.groups_used ? (double)zero_std / s.groups_used : 0;
+    if (stats) *stats = s;
+}

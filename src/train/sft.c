@@ -175,8 +175,9 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, jr_train_result *res)
     memset(res, 0, sizeof *res);
     res->last_val_loss = NAN;
     const char *algo = jr_cfg_str(c, "trainer.algo");
+    if (!strcmp(algo, "grpo") || !strcmp(algo, "rloo")) return jr_grpo_run(c, progress, res);
     if (strcmp(algo, "sft"))
-        return jr_fail(JR_EUNSUPPORTED, "%s: trainer.algo=%s is not implemented yet (available: sft)", c->source, algo);
+        return jr_fail(JR_EUNSUPPORTED, "%s: trainer.algo=%s is not implemented yet (available: sft, grpo, rloo)", c->source, algo);
     sft s;
     memset(&s, 0, sizeof s);
     s.c = c;

@@ -1,0 +1,53 @@
+/* constrain.h - constrained decoding: only tokens that keep the output a prefix of a choice or of a regex match */
+#ifndef JUDGERL_CONSTRAIN_H
+#define JUDGERL_CONSTRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "judgerl/status.h"
+
+/* The bytes each token decodes to, for ids [0, n). bytes[i] NULL marks a special token (never
+ * allowed by a constraint; end-of-sequence is handled by the caller through `complete`). The
+ * arrays are borrowed and must outlive every constraint built on them. */
+typedef struct jr_token_bytes {
+    int n;
+    const char *const *bytes;
+    const int32_t *len;
+} jr_token_bytes;
+
+typedef struct jr_constraint jr_constraint;
+
+/* A constraint that accepts exactly one of `choices` (n of them, each a non-empty string), built
+ * as a byte trie walked by each token's bytes. On failure *out is NULL. */
+jr_status jr_constraint_choice(jr_constraint **out, const jr_token_bytes *v, const char *const *choices, int n);
+
+/* A constraint that accepts the strings fully matched by the PCRE2 `pattern` (UTF-8); a token is
+ * allowed when the output with it can still match (PCRE2 hard partial matching). A pattern that
+ * does not compile fails with JR_EINVAL and the PCRE2 message. On failure *out is NULL. */
+jr_status jr_constraint_regex(jr_constraint **out, const jr_token_bytes *v, const char *pattern);
+
+void jr_constraint_free(jr_constraint *c);
+
+/* One sequence's progress through a constraint (the bytes emitted so far). */
+typedef struct jr_cstate {
+    char *buf;
+    size_t len, cap;
+    int node;    /* choice: current trie node */
+    void *match; /* regex: PCRE2 match data, owned */
+} jr_cstate;
+
+/* Starts a sequence at the empty output. */
+jr_status jr_cstate_init(jr_cstate *s, const jr_constraint *c);
+void jr_cstate_free(jr_cstate *s);
+
+/* Fills allowed[0..v->n) with 1 for each token that keeps the output valid and sets *complete
+ * when the output so far is itself accepted (the caller may then allow end-of-sequence). Returns
+ * the number of allowed tokens. */
+int jr_constraint_mask(const jr_constraint *c, jr_cstate *s, uint8_t *allowed, int *complete);
+
+/* Appends token `tok` to the output. Fails with JR_EINVAL (state unchanged) when the token is
+ * not allowed. */
+jr_status jr_constraint_advance(const jr_constraint *c, jr_cstate *s, int32_t tok);
+
+#endif

@@ -1,0 +1,124 @@
+/* generate.h - batched generation with a KV cache: prefill, shared prompt prefix, decode steps, stop rules, log-probs */
+#ifndef JUDGERL_GENERATE_H
+#define JUDGERL_GENERATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "judgerl/constrain.h"
+#include "judgerl/rng.h"
+#include "judgerl/sampler.h"
+#include "judgerl/status.h"
+
+/* A model as the generator sees it: a next-token scorer holding a KV cache of n_slots sequences
+ * of up to max_ctx positions each. Implemented over the transformer by jr_kv_lm_open
+ * (include/judgerl/kvcache.h). Each slot knows its own length. */
+typedef struct jr_lm {
+    void *impl;
+    int n_logits; /* scores per position (embedding rows, possibly padded past the tokenizer) */
+    int n_slots;
+    int max_ctx;
+    /* Empties `slot` and runs toks[0..n) through it; writes the last position's n_logits scores. */
+    jr_status (*prefill)(void *impl, int slot, const int32_t *toks, int n, float *logits);
+    /* Makes slot dst a copy of slot src (its cache and length): a group shares one prefill. */
+    jr_status (*copy)(void *impl, int dst, int src);
+    /* Appends toks[i] to slots[i] for i < n (distinct slots) and writes n rows of scores. The rows
+     * do not depend on which other slots are in the batch (bitwise). */
+    jr_status (*decode)(void *impl, int n, const int *slots, const int32_t *toks, float *logits);
+} jr_lm;
+
+/* The tokenizer as the generator sees it: each token's bytes (NULL for special tokens, which add
+ * no text), the tokenizer's size (ids at or past it are never sampled) and end-of-sequence ids. */
+typedef struct jr_gen_vocab {
+    jr_token_bytes tb; /* tb.n = the tokenizer's size */
+    const int32_t *eos;
+    int n_eos;
+} jr_gen_vocab;
+
+/* Settings of one request. Strings and arrays are borrowed until the request ends. */
+typedef struct jr_gen_params {
+    jr_sample_params sample;
+    int max_tokens;           /* >= 1 */
+    int has_seed;             /* 1: sequence i of the request uses jr_rng_seed2(seed, i) */
+    uint64_t seed;
+    int n_stop;               /* stop strings: the text ends before the first occurrence */
+    const char *const *stop;
+    int n_stop_ids;           /* extra token ids that end a sequence (kept in tokens, not in text) */
+    const int32_t *stop_ids;
+    int ignore_eos;
+    const jr_constraint *constraint; /* NULL = unconstrained */
+    int logprobs;             /* 1: record chosen-token log-probs (at T and raw) */
+    int top_logprobs;         /* alternatives per token from the raw distribution (0..20) */
+} jr_gen_params;
+
+jr_gen_params jr_gen_params_default(void);
+
+/* One finished (or running) completion. Arrays are owned by the request. */
+typedef struct jr_gen_seq {
+    int32_t *tokens;       /* every sampled id, the final eos or stop id included */
+    int n_tokens;
+    int n_text_tokens;     /* leading tokens that carry the text (the final eos/stop id excluded) */
+    float *logprobs;       /* log softmax(logits / T)[token] (T = the sampling temperature; 1 when greedy) */
+    float *raw_logprobs;   /* log softmax(logits)[token]: the raw distribution, as the API reports */
+    int32_t *top_ids;      /* n_tokens * top_k alternatives from the raw distribution */
+    float *top_lps;
+    int top_k;
+    char *text;            /* decoded bytes, NUL-terminated, stop string removed */
+    size_t text_len;
+    size_t *tok_off;       /* byte offset of each token's text in `text` (for completions' text_offset) */
+    const char *finish_reason; /* NULL while running, then "stop" or "length" */
+    size_t emitted;        /* bytes of text already handed to the event callback */
+    int done;
+} jr_gen_seq;
+
+typedef struct jr_gen jr_gen;
+typedef struct jr_gen_req jr_gen_req;
+
+/* Called by jr_gen_step for each sequence that advanced: `delta` (len bytes) is new text safe to
+ * show (never a split UTF-8 character, never a possible start of a stop string), `tok_from` ..
+ * seq->n_text_tokens are the tokens added since the last call. Finished sequences are reported
+ * once with seq->done set (the remaining text in delta). */
+typedef void (*jr_gen_event_fn)(void *ud, jr_gen_req *req, int index, const jr_gen_seq *seq, const char *delta,
+                                size_t len, int tok_from);
+
+/* Opens a generator over `lm` and `vocab` (both borrowed). `seed` seeds the streams of requests
+ * without their own seed. */
+jr_status jr_gen_open(jr_gen **out, jr_lm *lm, const jr_gen_vocab *vocab, uint64_t seed);
+/* Frees the generator and every request still in it. */
+void jr_gen_close(jr_gen *g);
+
+/* Slots not held by a request. */
+int jr_gen_free_slots(const jr_gen *g);
+/* Requests holding slots. */
+int jr_gen_active(const jr_gen *g);
+
+/* Adds a request of n completions of prompt[0..n_prompt) (copied). Needs n free slots (else
+ * JR_EUNSUPPORTED when n > n_slots, JR_ECANCELED when merely busy: retry after a step) and
+ * n_prompt + 1 <= max_ctx. Its prompt is prefilled once, on the next jr_gen_step. */
+jr_status jr_gen_add(jr_gen *g, const int32_t *prompt, int n_prompt, int n, const jr_gen_params *p,
+                     jr_gen_event_fn cb, void *ud, jr_gen_req **out);
+
+/* One step: prefills new requests and advances every running sequence by one token, calling the
+ * event callbacks. A request whose sequences are all done stays until jr_gen_release. */
+jr_status jr_gen_step(jr_gen *g);
+
+/* The request's n sequences (valid until release), its prompt length and whether all are done. */
+int jr_gen_req_n(const jr_gen_req *r);
+const jr_gen_seq *jr_gen_req_seq(const jr_gen_req *r, int i);
+int jr_gen_req_prompt_len(const jr_gen_req *r);
+int jr_gen_req_done(const jr_gen_req *r);
+/* Stops a request early (its running sequences end with finish_reason "abort"). */
+void jr_gen_cancel(jr_gen *g, jr_gen_req *r);
+/* Frees a request and returns its slots. */
+void jr_gen_release(jr_gen *g, jr_gen_req *r);
+
+/* The simple batch API (GRPO, `judgerl generate`): n completions of each of n_prompts prompts,
+ * run with continuous batching over the lm's slots. outs[p * n + i] receives completion i of
+ * prompt p; free each with jr_gen_seq_free. Sequence i of prompt p uses seed stream
+ * (params->seed + p, i) when params->has_seed. On failure nothing is left allocated in outs. */
+jr_status jr_generate(jr_lm *lm, const jr_gen_vocab *vocab, int n_prompts, const int32_t *const *prompts,
+                      const int *prompt_lens, int n, const jr_gen_params *params, jr_gen_seq *outs);
+
+void jr_gen_seq_free(jr_gen_seq *s);
+
+#endif

@@ -1,0 +1,163 @@
+/* tokenizer.h - HF tokenizer.json byte-level BPE (encode, decode, streaming decode) and chat templates */
+#ifndef JUDGERL_TOKENIZER_H
+#define JUDGERL_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "judgerl/status.h"
+
+/* A loaded tokenizer: vocabulary, merges, added/special tokens, normalizer, pre-tokenizer,
+ * post-processor, decoder and (optionally) a chat template. Immutable after loading except for
+ * jr_tok_set_chat_template*, so one tokenizer may be shared by threads that only encode/decode. */
+typedef struct jr_tokenizer jr_tokenizer;
+
+/* A growable array of token ids. Zero-initialise ({0}); free with jr_ids_free. */
+typedef struct jr_ids {
+    int32_t *ids;
+    size_t n, cap;
+} jr_ids;
+
+void jr_ids_free(jr_ids *v);
+/* Appends one id; JR_ENOMEM on allocation failure (v unchanged). */
+jr_status jr_ids_push(jr_ids *v, int32_t id);
+
+/* ---- loading ---- */
+
+/* Loads a tokenizer from `path`: either a tokenizer.json file or a model directory holding
+ * tokenizer.json (plus, when present, tokenizer_config.json for bos/eos/pad tokens and the chat
+ * template, chat_template.jinja, config.json for vocab_size and generation_config.json for extra
+ * eos ids). On success *out is owned by the caller (jr_tok_free). On failure *out is NULL and
+ * the message names the file and field (truncated JSON, missing model, unknown merge token,
+ * bad regex, unsupported normalizer/pre-tokenizer/decoder type, ...). */
+jr_status jr_tok_load(jr_tokenizer **out, const char *path);
+
+/* Same from tokenizer.json text already in memory (`name` is used in messages). No
+ * tokenizer_config.json is read: bos/eos come from the post-processor / added tokens only. */
+jr_status jr_tok_load_json(jr_tokenizer **out, const char *json, size_t len, const char *name);
+
+void jr_tok_free(jr_tokenizer *t);
+
+/* ---- sizes and lookups ---- */
+
+/* Number of token ids the tokenizer can produce: max id + 1 over vocab and added tokens
+ * (Qwen3: 151,669). */
+int32_t jr_tok_n_tokens(const jr_tokenizer *t);
+/* The model's embedding rows: config.json vocab_size when loaded from a model directory that
+ * has one, else jr_tok_n_tokens (Qwen3: 151,936). Always >= jr_tok_n_tokens. */
+int32_t jr_tok_vocab_size(const jr_tokenizer *t);
+
+/* The id of a token given in vocabulary form (byte-level: "Ġhello"; added tokens by content:
+ * "<|im_end|>"), or -1 when there is none. */
+int32_t jr_tok_token_to_id(const jr_tokenizer *t, const char *token);
+/* The vocabulary form of an id (borrowed, valid while t lives), or NULL when out of range or a
+ * hole in the id space. */
+const char *jr_tok_id_to_token(const jr_tokenizer *t, int32_t id);
+/* The raw bytes an id decodes to (byte-level decoded; added tokens: their content), borrowed;
+ * *len gets the length. NULL when the id is invalid. Useful for stop strings and logit masks. */
+const char *jr_tok_id_bytes(const jr_tokenizer *t, int32_t id, size_t *len);
+
+/* Special tokens; -1 when the tokenizer has none. bos/eos/pad come from tokenizer_config.json
+ * (bos_token, eos_token, pad_token) when present, else from the post-processor template. */
+int32_t jr_tok_bos_id(const jr_tokenizer *t);
+int32_t jr_tok_eos_id(const jr_tokenizer *t);
+int32_t jr_tok_pad_id(const jr_tokenizer *t);
+/* 1 when id ends generation: the eos id or one of generation_config.json's eos_token_id list. */
+int jr_tok_is_eos(const jr_tokenizer *t, int32_t id);
+/* 1 when id is an added token marked special (skipped by JR_TOK_SKIP_SPECIAL). */
+int jr_tok_is_special(const jr_tokenizer *t, int32_t id);
+
+/* ---- encode / decode ---- */
+
+enum {
+    JR_TOK_ADD_SPECIAL = 1,   /* encode: apply the post-processor (e.g. Llama-3 adds BOS) */
+    JR_TOK_SPLIT_SPECIAL = 2, /* encode: do NOT match special added tokens inside the text
+                                 (treat "<|im_end|>" in user text as plain text) */
+    JR_TOK_SKIP_SPECIAL = 4   /* decode: drop special tokens */
+};
+
+/* Encodes len bytes of UTF-8 text and appends the ids to *out (HF `encode(text,
+ * add_special_tokens=flags & JR_TOK_ADD_SPECIAL)`). Invalid UTF-8 is an error (JR_EINVAL, the
+ * byte offset in the message) and leaves *out with its original length. */
+jr_status jr_tok_encode(const jr_tokenizer *t, const char *text, size_t len, int flags, jr_ids *out);
+
+/* Decodes ids to text (HF `decode(ids, skip_special_tokens=flags & JR_TOK_SKIP_SPECIAL,
+ * clean_up_tokenization_spaces=False)`): bytes that are not valid UTF-8 become U+FFFD. *out is
+ * NUL-terminated and owned by the caller; *len (may be NULL) gets its length. An id out of
+ * range is an error (nothing allocated). */
+jr_status jr_tok_decode(const jr_tokenizer *t, const int32_t *ids, size_t n, int flags, char **out, size_t *len);
+
+/* Incremental decoding for streaming: push ids one at a time; each push yields the text that is
+ * now complete. A UTF-8 character split across tokens is held back until its last byte arrives,
+ * so the concatenation of every piece (plus jr_tok_stream_finish) equals jr_tok_decode of all
+ * ids. Init with jr_tok_stream_init, free with jr_tok_stream_free. */
+typedef struct jr_tok_stream {
+    const jr_tokenizer *tok;
+    int flags;                /* JR_TOK_SKIP_SPECIAL or 0 */
+    unsigned char pend[4];    /* bytes of an incomplete UTF-8 character */
+    int npend;
+    char *buf;                /* the last piece (owned) */
+    size_t cap;
+} jr_tok_stream;
+
+void jr_tok_stream_init(jr_tok_stream *s, const jr_tokenizer *t, int flags);
+/* *text (borrowed, NUL-terminated, valid until the next call) gets the newly complete text,
+ * possibly empty; *len its length. An invalid id is an error and the stream is unchanged. */
+jr_status jr_tok_stream_push(jr_tok_stream *s, int32_t id, const char **text, size_t *len);
+/* Flushes held-back bytes (as U+FFFD: they never completed a character). */
+jr_status jr_tok_stream_finish(jr_tok_stream *s, const char **text, size_t *len);
+void jr_tok_stream_free(jr_tok_stream *s);
+
+/* ---- chat templates ---- */
+
+/* One chat message. */
+typedef struct jr_chat_msg {
+    const char *role;     /* "system", "user", "assistant" (others passed to the template as is) */
+    const char *content;  /* UTF-8; NULL is rendered as the template renders a null content */
+} jr_chat_msg;
+
+typedef struct jr_chat_opts {
+    int add_generation_prompt; /* 1: end with the assistant header, ready to generate */
+    int enable_thinking;       /* Qwen3: -1 leaves it undefined (template default), 0 false, 1 true */
+} jr_chat_opts;
+
+/* A byte range [start, end) of rendered text. */
+typedef struct jr_span {
+    size_t start, end;
+} jr_span;
+
+/* 1 when the tokenizer has a chat template (from tokenizer_config.json, chat_template.jinja or
+ * jr_tok_set_chat_template*). */
+int jr_tok_has_chat_template(const jr_tokenizer *t);
+
+/* Replaces the chat template with `template_text` (Jinja), e.g. a config's custom_chat_template.
+ * The template is parsed now: a syntax error or a construct outside the supported Jinja subset
+ * is an error naming it and the line, and the previous template is kept. */
+jr_status jr_tok_set_chat_template(jr_tokenizer *t, const char *template_text);
+/* Same, reading the template from a file (its path is named in messages). */
+jr_status jr_tok_set_chat_template_file(jr_tokenizer *t, const char *path);
+
+/* Renders msgs through the chat template exactly as HF transformers' apply_chat_template
+ * (jinja2, trim_blocks + lstrip_blocks, bos_token/eos_token defined) would. *out is
+ * NUL-terminated and owned by the caller. When `assistant` is not NULL, *assistant gets an
+ * array (caller frees) of *n_assistant spans, one per assistant message in order, covering that
+ * message's content as rendered plus the end-of-turn text the template puts right after it up to
+ * and including the eos/end-of-turn special token (e.g. "<|im_end|>"): put the SFT loss on the
+ * tokens of these spans. An assistant message whose content the template does not emit gets an
+ * empty span at the end of the text rendered before it. No template, or a runtime error in the
+ * template (undefined method, raise_exception), is an error and nothing is allocated. */
+jr_status jr_chat_render(const jr_tokenizer *t, const jr_chat_msg *msgs, size_t n, const jr_chat_opts *opts,
+                         char **out, size_t *out_len, jr_span **assistant, size_t *n_assistant);
+
+/* ---- training ---- */
+
+/* Trains a byte-level BPE tokenizer (GPT-2/Qwen-style pre-tokenizer regex, ByteLevel decoder,
+ * no normalizer) on `corpus` (len bytes of UTF-8 text) with `vocab_size` tokens in total: the
+ * 256 byte tokens, the merges, then the added special tokens `specials` (n_specials strings, may
+ * be 0; e.g. "<|endoftext|>", "<|im_start|>", "<|im_end|>"). Ties between equally frequent pairs
+ * are broken by the smaller pair of ids, so the result is deterministic. *json_out gets the
+ * tokenizer.json text (caller frees), loadable by jr_tok_load and by HF tokenizers. */
+jr_status jr_tok_train(const char *corpus, size_t len, int32_t vocab_size, const char *const *specials,
+                       size_t n_specials, char **json_out);
+
+#endif

@@ -1,0 +1,123 @@
+/* cmd_serve.c - `judgerl serve`: an OpenAI-compatible server for a model directory */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "judgerl/serve.h"
+#include "judgerl/textgen.h"
+
+static const char *usage_text =
+    "usage: judgerl serve --model DIR [--host 127.0.0.1] [--port 8000] [--api-key-env NAME] [--parallel N]\n"
+    "         [--max-tokens N] [--served-model-name NAME] [--ctx POSITIONS] [--max-queue N] [--max-body BYTES]\n"
+    "         [--tokenizer byte] [--seed S]\n"
+    "  Serves POST /v1/chat/completions and /v1/completions (stream or not), GET /v1/models, /health\n"
+    "  (503 while loading) and /metrics. --api-key-env NAME requires 'Authorization: Bearer $NAME' on\n"
+    "  /v1/. --port 0 picks a free port; the address is printed on stderr. SIGTERM or SIGINT stop\n"
+    "  taking requests, finish the running ones (up to 60 s) and exit 0. See docs/SERVE.md.\n";
+
+static jr_status tg_encode(void *tok, const char *text, size_t len, int32_t **ids, int *n) {
+    return jr_textgen_encode(tok, text, len, ids, n);
+}
+
+static jr_status tg_chat(void *tok, int n, const char *const *roles, const char *const *contents, int32_t **ids, int *n_ids) {
+    return jr_textgen_encode_chat(tok, n, roles, contents, ids, n_ids);
+}
+
+static int num(const char *cmd, const char *flag, const char *v, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || errno || *end || x < lo || x > hi) {
+        cli_usage(cmd, "%s: expected an integer in [%ld, %ld], got '%s'", flag, lo, hi, v ? v : "");
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+int cmd_serve(int argc, char **argv) {
+    const char *cmd = "serve";
+    if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
+    const char *model = NULL, *host = "127.0.0.1", *key_env = NULL, *name = NULL, *tokenizer = "byte";
+    long port = 8000, parallel = 4, max_tokens = 512, ctx = 0, max_queue = 64, max_body = 1 << 20, seed = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (!strcmp(a, "--model")) model = v;
+        else if (!strcmp(a, "--host")) host = v;
+        else if (!strcmp(a, "--api-key-env")) key_env = v;
+        else if (!strcmp(a, "--served-model-name")) name = v;
+        else if (!strcmp(a, "--tokenizer")) tokenizer = v;
+        else if (!strcmp(a, "--port")) bad = num(cmd, a, v, 0, 65535, &port);
+        else if (!strcmp(a, "--parallel")) bad = num(cmd, a, v, 1, 1024, &parallel);
+        else if (!strcmp(a, "--max-tokens")) bad = num(cmd, a, v, 1, 1 << 20, &max_tokens);
+        else if (!strcmp(a, "--ctx")) bad = num(cmd, a, v, 2, 1 << 20, &ctx);
+        else if (!strcmp(a, "--max-queue")) bad = num(cmd, a, v, 1, 1 << 20, &max_queue);
+        else if (!strcmp(a, "--max-body")) bad = num(cmd, a, v, 1024, 1L << 30, &max_body);
+        else if (!strcmp(a, "--seed")) bad = num(cmd, a, v, 0, 1L << 62, &seed);
+        else return cli_usage(cmd, "unknown argument '%s' (see judgerl serve --help)", a);
+        if (bad) return CLI_USAGE;
+        if (!v) return cli_usage(cmd, "%s needs a value", a);
+        i++;
+    }
+    if (!model) return cli_usage(cmd, "--model DIR is required (see judgerl serve --help)");
+    const char *key = NULL;
+    if (key_env) {
+        key = getenv(key_env);
+        if (!key || !*key) return cli_usage(cmd, "--api-key-env %s: the environment variable is unset or empty", key_env);
+    }
+    if (!name) {
+        const char *slash = strrchr(model, '/');
+        name = slash && slash[1] ? slash + 1 : model;
+    }
+    /* Signals are taken by sigwait below: block them before any thread starts. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    jr_serve_opts o = {0};
+    o.host = host;
+    o.port = (int)port;
+    o.api_key = key;
+    o.model_name = name;
+    o.parallel = (int)parallel;
+    o.max_tokens = (int)max_tokens;
+    o.max_queue = (int)max_queue;
+    o.max_body = (size_t)max_body;
+    o.seed = (uint64_t)seed;
+    jr_server *s;
+    jr_status st = jr_server_start(&s, &o);
+    if (st) return cli_fail(cmd, st);
+    fprintf(stderr, "judgerl serve: listening on http://%s:%d (loading %s)\n", host, jr_server_port(s), model);
+    jr_textgen t;
+    if ((st = jr_textgen_open(&t, model, tokenizer, (int)parallel, (int)ctx))) {
+        jr_server_stop(s, 0);
+        return cli_fail(cmd, st);
+    }
+    jr_serve_backend b = {0};
+    b.lm = &t.lm;
+    b.vocab = t.vocab;
+    b.tok = &t;
+    b.encode = tg_encode;
+    b.encode_chat = tg_chat;
+    if ((st = jr_server_set_backend(s, &b))) {
+        jr_server_stop(s, 0);
+        jr_textgen_close(&t);
+        return cli_fail(cmd, st);
+    }
+    fprintf(stderr, "judgerl serve: ready: model '%s', %d slots of %d positions\n", name, t.lm.n_slots, t.lm.max_ctx);
+    int sig = 0;
+    sigwait(&set, &sig);
+    fprintf(stderr, "judgerl serve: %s: finishing running requests\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    jr_server_stop(s, 60);
+    jr_textgen_close(&t);
+    fprintf(stderr, "judgerl serve: stopped\n");
+    return CLI_OK;
+}

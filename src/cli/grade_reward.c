@@ -1,0 +1,206 @@
+/* grade_reward.c - `judgerl grade` when the config lists reward.components: rows go through the
+ * reward registry in windows; each finished row is appended + fsynced, resume skips done ids */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "judgerl/fsutil.h"
+#include "judgerl/reward.h"
+
+static volatile sig_atomic_t stop_flag;
+static void on_signal(int sig) { (void)sig; stop_flag = 1; }
+
+static double mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int id_text(const json_t *v, char *out, size_t n) {
+    if (json_is_string(v)) { snprintf(out, n, "%s", json_string_value(v)); return 1; }
+    if (json_is_integer(v)) { snprintf(out, n, "%lld", (long long)json_integer_value(v)); return 1; }
+    return 0;
+}
+
+/* One output line: {id, reward, scores: {component: value | null}, status, error, judge_calls,
+ * components: {...}} (caller frees). */
+static char *out_line(const jr_reward *r, const jr_reward_result *res, const json_t *id) {
+    json_t *o = json_object(), *scores = json_object();
+    json_object_set(o, "id", (json_t *)id);
+    json_object_set_new(o, "reward", res->scored ? json_real(res->reward) : json_null());
+    for (int k = 0; k < res->n_parts; k++)
+        json_object_set_new(scores, jr_reward_part_name(r, k), res->parts[k].scored ? json_real(res->parts[k].value) : json_null());
+    json_object_set_new(o, "scores", scores);
+    json_object_set_new(o, "status", json_string(res->scored ? "ok" : "unscored"));
+    json_object_set_new(o, "error", res->reason ? json_string(res->reason) : json_null());
+    json_object_set_new(o, "judge_calls", json_integer(res->judge_calls));
+    json_t *full = jr_reward_result_json(r, res);
+    if (full) json_object_set(o, "components", json_object_get(full, "components"));
+    json_decref(full);
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(9));
+    json_decref(o);
+    return s;
+}
+
+int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const char *out_path, int quiet,
+                     int retry_unscored) {
+    char *input = NULL;
+    size_t in_len = 0;
+    json_t *done = json_object(), *seen = json_object();
+    jr_reward *r = NULL;
+    int fd = -1, rc = CLI_OK;
+    long n_prev_unscored = 0, n_dropped = 0;
+    json_t **rows = NULL;
+    jr_reward_result *res = NULL;
+    double *sums = NULL;
+    long *counts = NULL, n_consistent = 0, n_pairs = 0;
+    jr_status st = jr_read_file(in_path, &input, &in_len);
+    if (!st) st = cli_grade_load_done(out_path, done, &n_prev_unscored, retry_unscored, &n_dropped);
+    if (st) { rc = cli_fail(cmd, st); goto out; }
+    long total = 0;
+    for (size_t i = 0; i < in_len; i++) if (input[i] == '\n' || i + 1 == in_len) total++;
+    if ((st = jr_reward_open(&r, cfg))) { rc = cli_fail(cmd, st); goto out; }
+    int np = jr_reward_n_parts(r);
+    sums = calloc((size_t)np, sizeof *sums);
+    counts = calloc((size_t)np, sizeof *counts);
+    long window = 4 * jr_cfg_int(cfg, "judge.concurrency");
+    if (window < 64) window = 64;
+    rows = calloc((size_t)window, sizeof *rows);
+    res = calloc((size_t)window, sizeof *res);
+    if (!sums || !counts || !rows || !res) { rc = cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory")); goto out; }
+    fd = open(out_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) { rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: cannot open for appending: %s", out_path, strerror(errno))); goto out; }
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    double max_frac = jr_cfg_float(cfg, "judge.max_unscored_frac");
+    long n_skipped = 0, n_done = 0, n_unscored = n_prev_unscored, n_ok = 0, n_rows = 0, lineno = 0, judge_calls = 0;
+    size_t pos = 0;
+    double t0 = mono();
+    const char *stop_msg = NULL;
+    char stop_buf[1400], last_reason[600] = "";
+    while (pos < in_len && !stop_flag && !stop_msg) {
+        long nw = 0;
+        while (pos < in_len && nw < window) {
+            size_t e = pos;
+            while (e < in_len && input[e] != '\n') e++;
+            lineno++;
+            size_t s0 = pos, k = pos;
+            pos = e < in_len ? e + 1 : e;
+            while (k < e && (input[k] == ' ' || input[k] == '\t' || input[k] == '\r')) k++;
+            if (k == e) continue;
+            n_rows++;
+            json_error_t je;
+            json_t *row = json_loadb(input + s0, e - s0, 0, &je);
+            char id[1024];
+            if (!json_is_object(row)) {
+                json_decref(row);
+                rc = cli_fail(cmd, jr_fail(JR_EFORMAT, "%s: line %ld: not a JSON object (%s)", in_path, lineno, je.text));
+                goto out;
+            }
+            if (!id_text(json_object_get(row, "id"), id, sizeof id)) {
+                json_decref(row);
+                rc = cli_fail(cmd, jr_fail(JR_EINVAL, "%s: line %ld: field 'id': expected a string or an integer", in_path, lineno));
+                goto out;
+            }
+            if (json_object_get(seen, id)) {
+                json_decref(row);
+                rc = cli_fail(cmd, jr_fail(JR_EINVAL, "%s: line %ld: duplicate id '%s' (ids must be unique)", in_path, lineno, id));
+                goto out;
+            }
+            json_object_set_new(seen, id, json_true());
+            if (json_object_get(done, id)) { n_skipped++; json_decref(row); continue; }
+            rows[nw++] = row;
+        }
+        if (!nw) break;
+        st = jr_reward_score(r, (const json_t *const *)rows, (size_t)nw, res);
+        if (st) {
+            snprintf(stop_buf, sizeof stop_buf, "the judge refused the request: %s (check judge.endpoints and judge.api_key_env)", jr_errmsg());
+            stop_msg = stop_buf;
+        }
+        int werr = 0;
+        for (long i = 0; i < nw; i++) {
+            if (!stop_msg) {
+                char *line = out_line(r, &res[i], json_object_get(rows[i], "id"));
+                if (!line) werr = ENOMEM;
+                else {
+                    size_t ll = strlen(line);
+                    line[ll] = '\n';
+                    if (!werr && write(fd, line, ll + 1) != (ssize_t)(ll + 1)) werr = errno ? errno : EIO;
+                    free(line);
+                }
+                n_done++;
+                judge_calls += res[i].judge_calls;
+                if (res[i].scored) n_ok++;
+                else {
+                    n_unscored++;
+                    snprintf(last_reason, sizeof last_reason, "%s", res[i].reason ? res[i].reason : "?");
+                    if (!quiet) {
+                        char id[1024] = "";
+                        id_text(json_object_get(rows[i], "id"), id, sizeof id);
+                        fprintf(stderr, "judgerl %s: unscored id=%s: %s\n", cmd, id, last_reason);
+                    }
+                }
+                for (int k = 0; k < np; k++) {
+                    if (!res[i].parts || !res[i].parts[k].scored) continue;
+                    sums[k] += res[i].parts[k].value;
+                    counts[k]++;
+                    json_t *c = json_object_get(json_object_get(res[i].parts[k].detail, "scores"), "consistent");
+                    if (json_is_integer(c)) { n_pairs++; n_consistent += json_integer_value(c) != 0; }
+                }
+            }
+            jr_reward_result_free(&res[i]);
+            json_decref(rows[i]);
+            rows[i] = NULL;
+        }
+        if (!werr && fdatasync(fd) != 0) werr = errno;
+        if (werr) { rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: write failed: %s", out_path, strerror(werr))); goto out; }
+        if (!stop_msg && total > 0 && (double)n_unscored > max_frac * (double)total) {
+            snprintf(stop_buf, sizeof stop_buf, "judge.max_unscored_frac=%g exceeded: %ld of %ld rows unscored (last: %.600s)",
+                     max_frac, n_unscored, total, last_reason);
+            stop_msg = stop_buf;
+        }
+    }
+    if (stop_flag && !stop_msg) stop_msg = "interrupted";
+    if (stop_msg) {
+        rc = cli_fail(cmd, jr_fail(JR_ECANCELED, "%s; %ld rows written to %s, rerun the same command to resume", stop_msg,
+                                   n_done + n_skipped, out_path));
+        goto out;
+    }
+    json_t *sum = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "rows", (json_int_t)n_rows, "graded", (json_int_t)n_done,
+                            "skipped", (json_int_t)n_skipped, "ok", (json_int_t)n_ok, "unscored",
+                            (json_int_t)(n_unscored - n_prev_unscored), "torn_lines_dropped", (json_int_t)n_dropped,
+                            "judge_calls", (json_int_t)judge_calls, "elapsed_s", round((mono() - t0) * 1e3) / 1e3);
+    json_t *comps = json_object();
+    for (int k = 0; k < np; k++)
+        json_object_set_new(comps, jr_reward_part_name(r, k),
+                            json_pack("{s:f,s:o,s:I}", "weight", jr_reward_part_weight(r, k), "mean",
+                                      counts[k] ? json_real(sums[k] / (double)counts[k]) : json_null(), "scored",
+                                      (json_int_t)counts[k]));
+    json_object_set_new(sum, "components", comps);
+    if (n_pairs) json_object_set_new(sum, "position_consistency", json_real((double)n_consistent / (double)n_pairs));
+    char *txt = json_dumps(sum, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+    printf("%s\n", txt ? txt : "{}");
+    free(txt);
+    json_decref(sum);
+out:
+    for (long i = 0; rows && i < window; i++) json_decref(rows[i]);
+    free(rows);
+    free(res);
+    free(sums);
+    free(counts);
+    jr_reward_close(r);
+    if (fd >= 0) close(fd);
+    free(input);
+    json_decref(done);
+    json_decref(seen);
+    return rc;
+}

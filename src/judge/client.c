@@ -1,0 +1,980 @@
+/* client.c - the judge client: one I/O thread drives every request through libcurl's multi
+ * interface, with least-in-flight routing, token buckets, retries with full-jitter backoff, the
+ * cache and the protocols' parse/combine steps; a sample that fails is UNSCORED, never 0 */
+#include <curl/curl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "judge/cache.h"
+#include "judge/response.h"
+#include "judgerl/judge.h"
+#include "judgerl/fsutil.h"
+#include "judgerl/rng.h"
+
+#define MAX_PROTOS 16
+#define MAX_ROUNDS 32
+#define MAX_BODY (64u << 20)
+
+typedef struct endpoint {
+    char *url;     /* the POST URL */
+    char *model;
+    int conc, in_flight;
+    double rtok, ttok;  /* token bucket levels (requests, tokens) */
+    double down_until;  /* after a connect failure: avoided until then while others can serve */
+} endpoint;
+
+typedef struct sample sample;
+typedef struct job job;
+
+/* One call of one sample, from its first request to its result. */
+struct job {
+    job *next;
+    job *wprev, *wnext;   /* the list of jobs on the wire */
+    sample *s;
+    int index;            /* the call's index in s->calls */
+    char *body;           /* the request body sent */
+    char key[65];         /* cache key */
+    int http_attempts;    /* requests sent for this call */
+    int fails;            /* transient failures so far */
+    int parse_fails;      /* answers that did not parse */
+    int no_cache;         /* a parse failure: the next answer must come from the server */
+    double not_before;    /* monotonic time before which it is not sent */
+    double t_first;
+    double est_tokens;
+    /* while on the wire */
+    CURL *easy;
+    endpoint *ep;
+    char *resp;
+    size_t resp_len, resp_cap;
+    int too_big;
+    double retry_after;
+};
+
+struct sample {
+    sample *prev, *next;  /* the live list (I/O thread), or the inbox/done lists (next only) */
+    uint64_t ticket;
+    void *user;
+    char *id;
+    json_t *row;
+    int proto;
+    int rounds;
+    jr_judge_calls calls;
+    jr_call_result *res;
+    int res_cap;
+    int open_calls;       /* calls of the current round still running */
+    double t_submit;
+    jr_judge_result result;
+};
+
+struct jr_judge {
+    const jr_protocol *proto[MAX_PROTOS];
+    void *pstate[MAX_PROTOS];
+    int n_proto;
+    const jr_config *cfg;
+    char *cfg_dir;
+    endpoint *ep;
+    int n_ep, rr;
+    char *api_key;
+    struct curl_slist *hdrs;
+    int chat, stream, max_tokens, max_attempts, parse_attempts;
+    double temperature, backoff_base, backoff_max, retry_after_max, rpm, tpm;
+    long timeout_ms, connect_ms;
+    json_t *extra_body;
+    jr_cache *cache;
+    jr_rng rng;
+    double t_bucket;
+    /* shared with callers, under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thr;
+    int thr_started, stop, submitted_any;
+    sample *inbox, *inbox_tail, *done, *done_tail;
+    uint64_t next_ticket, pending;
+    jr_judge_stats st;
+    char *fatal;
+    /* the I/O thread's own */
+    CURLM *multi;
+    job *ready, *ready_tail, *delayed, *wire;
+    sample *live;
+    CURL **pool;
+    int n_pool, cap_pool;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+/* Replaces every occurrence of the API key in s by "[redacted]" (in place when shorter). */
+static char *redact(const jr_judge *j, char *s) {
+    if (!s || !j->api_key || strlen(j->api_key) < 4) return s;
+    size_t kl = strlen(j->api_key);
+    char *hit;
+    while ((hit = strstr(s, j->api_key))) {
+        size_t tail = strlen(hit + kl);
+        const char *rep = "[redacted]";
+        size_t rl = strlen(rep);
+        if (rl <= kl) {
+            memcpy(hit, rep, rl);
+            memmove(hit + rl, hit + kl, tail + 1);
+        } else {
+            size_t off = (size_t)(hit - s);
+            char *n = realloc(s, strlen(s) - kl + rl + 1);
+            if (!n) { memset(hit, '*', kl); continue; }
+            s = n;
+            hit = s + off;
+            memmove(hit + rl, hit + kl, tail + 1);
+            memcpy(hit, rep, rl);
+        }
+    }
+    return s;
+}
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...) {
+    va_list ap;
+    va_start(ap, f);
+    char *s = NULL;
+    if (vasprintf(&s, f, ap) < 0) s = NULL;
+    va_end(ap);
+    return s;
+}
+
+/* ---- results ---------------------------------------------------------------------------- */
+
+void jr_judge_result_free(jr_judge_result *r) {
+    if (!r) return;
+    free(r->id);
+    json_decref(r->scores);
+    json_decref(r->detail);
+    free(r->error);
+    memset(r, 0, sizeof *r);
+}
+
+static void sample_free(sample *s) {
+    if (!s) return;
+    json_decref(s->row);
+    free(s->id);
+    jr_judge_calls_free(&s->calls);
+    for (int i = 0; i < s->res_cap; i++) {
+        json_decref(s->res[i].detail);
+        free(s->res[i].error);
+    }
+    free(s->res);
+    jr_judge_result_free(&s->result);
+    free(s);
+}
+
+static void job_free(job *jb) {
+    if (!jb) return;
+    free(jb->body);
+    free(jb->resp);
+    free(jb);
+}
+
+/* ---- the I/O thread: queues ------------------------------------------------------------- */
+
+static void push_ready(jr_judge *j, job *jb, int front) {
+    jb->next = NULL;
+    if (front) {
+        jb->next = j->ready;
+        j->ready = jb;
+        if (!j->ready_tail) j->ready_tail = jb;
+    } else {
+        if (j->ready_tail) j->ready_tail->next = jb;
+        else j->ready = jb;
+        j->ready_tail = jb;
+    }
+}
+
+static void live_remove(jr_judge *j, sample *s) {
+    if (s->prev) s->prev->next = s->next;
+    else j->live = s->next;
+    if (s->next) s->next->prev = s->prev;
+    s->prev = s->next = NULL;
+}
+
+/* The sample is finished: move it to the done list and wake collectors. */
+static void sample_done(jr_judge *j, sample *s) {
+    live_remove(j, s);
+    s->result.latency_s = now_s() - s->t_submit;
+    pthread_mutex_lock(&j->mu);
+    j->st.done++;
+    if (s->result.status == JR_SCORE_OK) j->st.scored++;
+    else j->st.unscored++;
+    j->st.unscored_frac = (double)j->st.unscored / (double)j->st.done;
+    s->next = NULL;
+    if (j->done_tail) j->done_tail->next = s;
+    else j->done = s;
+    j->done_tail = s;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+static void unscore(jr_judge *j, sample *s, char *reason /* owned */) {
+    s->result.status = JR_SCORE_UNSCORED;
+    s->result.reward = NAN;
+    s->result.error = redact(j, reason ? reason : jr_strdup("unscored (out of memory)"));
+    json_decref(s->result.scores);
+    s->result.scores = NULL;
+}
+
+static void start_call(jr_judge *j, sample *s, int index);
+
+/* Every call of the current round is finished: ask the protocol to combine. */
+static void combine(jr_judge *j, sample *s) {
+    const jr_protocol *p = j->proto[s->proto];
+    int n = s->calls.n;
+    jr_judge_outcome out = {0};
+    jr_verdict v = p->combine(j->pstate[s->proto], s->row, &s->calls, s->res, n, &out);
+    s->rounds++;
+    s->result.attempts = 0;
+    s->result.n_cached = 0;
+    for (int i = 0; i < n; i++) {
+        s->result.attempts += s->res[i].attempts;
+        s->result.n_cached += s->res[i].cached;
+    }
+    s->result.n_calls = n;
+    if (v == JR_VERDICT_MORE && s->calls.n > n && s->rounds < MAX_ROUNDS) {
+        json_decref(out.scores);
+        json_decref(out.detail);
+        free(out.reason);
+        if (s->calls.n > s->res_cap) {
+            jr_call_result *r = realloc(s->res, sizeof *r * (size_t)s->calls.n);
+            if (!r) { unscore(j, s, NULL); sample_done(j, s); return; }
+            memset(r + s->res_cap, 0, sizeof *r * (size_t)(s->calls.n - s->res_cap));
+            s->res = r;
+            s->res_cap = s->calls.n;
+        }
+        int total = s->calls.n;
+        s->open_calls = total - n;
+        for (int i = n; i < total; i++) start_call(j, s, i);
+        return;
+    }
+    s->result.detail = out.detail;
+    if (v == JR_VERDICT_SCORED && isfinite(out.reward)) {
+        s->result.status = JR_SCORE_OK;
+        s->result.reward = out.reward;
+        s->result.scores = out.scores;
+        free(out.reason);
+    } else {
+        json_decref(out.scores);
+        char *why = out.reason;
+        if (v == JR_VERDICT_SCORED) { free(why); why = fmt("protocol %s gave a non-finite reward", p->name); }
+        else if (v == JR_VERDICT_MORE) { free(why); why = fmt("protocol %s asked for more calls %s", p->name, s->rounds >= MAX_ROUNDS ? "too many times" : "but added none"); }
+        else if (!why) why = fmt("protocol %s gave no reason", p->name);
+        unscore(j, s, why);
+    }
+    sample_done(j, s);
+}
+
+/* A call is finished (ok or failed): record its result; combine when its round is complete. */
+static void finish_call(jr_judge *j, job *jb, int ok, double value, json_t *detail, char *error, int cached) {
+    sample *s = jb->s;
+    jr_call_result *r = &s->res[jb->index];
+    r->ok = ok;
+    r->value = ok ? value : NAN;
+    r->detail = detail;
+    r->error = redact(j, error);
+    r->attempts = jb->http_attempts;
+    r->cached = cached;
+    r->latency_s = now_s() - jb->t_first;
+    job_free(jb);
+    if (--s->open_calls == 0) combine(j, s);
+}
+
+/* Hands an answer (from the server or the cache) to the protocol's parser. */
+static void handle_answer(jr_judge *j, job *jb, const char *content, const char *finish, json_t *logprobs, int cached) {
+    sample *s = jb->s;
+    const jr_protocol *p = j->proto[s->proto];
+    char *text = jr_judge_strip_reasoning(content);
+    jr_judge_response resp = {text ? text : "", content, finish ? finish : "", logprobs, cached};
+    double value = NAN;
+    json_t *detail = NULL;
+    char why[512] = "";
+    jr_parse_rc rc = text ? p->parse(j->pstate[s->proto], s->row, &s->calls.v[jb->index], jb->index, &resp, &value, &detail, why, sizeof why)
+                          : JR_PARSE_GIVE_UP;
+    free(text);
+    if (!why[0]) snprintf(why, sizeof why, "unparsable answer");
+    if (rc == JR_PARSE_OK) {
+        if (!cached && j->cache) {
+            char *lp = logprobs ? json_dumps(logprobs, JSON_COMPACT) : NULL;
+            jr_cache_put(j->cache, jb->key, j->ep[0].model, content, finish ? finish : "", lp);
+            free(lp);
+        }
+        finish_call(j, jb, 1, value, detail, NULL, cached);
+        return;
+    }
+    json_decref(detail);
+    jb->parse_fails++;
+    if (rc == JR_PARSE_RETRY && jb->parse_fails < j->parse_attempts) {
+        jb->no_cache = 1;
+        pthread_mutex_lock(&j->mu);
+        j->st.retries += !cached;
+        pthread_mutex_unlock(&j->mu);
+        push_ready(j, jb, 1);
+        return;
+    }
+    finish_call(j, jb, 0, NAN, NULL, fmt("parse failure after %d answer%s: %s", jb->parse_fails, jb->parse_fails > 1 ? "s" : "", why), 0);
+}
+
+/* Builds the request body of call `index` and either answers it from the cache or queues it. */
+static void start_call(jr_judge *j, sample *s, int index) {
+    jr_judge_call *c = &s->calls.v[index];
+    job *jb = jr_calloc(1, sizeof *jb);
+    if (!jb) goto oom;
+    jb->s = s;
+    jb->index = index;
+    jb->t_first = now_s();
+    const char *model = j->ep[0].model;
+    json_t *body = json_object();
+    json_object_set_new(body, "model", json_string(model));
+    if (j->chat) json_object_set(body, "messages", c->messages ? c->messages : json_array());
+    else if (c->prompt) json_object_set_new(body, "prompt", json_string(c->prompt));
+    else {
+        /* completions without a prompt: the messages' contents joined by blank lines */
+        size_t i, cap = 1;
+        json_t *m;
+        json_array_foreach(c->messages, i, m) cap += json_string_length(json_object_get(m, "content")) + 2;
+        char *pr = malloc(cap);
+        if (!pr) { json_decref(body); free(jb); goto oom; }
+        pr[0] = 0;
+        json_array_foreach(c->messages, i, m) {
+            if (i) strcat(pr, "\n\n");
+            strcat(pr, json_string_value(json_object_get(m, "content")) ? json_string_value(json_object_get(m, "content")) : "");
+        }
+        json_object_set_new(body, "prompt", json_string(pr));
+        free(pr);
+    }
+    json_object_set_new(body, "temperature", json_real(j->temperature));
+    json_object_set_new(body, "max_tokens", json_integer(j->max_tokens));
+    if (json_is_object(j->extra_body)) json_object_update(body, j->extra_body);
+    if (json_is_object(c->params)) json_object_update(body, c->params);
+    json_object_del(body, "stream");
+    json_object_del(body, "stream_options");
+    char *canon = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+    if (j->stream) json_object_set_new(body, "stream", json_true());
+    jb->body = json_dumps(body, JSON_COMPACT);
+    long mt = (long)json_integer_value(json_object_get(body, "max_tokens"));
+    json_decref(body);
+    if (!canon || !jb->body) { free(canon); job_free(jb); goto oom; }
+    jr_cache_key(model, canon, jb->key);
+    free(canon);
+    jb->est_tokens = (double)strlen(jb->body) / 4.0 + (double)(mt > 0 ? mt : j->max_tokens);
+    if (j->cache) {
+        char *content, *finish, *lps;
+        int hit = jr_cache_get(j->cache, jb->key, &content, &finish, &lps);
+        pthread_mutex_lock(&j->mu);
+        j->st.cache_lookups++;
+        j->st.cache_hits += hit == 1;
+        pthread_mutex_unlock(&j->mu);
+        if (hit == 1) {
+            json_t *lp = lps ? json_loads(lps, 0, NULL) : NULL;
+            handle_answer(j, jb, content, finish, lp, 1);
+            json_decref(lp);
+            free(content);
+            free(finish);
+            free(lps);
+            return;
+        }
+    }
+    push_ready(j, jb, 0);
+    return;
+oom:;
+    jr_call_result *r = &s->res[index];
+    r->ok = 0;
+    r->error = jr_strdup("out of memory");
+    if (--s->open_calls == 0) combine(j, s);
+}
+
+/* ---- the I/O thread: HTTP --------------------------------------------------------------- */
+
+static size_t on_body(char *data, size_t size, size_t n, void *ud) {
+    job *jb = ud;
+    size_t len = size * n;
+    if (jb->resp_len + len + 1 > MAX_BODY) { jb->too_big = 1; return 0; }
+    if (jb->resp_len + len + 1 > jb->resp_cap) {
+        size_t cap = jb->resp_cap ? jb->resp_cap : 4096;
+        while (cap < jb->resp_len + len + 1) cap *= 2;
+        char *p = realloc(jb->resp, cap);
+        if (!p) { jb->too_big = 1; return 0; }
+        jb->resp = p;
+        jb->resp_cap = cap;
+    }
+    memcpy(jb->resp + jb->resp_len, data, len);
+    jb->resp_len += len;
+    jb->resp[jb->resp_len] = 0;
+    return len;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *ud) {
+    job *jb = ud;
+    size_t len = size * n;
+    char line[256];
+    size_t l = len < sizeof line - 1 ? len : sizeof line - 1;
+    memcpy(line, data, l);
+    line[l] = 0;
+    if (!strncasecmp(line, "HTTP/", 5)) jb->retry_after = 0; /* a new response (after 100 Continue) */
+    else if (!strncasecmp(line, "retry-after-ms:", 15)) {
+        double v = strtod(line + 15, NULL);
+        if (v > 0) jb->retry_after = v / 1000.0;
+    } else if (!strncasecmp(line, "retry-after:", 12)) {
+        char *end;
+        double v = strtod(line + 12, &end);
+        if (end != line + 12 && v >= 0) jb->retry_after = v;
+        else {
+            char *p = line + 12;
+            while (*p == ' ') p++;
+            char *nl = strpbrk(p, "\r\n");
+            if (nl) *nl = 0;
+            time_t t = curl_getdate(p, NULL);
+            if (t > 0) jb->retry_after = difftime(t, time(NULL)) > 0 ? difftime(t, time(NULL)) : 0;
+        }
+    }
+    return len;
+}
+
+/* A transient failure: back off (full jitter, at least Retry-After) and retry, or give up. */
+static void transient(jr_judge *j, job *jb, char *why /* owned */) {
+    jb->fails++;
+    if (jb->fails >= j->max_attempts) {
+        char *msg = fmt("gave up after %d attempt%s: %s", jb->http_attempts, jb->http_attempts > 1 ? "s" : "", why ? why : "?");
+        free(why);
+        finish_call(j, jb, 0, NAN, NULL, msg, 0);
+        return;
+    }
+    free(why);
+    double cap = j->backoff_base * pow(2.0, jb->fails - 1);
+    if (cap > j->backoff_max) cap = j->backoff_max;
+    double d = cap * jr_rng_double(&j->rng);
+    if (jb->retry_after > 0) {
+        double ra = jb->retry_after < j->retry_after_max ? jb->retry_after : j->retry_after_max;
+        if (d < ra) d = ra;
+    }
+    jb->not_before = now_s() + d;
+    jb->next = j->delayed;
+    j->delayed = jb;
+    pthread_mutex_lock(&j->mu);
+    j->st.retries++;
+    pthread_mutex_unlock(&j->mu);
+}
+
+static void set_fatal(jr_judge *j, const char *msg) {
+    pthread_mutex_lock(&j->mu);
+    if (!j->fatal) j->fatal = redact(j, jr_strdup(msg));
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* A transfer finished (CURLMSG_DONE). */
+static void on_done(jr_judge *j, CURL *e, CURLcode code) {
+    job *jb = NULL;
+    curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&jb);
+    long status = 0;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    curl_multi_remove_handle(j->multi, e);
+    curl_easy_reset(e);
+    if (j->n_pool < j->cap_pool) j->pool[j->n_pool++] = e;
+    else curl_easy_cleanup(e);
+    jb->easy = NULL;
+    if (jb->wprev) jb->wprev->wnext = jb->wnext;
+    else j->wire = jb->wnext;
+    if (jb->wnext) jb->wnext->wprev = jb->wprev;
+    jb->wprev = jb->wnext = NULL;
+    jb->ep->in_flight--;
+    pthread_mutex_lock(&j->mu);
+    j->st.in_flight--;
+    pthread_mutex_unlock(&j->mu);
+    const char *url = jb->ep->url;
+    if (code != CURLE_OK) {
+        if (code == CURLE_URL_MALFORMAT || code == CURLE_UNSUPPORTED_PROTOCOL) {
+            char *m = fmt("%s: %s", url, curl_easy_strerror(code));
+            set_fatal(j, m ? m : "bad URL");
+            finish_call(j, jb, 0, NAN, NULL, m, 0);
+            return;
+        }
+        if (code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST)
+            jb->ep->down_until = now_s() + fmax(j->backoff_base, 0.05) * 4;
+        transient(j, jb, fmt("%s: %s", url, jb->too_big ? "answer larger than 64 MiB" : curl_easy_strerror(code)));
+        return;
+    }
+    if (status >= 200 && status < 300) {
+        jr_answer a;
+        char why[400];
+        if (jr_answer_decode(jb->resp ? jb->resp : "", jb->resp_len, &a, why, sizeof why)) {
+            transient(j, jb, fmt("%s: HTTP %ld: %s", url, status, why));
+            return;
+        }
+        if (a.total_tokens >= 0 && j->tpm > 0) jb->ep->ttok -= (double)a.total_tokens - jb->est_tokens;
+        free(jb->resp);
+        jb->resp = NULL;
+        jb->resp_len = jb->resp_cap = 0;
+        handle_answer(j, jb, a.content, a.finish, a.logprobs, 0);
+        jr_answer_free(&a);
+        return;
+    }
+    char msg[400];
+    jr_answer_error_message(jb->resp ? jb->resp : "", jb->resp_len, msg, sizeof msg);
+    free(jb->resp);
+    jb->resp = NULL;
+    jb->resp_len = jb->resp_cap = 0;
+    if (status == 408 || status == 409 || status == 429 || status >= 500) {
+        transient(j, jb, fmt("%s: HTTP %ld: %s", url, status, msg));
+        return;
+    }
+    char *m = fmt("%s: HTTP %ld: %s", url, status, msg);
+    if (status == 401 || status == 403 || status == 404) set_fatal(j, m ? m : "HTTP error");
+    finish_call(j, jb, 0, NAN, NULL, m, 0);
+}
+
+/* Refills every endpoint's token buckets for the time since the last refill. */
+static void refill(jr_judge *j, double now) {
+    double dt = now - j->t_bucket;
+    j->t_bucket = now;
+    if (dt <= 0) return;
+    for (int i = 0; i < j->n_ep; i++) {
+        endpoint *e = &j->ep[i];
+        if (j->rpm > 0) {
+            double cap = j->rpm / 60.0 > 1 ? j->rpm / 60.0 : 1;
+            e->rtok = fmin(cap, e->rtok + dt * j->rpm / 60.0);
+        }
+        if (j->tpm > 0) e->ttok = fmin(j->tpm / 60.0, e->ttok + dt * j->tpm / 60.0);
+    }
+}
+
+/* The least loaded endpoint that may take a request of est tokens now, or NULL. */
+static endpoint *pick(jr_judge *j, double est, double now) {
+    endpoint *best = NULL;
+    double best_load = 0;
+    int up = 0;
+    for (int k = 0; k < j->n_ep; k++) up += j->ep[k].down_until <= now;
+    for (int k = 0; k < j->n_ep; k++) {
+        endpoint *e = &j->ep[(j->rr + k) % j->n_ep];
+        if (up && e->down_until > now) continue;
+        if (e->in_flight >= e->conc) continue;
+        if (j->rpm > 0 && e->rtok < 1) continue;
+        /* a request bigger than the bucket goes when the bucket is full */
+        if (j->tpm > 0 && e->ttok < fmin(est, j->tpm / 60.0)) continue;
+        double load = (double)e->in_flight / e->conc;
+        if (!best || load < best_load) { best = e; best_load = load; }
+    }
+    if (best) j->rr = (int)(best - j->ep + 1) % j->n_ep;
+    return best;
+}
+
+static int send_job(jr_judge *j, job *jb, endpoint *ep) {
+    CURL *e = j->n_pool ? j->pool[--j->n_pool] : curl_easy_init();
+    if (!e) return -1;
+    jb->easy = e;
+    jb->ep = ep;
+    jb->resp_len = 0;
+    jb->too_big = 0;
+    jb->retry_after = 0;
+    curl_easy_setopt(e, CURLOPT_URL, ep->url);
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, jb->body);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(jb->body));
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, j->hdrs);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, jb);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, jb);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, jb);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, j->timeout_ms);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, j->connect_ms);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (curl_multi_add_handle(j->multi, e) != CURLM_OK) {
+        curl_easy_cleanup(e);
+        jb->easy = NULL;
+        return -1;
+    }
+    jb->wprev = NULL;
+    jb->wnext = j->wire;
+    if (j->wire) j->wire->wprev = jb;
+    j->wire = jb;
+    ep->in_flight++;
+    if (j->rpm > 0) ep->rtok -= 1;
+    if (j->tpm > 0) ep->ttok -= jb->est_tokens;
+    pthread_mutex_lock(&j->mu);
+    j->st.requests++;
+    j->st.in_flight++;
+    pthread_mutex_unlock(&j->mu);
+    jb->http_attempts++;
+    return 0;
+}
+
+/* Takes new samples from the inbox and starts their calls. */
+static void take_inbox(jr_judge *j) {
+    pthread_mutex_lock(&j->mu);
+    sample *s = j->inbox;
+    j->inbox = j->inbox_tail = NULL;
+    pthread_mutex_unlock(&j->mu);
+    while (s) {
+        sample *next = s->next;
+        s->prev = NULL;
+        s->next = j->live;
+        if (j->live) j->live->prev = s;
+        j->live = s;
+        int n = s->calls.n;
+        s->open_calls = n;
+        for (int i = 0; i < n; i++) start_call(j, s, i);
+        s = next;
+    }
+}
+
+static void *io_main(void *arg) {
+    jr_judge *j = arg;
+    for (;;) {
+        pthread_mutex_lock(&j->mu);
+        int stop = j->stop;
+        pthread_mutex_unlock(&j->mu);
+        if (stop) break;
+        take_inbox(j);
+        double now = now_s();
+        refill(j, now);
+        /* due retries go first */
+        double next_due = INFINITY;
+        for (job **pp = &j->delayed; *pp;) {
+            job *jb = *pp;
+            if (jb->not_before <= now) { *pp = jb->next; push_ready(j, jb, 1); }
+            else { if (jb->not_before < next_due) next_due = jb->not_before; pp = &jb->next; }
+        }
+        int blocked = 0;
+        while (j->ready) {
+            job *jb = j->ready;
+            endpoint *ep = pick(j, jb->est_tokens, now);
+            if (!ep) { blocked = 1; break; }
+            j->ready = jb->next;
+            if (!j->ready) j->ready_tail = NULL;
+            if (send_job(j, jb, ep)) finish_call(j, jb, 0, NAN, NULL, fmt("cannot start a request (out of memory)"), 0);
+        }
+        pthread_mutex_lock(&j->mu);
+        int q = 0;
+        for (job *jb = j->ready; jb; jb = jb->next) q++;
+        for (job *jb = j->delayed; jb; jb = jb->next) q++;
+        j->st.queued = q;
+        pthread_mutex_unlock(&j->mu);
+        int running = 0;
+        curl_multi_perform(j->multi, &running);
+        CURLMsg *m;
+        int left;
+        int progressed = 0;
+        while ((m = curl_multi_info_read(j->multi, &left))) {
+            if (m->msg == CURLMSG_DONE) { on_done(j, m->easy_handle, m->data.result); progressed = 1; }
+        }
+        if (progressed) continue; /* results may have freed capacity or queued retries */
+        double wait = 1.0;
+        if (next_due < INFINITY) wait = fmin(wait, next_due - now_s());
+        if (blocked && (j->rpm > 0 || j->tpm > 0)) wait = fmin(wait, 0.01);
+        if (wait < 0) wait = 0;
+        curl_multi_poll(j->multi, NULL, 0, (int)(wait * 1000) + (wait > 0 ? 1 : 0), NULL);
+    }
+    return NULL;
+}
+
+/* ---- public API --------------------------------------------------------------------------- */
+
+static jr_status open_cache(jr_judge *j, const jr_config *cfg) {
+    json_t *v = jr_cfg_json(cfg, "judge.cache");
+    char *path = NULL;
+    if (json_is_false(v) || json_is_null(v)) return JR_OK;
+    if (json_is_true(v)) {
+        const char *d = getenv("JUDGERL_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+        if (d && *d) path = jr_path_join(d, "judge.sqlite");
+        else if (x && *x) path = fmt("%s/judgerl/judge.sqlite", x);
+        else if (h && *h) path = fmt("%s/.cache/judgerl/judge.sqlite", h);
+        else return jr_fail(JR_EINVAL, "judge.cache=true but neither JUDGERL_CACHE_DIR, XDG_CACHE_HOME nor HOME is set: give judge.cache a path");
+    } else if (json_is_string(v) && json_string_length(v)) {
+        path = jr_strdup(json_string_value(v));
+    } else {
+        return jr_fail(JR_EINVAL, "%s: judge.cache: expected true, false or the path of an SQLite file", cfg->source);
+    }
+    if (!path) return JR_ENOMEM;
+    jr_status st = jr_cache_open(&j->cache, path);
+    free(path);
+    return st;
+}
+
+static jr_status add_proto(jr_judge *j, const char *name, int *idx) {
+    const jr_protocol *p = jr_protocol_find(name);
+    if (!p) return jr_fail(JR_EINVAL, "judge.protocol=%s: unknown protocol (known: %s)", name ? name : "null", jr_protocol_names());
+    if (j->n_proto >= MAX_PROTOS) return jr_fail(JR_EINVAL, "judge: more than %d protocols on one client", MAX_PROTOS);
+    void *state = NULL;
+    jr_status st = p->open(j->cfg, j->cfg_dir, &state);
+    if (st) return jr_fail_ctx(st, "judge.protocol=%s", name);
+    j->proto[j->n_proto] = p;
+    j->pstate[j->n_proto] = state;
+    if (idx) *idx = j->n_proto;
+    j->n_proto++;
+    return JR_OK;
+}
+
+jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
+    *out = NULL;
+    pthread_once(&curl_once, curl_init_once);
+    jr_judge *j = jr_calloc(1, sizeof *j);
+    if (!j) return JR_ENOMEM;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->cfg = cfg;
+    jr_status st = JR_OK;
+    const char *src = cfg->source ? cfg->source : "";
+    const char *slash = strrchr(src, '/');
+    j->cfg_dir = slash ? strndup(src, (size_t)(slash - src)) : jr_strdup(".");
+    j->chat = !strcmp(jr_cfg_str(cfg, "judge.api"), "chat");
+    j->stream = jr_cfg_bool(cfg, "judge.stream");
+    j->temperature = jr_cfg_float(cfg, "judge.temperature");
+    j->max_tokens = (int)jr_cfg_int(cfg, "judge.max_tokens");
+    j->timeout_ms = (long)(jr_cfg_float(cfg, "judge.timeout_s") * 1000 + 0.5);
+    j->connect_ms = (long)(jr_cfg_float(cfg, "judge.connect_timeout_s") * 1000 + 0.5);
+    if (j->timeout_ms < 1) j->timeout_ms = 1;
+    if (j->connect_ms < 1) j->connect_ms = 1;
+    j->max_attempts = (int)jr_cfg_int(cfg, "judge.max_attempts");
+    j->parse_attempts = (int)jr_cfg_int(cfg, "judge.parse_attempts");
+    j->backoff_base = jr_cfg_float(cfg, "judge.backoff_base_s");
+    j->backoff_max = jr_cfg_float(cfg, "judge.backoff_max_s");
+    j->retry_after_max = jr_cfg_float(cfg, "judge.retry_after_max_s");
+    j->rpm = jr_cfg_float(cfg, "judge.rpm");
+    j->tpm = jr_cfg_float(cfg, "judge.tpm");
+    jr_rng_seed2(&j->rng, (uint64_t)jr_cfg_int(cfg, "judge.seed"), 0x6a75646765ULL);
+    json_t *eb = jr_cfg_json(cfg, "judge.extra_body");
+    if (!json_is_object(eb) && !json_is_null(eb)) { st = jr_fail(JR_EINVAL, "%s: judge.extra_body: expected a mapping of request fields", src); goto fail; }
+    j->extra_body = json_is_object(eb) ? json_deep_copy(eb) : NULL;
+    json_t *eps = jr_cfg_json(cfg, "judge.endpoints");
+    j->n_ep = (int)json_array_size(eps);
+    if (j->n_ep == 0) { st = jr_fail(JR_EINVAL, "%s: judge.endpoints is empty: add at least one {url, model} (e.g. url: http://127.0.0.1:8000/v1)", src); goto fail; }
+    j->ep = jr_calloc((size_t)j->n_ep, sizeof *j->ep);
+    if (!j->ep) { st = JR_ENOMEM; goto fail; }
+    int conc = (int)jr_cfg_int(cfg, "judge.concurrency");
+    for (int i = 0; i < j->n_ep; i++) {
+        json_t *e = json_array_get(eps, (size_t)i);
+        const char *url = json_string_value(json_object_get(e, "url"));
+        const char *model = json_string_value(json_object_get(e, "model"));
+        if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))) {
+            st = jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].url=%s: expected an http:// or https:// URL", src, i, url ? url : "null");
+            goto fail;
+        }
+        if (i > 0 && strcmp(model, j->ep[0].model)) {
+            st = jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model=%s differs from endpoints[0].model=%s: endpoints are servers of one judge", src, i, model, j->ep[0].model);
+            goto fail;
+        }
+        size_t ul = strlen(url);
+        while (ul && url[ul - 1] == '/') ul--;
+        const char *suffix = j->chat ? "/chat/completions" : "/completions";
+        size_t sl = strlen(suffix);
+        if (ul >= sl && !strncmp(url + ul - sl, suffix, sl)) j->ep[i].url = strndup(url, ul);
+        else j->ep[i].url = fmt("%.*s%s", (int)ul, url, suffix);
+        j->ep[i].model = jr_strdup(model);
+        if (!j->ep[i].url || !j->ep[i].model) { st = JR_ENOMEM; goto fail; }
+        int c = (int)json_integer_value(json_object_get(e, "concurrency"));
+        j->ep[i].conc = c > 0 ? c : conc;
+        j->ep[i].rtok = j->rpm / 60.0 > 1 ? j->rpm / 60.0 : 1;
+        j->ep[i].ttok = j->tpm / 60.0;
+    }
+    const char *kenv = jr_cfg_str(cfg, "judge.api_key_env");
+    j->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+    j->hdrs = curl_slist_append(j->hdrs, "Expect:");
+    if (kenv && *kenv) {
+        const char *key = getenv(kenv);
+        if (!key || !*key) {
+            st = jr_fail(JR_EINVAL, "%s: judge.api_key_env=%s: the environment variable %s is not set (export it, or set judge.api_key_env: null for servers without a key)", src, kenv, kenv);
+            goto fail;
+        }
+        j->api_key = jr_strdup(key);
+        char *h = fmt("Authorization: Bearer %s", key);
+        if (!j->api_key || !h) { free(h); st = JR_ENOMEM; goto fail; }
+        j->hdrs = curl_slist_append(j->hdrs, h);
+        explicit_bzero(h, strlen(h));
+        free(h);
+    }
+    if (!j->hdrs) { st = JR_ENOMEM; goto fail; }
+    st = add_proto(j, jr_cfg_str(cfg, "judge.protocol"), NULL);
+    if (st) goto fail;
+    st = open_cache(j, cfg);
+    if (st) goto fail;
+    j->cap_pool = 64;
+    j->pool = jr_calloc((size_t)j->cap_pool, sizeof *j->pool);
+    j->multi = curl_multi_init();
+    if (!j->pool || !j->multi) { st = jr_fail(JR_ENOMEM, "judge: cannot create the HTTP client"); goto fail; }
+    curl_multi_setopt(j->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
+    curl_multi_setopt(j->multi, CURLMOPT_MAXCONNECTS, (long)(conc * j->n_ep + 16));
+    j->t_bucket = now_s();
+    if (pthread_create(&j->thr, NULL, io_main, j)) { st = jr_fail(JR_EINTERNAL, "judge: cannot start the I/O thread"); goto fail; }
+    j->thr_started = 1;
+    *out = j;
+    return JR_OK;
+fail:
+    jr_judge_close(j);
+    return st;
+}
+
+jr_status jr_judge_add_protocol(jr_judge *j, const char *name, int *proto) {
+    pthread_mutex_lock(&j->mu);
+    int started = j->submitted_any;
+    pthread_mutex_unlock(&j->mu);
+    if (started) return jr_fail(JR_EINVAL, "jr_judge_add_protocol(%s): call it before the first submit", name ? name : "null");
+    return add_proto(j, name, proto);
+}
+
+jr_status jr_judge_submit(jr_judge *j, const json_t *row, void *user, uint64_t *ticket) {
+    return jr_judge_submit_proto(j, 0, row, user, ticket);
+}
+
+jr_status jr_judge_submit_proto(jr_judge *j, int proto, const json_t *row, void *user, uint64_t *ticket) {
+    if (ticket) *ticket = 0;
+    if (proto < 0 || proto >= j->n_proto) return jr_fail(JR_EINVAL, "judge submit: no protocol handle %d", proto);
+    if (!json_is_object(row)) return jr_fail(JR_EINVAL, "judge submit: a row must be a JSON object");
+    json_t *idv = json_object_get(row, "id");
+    char *id = NULL;
+    if (json_is_string(idv)) id = jr_strdup(json_string_value(idv));
+    else if (json_is_integer(idv)) id = fmt("%lld", (long long)json_integer_value(idv));
+    else return jr_fail(JR_EINVAL, "field 'id': expected a string or an integer");
+    if (!id) return JR_ENOMEM;
+    sample *s = jr_calloc(1, sizeof *s);
+    if (!s) { free(id); return JR_ENOMEM; }
+    s->id = id;
+    s->user = user;
+    s->proto = proto;
+    s->row = json_deep_copy(row);
+    s->t_submit = now_s();
+    if (!s->row) { sample_free(s); return JR_ENOMEM; }
+    jr_status st = j->proto[proto]->build(j->pstate[proto], s->row, &s->calls);
+    if (!st && s->calls.n < 1) st = jr_fail(JR_EINTERNAL, "protocol %s built no call", j->proto[proto]->name);
+    if (st) { sample_free(s); return st; }
+    s->res_cap = s->calls.n;
+    s->res = jr_calloc((size_t)s->res_cap, sizeof *s->res);
+    s->result.id = jr_strdup(id);
+    if (!s->res || !s->result.id) { sample_free(s); return JR_ENOMEM; }
+    s->result.user = user;
+    pthread_mutex_lock(&j->mu);
+    s->ticket = ++j->next_ticket;
+    s->result.ticket = s->ticket;
+    j->submitted_any = 1;
+    j->pending++;
+    j->st.submitted++;
+    if (j->inbox_tail) j->inbox_tail->next = s;
+    else j->inbox = s;
+    j->inbox_tail = s;
+    pthread_mutex_unlock(&j->mu);
+    if (ticket) *ticket = s->ticket;
+    curl_multi_wakeup(j->multi);
+    return JR_OK;
+}
+
+int jr_judge_collect(jr_judge *j, jr_judge_result *out, int max, int timeout_ms) {
+    int n = 0;
+    pthread_mutex_lock(&j->mu);
+    if (!j->done && timeout_ms != 0) {
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        if (timeout_ms > 0) {
+            dl.tv_sec += timeout_ms / 1000;
+            dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+            if (dl.tv_nsec >= 1000000000L) { dl.tv_sec++; dl.tv_nsec -= 1000000000L; }
+        }
+        while (!j->done && j->pending > 0) {
+            if (timeout_ms > 0) { if (pthread_cond_timedwait(&j->cv, &j->mu, &dl)) break; }
+            else pthread_cond_wait(&j->cv, &j->mu);
+        }
+    }
+    while (j->done && n < max) {
+        sample *s = j->done;
+        j->done = s->next;
+        if (!j->done) j->done_tail = NULL;
+        out[n++] = s->result;
+        memset(&s->result, 0, sizeof s->result);
+        j->pending--;
+        sample_free(s);
+    }
+    pthread_mutex_unlock(&j->mu);
+    return n;
+}
+
+uint64_t jr_judge_pending(jr_judge *j) {
+    pthread_mutex_lock(&j->mu);
+    uint64_t p = j->pending;
+    pthread_mutex_unlock(&j->mu);
+    return p;
+}
+
+void jr_judge_stats_get(jr_judge *j, jr_judge_stats *s) {
+    pthread_mutex_lock(&j->mu);
+    *s = j->st;
+    pthread_mutex_unlock(&j->mu);
+}
+
+const char *jr_judge_fatal(jr_judge *j) {
+    pthread_mutex_lock(&j->mu);
+    const char *f = j->fatal;
+    pthread_mutex_unlock(&j->mu);
+    return f;
+}
+
+static void free_jobs(job *jb) {
+    while (jb) {
+        job *n = jb->next;
+        job_free(jb);
+        jb = n;
+    }
+}
+
+void jr_judge_close(jr_judge *j) {
+    if (!j) return;
+    if (j->thr_started) {
+        pthread_mutex_lock(&j->mu);
+        j->stop = 1;
+        pthread_mutex_unlock(&j->mu);
+        curl_multi_wakeup(j->multi);
+        pthread_join(j->thr, NULL);
+    }
+    if (j->multi) {
+        /* abandon transfers in flight */
+        for (job *jb = j->wire; jb;) {
+            job *n = jb->wnext;
+            curl_multi_remove_handle(j->multi, jb->easy);
+            curl_easy_cleanup(jb->easy);
+            job_free(jb);
+            jb = n;
+        }
+    }
+    free_jobs(j->ready);
+    free_jobs(j->delayed);
+    for (int i = 0; i < j->n_pool; i++) curl_easy_cleanup(j->pool[i]);
+    free(j->pool);
+    if (j->multi) curl_multi_cleanup(j->multi);
+    for (sample *lists[3] = {j->live, j->inbox, j->done}, **l = lists; l < lists + 3; l++)
+        for (sample *s = *l; s;) {
+            sample *n = s->next;
+            sample_free(s);
+            s = n;
+        }
+    for (int i = 0; i < j->n_proto; i++) j->proto[i]->close(j->pstate[i]);
+    jr_cache_close(j->cache);
+    for (int i = 0; i < j->n_ep; i++) {
+        free(j->ep[i].url);
+        free(j->ep[i].model);
+    }
+    free(j->ep);
+    for (struct curl_slist *h = j->hdrs; h; h = h->next) explicit_bzero(h->data, strlen(h->data));
+    curl_slist_free_all(j->hdrs);
+    if (j->api_key) {
+        explicit_bzero(j->api_key, strlen(j->api_key));
+        free(j->api_key);
+    }
+    json_decref(j->extra_body);
+    free(j->cfg_dir);
+    free(j->fatal);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}

@@ -1,0 +1,416 @@
+/* generate.c - batched generation with a KV cache: prefill, shared prompt prefix, decode steps, stop rules, log-probs */
+#include "judgerl/generate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct jr_gen_req {
+    jr_gen_req *next;
+    int32_t *prompt;
+    int n_prompt, n;
+    jr_gen_params p;
+    jr_gen_event_fn cb;
+    void *ud;
+    int prefilled;
+    int *slots;
+    jr_rng *rng;
+    jr_cstate *cs;
+    jr_gen_seq *seqs;
+    int32_t *pending;
+    int *reported; /* text tokens already reported per sequence */
+    int n_done;
+    int released_slots;
+};
+
+struct jr_gen {
+    jr_lm *lm;
+    jr_gen_vocab v;
+    jr_rng rng;
+    uint8_t *slot_used;
+    int n_free;
+    jr_gen_req *head;
+    float *logits;  /* n_slots rows of n_logits */
+    uint8_t *mask;  /* tokenizer size */
+    jr_sample_scratch w;
+    int *bslots;
+    int32_t *btoks;
+    jr_gen_req **breq;
+    int *bidx;
+};
+
+jr_gen_params jr_gen_params_default(void) {
+    jr_gen_params p;
+    memset(&p, 0, sizeof p);
+    p.sample = jr_sample_params_default();
+    p.max_tokens = 16;
+    return p;
+}
+
+jr_status jr_gen_open(jr_gen **out, jr_lm *lm, const jr_gen_vocab *vocab, uint64_t seed) {
+    *out = NULL;
+    if (vocab->tb.n <= 0 || vocab->tb.n > lm->n_logits)
+        return jr_fail(JR_EINVAL, "generate: tokenizer size %d does not fit the model's %d logits", vocab->tb.n, lm->n_logits);
+    jr_gen *g = calloc(1, sizeof *g);
+    if (!g) return jr_fail(JR_ENOMEM, "generate: out of memory");
+    g->lm = lm;
+    g->v = *vocab;
+    jr_rng_seed(&g->rng, seed);
+    int S = lm->n_slots;
+    g->slot_used = calloc((size_t)S, 1);
+    g->logits = malloc((size_t)S * (size_t)lm->n_logits * sizeof(float));
+    g->mask = malloc((size_t)vocab->tb.n);
+    g->bslots = malloc((size_t)S * sizeof(int));
+    g->btoks = malloc((size_t)S * sizeof(int32_t));
+    g->breq = malloc((size_t)S * sizeof(jr_gen_req *));
+    g->bidx = malloc((size_t)S * sizeof(int));
+    if (!g->slot_used || !g->logits || !g->mask || !g->bslots || !g->btoks || !g->breq || !g->bidx) {
+        jr_gen_close(g);
+        return jr_fail(JR_ENOMEM, "generate: out of memory for %d slots", S);
+    }
+    g->n_free = S;
+    *out = g;
+    return JR_OK;
+}
+
+void jr_gen_seq_free(jr_gen_seq *s) {
+    free(s->tokens);
+    free(s->logprobs);
+    free(s->raw_logprobs);
+    free(s->top_ids);
+    free(s->top_lps);
+    free(s->text);
+    free(s->tok_off);
+    memset(s, 0, sizeof *s);
+}
+
+static void req_free(jr_gen_req *r) {
+    if (!r) return;
+    for (int i = 0; r->seqs && i < r->n; i++) jr_gen_seq_free(&r->seqs[i]);
+    for (int i = 0; r->cs && i < r->n; i++) jr_cstate_free(&r->cs[i]);
+    free(r->seqs);
+    free(r->cs);
+    free(r->prompt);
+    free(r->slots);
+    free(r->rng);
+    free(r->pending);
+    free(r->reported);
+    free(r);
+}
+
+void jr_gen_close(jr_gen *g) {
+    if (!g) return;
+    while (g->head) {
+        jr_gen_req *r = g->head;
+        g->head = r->next;
+        req_free(r);
+    }
+    free(g->slot_used);
+    free(g->logits);
+    free(g->mask);
+    free(g->bslots);
+    free(g->btoks);
+    free(g->breq);
+    free(g->bidx);
+    jr_sample_scratch_free(&g->w);
+    free(g);
+}
+
+int jr_gen_free_slots(const jr_gen *g) { return g->n_free; }
+
+int jr_gen_active(const jr_gen *g) {
+    int n = 0;
+    for (const jr_gen_req *r = g->head; r; r = r->next) n++;
+    return n;
+}
+
+jr_status jr_gen_add(jr_gen *g, const int32_t *prompt, int n_prompt, int n, const jr_gen_params *p,
+                     jr_gen_event_fn cb, void *ud, jr_gen_req **out) {
+    *out = NULL;
+    if (n <= 0) return jr_fail(JR_EINVAL, "generate: n=%d must be at least 1", n);
+    if (n > g->lm->n_slots) return jr_fail(JR_EUNSUPPORTED, "generate: n=%d is more than the %d parallel slots", n, g->lm->n_slots);
+    if (n_prompt <= 0) return jr_fail(JR_EINVAL, "generate: the prompt is empty (no tokens)");
+    if (n_prompt + 1 > g->lm->max_ctx)
+        return jr_fail(JR_EINVAL, "generate: the prompt has %d tokens, the context holds %d", n_prompt, g->lm->max_ctx);
+    if (p->max_tokens <= 0) return jr_fail(JR_EINVAL, "generate: max_tokens=%d must be at least 1", p->max_tokens);
+    for (int i = 0; i < n_prompt; i++)
+        if (prompt[i] < 0 || prompt[i] >= g->lm->n_logits)
+            return jr_fail(JR_EINVAL, "generate: prompt token %d has id %d outside the vocabulary", i, (int)prompt[i]);
+    if (g->n_free < n) return jr_fail(JR_ECANCELED, "generate: %d slots busy, %d free, %d needed", g->lm->n_slots - g->n_free, g->n_free, n);
+    jr_gen_req *r = calloc(1, sizeof *r);
+    if (!r) return jr_fail(JR_ENOMEM, "generate: out of memory");
+    r->n = n;
+    r->n_prompt = n_prompt;
+    r->p = *p;
+    if (r->p.top_logprobs > 0) r->p.logprobs = 1;
+    r->cb = cb;
+    r->ud = ud;
+    int cap = p->max_tokens;
+    if (cap > g->lm->max_ctx - n_prompt) cap = g->lm->max_ctx - n_prompt;
+    r->prompt = malloc((size_t)n_prompt * sizeof *r->prompt);
+    r->slots = calloc((size_t)n, sizeof *r->slots);
+    r->rng = calloc((size_t)n, sizeof *r->rng);
+    r->seqs = calloc((size_t)n, sizeof *r->seqs);
+    r->pending = calloc((size_t)n, sizeof *r->pending);
+    r->reported = calloc((size_t)n, sizeof *r->reported);
+    r->cs = p->constraint ? calloc((size_t)n, sizeof *r->cs) : NULL;
+    int bad = !r->prompt || !r->slots || !r->rng || !r->seqs || !r->pending || !r->reported || (p->constraint && !r->cs);
+    for (int i = 0; !bad && i < n; i++) {
+        jr_gen_seq *s = &r->seqs[i];
+        s->tokens = malloc((size_t)cap * sizeof *s->tokens);
+        s->tok_off = malloc((size_t)cap * sizeof *s->tok_off);
+        s->text = malloc(64);
+        if (r->p.logprobs) {
+            s->logprobs = malloc((size_t)cap * sizeof *s->logprobs);
+            s->raw_logprobs = malloc((size_t)cap * sizeof *s->raw_logprobs);
+        }
+        if (r->p.top_logprobs > 0) {
+            s->top_ids = malloc((size_t)cap * (size_t)r->p.top_logprobs * sizeof *s->top_ids);
+            s->top_lps = malloc((size_t)cap * (size_t)r->p.top_logprobs * sizeof *s->top_lps);
+        }
+        bad = !s->tokens || !s->tok_off || !s->text || (r->p.logprobs && (!s->logprobs || !s->raw_logprobs)) ||
+              (r->p.top_logprobs > 0 && (!s->top_ids || !s->top_lps));
+        if (!bad) s->text[0] = 0;
+        if (!bad && r->cs && jr_cstate_init(&r->cs[i], p->constraint)) bad = 1;
+    }
+    if (bad) {
+        req_free(r);
+        return jr_fail(JR_ENOMEM, "generate: out of memory for a request of n=%d", n);
+    }
+    memcpy(r->prompt, prompt, (size_t)n_prompt * sizeof *prompt);
+    for (int i = 0; i < n; i++) {
+        if (p->has_seed) jr_rng_seed2(&r->rng[i], p->seed, (uint64_t)i);
+        else jr_rng_seed2(&r->rng[i], jr_rng_u64(&g->rng), (uint64_t)i);
+    }
+    int k = 0;
+    for (int s = 0; s < g->lm->n_slots && k < n; s++)
+        if (!g->slot_used[s]) { g->slot_used[s] = 1; r->slots[k++] = s; }
+    g->n_free -= n;
+    /* Append at the tail: requests are served in arrival order. */
+    jr_gen_req **pp = &g->head;
+    while (*pp) pp = &(*pp)->next;
+    *pp = r;
+    *out = r;
+    return JR_OK;
+}
+
+/* Bytes still missing from an incomplete UTF-8 character at the end of s[0..n). */
+static size_t utf8_incomplete_tail(const char *s, size_t n) {
+    for (size_t back = 1; back <= 4 && back <= n; back++) {
+        unsigned char b = (unsigned char)s[n - back];
+        if ((b & 0xC0) == 0x80) continue;
+        size_t need = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
+        return need > back ? back : 0;
+    }
+    return 0;
+}
+
+/* How many bytes at the end of text might begin a stop string (held back from streaming). */
+static size_t stop_holdback(const jr_gen_params *p, const char *text, size_t len) {
+    size_t hold = 0;
+    for (int i = 0; i < p->n_stop; i++) {
+        size_t sl = strlen(p->stop[i]);
+        for (size_t k = sl > 1 ? sl - 1 : 0; k > hold; k--)
+            if (k <= len && !memcmp(text + len - k, p->stop[i], k)) { hold = k; break; }
+    }
+    return hold;
+}
+
+static void emit(jr_gen_req *r, int i) {
+    jr_gen_seq *s = &r->seqs[i];
+    size_t end = s->text_len;
+    if (!s->done) {
+        size_t hold = stop_holdback(&r->p, s->text, s->text_len);
+        end = s->text_len - hold;
+        end -= utf8_incomplete_tail(s->text, end);
+    }
+    if (end < s->emitted) end = s->emitted;
+    int from = r->reported[i];
+    size_t e0 = s->emitted;
+    s->emitted = end;
+    r->reported[i] = s->n_text_tokens;
+    if (r->cb) r->cb(r->ud, r, i, s, s->text + e0, end - e0, from);
+}
+
+static void finish(jr_gen_req *r, int i, const char *reason) {
+    jr_gen_seq *s = &r->seqs[i];
+    if (s->done) return;
+    s->done = 1;
+    s->finish_reason = reason;
+    r->n_done++;
+}
+
+static int in_list(int32_t t, const int32_t *ids, int n) {
+    for (int i = 0; i < n; i++)
+        if (ids[i] == t) return 1;
+    return 0;
+}
+
+/* Chooses sequence i's next token from its logits row and applies every stop rule. */
+static jr_status choose(jr_gen *g, jr_gen_req *r, int i, const float *row) {
+    jr_gen_seq *s = &r->seqs[i];
+    const jr_gen_params *p = &r->p;
+    const uint8_t *mask = NULL;
+    int n_valid = g->v.tb.n;
+    if (p->constraint) {
+        int complete = 0;
+        int count = jr_constraint_mask(p->constraint, &r->cs[i], g->mask, &complete);
+        if (complete && !p->ignore_eos)
+            for (int e = 0; e < g->v.n_eos; e++)
+                if (g->v.eos[e] >= 0 && g->v.eos[e] < n_valid && !g->mask[g->v.eos[e]]) { g->mask[g->v.eos[e]] = 1; count++; }
+        if (count == 0) { /* the output is complete and nothing may follow, or a dead end */
+            finish(r, i, "stop");
+            emit(r, i);
+            return JR_OK;
+        }
+        mask = g->mask;
+    }
+    int32_t tok;
+    jr_status st = jr_sample(row, n_valid, &p->sample, mask, &r->rng[i], &g->w, &tok);
+    if (st) return st;
+    int k = s->n_tokens;
+    s->tokens[k] = tok;
+    s->tok_off[k] = s->text_len;
+    if (p->logprobs) {
+        float t = p->sample.temperature > 0.0f ? p->sample.temperature : 1.0f;
+        s->logprobs[k] = jr_logprob_at(row, g->lm->n_logits, t, tok);
+        s->raw_logprobs[k] = t == 1.0f ? s->logprobs[k] : jr_logprob_at(row, g->lm->n_logits, 1.0f, tok);
+    }
+    if (p->top_logprobs > 0) {
+        s->top_k = p->top_logprobs;
+        int got = jr_top_logprobs(row, g->lm->n_logits, n_valid, p->top_logprobs,
+                                  s->top_ids + (size_t)k * (size_t)p->top_logprobs,
+                                  s->top_lps + (size_t)k * (size_t)p->top_logprobs);
+        for (int c = got; c < p->top_logprobs; c++) {
+            s->top_ids[(size_t)k * (size_t)p->top_logprobs + (size_t)c] = -1;
+            s->top_lps[(size_t)k * (size_t)p->top_logprobs + (size_t)c] = 0;
+        }
+    }
+    s->n_tokens = k + 1;
+    if ((!p->ignore_eos && in_list(tok, g->v.eos, g->v.n_eos)) || in_list(tok, p->stop_ids, p->n_stop_ids)) {
+        finish(r, i, "stop");
+    } else {
+        s->n_text_tokens = k + 1;
+        const char *b = tok < n_valid ? g->v.tb.bytes[tok] : NULL;
+        size_t L = b ? (size_t)g->v.tb.len[tok] : 0;
+        if (L) {
+            char *nt = realloc(s->text, s->text_len + L + 1);
+            if (!nt) return jr_fail(JR_ENOMEM, "generate: out of memory for the output text");
+            s->text = nt;
+            size_t old = s->text_len;
+            memcpy(s->text + old, b, L);
+            s->text_len += L;
+            s->text[s->text_len] = 0;
+            for (int j = 0; j < p->n_stop; j++) {
+                size_t sl = strlen(p->stop[j]);
+                if (!sl) continue;
+                size_t from = old >= sl - 1 ? old - (sl - 1) : 0;
+                char *hit = memmem(s->text + from, s->text_len - from, p->stop[j], sl);
+                if (hit && (size_t)(hit - s->text) < s->text_len) {
+                    s->text_len = (size_t)(hit - s->text);
+                    s->text[s->text_len] = 0;
+                    finish(r, i, "stop");
+                }
+            }
+        }
+        if (p->constraint && (st = jr_constraint_advance(p->constraint, &r->cs[i], tok))) return st;
+    }
+    if (!s->done && (s->n_tokens >= p->max_tokens || r->n_prompt + s->n_tokens >= g->lm->max_ctx)) finish(r, i, "length");
+    r->pending[i] = tok;
+    emit(r, i);
+    return JR_OK;
+}
+
+jr_status jr_gen_step(jr_gen *g) {
+    jr_lm *lm = g->lm;
+    /* Decode: one token for every running sequence, in one batch. */
+    int nb = 0;
+    for (jr_gen_req *r = g->head; r; r = r->next) {
+        if (!r->prefilled) continue;
+        for (int i = 0; i < r->n; i++) {
+            if (r->seqs[i].done) continue;
+            g->bslots[nb] = r->slots[i];
+            g->btoks[nb] = r->pending[i];
+            g->breq[nb] = r;
+            g->bidx[nb] = i;
+            nb++;
+        }
+    }
+    jr_status st;
+    if (nb > 0) {
+        if ((st = lm->decode(lm->impl, nb, g->bslots, g->btoks, g->logits))) return st;
+        for (int b = 0; b < nb; b++)
+            if ((st = choose(g, g->breq[b], g->bidx[b], g->logits + (size_t)b * (size_t)lm->n_logits))) return st;
+    }
+    /* Prefill: new requests, one prompt pass shared by the request's n sequences. */
+    for (jr_gen_req *r = g->head; r; r = r->next) {
+        if (r->prefilled) continue;
+        r->prefilled = 1;
+        float *row = g->logits;
+        if ((st = lm->prefill(lm->impl, r->slots[0], r->prompt, r->n_prompt, row))) return st;
+        for (int i = 1; i < r->n; i++)
+            if ((st = lm->copy(lm->impl, r->slots[i], r->slots[0]))) return st;
+        for (int i = 0; i < r->n; i++)
+            if ((st = choose(g, r, i, row))) return st;
+    }
+    return JR_OK;
+}
+
+int jr_gen_req_n(const jr_gen_req *r) { return r->n; }
+const jr_gen_seq *jr_gen_req_seq(const jr_gen_req *r, int i) { return &r->seqs[i]; }
+int jr_gen_req_prompt_len(const jr_gen_req *r) { return r->n_prompt; }
+int jr_gen_req_done(const jr_gen_req *r) { return r->n_done == r->n; }
+
+void jr_gen_cancel(jr_gen *g, jr_gen_req *r) {
+    (void)g;
+    for (int i = 0; i < r->n; i++) finish(r, i, "abort");
+}
+
+void jr_gen_release(jr_gen *g, jr_gen_req *r) {
+    jr_gen_req **pp = &g->head;
+    while (*pp && *pp != r) pp = &(*pp)->next;
+    if (*pp) *pp = r->next;
+    for (int i = 0; i < r->n; i++) g->slot_used[r->slots[i]] = 0;
+    g->n_free += r->n;
+    req_free(r);
+}
+
+jr_status jr_generate(jr_lm *lm, const jr_gen_vocab *vocab, int n_prompts, const int32_t *const *prompts,
+                      const int *prompt_lens, int n, const jr_gen_params *params, jr_gen_seq *outs) {
+    memset(outs, 0, (size_t)n_prompts * (size_t)n * sizeof *outs);
+    jr_gen *g;
+    jr_status st = jr_gen_open(&g, lm, vocab, params->seed);
+    if (st) return st;
+    jr_gen_req **reqs = calloc((size_t)(n_prompts > 0 ? n_prompts : 1), sizeof *reqs);
+    if (!reqs) { jr_gen_close(g); return jr_fail(JR_ENOMEM, "generate: out of memory"); }
+    int next = 0, finished = 0;
+    while (finished < n_prompts) {
+        while (next < n_prompts && jr_gen_free_slots(g) >= n) {
+            jr_gen_params p = *params;
+            p.seed = params->seed + (uint64_t)next;
+            if ((st = jr_gen_add(g, prompts[next], prompt_lens[next], n, &p, NULL, NULL, &reqs[next]))) {
+                jr_fail_ctx(st, "prompt %d", next);
+                goto fail;
+            }
+            next++;
+        }
+        if ((st = jr_gen_step(g))) goto fail;
+        for (int q = 0; q < next; q++) {
+            if (!reqs[q] || !jr_gen_req_done(reqs[q])) continue;
+            for (int i = 0; i < n; i++) {
+                outs[(size_t)q * (size_t)n + (size_t)i] = reqs[q]->seqs[i];
+                memset(&reqs[q]->seqs[i], 0, sizeof reqs[q]->seqs[i]);
+            }
+            jr_gen_release(g, reqs[q]);
+            reqs[q] = NULL;
+            finished++;
+        }
+    }
+    free(reqs);
+    jr_gen_close(g);
+    return JR_OK;
+fail:
+    for (size_t i = 0; i < (size_t)n_prompts * (size_t)n; i++) jr_gen_seq_free(&outs[i]);
+    free(reqs);
+    jr_gen_close(g);
+    return st;
+}

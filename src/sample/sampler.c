@@ -1,0 +1,130 @@
+/* sampler.c - next-token sampling (temperature, top-k, top-p, min-p, logit bias, masks) and log-probs */
+#include "judgerl/sampler.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+jr_sample_params jr_sample_params_default(void) {
+    jr_sample_params p = {0};
+    p.temperature = 1.0f;
+    p.top_p = 1.0f;
+    return p;
+}
+
+void jr_sample_scratch_free(jr_sample_scratch *w) {
+    free(w->z);
+    free(w->idx);
+    w->z = NULL;
+    w->idx = NULL;
+    w->cap = 0;
+}
+
+static jr_status scratch_grow(jr_sample_scratch *w, int n) {
+    if (w->cap >= n) return JR_OK;
+    float *z = realloc(w->z, (size_t)n * sizeof *z);
+    if (!z) return jr_fail(JR_ENOMEM, "sampler: out of memory for %d logits", n);
+    w->z = z;
+    int32_t *idx = realloc(w->idx, (size_t)n * sizeof *idx);
+    if (!idx) return jr_fail(JR_ENOMEM, "sampler: out of memory for %d logits", n);
+    w->idx = idx;
+    w->cap = n;
+    return JR_OK;
+}
+
+/* Orders candidate ids by score, highest first, lower id first on ties (deterministic). */
+static int cmp_desc(const void *a, const void *b, void *ctx) {
+    const float *z = ctx;
+    int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
+    if (z[i] > z[j]) return -1;
+    if (z[i] < z[j]) return 1;
+    return (i > j) - (i < j);
+}
+
+jr_status jr_sample(const float *logits, int n_valid, const jr_sample_params *p, const uint8_t *allowed,
+                    jr_rng *rng, jr_sample_scratch *w, int32_t *out) {
+    if (n_valid <= 0) return jr_fail(JR_EINVAL, "sampler: empty vocabulary");
+    jr_status st = scratch_grow(w, n_valid);
+    if (st) return st;
+    float *z = w->z;
+    for (int i = 0; i < n_valid; i++) z[i] = (allowed && !allowed[i]) ? -INFINITY : logits[i];
+    for (int b = 0; b < p->n_bias; b++) {
+        int32_t id = p->bias_ids[b];
+        if (id >= 0 && id < n_valid && isfinite(z[id])) z[id] += p->bias_vals[b];
+    }
+    int best = -1;
+    for (int i = 0; i < n_valid; i++)
+        if (z[i] > -INFINITY && !isnan(z[i]) && (best < 0 || z[i] > z[best])) best = i;
+    if (best < 0) return jr_fail(JR_EINVAL, "sampler: no token is allowed (every id masked)");
+    if (p->temperature <= 0.0f || p->top_k == 1) {
+        *out = best;
+        return JR_OK;
+    }
+    /* Candidates and their unnormalised probabilities exp((z - zmax) / T), stored over z. */
+    float zmax = z[best], inv_t = 1.0f / p->temperature;
+    int32_t *idx = w->idx;
+    int n = 0;
+    for (int i = 0; i < n_valid; i++) {
+        if (z[i] > -INFINITY && !isnan(z[i])) idx[n++] = i;
+    }
+    int sorted = (p->top_k > 0 && p->top_k < n) || (p->top_p > 0.0f && p->top_p < 1.0f);
+    if (sorted) qsort_r(idx, (size_t)n, sizeof *idx, cmp_desc, z);
+    for (int c = 0; c < n; c++) z[idx[c]] = expf((z[idx[c]] - zmax) * inv_t);
+    if (p->top_k > 0 && p->top_k < n) n = p->top_k;
+    if (p->top_p > 0.0f && p->top_p < 1.0f) {
+        double total = 0, cum = 0;
+        for (int c = 0; c < n; c++) total += z[idx[c]];
+        int keep = n;
+        for (int c = 0; c < n; c++) {
+            cum += z[idx[c]];
+            if (cum >= p->top_p * total) { keep = c + 1; break; }
+        }
+        n = keep;
+    }
+    if (p->min_p > 0.0f) {
+        /* The most likely token has probability 1 in these units (z = zmax). */
+        int m = 0;
+        for (int c = 0; c < n; c++)
+            if (z[idx[c]] >= p->min_p) idx[m++] = idx[c];
+        n = m > 0 ? m : 1;
+    }
+    double total = 0;
+    for (int c = 0; c < n; c++) total += z[idx[c]];
+    double u = jr_rng_double(rng) * total, cum = 0;
+    for (int c = 0; c < n; c++) {
+        cum += z[idx[c]];
+        if (u < cum) { *out = idx[c]; return JR_OK; }
+    }
+    *out = idx[n - 1];
+    return JR_OK;
+}
+
+double jr_logsumexp(const float *logits, int n_logits, float temperature) {
+    double inv_t = temperature > 0.0f ? 1.0 / (double)temperature : 1.0;
+    double m = -INFINITY;
+    for (int i = 0; i < n_logits; i++)
+        if ((double)logits[i] * inv_t > m) m = (double)logits[i] * inv_t;
+    double s = 0;
+    for (int i = 0; i < n_logits; i++) s += exp((double)logits[i] * inv_t - m);
+    return m + log(s);
+}
+
+float jr_logprob_at(const float *logits, int n_logits, float temperature, int32_t tok) {
+    double inv_t = temperature > 0.0f ? 1.0 / (double)temperature : 1.0;
+    return (float)((double)logits[tok] * inv_t - jr_logsumexp(logits, n_logits, temperature));
+}
+
+int jr_top_logprobs(const float *logits, int n_logits, int n_valid, int k, int32_t *ids, float *lps) {
+    if (k > n_valid) k = n_valid;
+    if (k <= 0) return 0;
+    int n = 0; /* ids[0..n) sorted descending by logit, ties lower id first (insertion into k slots) */
+    for (int i = 0; i < n_valid; i++) {
+        float v = logits[i];
+        if (n == k && !(v > logits[ids[n - 1]])) continue;
+        int pos = n < k ? n++ : k - 1;
+        while (pos > 0 && v > logits[ids[pos - 1]]) { ids[pos] = ids[pos - 1]; pos--; }
+        ids[pos] = i;
+    }
+    double lse = jr_logsumexp(logits, n_logits, 1.0f);
+    for (int c = 0; c < n; c++) lps[c] = (float)((double)logits[ids[c]] - lse);
+    return n;
+}

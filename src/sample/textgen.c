@@ -1,0 +1,130 @@
+/* textgen.c - a model ready to generate text: weights, KV cache, tokenizer, eos ids, prompt rendering */
+#include "judgerl/textgen.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "judgerl/bytetok.h"
+#include "judgerl/fsutil.h"
+
+static void add_eos(jr_textgen *t, int id) {
+    if (id < 0 || id >= t->vocab.tb.n) return;
+    for (int i = 0; i < t->vocab.n_eos; i++)
+        if (t->eos[i] == id) return;
+    if (t->vocab.n_eos < JR_MAX_EOS + 1) t->eos[t->vocab.n_eos++] = id;
+}
+
+/* Fills the token table and eos list from the tokenizer and the model's configs. */
+static jr_status vocab_build(jr_textgen *t) {
+    int n = t->tok.n_vocab;
+    if (n > t->m->cfg.vocab_size)
+        return jr_fail(JR_EINVAL, "model vocab_size=%d is smaller than the %s tokenizer's %d ids", t->m->cfg.vocab_size,
+                       t->tok.kind, n);
+    t->pieces = calloc((size_t)n, sizeof *t->pieces);
+    t->piece_len = calloc((size_t)n, sizeof *t->piece_len);
+    if (!t->pieces || !t->piece_len) return jr_fail(JR_ENOMEM, "tokenizer: out of memory for %d pieces", n);
+    for (int32_t id = 0; id < n; id++) {
+        if (!strcmp(t->tok.kind, "byte") && id >= 256) continue; /* specials: no text */
+        char *text = NULL;
+        size_t len = 0;
+        jr_status st = t->tok.decode(t->tok.ctx, &id, 1, &text, &len);
+        if (st) return st;
+        if (len == 0) { free(text); continue; }
+        t->pieces[id] = text;
+        t->piece_len[id] = (int32_t)len;
+    }
+    t->vocab.tb.n = n;
+    t->vocab.tb.bytes = (const char *const *)t->pieces;
+    t->vocab.tb.len = t->piece_len;
+    t->vocab.eos = t->eos;
+    add_eos(t, t->tok.eos_id);
+    for (int i = 0; i < t->m->cfg.n_eos; i++) add_eos(t, t->m->cfg.eos_token_ids[i]);
+    for (int i = 0; i < t->gen.n_eos; i++) add_eos(t, t->gen.eos_token_ids[i]);
+    return JR_OK;
+}
+
+static jr_status finish_open(jr_textgen *t, const char *tok_spec, int n_slots, int max_ctx) {
+    jr_status st = jr_tok_open(&t->tok, tok_spec ? tok_spec : "byte");
+    if (st) return st;
+    if ((st = vocab_build(t))) return st;
+    if (max_ctx <= 0) max_ctx = t->m->cfg.max_position_embeddings;
+    return jr_kv_lm_open(&t->lm, t->m, n_slots, max_ctx);
+}
+
+jr_status jr_textgen_open(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx) {
+    memset(t, 0, sizeof *t);
+    jr_generation_config_init(&t->gen);
+    jr_status st = jr_model_load(&t->model, dir);
+    if (st) { memset(t, 0, sizeof *t); return st; }
+    t->m = &t->model;
+    t->owns_model = 1;
+    char *gp = jr_path_join(dir, "generation_config.json");
+    struct stat sb;
+    if (gp && stat(gp, &sb) == 0) st = jr_generation_config_load(&t->gen, gp);
+    free(gp);
+    if (!st) st = finish_open(t, tok_spec, n_slots, max_ctx);
+    if (st) jr_textgen_close(t);
+    return st;
+}
+
+jr_status jr_textgen_open_model(jr_textgen *t, const jr_model *m, const char *tok_spec, int n_slots, int max_ctx) {
+    memset(t, 0, sizeof *t);
+    jr_generation_config_init(&t->gen);
+    t->m = m;
+    jr_status st = finish_open(t, tok_spec, n_slots, max_ctx);
+    if (st) jr_textgen_close(t);
+    return st;
+}
+
+void jr_textgen_close(jr_textgen *t) {
+    if (t->lm.impl) jr_kv_lm_close(&t->lm);
+    for (int i = 0; t->pieces && i < t->vocab.tb.n; i++) free(t->pieces[i]);
+    free(t->pieces);
+    free(t->piece_len);
+    if (t->tok.close || t->tok.ctx) jr_tok_close(&t->tok);
+    jr_generation_config_free(&t->gen);
+    if (t->owns_model) jr_model_free(&t->model);
+    memset(t, 0, sizeof *t);
+}
+
+jr_status jr_textgen_encode(jr_textgen *t, const char *text, size_t len, int32_t **ids, int *n) {
+    int32_t *raw;
+    size_t k;
+    jr_status st = t->tok.encode(t->tok.ctx, text, len, &raw, &k);
+    if (st) return st;
+    int bos = t->tok.bos_id >= 0;
+    int32_t *o = malloc((k + 1) * sizeof *o);
+    if (!o) { free(raw); return jr_fail(JR_ENOMEM, "tokenizer: out of memory"); }
+    if (bos) o[0] = t->tok.bos_id;
+    memcpy(o + bos, raw, k * sizeof *o);
+    free(raw);
+    *ids = o;
+    *n = (int)k + bos;
+    return JR_OK;
+}
+
+jr_status jr_textgen_encode_chat(jr_textgen *t, int n, const char *const *roles, const char *const *contents,
+                                 int32_t **ids, int *n_ids) {
+    if (strcmp(t->tok.kind, "byte"))
+        return jr_fail(JR_EUNSUPPORTED, "chat: the %s tokenizer has no chat format", t->tok.kind);
+    size_t cap = 2;
+    for (int i = 0; i < n; i++) cap += strlen(contents[i]) + 2;
+    int32_t *o = malloc(cap * sizeof *o);
+    if (!o) return jr_fail(JR_ENOMEM, "chat: out of memory");
+    size_t k = 0;
+    if (t->tok.bos_id >= 0) o[k++] = t->tok.bos_id;
+    for (int i = 0; i < n; i++) {
+        int32_t role = !strcmp(roles[i], "system") ? JR_BYTETOK_SYSTEM : !strcmp(roles[i], "user") ? JR_BYTETOK_USER
+                     : !strcmp(roles[i], "assistant") ? JR_BYTETOK_ASSISTANT : -1;
+        if (role < 0) { free(o); return jr_fail(JR_EINVAL, "chat: message %d has role '%s' (use system, user or assistant)", i, roles[i]); }
+        o[k++] = role;
+        for (const unsigned char *p = (const unsigned char *)contents[i]; *p; p++) o[k++] = *p;
+        o[k++] = JR_BYTETOK_EOS;
+    }
+    o[k++] = JR_BYTETOK_ASSISTANT;
+    *ids = o;
+    *n_ids = (int)k;
+    return JR_OK;
+}

@@ -1,0 +1,344 @@
+/* test_generate.c - KV-cache inference and batched generation against the training forward:
+ * logits, log-probs at temperature T, batch invariance, seeds, shared prefill, stop rules, constraints */
+#include "harness.h"
+
+#include "judgerl/generate.h"
+#include "judgerl/kvcache.h"
+#include "judgerl/model.h"
+
+/* Tolerance between the cached incremental forward and the full training forward (both fp32, same
+ * kernels, different summation order in attention): |a - b| <= 2e-5 + 2e-5 |b|. */
+#define ATOL 2e-5
+#define RTOL 2e-5
+
+static const char *fixtures[] = {"llama_gqa", "qwen2_bias", "qwen3_qknorm", "qwen3_tied_bias"};
+
+static int load_fixture(jr_model *m, const char *name) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tests/fixtures/engine/%s", jt_root(), name);
+    if (jr_model_load(m, dir)) { printf("  %s\n", jr_errmsg()); return -1; }
+    return 0;
+}
+
+/* A random model with a 300-id vocabulary: 256 bytes, an eos id (256), 43 multi-byte pieces. */
+#define NV 300
+#define EOS 256
+static char piece[NV][8];
+static const char *tok_bytes[NV];
+static int32_t tok_len[NV];
+static jr_gen_vocab V;
+
+static void vocab_init(void) {
+    for (int i = 0; i < NV; i++) {
+        if (i < 256) { piece[i][0] = (char)i; tok_len[i] = 1; }
+        else if (i == EOS) { tok_bytes[i] = NULL; tok_len[i] = 0; continue; }
+        else { snprintf(piece[i], sizeof piece[i], "%c%c", 'a' + (i % 26), 'a' + (i / 26) % 26); tok_len[i] = 2; }
+        tok_bytes[i] = piece[i];
+    }
+    static const int32_t eos[1] = {EOS};
+    V.tb = (jr_token_bytes){NV, tok_bytes, tok_len};
+    V.eos = eos;
+    V.n_eos = 1;
+}
+
+static int random_model(jr_model *m, float std) {
+    jr_model_config c;
+    jr_model_config_init(&c, JR_ARCH_QWEN3);
+    c.hidden_size = 32;
+    c.num_hidden_layers = 2;
+    c.num_attention_heads = 4;
+    c.num_key_value_heads = 2;
+    c.head_dim = 8;
+    c.intermediate_size = 64;
+    c.vocab_size = NV + 4; /* padded rows past the tokenizer */
+    c.max_position_embeddings = 256;
+    c.qk_norm = 1;
+    if (jr_model_init_random(m, &c, 7, std)) { printf("  %s\n", jr_errmsg()); return -1; }
+    return 0;
+}
+
+TEST(kv_logits_equal_training_forward) {
+    for (size_t f = 0; f < sizeof fixtures / sizeof *fixtures; f++) {
+        jr_model m;
+        if (load_fixture(&m, fixtures[f])) { CHECK(0); continue; }
+        int T = 24, P = 9, V0 = m.cfg.vocab_size;
+        int32_t ids[24];
+        jr_rng r;
+        jr_rng_seed(&r, f);
+        for (int i = 0; i < T; i++) ids[i] = (int32_t)jr_rng_below(&r, (uint64_t)V0);
+        jr_acts a;
+        CHECK_OK(jr_acts_init(&a, &m, 1, T));
+        CHECK_OK(jr_model_forward(&m, &a, ids, 1, T));
+        jr_lm lm;
+        CHECK_OK(jr_kv_lm_open(&lm, &m, 2, 32));
+        float *lg = malloc(sizeof(float) * (size_t)V0);
+        double worst = 0;
+        CHECK_OK(lm.prefill(lm.impl, 1, ids, P, lg));
+        for (int t = P - 1; t < T; t++) {
+            if (t >= P) { int slot = 1; CHECK_OK(lm.decode(lm.impl, 1, &slot, &ids[t], lg)); }
+            for (int v = 0; v < V0; v++) {
+                double ref = a.logits[(size_t)t * V0 + v], d = fabs(lg[v] - ref) - RTOL * fabs(ref);
+                if (d > worst) worst = d;
+            }
+        }
+        CHECK_MSG(worst <= ATOL, "%s: worst logit gap %.3g", fixtures[f], worst);
+        free(lg);
+        jr_kv_lm_close(&lm);
+        jr_acts_free(&a);
+        jr_model_free(&m);
+    }
+}
+
+TEST(decode_rows_do_not_depend_on_the_batch) {
+    jr_model m;
+    if (random_model(&m, 0.5f)) { CHECK(0); return; }
+    jr_lm lm;
+    CHECK_OK(jr_kv_lm_open(&lm, &m, 8, 64));
+    int V0 = lm.n_logits;
+    float *alone = malloc(sizeof(float) * V0), *batch = malloc(sizeof(float) * 8 * V0);
+    int32_t prompt[5] = {1, 2, 3, 4, 5};
+    for (int s = 0; s < 8; s++) { prompt[0] = s; CHECK_OK(lm.prefill(lm.impl, s, prompt, 5, batch)); }
+    /* slot 3 alone, then the same step for all 8 slots from a copy of the same state */
+    int slots[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    int32_t toks[8] = {9, 8, 7, 6, 5, 4, 3, 2};
+    CHECK_OK(lm.copy(lm.impl, 7, 3));
+    int s3 = 3;
+    CHECK_OK(lm.decode(lm.impl, 1, &s3, &toks[3], alone));
+    int32_t t7[8] = {9, 8, 7, 6, 5, 4, 3, 6}; /* slot 7 (a copy of 3 before the step) gets token 6 too */
+    int sl[7] = {0, 1, 2, 4, 5, 6, 7};
+    int32_t tk[7] = {t7[0], t7[1], t7[2], t7[4], t7[5], t7[6], t7[7]};
+    CHECK_OK(lm.decode(lm.impl, 7, sl, tk, batch));
+    CHECK(memcmp(alone, batch + (size_t)6 * V0, sizeof(float) * (size_t)V0) == 0);
+    (void)slots;
+    free(alone);
+    free(batch);
+    jr_kv_lm_close(&lm);
+    jr_model_free(&m);
+}
+
+/* Log-probs the sampler recorded equal the training forward's over prompt + completion at the
+ * same temperature (logits / T), for each of n sequences sharing one prefill. */
+static void check_logprobs_vs_training(float temperature, float top_p) {
+    jr_model m;
+    if (random_model(&m, 0.3f)) { CHECK(0); return; }
+    jr_lm lm;
+    CHECK_OK(jr_kv_lm_open(&lm, &m, 4, 64));
+    int32_t prompt[6] = {72, 101, 108, 108, 111, 33};
+    const int32_t *prompts[1] = {prompt};
+    int lens[1] = {6};
+    jr_gen_params p = jr_gen_params_default();
+    p.sample.temperature = temperature;
+    p.sample.top_p = top_p;
+    p.max_tokens = 20;
+    p.has_seed = 1;
+    p.seed = 11;
+    p.logprobs = 1;
+    p.ignore_eos = 1;
+    jr_gen_seq out[4];
+    CHECK_OK(jr_generate(&lm, &V, 1, prompts, lens, 4, &p, out));
+    float t = temperature > 0 ? temperature : 1.0f;
+    int distinct = 0;
+    double worst = 0, worst_raw = 0;
+    int32_t first[20] = {0};
+    if (out[0].n_tokens == 20) memcpy(first, out[0].tokens, sizeof first);
+    for (int i = 0; i < 4; i++) {
+        int n = out[i].n_tokens, T = 6 + n;
+        CHECK(n == 20 && !strcmp(out[i].finish_reason, "length"));
+        if (i > 0 && n == 20 && memcmp(out[i].tokens, first, sizeof first)) distinct = 1;
+        int32_t ids[64], tg[64];
+        memcpy(ids, prompt, sizeof prompt);
+        memcpy(ids + 6, out[i].tokens, sizeof(int32_t) * (size_t)n);
+        for (int k = 0; k < T; k++) tg[k] = k >= 5 && k + 1 < T ? ids[k + 1] : -1;
+        jr_acts a;
+        CHECK_OK(jr_acts_init(&a, &m, 1, T));
+        CHECK_OK(jr_model_forward(&m, &a, ids, 1, T));
+        float lp[64], raw[64];
+        jr_model_logprobs(&m, &a, tg, t, lp);
+        jr_model_logprobs(&m, &a, tg, 1.0f, raw);
+        for (int k = 0; k < n; k++) {
+            double d = fabs(out[i].logprobs[k] - lp[5 + k]) - RTOL * fabs(lp[5 + k]);
+            if (d > worst) worst = d;
+            d = fabs(out[i].raw_logprobs[k] - raw[5 + k]) - RTOL * fabs(raw[5 + k]);
+            if (d > worst_raw) worst_raw = d;
+        }
+        jr_acts_free(&a);
+        jr_gen_seq_free(&out[i]);
+    }
+    CHECK_MSG(worst <= ATOL, "T=%g: worst log-prob gap %.3g", temperature, worst);
+    CHECK_MSG(worst_raw <= ATOL, "raw: worst log-prob gap %.3g", worst_raw);
+    if (temperature > 0) CHECK(distinct);
+    jr_kv_lm_close(&lm);
+    jr_model_free(&m);
+}
+
+TEST(sampler_logprobs_equal_training_logprobs) {
+    check_logprobs_vs_training(0.7f, 0.9f);
+    check_logprobs_vs_training(1.0f, 1.0f);
+    check_logprobs_vs_training(0.0f, 1.0f);
+}
+
+TEST(seeded_request_same_alone_and_batched_with_31_others) {
+    jr_model m;
+    if (random_model(&m, 0.1f)) { CHECK(0); return; }
+    int32_t prompt[4] = {10, 20, 30, 40};
+    jr_gen_params p = jr_gen_params_default();
+    p.sample.temperature = 1.0f;
+    p.sample.top_p = 0.95f;
+    p.max_tokens = 24;
+    p.has_seed = 1;
+    p.seed = 1234;
+    jr_lm lm1;
+    CHECK_OK(jr_kv_lm_open(&lm1, &m, 1, 64));
+    jr_gen *g;
+    CHECK_OK(jr_gen_open(&g, &lm1, &V, 1));
+    jr_gen_req *r;
+    CHECK_OK(jr_gen_add(g, prompt, 4, 1, &p, NULL, NULL, &r));
+    while (!jr_gen_req_done(r)) CHECK_OK(jr_gen_step(g));
+    const jr_gen_seq *a = jr_gen_req_seq(r, 0);
+    int32_t alone[64];
+    int n_alone = a->n_tokens;
+    memcpy(alone, a->tokens, sizeof(int32_t) * (size_t)n_alone);
+    jr_gen_close(g);
+    jr_kv_lm_close(&lm1);
+
+    /* Now with 31 other requests (other prompts, seeds, lengths), ours added in the middle of a run. */
+    jr_lm lm;
+    CHECK_OK(jr_kv_lm_open(&lm, &m, 32, 64));
+    CHECK_OK(jr_gen_open(&g, &lm, &V, 99));
+    jr_gen_req *others[31];
+    for (int k = 0; k < 31; k++) {
+        int32_t op[3] = {k, k + 1, 7};
+        jr_gen_params q = p;
+        q.seed = (uint64_t)k;
+        q.has_seed = k % 2;
+        q.max_tokens = 5 + k;
+        CHECK_OK(jr_gen_add(g, op, 3, 1, &q, NULL, NULL, &others[k]));
+    }
+    CHECK_OK(jr_gen_step(g));
+    CHECK_OK(jr_gen_step(g));
+    CHECK_OK(jr_gen_add(g, prompt, 4, 1, &p, NULL, NULL, &r));
+    while (!jr_gen_req_done(r)) CHECK_OK(jr_gen_step(g));
+    const jr_gen_seq *b = jr_gen_req_seq(r, 0);
+    CHECK(b->n_tokens == n_alone && !memcmp(b->tokens, alone, sizeof(int32_t) * (size_t)n_alone));
+    jr_gen_close(g);
+    jr_kv_lm_close(&lm);
+    jr_model_free(&m);
+}
+
+typedef struct { char buf[4096]; size_t len; int done_calls; } collect;
+
+static void on_ev(void *ud, jr_gen_req *r, int index, const jr_gen_seq *s, const char *d, size_t len, int from) {
+    (void)r; (void)index; (void)from;
+    collect *c = ud;
+    memcpy(c->buf + c->len, d, len);
+    c->len += len;
+    if (s->done) c->done_calls++;
+}
+
+TEST(stop_strings_eos_length_and_streamed_text) {
+    jr_model m;
+    if (random_model(&m, 0.1f)) { CHECK(0); return; }
+    jr_lm lm;
+    CHECK_OK(jr_kv_lm_open(&lm, &m, 4, 64));
+    jr_gen *g;
+    CHECK_OK(jr_gen_open(&g, &lm, &V, 5));
+    int32_t prompt[2] = {1, 2};
+    /* A bias makes "ab" likely (id 256+26*... is not "ab": use bytes 'a','b'); the stop string "b" ends it. */
+    int32_t bid[2] = {'a', 'b'};
+    float bval[2] = {8, 7};
+    jr_gen_params p = jr_gen_params_default();
+    p.sample.n_bias = 2;
+    p.sample.bias_ids = bid;
+    p.sample.bias_vals = bval;
+    p.max_tokens = 40;
+    p.has_seed = 1;
+    p.seed = 3;
+    const char *stop[1] = {"ab"};
+    p.stop = stop;
+    p.n_stop = 1;
+    p.ignore_eos = 1;
+    collect c = {{0}, 0, 0};
+    jr_gen_req *r;
+    CHECK_OK(jr_gen_add(g, prompt, 2, 1, &p, on_ev, &c, &r));
+    while (!jr_gen_req_done(r)) CHECK_OK(jr_gen_step(g));
+    const jr_gen_seq *s = jr_gen_req_seq(r, 0);
+    CHECK_STR(s->finish_reason, "stop");
+    CHECK(strstr(s->text, "ab") == NULL && s->n_tokens < 40);
+    CHECK(c.len == s->text_len && !memcmp(c.buf, s->text, s->text_len) && c.done_calls == 1);
+    jr_gen_release(g, r);
+    /* eos forced by a bias: finish "stop" after one token, no text */
+    int32_t eid = EOS;
+    float ev = 100;
+    jr_gen_params q = jr_gen_params_default();
+    q.sample.n_bias = 1;
+    q.sample.bias_ids = &eid;
+    q.sample.bias_vals = &ev;
+    CHECK_OK(jr_gen_add(g, prompt, 2, 2, &q, NULL, NULL, &r));
+    while (!jr_gen_req_done(r)) CHECK_OK(jr_gen_step(g));
+    CHECK(jr_gen_req_seq(r, 1)->n_tokens == 1 && jr_gen_req_seq(r, 1)->text_len == 0);
+    CHECK_STR(jr_gen_req_seq(r, 1)->finish_reason, "stop");
+    jr_gen_release(g, r);
+    /* max_tokens: "length" */
+    q = jr_gen_params_default();
+    q.max_tokens = 3;
+    q.ignore_eos = 1;
+    CHECK_OK(jr_gen_add(g, prompt, 2, 1, &q, NULL, NULL, &r));
+    while (!jr_gen_req_done(r)) CHECK_OK(jr_gen_step(g));
+    CHECK(jr_gen_req_seq(r, 0)->n_tokens == 3);
+    CHECK_STR(jr_gen_req_seq(r, 0)->finish_reason, "length");
+    jr_gen_release(g, r);
+    /* padded rows (ids 300..303) are never sampled, even when biased up */
+    int32_t pid = NV + 1;
+    float pv = 100;
+    q = jr_gen_params_default();
+    q.sample.n_bias = 1;
+    q.sample.bias_ids = &pid;
+    q.sample.bias_vals = &pv;
+    q.max_tokens = 30;
+    q.ignore_eos = 1;
+    CHECK_OK(jr_gen_add(g, prompt, 2, 1, &q, NULL, NULL, &r));
+    while (!jr_gen_req_done(r)) CHECK_OK(jr_gen_step(g));
+    for (int k = 0; k < jr_gen_req_seq(r, 0)->n_tokens; k++) CHECK(jr_gen_req_seq(r, 0)->tokens[k] < NV);
+    jr_gen_release(g, r);
+    jr_gen_close(g);
+    jr_kv_lm_close(&lm);
+    jr_model_free(&m);
+}
+
+TEST(constrained_choice_from_a_random_model) {
+    jr_model m;
+    if (random_model(&m, 1.0f)) { CHECK(0); return; }
+    jr_lm lm;
+    CHECK_OK(jr_kv_lm_open(&lm, &m, 8, 64));
+    const char *choices[3] = {"GOOD", "BAD", "UNSURE"};
+    jr_constraint *c;
+    CHECK_OK(jr_constraint_choice(&c, &V.tb, choices, 3));
+    int32_t p0[3] = {5, 6, 7}, p1[2] = {100, 3};
+    const int32_t *prompts[2] = {p0, p1};
+    int lens[2] = {3, 2};
+    jr_gen_params p = jr_gen_params_default();
+    p.constraint = c;
+    p.max_tokens = 32;
+    p.sample.temperature = 1.5f;
+    jr_gen_seq out[16];
+    CHECK_OK(jr_generate(&lm, &V, 2, prompts, lens, 8, &p, out));
+    for (int i = 0; i < 16; i++) {
+        CHECK_MSG(!strcmp(out[i].text, "GOOD") || !strcmp(out[i].text, "BAD") || !strcmp(out[i].text, "UNSURE"), "got '%s'", out[i].text);
+        CHECK_STR(out[i].finish_reason, "stop");
+        jr_gen_seq_free(&out[i]);
+    }
+    jr_constraint_free(c);
+    jr_kv_lm_close(&lm);
+    jr_model_free(&m);
+}
+
+int main(void) {
+    vocab_init();
+    RUN(kv_logits_equal_training_forward);
+    RUN(decode_rows_do_not_depend_on_the_batch);
+    RUN(sampler_logprobs_equal_training_logprobs);
+    RUN(seeded_request_same_alone_and_batched_with_31_others);
+    RUN(stop_strings_eos_length_and_streamed_text);
+    RUN(constrained_choice_from_a_random_model);
+    return jt_done();
+}

@@ -1,0 +1,415 @@
+"""test_protocols_e2e.py - every protocol end to end: `judgerl grade` with the shipped configs
+against a loopback judge whose answers are scripted per test (good, wrapped and broken verdicts,
+log-probs, failures), checking rewards, per-component scores, fallbacks and unscored rows."""
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import judge_server  # noqa: E402  (Server, State, prompt_text)
+
+BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
+ROOT = os.environ.get("JR_ROOT", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+TMP = os.environ.get("JR_TMP", "/tmp")
+failures = 0
+
+
+def report(name, ok, why=""):
+    global failures
+    if ok:
+        print("ok - " + name)
+    else:
+        failures += 1
+        print("FAIL - %s: %s" % (name, why))
+    sys.stdout.flush()
+
+
+class ScriptHandler(BaseHTTPRequestHandler):
+    """Answers each chat request with what the server's `script(text, body, attempt)` returns:
+    a string (the answer), or a dict {content, logprobs?, code?}."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        st = self.server.state
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        text = judge_server.prompt_text(body)
+        key = hashlib.sha256(text.encode()).hexdigest()[:16]
+        attempt = st.next_attempt(key)
+        st.record({"key": key, "attempt": attempt, "text": text, "body": body})
+        ans = self.server.script(text, body, attempt)
+        if isinstance(ans, str):
+            ans = {"content": ans}
+        if ans.get("code", 200) != 200:
+            data = json.dumps({"error": {"message": "scripted %d" % ans["code"]}}).encode()
+            self.send_response(ans["code"])
+        else:
+            choice = {"index": 0, "message": {"role": "assistant", "content": ans["content"]}, "finish_reason": "stop"}
+            if ans.get("logprobs") is not None and body.get("logprobs"):
+                choice["logprobs"] = {"content": ans["logprobs"]}
+            data = json.dumps({"id": "x", "object": "chat.completion", "choices": [choice],
+                               "usage": {"total_tokens": 10}}).encode()
+            self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def start(script):
+    srv = judge_server.Server(("127.0.0.1", 0), ScriptHandler)
+    srv.state = judge_server.State()
+    srv.script = script
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, srv.server_address[1]
+
+
+def grade(config, rows, port, name, *over):
+    inp = os.path.join(TMP, name + ".in.jsonl")
+    out = os.path.join(TMP, name + ".out.jsonl")
+    if os.path.exists(out):
+        os.remove(out)
+    with open(inp, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    args = [BIN, "grade", "--config", os.path.join(ROOT, "configs", config), "--input", inp, "--output", out, "--quiet",
+            "judge.endpoints.0.url=http://127.0.0.1:%d/v1" % port, "judge.cache=false", "judge.timeout_s=5",
+            "judge.backoff_base_s=0.01", "judge.backoff_max_s=0.02", "judge.max_attempts=2",
+            "judge.max_unscored_frac=1.0"] + list(over)
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    outs = {}
+    if os.path.exists(out):
+        with open(out) as f:
+            for line in f:
+                if line.strip():
+                    o = json.loads(line)
+                    outs[o["id"]] = o
+    try:
+        summary = json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        summary = {}
+    return r.returncode, outs, summary, r.stderr
+
+
+def near(a, b, tol=1e-6):
+    return a is not None and b is not None and abs(a - b) <= tol
+
+
+def requests_with(srv, needle):
+    return [e for e in srv.state.log if needle in e["text"]]
+
+
+# ---------------------------------------------------------------- reference
+def reference_script(text, body, attempt):
+    if "ALWAYS-BROKEN" in text:
+        return "Hmm, hard to say."
+    if "BROKEN-ONCE" in text and attempt == 1:
+        return "Let me think... (no verdict)"
+    if "SAY-WRAPPED-INCORRECT" in text:
+        return "Here is my grading:\n```json\n{\"verdict\": \"incorrect\", \"why\": \"different value\"}\n```"
+    if "SAY-INCORRECT" in text:
+        return "The values differ.\n**Verdict:** INCORRECT"
+    return "They are the same number.\nVERDICT: CORRECT"
+
+
+def test_reference():
+    srv, port = start(reference_script)
+    rows = [
+        {"id": "sc", "prompt": "Half?", "response": "so \\boxed{0.5}", "reference": "\\frac{1}{2}"},
+        {"id": "yes", "prompt": "Two thirds?", "response": "It is two-thirds of the whole.", "reference": "2/3"},
+        {"id": "wrapped", "prompt": "SAY-WRAPPED-INCORRECT", "response": "0.7", "reference": "2/3"},
+        {"id": "no", "prompt": "SAY-INCORRECT", "response": "7", "reference": "8"},
+        {"id": "once", "prompt": "BROKEN-ONCE", "response": "eight", "reference": "8"},
+        {"id": "broken", "prompt": "ALWAYS-BROKEN", "response": "nine", "reference": "8"},
+    ]
+    rc, o, s, err = grade("judge_reference.yaml", rows, port, "ref")
+    report("reference: grade exits 0", rc == 0, err)
+    if rc != 0 or len(o) != 6:
+        return
+    report("reference: equivalent answers short-circuit (no request)",
+           o["sc"]["reward"] == 1.0 and o["sc"]["judge_calls"] == 0 and not requests_with(srv, "Half?"), o["sc"])
+    report("reference: CORRECT verdict", o["yes"]["reward"] == 1.0, o["yes"])
+    report("reference: JSON-wrapped INCORRECT verdict", o["wrapped"]["reward"] == 0.0, o["wrapped"])
+    report("reference: markdown INCORRECT verdict", o["no"]["reward"] == 0.0, o["no"])
+    report("reference: an unparsable verdict is asked again",
+           o["once"]["reward"] == 1.0 and len(requests_with(srv, "BROKEN-ONCE")) == 2, o["once"])
+    report("reference: a verdict that never parses leaves the row unscored (not 0)",
+           o["broken"]["reward"] is None and o["broken"]["status"] == "unscored"
+           and "CORRECT" in (o["broken"]["error"] or "") and len(requests_with(srv, "ALWAYS-BROKEN")) == 3, o["broken"])
+    srv.shutdown()
+
+
+# ---------------------------------------------------------------- rubric
+def criterion_answer(text):
+    """Per-criterion prompts show one "[points] criterion" item."""
+    item = text.split("# Rubric item", 1)[1]
+    if "NEVER" in item:
+        return "I refuse to grade."
+    met = "MET" in item and "UNMET" not in item
+    return "```json\n{\"explanation\": \"checked\", \"criteria_met\": %s}\n```" % ("true" if met else "false")
+
+
+def batch_answer(text):
+    items = text.split("<Rubric>", 1)[1]
+    if "BATCHFAIL" in text:
+        return "Sorry, here is prose instead of JSON."
+    ans = {}
+    for line in items.strip().splitlines():
+        if ". (points:" not in line:
+            continue
+        n = line.split(".", 1)[0].strip()
+        ans[n] = "PRESENT" if ("MET" in line and "UNMET" not in line) else "NOT_PRESENT"
+    return "```json\n" + json.dumps(ans) + "\n```"
+
+
+def rubric_script(text, body, attempt):
+    if "<Rubric>" in text:
+        return batch_answer(text)
+    return criterion_answer(text)
+
+
+RUBRIC = [
+    {"criterion": "MET: mentions the dose", "points": 5},
+    {"criterion": "UNMET: mentions side effects", "points": 3},
+    {"criterion": "MET: recommends a dangerous dose", "points": -2},
+    {"criterion": "Answers in at most 12 words", "points": 2,
+     "tags": ["verifier:rule", "function:word_count_range", "parameters:{\"min_count\": 1, \"max_count\": 12}"]},
+]
+
+
+def test_rubric():
+    srv, port = start(rubric_script)
+    short = "Take 200 mg every day with water."
+    rows = [
+        {"id": "hb", "prompt": "Dose of X?", "response": short, "rubric": RUBRIC},
+        {"id": "neg_only", "prompt": "p", "response": short, "rubric": [{"criterion": "MET: rude", "points": -3}]},
+        {"id": "never", "prompt": "p2", "response": short,
+         "rubric": RUBRIC[:2] + [{"criterion": "NEVER gradable", "points": 4}]},
+        {"id": "rules_only", "prompt": "p3", "response": short, "rubric": [RUBRIC[3]]},
+    ]
+    rc, o, s, err = grade("judge_rubric.yaml", rows, port, "rubric")
+    report("rubric per-criterion: grade exits 0", rc == 0, err)
+    if rc != 0 or len(o) != 4:
+        return
+    # met: +5, pitfall -2 present, rule +2 (7 words) -> (5 - 2 + 2) / (5 + 3 + 2)
+    report("rubric per-criterion: HealthBench score with a pitfall and a rule criterion",
+           near(o["hb"]["reward"], 0.5) and o["hb"]["components"]["rubric"]["detail"]["judge"]["met"] == [1, 0, 1, 1], o["hb"])
+    report("rubric per-criterion: one call per judged criterion, none for the rule",
+           len(requests_with(srv, "Dose of X?")) == 3 and not requests_with(srv, "at most 12 words"))
+    report("rubric: no positive points is unscored (HealthBench None)",
+           o["neg_only"]["reward"] is None and "positive points" in o["neg_only"]["error"], o["neg_only"])
+    report("rubric: a criterion that keeps failing leaves the sample unscored, not NOT_PRESENT",
+           o["never"]["reward"] is None and "criterion 2" in o["never"]["error"]
+           and len(requests_with(srv, "NEVER gradable")) == 3, o["never"])
+    report("rubric: rule-only rubric is scored without the judge",
+           o["rules_only"]["reward"] == 1.0 and o["rules_only"]["judge_calls"] == 0, o["rules_only"])
+    srv.shutdown()
+
+
+def test_rubric_batched():
+    srv, port = start(rubric_script)
+    resp = "Take 200 mg every day with water."
+    rows = [
+        {"id": "ok", "prompt": "Batch fine", "response": resp, "rubric": RUBRIC},
+        {"id": "fallback", "prompt": "BATCHFAIL please", "response": resp, "rubric": RUBRIC},
+        {"id": "dead", "prompt": "BATCHFAIL again", "response": resp,
+         "rubric": RUBRIC[:1] + [{"criterion": "NEVER gradable", "points": 4}]},
+    ]
+    rc, o, s, err = grade("judge_rubric_batched.yaml", rows, port, "rubricb")
+    report("rubric batched: grade exits 0", rc == 0, err)
+    if rc != 0 or len(o) != 3:
+        return
+    report("rubric batched: one call for all judged criteria",
+           near(o["ok"]["reward"], 0.5) and len(requests_with(srv, "Batch fine")) == 1, o["ok"])
+    fb = requests_with(srv, "BATCHFAIL please")
+    n_batch = len([e for e in fb if "<Rubric>" in e["text"]])
+    n_single = len([e for e in fb if "# Rubric item" in e["text"]])
+    report("rubric batched: a failed batched call falls back to per-criterion calls",
+           near(o["fallback"]["reward"], 0.5) and n_batch == 3 and n_single == 3
+           and o["fallback"]["components"]["rubric"]["detail"]["judge"].get("fallback") is True,
+           (o["fallback"], n_batch, n_single))
+    report("rubric batched: a criterion failing after the fallback leaves the sample unscored",
+           o["dead"]["reward"] is None and "could not be graded" in o["dead"]["error"], o["dead"])
+    # The old behaviour only on request: failed criteria counted as not met.
+    rc, o2, s, err = grade("judge_rubric_batched.yaml", rows[2:], port, "rubricb2", "judge.rubric.on_failure=not_present")
+    d = o2.get("dead", {})
+    report("rubric batched: on_failure=not_present scores failed criteria as not met (opt-in)",
+           rc == 0 and near(d.get("reward"), 5 / 9)
+           and d["components"]["rubric"]["detail"]["judge"].get("failed_as_not_present") == [1], d)
+    srv.shutdown()
+
+
+# ---------------------------------------------------------------- pairwise
+def pairwise_script(text, body, attempt):
+    a = text.split("[The start of response A]", 1)[1].split("[The end of response A]", 1)[0]
+    if "BIAS" in text:
+        return "I prefer the first one. [[A]]"
+    if "TIE" in text:
+        return "Equally good. [[C]]"
+    if "GOOD" in a:
+        return "A is more helpful.\n[[A]]"
+    return "{\"winner\": \"B\"}"
+
+
+def test_pairwise():
+    srv, port = start(pairwise_script)
+    rows = [
+        {"id": "win", "prompt": "Q1", "response": "GOOD answer", "response_b": "weak answer"},
+        {"id": "loss", "prompt": "Q2", "response": "weak answer", "response_b": "GOOD answer"},
+        {"id": "bias", "prompt": "Q3 BIAS", "response": "one", "response_b": "two"},
+        {"id": "tie", "prompt": "Q4 TIE", "response": "one", "response_b": "two"},
+    ]
+    rc, o, s, err = grade("judge_pairwise.yaml", rows, port, "pair")
+    report("pairwise: grade exits 0", rc == 0, err)
+    if rc != 0 or len(o) != 4:
+        return
+    det = lambda k: o[k]["components"]["pairwise"]["detail"]
+    report("pairwise: a consistent win in both orders", o["win"]["reward"] == 1.0 and det("win")["judge"]["consistent"], o["win"])
+    report("pairwise: a consistent loss", o["loss"]["reward"] == 0.0 and det("loss")["judge"]["consistent"], o["loss"])
+    report("pairwise: orders that disagree are a tie, marked inconsistent",
+           o["bias"]["reward"] == 0.5 and det("bias")["judge"]["consistent"] is False
+           and det("bias")["judge"]["order_ab"] == "A" and det("bias")["judge"]["order_ba"] == "A", o["bias"])
+    report("pairwise: a tie in both orders is a consistent tie",
+           o["tie"]["reward"] == 0.5 and det("tie")["judge"]["consistent"] is True, o["tie"])
+    report("pairwise: position consistency in the summary", near(s.get("position_consistency"), 0.75), s)
+    report("pairwise: both orders are asked",
+           len(requests_with(srv, "Q1")) == 2 and
+           requests_with(srv, "Q1")[0]["text"] != requests_with(srv, "Q1")[1]["text"])
+    srv.shutdown()
+
+
+# ---------------------------------------------------------------- label
+def lp(tok, p, alts):
+    return [{"token": tok, "logprob": math.log(p),
+             "top_logprobs": [{"token": t, "logprob": math.log(q)} for t, q in alts]}]
+
+
+def label_script(text, body, attempt):
+    if "CONFIDENT-YES" in text:
+        return {"content": "Yes", "logprobs": lp("Yes", 0.7, [("Yes", 0.7), (" No", 0.2), ("Maybe", 0.05), ("The", 0.05)])}
+    if "UNSURE" in text:
+        return {"content": "Maybe", "logprobs": lp("Maybe", 0.35, [("Maybe", 0.35), ("Yes", 0.3), ("No", 0.3)])}
+    if "VERBAL-NO" in text:
+        return "No\nConfidence: 0.9"
+    if "NO-CONF" in text:
+        return "No"
+    return "Perhaps?"
+
+
+def test_label():
+    srv, port = start(label_script)
+    rows = [
+        {"id": "yes", "prompt": "Will it work? CONFIDENT-YES"},
+        {"id": "unsure", "prompt": "Will it rain? UNSURE"},
+        {"id": "verbal", "prompt": "Is it late? VERBAL-NO", "response": "It is late."},
+        {"id": "noconf", "prompt": "Is it? NO-CONF"},
+        {"id": "broken", "prompt": "Is it? BROKEN"},
+    ]
+    rc, o, s, err = grade("judge_label.yaml", rows, port, "label")
+    report("label: grade exits 0", rc == 0, err)
+    if rc != 0 or len(o) != 5:
+        return
+    y = o["yes"]
+    report("label: confidence renormalised over the labels' first tokens",
+           y["reward"] == 1.0 and near(y["scores"]["confidence"], 0.7 / 0.95) and y["detail"]["source"] == "logprobs", y)
+    report("label: a verdict below the 0.4 threshold is rejected (unscored)",
+           o["unsure"]["reward"] is None and "threshold" in o["unsure"]["error"], o["unsure"])
+    report("label: verbalised confidence without log-probs",
+           o["verbal"]["reward"] == 0.0 and near(o["verbal"]["scores"]["confidence"], 0.9)
+           and o["verbal"]["detail"]["source"] == "verbal", o["verbal"])
+    report("label: no confidence at all is unscored", o["noconf"]["reward"] is None, o["noconf"])
+    report("label: a verdict naming no label is unscored after retries",
+           o["broken"]["reward"] is None and len(requests_with(srv, "BROKEN")) == 3, o["broken"])
+    b = requests_with(srv, "CONFIDENT-YES")[0]["body"]
+    report("label: log-probs are requested", b.get("logprobs") is True and b.get("top_logprobs") == 10, b)
+    srv.shutdown()
+
+
+# ---------------------------------------------------------------- VerIF
+def verif_script(text, body, attempt):
+    if "humorous" in text and "FUNNY" in text:
+        return "[[1]] The tone is playful."
+    if "NOPARSE" in text:
+        return "The response is fine."
+    return "It is dry. [[0]]"
+
+
+def test_verif():
+    srv, port = start(verif_script)
+    cons = ["[llm] Use a humorous tone",
+            {"constraint": "[rule] At most 10 words", "rule": "word_count_range", "params": {"min_count": 1, "max_count": 10}},
+            {"constraint": "[rule] No commas", "rule": "ifeval:punctuation:no_comma"}]
+    rows = [
+        {"id": "all", "prompt": "Joke please", "response": "FUNNY cats sit on keyboards", "constraints": cons},
+        {"id": "half", "prompt": "Joke please", "response": "FUNNY cats sit on warm keyboards all day long and purr loudly",
+         "constraints": cons},
+        {"id": "llm0", "prompt": "Joke please", "response": "Cats sit", "constraints": cons},
+        {"id": "rules", "prompt": "Short", "response": "Short, sweet", "constraints": cons[1:]},
+        {"id": "noparse", "prompt": "NOPARSE", "response": "x", "constraints": cons},
+    ]
+    rc, o, s, err = grade("judge_verif.yaml", rows, port, "verif")
+    report("verif: grade exits 0", rc == 0, err)
+    if rc != 0 or len(o) != 5:
+        return
+    report("verif: all rules pass and the judge says [[1]]", o["all"]["reward"] == 1.0, o["all"])
+    report("verif: reward = mean(rule results) x llm verdict", near(o["half"]["reward"], 0.5 * 1), o["half"])
+    report("verif: [[0]] from the judge zeroes the reward", o["llm0"]["reward"] == 0.0, o["llm0"])
+    report("verif: rules only: no call, mean of the rules",
+           near(o["rules"]["reward"], 0.5) and o["rules"]["judge_calls"] == 0 and not requests_with(srv, "Short, sweet"),
+           o["rules"])
+    report("verif: an unparsable verdict leaves the row unscored", o["noparse"]["reward"] is None, o["noparse"])
+    rc, o2, s, err = grade("judge_verif.yaml", [dict(rows[1], id="half2", response="FUNNY cats, sit")], port, "verif2")
+    report("verif: one of two rules passing halves the reward", rc == 0 and near(o2.get("half2", {}).get("reward"), 0.5), o2)
+    srv.shutdown()
+
+
+# ---------------------------------------------------------------- seed 2 with the judge
+def test_seed2():
+    srv, port = start(reference_script)
+    rows = [
+        {"id": 1, "problem": "SAY-INCORRECT 3+4?", "response": "The answer is 8 and 8", "answer": "7", "type": "math",
+         "cost": 0.002, "latency": 12.0, "operator_count": 2},
+        {"id": 2, "problem": "Capital of France?", "response": "It is Paris, the capital.", "answer": "Paris", "type": "qa",
+         "cost": 0.01, "latency": 6.0, "operator_count": 5},
+    ]
+    rc, o, s, err = grade("seed2_reward.yaml", rows, port, "seed2")
+    report("seed 2 recipe: grade exits 0", rc == 0, err)
+    if rc != 0 or len(o) != 2:
+        return
+    # row 1: judge INCORRECT -> -5; efficiency .5(1-.2)+.5(1-.2)=.8; simplicity 6/7; format: no \boxed -> 0;
+    #        repetition: words "The answer is 8 and 8" -> 4 distinct trigrams of 4 -> 0
+    e1 = 0.65 * -5 + 0.15 * 0.8 + 0.10 * (6 / 7) + 0.05 * 0 + 0.05 * 0
+    # row 2: judge CORRECT -> 10; efficiency .5*0 + .5*(1-.1) = .45; simplicity 3/7; format qa \S -> 1
+    e2 = 0.65 * 10 + 0.15 * 0.45 + 0.10 * (3 / 7) + 0.05 * 1 + 0.05 * 0
+    report("seed 2 recipe: judged incorrect row", near(o[1]["reward"], e1) and o[1]["scores"]["correctness"] == -5.0, o[1])
+    report("seed 2 recipe: judged correct row", near(o[2]["reward"], e2) and o[2]["scores"]["correctness"] == 10.0, o[2])
+    report("seed 2 recipe: per-component means in the summary",
+           near(s["components"]["correctness"]["mean"], 2.5) and s["components"]["efficiency"]["weight"] == 0.15, s)
+    srv.shutdown()
+
+
+def test_configs_check():
+    bad = []
+    for f in sorted(os.listdir(os.path.join(ROOT, "configs"))):
+        if not f.endswith(".yaml"):
+            continue
+        r = subprocess.run([BIN, "config", os.path.join(ROOT, "configs", f)], capture_output=True, text=True)
+        if r.returncode != 0:
+            bad.append((f, r.stderr.strip()))
+    report("every shipped config passes judgerl config", not bad, bad)
+
+
+for t in (test_configs_check, test_reference, test_rubric, test_rubric_batched, test_pairwise, test_label, test_verif,
+          test_seed2):
+    try:
+        t()
+    except Exception as ex:  # a crash in one test is one failure, not the end of the file
+        report(t.__name__, False, "exception: %r" % (ex,))
+sys.exit(1 if failures else 0)

@@ -1,0 +1,453 @@
+/* test_serve.c - the OpenAI-compatible server over real HTTP on 127.0.0.1 (libcurl as the client):
+ * routes, response shapes, streaming, n, log-probs, guided choice, limits and error statuses */
+#include "harness.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+
+#include "judgerl/bytetok.h"
+#include "judgerl/kvcache.h"
+#include "judgerl/model.h"
+#include "judgerl/serve.h"
+
+/* ---- a tiny random model with the byte tokenizer -------------------------------------------- */
+
+#define NV JR_BYTETOK_VOCAB
+static char piece[256][2];
+static const char *tok_bytes[NV];
+static int32_t tok_len[NV];
+static const int32_t eos_ids[1] = {JR_BYTETOK_EOS};
+
+static jr_status bt_encode(void *tok, const char *text, size_t len, int32_t **ids, int *n) {
+    (void)tok;
+    size_t k;
+    jr_status st = jr_bytetok_encode(text, len, 0, ids, &k);
+    *n = (int)k;
+    return st;
+}
+
+/* <|role|>content<|eos|> per message, then <|assistant|> (specials never parsed from content). */
+static jr_status bt_chat(void *tok, int n, const char *const *roles, const char *const *contents, int32_t **ids, int *n_ids) {
+    (void)tok;
+    size_t total = 1;
+    for (int i = 0; i < n; i++) total += strlen(contents[i]) + 2;
+    int32_t *o = malloc(total * sizeof *o);
+    if (!o) return JR_ENOMEM;
+    size_t k = 0;
+    for (int i = 0; i < n; i++) {
+        o[k++] = !strcmp(roles[i], "system") ? JR_BYTETOK_SYSTEM : !strcmp(roles[i], "user") ? JR_BYTETOK_USER : JR_BYTETOK_ASSISTANT;
+        for (const unsigned char *p = (const unsigned char *)contents[i]; *p; p++) o[k++] = *p;
+        o[k++] = JR_BYTETOK_EOS;
+    }
+    o[k++] = JR_BYTETOK_ASSISTANT;
+    *ids = o;
+    *n_ids = (int)k;
+    return JR_OK;
+}
+
+static char base[64];
+
+/* ---- HTTP with libcurl ---------------------------------------------------------------------- */
+
+typedef struct { char *p; size_t n; } buf;
+
+static size_t on_data(char *d, size_t sz, size_t nm, void *ud) {
+    buf *b = ud;
+    size_t k = sz * nm;
+    b->p = realloc(b->p, b->n + k + 1);
+    memcpy(b->p + b->n, d, k);
+    b->n += k;
+    b->p[b->n] = 0;
+    return k;
+}
+
+static CURL *mk(const char *method, const char *path, const char *body, size_t blen, const char *auth, buf *out, struct curl_slist **h) {
+    CURL *c = curl_easy_init();
+    char url[256];
+    snprintf(url, sizeof url, "%s%s", base, path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    *h = curl_slist_append(NULL, "Content-Type: application/json");
+    if (auth) *h = curl_slist_append(*h, auth);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, *h);
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)blen);
+    }
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    return c;
+}
+
+/* Sends one request; returns the status (-1 on transport failure); *resp (caller frees) the body. */
+static int http(const char *method, const char *path, const char *body, const char *auth, char **resp) {
+    buf b = {calloc(1, 1), 0};
+    struct curl_slist *h;
+    CURL *c = mk(method, path, body, body ? strlen(body) : 0, auth, &b, &h);
+    long code = -1;
+    if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    if (resp) *resp = b.p;
+    else free(b.p);
+    return (int)code;
+}
+
+static json_t *post_json(const char *path, const char *body, int *status) {
+    char *r;
+    *status = http("POST", path, body, NULL, &r);
+    json_error_t e;
+    json_t *j = json_loads(r, 0, &e);
+    if (!j) printf("  not JSON (%d): %.300s\n", *status, r);
+    free(r);
+    return j;
+}
+
+/* The content/text of choice i of a non-stream response. */
+static const char *choice_text(json_t *j, int i, int chat) {
+    json_t *ch = json_array_get(json_object_get(j, "choices"), (size_t)i);
+    return json_string_value(chat ? json_object_get(json_object_get(ch, "message"), "content") : json_object_get(ch, "text"));
+}
+
+static jr_model model;
+static jr_lm lm;
+static jr_server *srv;
+static int port;
+
+static int start(int parallel, int max_queue, const char *key) {
+    for (int i = 0; i < 256; i++) { piece[i][0] = (char)i; tok_bytes[i] = piece[i]; tok_len[i] = 1; }
+    jr_model_config c;
+    jr_model_config_init(&c, JR_ARCH_LLAMA);
+    c.hidden_size = 32; c.num_hidden_layers = 2; c.num_attention_heads = 4; c.num_key_value_heads = 2;
+    c.head_dim = 8; c.intermediate_size = 64; c.vocab_size = NV + 2; c.max_position_embeddings = 512;
+    if (jr_model_init_random(&model, &c, 3, 0.2f)) return -1;
+    if (jr_kv_lm_open(&lm, &model, parallel, 384)) return -1;
+    jr_serve_opts o = {0};
+    o.host = "127.0.0.1";
+    o.port = 0;
+    o.api_key = key;
+    o.model_name = "tiny";
+    o.parallel = parallel;
+    o.max_tokens = 300;
+    o.max_queue = max_queue;
+    o.max_body = 64 * 1024;
+    if (jr_server_start(&srv, &o)) return -1;
+    port = jr_server_port(srv);
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
+    /* before the model is set: loading */
+    char *r = NULL;
+    int h = http("GET", "/health", NULL, NULL, &r), c503 = http("POST", "/v1/completions", "{}", key ? "Authorization: Bearer sekret" : NULL, NULL);
+    if (h != 503 || c503 != 503 || !strstr(r, "loading")) { printf("  /health before the model: %d, completions %d\n", h, c503); free(r); return -1; }
+    free(r);
+    jr_serve_backend b = {0};
+    b.lm = &lm;
+    b.vocab.tb = (jr_token_bytes){NV, tok_bytes, tok_len};
+    b.vocab.eos = eos_ids;
+    b.vocab.n_eos = 1;
+    b.encode = bt_encode;
+    b.encode_chat = bt_chat;
+    return jr_server_set_backend(srv, &b) ? -1 : 0;
+}
+
+static void stop(void) {
+    jr_server_stop(srv, 5);
+    jr_kv_lm_close(&lm);
+    jr_model_free(&model);
+}
+
+/* ---- cases ---------------------------------------------------------------------------------- */
+
+TEST(health_models_metrics) {
+    char *r;
+    CHECK(http("GET", "/health", NULL, NULL, NULL) == 200);
+    CHECK(http("GET", "/v1/models", NULL, NULL, &r) == 200);
+    CHECK(strstr(r, "\"id\":\"tiny\"") != NULL);
+    free(r);
+    CHECK(http("GET", "/metrics", NULL, NULL, &r) == 200);
+    CHECK(strstr(r, "judgerl_requests_total{status=\"200\"}") && strstr(r, "judgerl_request_latency_seconds_bucket"));
+    free(r);
+}
+
+TEST(chat_non_stream_shape_and_usage) {
+    int st;
+    json_t *j = post_json("/v1/chat/completions",
+                          "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":12,\"seed\":5}", &st);
+    CHECK(st == 200 && j);
+    if (!j) return;
+    CHECK_STR(json_string_value(json_object_get(j, "object")), "chat.completion");
+    json_t *ch = json_array_get(json_object_get(j, "choices"), 0);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(ch, "message"), "role")), "assistant");
+    CHECK(choice_text(j, 0, 1) != NULL);
+    const char *fr = json_string_value(json_object_get(ch, "finish_reason"));
+    CHECK(fr && (!strcmp(fr, "stop") || !strcmp(fr, "length")));
+    json_t *u = json_object_get(j, "usage");
+    /* <|user|> h i <|eos|> <|assistant|> = 5 prompt tokens */
+    CHECK(json_integer_value(json_object_get(u, "prompt_tokens")) == 5);
+    int ct = (int)json_integer_value(json_object_get(u, "completion_tokens"));
+    CHECK(ct >= 1 && ct <= 12);
+    CHECK(json_integer_value(json_object_get(u, "total_tokens")) == 5 + ct);
+    json_decref(j);
+}
+
+/* Concatenates the content deltas of an SSE body; checks framing and the [DONE] line. */
+static char *sse_join(const char *body, int chat, int index, int *ok, int *n_chunks, json_t **usage) {
+    char *out = calloc(1, 1);
+    size_t n = 0;
+    *ok = 1;
+    *n_chunks = 0;
+    const char *p = body;
+    int done = 0;
+    while (*p) {
+        const char *e = strstr(p, "\n\n");
+        if (!e || strncmp(p, "data: ", 6)) { *ok = 0; break; }
+        if (!strncmp(p, "data: [DONE]", 12)) { done = 1; p = e + 2; continue; }
+        if (done) *ok = 0;
+        json_error_t err;
+        json_t *j = json_loadb(p + 6, (size_t)(e - p - 6), 0, &err);
+        if (!j) { *ok = 0; break; }
+        (*n_chunks)++;
+        json_t *u = json_object_get(j, "usage");
+        if (usage && u && json_is_object(u)) *usage = json_incref(u);
+        json_t *ch = json_array_get(json_object_get(j, "choices"), 0);
+        if (ch && json_integer_value(json_object_get(ch, "index")) == index) {
+            json_t *t = chat ? json_object_get(json_object_get(ch, "delta"), "content") : json_object_get(ch, "text");
+            if (json_is_string(t)) {
+                size_t k = json_string_length(t);
+                out = realloc(out, n + k + 1);
+                memcpy(out + n, json_string_value(t), k);
+                n += k;
+                out[n] = 0;
+            }
+        }
+        json_decref(j);
+        p = e + 2;
+    }
+    if (!done) *ok = 0;
+    return out;
+}
+
+TEST(stream_equals_non_stream_with_the_same_seed) {
+    const char *fmt = "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"tell me\"}],\"max_tokens\":40,"
+                      "\"seed\":77,\"temperature\":1.0,\"stream\":%s%s}";
+    char body[512];
+    snprintf(body, sizeof body, fmt, "false", "");
+    int st;
+    json_t *j = post_json("/v1/chat/completions", body, &st);
+    CHECK(st == 200 && j);
+    snprintf(body, sizeof body, fmt, "true", ",\"stream_options\":{\"include_usage\":true}");
+    char *r;
+    CHECK(http("POST", "/v1/chat/completions", body, NULL, &r) == 200);
+    int ok, nch;
+    json_t *usage = NULL;
+    char *joined = sse_join(r, 1, 0, &ok, &nch, &usage);
+    CHECK_MSG(ok, "bad SSE framing: %.300s", r);
+    CHECK(nch >= 2);
+    if (j) CHECK_STR(joined, choice_text(j, 0, 1));
+    CHECK(usage && json_integer_value(json_object_get(usage, "completion_tokens")) ==
+                       json_integer_value(json_object_get(json_object_get(j, "usage"), "completion_tokens")));
+    json_decref(usage);
+    free(joined);
+    free(r);
+    json_decref(j);
+}
+
+TEST(n_choices_and_text_completions_logprobs) {
+    int st;
+    json_t *j = post_json("/v1/chat/completions",
+                          "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":3,\"max_tokens\":8,"
+                          "\"logprobs\":true,\"top_logprobs\":2,\"temperature\":1.2}", &st);
+    CHECK(st == 200 && json_array_size(json_object_get(j, "choices")) == 3);
+    for (int i = 0; i < 3 && j; i++) {
+        json_t *ch = json_array_get(json_object_get(j, "choices"), (size_t)i);
+        CHECK(json_integer_value(json_object_get(ch, "index")) == i);
+        json_t *content = json_object_get(json_object_get(ch, "logprobs"), "content");
+        CHECK(json_array_size(content) >= 1);
+        json_t *e = json_array_get(content, 0);
+        CHECK(json_number_value(json_object_get(e, "logprob")) <= 0);
+        CHECK(json_array_size(json_object_get(e, "top_logprobs")) == 2);
+        CHECK(json_is_array(json_object_get(e, "bytes")));
+    }
+    json_decref(j);
+    j = post_json("/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"Once upon\",\"max_tokens\":6,\"logprobs\":3,\"ignore_eos\":true}", &st);
+    CHECK(st == 200 && j);
+    json_t *ch = json_array_get(json_object_get(j, "choices"), 0);
+    json_t *lp = json_object_get(ch, "logprobs");
+    CHECK(json_array_size(json_object_get(lp, "tokens")) == 6 && json_array_size(json_object_get(lp, "token_logprobs")) == 6);
+    CHECK(json_array_size(json_object_get(lp, "text_offset")) == 6 && json_is_object(json_array_get(json_object_get(lp, "top_logprobs"), 0)));
+    CHECK_STR(json_string_value(json_object_get(j, "object")), "text_completion");
+    CHECK_STR(json_string_value(json_object_get(ch, "finish_reason")), "length");
+    CHECK(json_integer_value(json_object_get(json_object_get(j, "usage"), "prompt_tokens")) == 9);
+    json_decref(j);
+}
+
+TEST(guided_choice_and_regex_from_a_random_model) {
+    for (int k = 0; k < 6; k++) {
+        int st;
+        json_t *j = post_json("/v1/chat/completions",
+                              "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"verdict?\"}],\"temperature\":1.5,"
+                              "\"n\":2,\"guided_choice\":[\"PASS\",\"FAIL\",\"PARTIAL\"]}", &st);
+        CHECK(st == 200);
+        for (int i = 0; i < 2 && j; i++) {
+            const char *t = choice_text(j, i, 1);
+            CHECK_MSG(t && (!strcmp(t, "PASS") || !strcmp(t, "FAIL") || !strcmp(t, "PARTIAL")), "got '%s'", t ? t : "(null)");
+        }
+        json_decref(j);
+    }
+    int st;
+    json_t *j = post_json("/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"score:\",\"guided_regex\":\"[1-9]/10\"}", &st);
+    const char *t = j ? choice_text(j, 0, 0) : NULL;
+    CHECK_MSG(st == 200 && t && strlen(t) == 4 && t[0] >= '1' && t[0] <= '9' && !strcmp(t + 1, "/10"), "got '%s'", t ? t : "(null)");
+    json_decref(j);
+}
+
+TEST(malformed_requests_get_their_status_and_the_server_stays_up) {
+    struct { const char *path, *body; int status; const char *needle; } cases[] = {
+        {"/v1/chat/completions", "{\"model\":\"tiny\",\"messages\":[", 400, "invalid JSON"},
+        {"/v1/chat/completions", "[1,2]", 400, "JSON object"},
+        {"/v1/chat/completions", "{\"model\":\"tiny\",\"messages\":\"hi\"}", 400, "messages"},
+        {"/v1/chat/completions", "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"max_tokens\":-1}", 400, "max_tokens"},
+        {"/v1/chat/completions", "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"temperature\":\"hot\"}", 400, "temperature"},
+        {"/v1/chat/completions", "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"n\":99}", 400, "\"n:"},
+        {"/v1/chat/completions", "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"max_tokens\":5000}", 400, "max_tokens"},
+        {"/v1/chat/completions", "{\"model\":\"gpt-5\",\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]}", 404, "does not exist"},
+        {"/v1/chat/completions", "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"guided_regex\":\"(\"}", 400, "guided_regex"},
+        {"/v1/completions", "{\"model\":\"tiny\",\"prompt\":[1,2,99999]}", 400, "prompt"},
+        {"/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"a\",\"logprobs\":true}", 400, "logprobs"},
+        {"/v1/nothing", "{}", 404, "no route"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *r;
+        int st = http("POST", cases[i].path, cases[i].body, NULL, &r);
+        json_t *j = json_loads(r, 0, NULL);
+        json_t *msg = json_object_get(json_object_get(j, "error"), "message");
+        CHECK_MSG(st == cases[i].status && json_is_string(msg), "case %zu: status %d body %.200s", i, st, r);
+        if (json_is_string(msg) && strcmp(cases[i].needle, "\"n:") == 0) CHECK(strncmp(json_string_value(msg), "n:", 2) == 0);
+        else if (json_is_string(msg)) CHECK_MSG(strstr(json_string_value(msg), cases[i].needle), "case %zu: %s", i, json_string_value(msg));
+        json_decref(j);
+        free(r);
+    }
+    /* context: a prompt of 380 bytes + 10 tokens does not fit 384 positions */
+    char big[1024];
+    memset(big, 'a', 380);
+    big[380] = 0;
+    char body[1200];
+    snprintf(body, sizeof body, "{\"model\":\"tiny\",\"prompt\":\"%s\",\"max_tokens\":10}", big);
+    char *r;
+    CHECK(http("POST", "/v1/completions", body, NULL, &r) == 400 && strstr(r, "maximum context length"));
+    free(r);
+    /* oversized body: 413 */
+    size_t n = 100 * 1024;
+    char *huge = malloc(n + 1);
+    memset(huge, ' ', n);
+    huge[n] = 0;
+    huge[0] = '{';
+    huge[n - 1] = '}';
+    CHECK(http("POST", "/v1/chat/completions", huge, NULL, &r) == 413);
+    free(r);
+    free(huge);
+    CHECK(http("GET", "/v1/chat/completions", NULL, NULL, NULL) == 405);
+    CHECK(http("GET", "/health", NULL, NULL, NULL) == 200);
+    int st;
+    json_t *j = post_json("/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"still up\",\"max_tokens\":3}", &st);
+    CHECK(st == 200);
+    json_decref(j);
+}
+
+typedef struct { const char *body; int status; char *resp; } conc;
+static const char *auth_header;
+
+static void *conc_main(void *a) {
+    conc *c = a;
+    c->status = http("POST", "/v1/completions", c->body, auth_header, &c->resp);
+    return NULL;
+}
+
+TEST(seeded_same_alone_and_concurrent_and_queue_full_429) {
+    const char *mine = "{\"model\":\"tiny\",\"prompt\":\"seeded\",\"max_tokens\":30,\"seed\":42,\"ignore_eos\":true}";
+    int st;
+    json_t *alone = post_json("/v1/completions", mine, &st);
+    CHECK(st == 200);
+    enum { K = 12 };
+    conc c[K];
+    pthread_t th[K];
+    char bodies[K][200];
+    for (int k = 0; k < K; k++) {
+        if (k == 5) c[k].body = mine;
+        else {
+            snprintf(bodies[k], sizeof bodies[k], "{\"model\":\"tiny\",\"prompt\":\"other %d\",\"max_tokens\":%d,\"ignore_eos\":true}", k, 20 + 7 * k);
+            c[k].body = bodies[k];
+        }
+        pthread_create(&th[k], NULL, conc_main, &c[k]);
+    }
+    int n429 = 0, n200 = 0;
+    for (int k = 0; k < K; k++) {
+        pthread_join(th[k], NULL);
+        if (c[k].status == 429) n429++;
+        if (c[k].status == 200) n200++;
+        if (k == 5 && c[k].status == 200) {
+            json_t *j = json_loads(c[k].resp, 0, NULL);
+            CHECK_STR(choice_text(j, 0, 0), choice_text(alone, 0, 0));
+            json_decref(j);
+        }
+        free(c[k].resp);
+    }
+    /* 4 slots and a queue of 8: 12 requests at once never all wait; none may fail otherwise */
+    CHECK_MSG(n200 + n429 == K, "200: %d, 429: %d", n200, n429);
+    json_decref(alone);
+}
+
+TEST(api_key_required_on_v1_routes) {
+    const char *body = "{\"model\":\"tiny\",\"prompt\":\"k\",\"max_tokens\":2}";
+    char *r;
+    CHECK(http("POST", "/v1/completions", body, NULL, &r) == 401 && strstr(r, "invalid_api_key"));
+    free(r);
+    CHECK(http("POST", "/v1/completions", body, "Authorization: Bearer wrong", NULL) == 401);
+    CHECK(http("POST", "/v1/completions", body, "Authorization: Bearer sekret-", NULL) == 401);
+    CHECK(http("GET", "/v1/models", NULL, NULL, NULL) == 401);
+    CHECK(http("POST", "/v1/completions", body, "Authorization: Bearer sekret", NULL) == 200);
+    CHECK(http("GET", "/v1/models", NULL, "Authorization: Bearer sekret", NULL) == 200);
+    CHECK(http("GET", "/health", NULL, NULL, NULL) == 200);
+}
+
+TEST(queue_full_gets_429) {
+    enum { K = 8 };
+    conc c[K];
+    pthread_t th[K];
+    for (int k = 0; k < K; k++) {
+        c[k].body = "{\"model\":\"tiny\",\"prompt\":\"long\",\"max_tokens\":300,\"ignore_eos\":true}";
+        c[k].resp = NULL;
+        pthread_create(&th[k], NULL, conc_main, &c[k]);
+    }
+    int n429 = 0, n200 = 0;
+    for (int k = 0; k < K; k++) {
+        pthread_join(th[k], NULL);
+        n429 += c[k].status == 429;
+        n200 += c[k].status == 200;
+        if (c[k].status == 429) CHECK(strstr(c[k].resp, "rate_limit_error") != NULL);
+        free(c[k].resp);
+    }
+    CHECK_MSG(n429 >= 1 && n200 >= 2 && n200 + n429 == K, "200: %d, 429: %d", n200, n429);
+}
+
+int main(void) {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (start(4, 8, NULL)) { printf("FAIL - start: %s\n", jr_errmsg()); return 1; }
+    RUN(health_models_metrics);
+    RUN(chat_non_stream_shape_and_usage);
+    RUN(stream_equals_non_stream_with_the_same_seed);
+    RUN(n_choices_and_text_completions_logprobs);
+    RUN(guided_choice_and_regex_from_a_random_model);
+    RUN(malformed_requests_get_their_status_and_the_server_stays_up);
+    RUN(seeded_same_alone_and_concurrent_and_queue_full_429);
+    stop();
+    /* one slot, a queue of one, and an API key */
+    if (start(1, 1, "sekret")) { printf("FAIL - start: %s\n", jr_errmsg()); return 1; }
+    RUN(api_key_required_on_v1_routes);
+    auth_header = "Authorization: Bearer sekret";
+    RUN(queue_full_gets_429);
+    stop();
+    curl_global_cleanup();
+    return jt_done();
+}
