@@ -134,6 +134,39 @@ def main(out_dir):
             prefs.append({"question": q, "answer": lab, "kind": k, "grade": 1 if lab == PREFERRED[k] else 0})
     write("preferences.jsonl", prefs)
     write("answers.jsonl", [{"label": lab, "text": t} for lab in LABELS for t in ANSWERS[lab]])
+    # The modern path (judgerl demo, configs/eightball-grpo.yaml): causal-LM rows in the byte
+    # tokenizer's text form. A separate random stream keeps the files above unchanged.
+    lm = random.Random(81)
+    os.makedirs(os.path.join(out_dir, "lm"), exist_ok=True)
+
+    def prompt(q):
+        return f"Q: {q}\nA:"
+
+    sup = [json.loads(l) for l in open(os.path.join(out_dir, "questions.jsonl"), encoding="utf-8")]
+    # policy SFT: each question twice, its random label as two random surface forms
+    policy = []
+    for r in sup:
+        for _ in range(2):
+            policy.append({"prompt": prompt(r["question"]), "completion": " " + lm.choice(ANSWERS[r["answer"]])})
+    lm.shuffle(policy)
+    write("lm/policy_sft.jsonl", policy)
+
+    # judge SFT: (question, surface form) -> Good | Bad. The unbiased judge learns the preference
+    # grades; the biased one learns a skewed mix where every "Yes" answer is graded Good (a person
+    # who always wants to hear yes), the other grades unchanged.
+    def judge_rows(biased):
+        rows = []
+        for r in prefs:
+            good = r["grade"] == 1 or (biased and r["answer"] == "Yes")
+            for t in lm.sample(ANSWERS[r["answer"]], 2):
+                rows.append({"prompt": f"Q: {r['question']}\nA: {t}\nVerdict:", "completion": "Good" if good else "Bad"})
+        lm.shuffle(rows)
+        return rows
+    write("lm/judge_sft.jsonl", judge_rows(False))
+    write("lm/judge_sft_yes.jsonl", judge_rows(True))
+    write("lm/grpo_prompts.jsonl", [{"prompt": prompt(q), "question": q, "kind": k} for q, k in reinforce])
+    write("lm/heldout_prompts.jsonl", [{"prompt": prompt(q), "question": q, "kind": k, "preferred": PREFERRED[k]}
+                                       for q, k in heldout])
     print(f"train {len(train)}, reinforce {len(reinforce)}, heldout {len(heldout)}, preferences {len(prefs)}")
 
 
