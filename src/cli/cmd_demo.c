@@ -260,7 +260,7 @@ static jr_status gen_heldout(const char *model, const char *out_jsonl, const cha
     unlink(out_jsonl);
     char *args[] = {"generate", "--model", (char *)model, "--input", "data/eightball/lm/heldout_prompts.jsonl",
                     "--output", (char *)out_jsonl, "--n", ns, "--max-tokens", "32", "--temperature", "1",
-                    "--seed", "7", NULL};
+                    "--seed", "7", "--parallel", "16", NULL};
     jr_status st = run_child(log, args);
     if (!st) st = load_jsonl_array(out_jsonl, rows);
     return st;
@@ -470,22 +470,24 @@ static jr_status run_modern(const char *out, json_t *sum, json_t *stages, const 
 
 int cmd_demo(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
-        printf("usage: judgerl demo [--out DIR] [--quick]\n"
+        printf("usage: judgerl demo [--out DIR] [--quick] [--seed1-only]\n"
                "The embedded default, offline: seed 1 reproduced (configs/eightball-seed1.yaml), then the\n"
                "modern path (configs/eightball-grpo.yaml): a tiny causal LM policy, LM judges served by\n"
                "judgerl serve on a loopback port, GRPO against the unbiased and the Yes-biased judge, the\n"
                "held-out answer distributions, and the report (DIR/report.html). DIR defaults to runs/demo.\n"
+               "--seed1-only stops after seed 1 (then writes the report).\n"
                "--quick runs fewer steps (the test suite's end-to-end check). Valid trained models in DIR are\n"
                "reused; running it again is safe.\n");
         return CLI_OK;
     }
     const char *out_arg = "runs/demo";
-    int quick = 0;
+    int quick = 0, seed1_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--seed1-only")) seed1_only = 1;
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) out_arg = argv[++i];
         else if (!strncmp(argv[i], "--out=", 6)) out_arg = argv[i] + 6;
-        else return cli_usage("demo", "unexpected argument '%s'; usage: judgerl demo [--out DIR] [--quick]", argv[i]);
+        else return cli_usage("demo", "unexpected argument '%s'; usage: judgerl demo [--out DIR] [--quick] [--seed1-only]", argv[i]);
     }
     if (!*out_arg) return cli_usage("demo", "--out needs a directory");
     double t0 = jr_wall_time();
@@ -508,7 +510,10 @@ int cmd_demo(int argc, char **argv) {
     sizes full = {300, 300, 100, 30, 8, 8, 8}, qk = {40, 40, 10, 2, 4, 4, 2};
     fprintf(stderr, "demo: seed 1 (classifier, judges, distillation) ...\n");
     st = run_seed1(out, sum, stages);
-    if (!st) {
+    if (!st && seed1_only) {
+        json_t *sk = stage(stages, "modern-path");
+        stage_end(sk, "skipped", jr_wall_time(), "--seed1-only: the policy LM, the served judges and GRPO were not run");
+    } else if (!st) {
         fprintf(stderr, "demo: modern path (policy SFT, LM judges, GRPO over HTTP, held-out evaluation); log in %s/demo.log ...\n", out);
         st = run_modern(out, sum, stages, quick ? &qk : &full);
     }

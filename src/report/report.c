@@ -63,7 +63,7 @@ static void fmt_num(char *out, size_t cap, double v) {
 }
 
 static void svg_open(jr_buf *b, const char *title) {
-    jr_buf_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+    jr_buf_printf(b, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                      "role=\"img\" font-family=\"sans-serif\" font-size=\"11\">\n<title>", W, H, W, H);
     jr_buf_xml(b, title);
     jr_buf_printf(b, "</title>\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n"
