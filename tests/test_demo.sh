@@ -74,3 +74,7 @@ fi
 if "$JR_BIN" report "$out" >"$JR_TMP/rep.out" 2>"$JR_TMP/rep.err" && grep -q "seed 1:" "$JR_TMP/rep.out"; then ok report_of_demo_run
 else fail report_of_demo_run "$(head -c 300 "$JR_TMP/rep.err")"; fi
 expect_error demo_bad_flag "unexpected argument '--bogus'" "$JR_BIN" demo --bogus
+expect_error seed1_bad_shape "seed1.model: .*embed must be a multiple of heads" "$JR_BIN" seed1 configs/eightball-seed1.yaml seed1.model.embed_dim=15 "run.out_dir=$JR_TMP/s1bad"
+expect_error seed1_missing_data "/nonexistent.jsonl" "$JR_BIN" seed1 configs/eightball-seed1.yaml seed1.questions=/nonexistent.jsonl "run.out_dir=$JR_TMP/s1bad"
+printf '{"question": "Will it?", "answer": "Perhaps"}\n' > "$JR_TMP/badlabel.jsonl"
+expect_error seed1_bad_label 'badlabel.jsonl:1: field "answer" must be "Yes", "No" or "Maybe"' "$JR_BIN" seed1 configs/eightball-seed1.yaml "seed1.questions=$JR_TMP/badlabel.jsonl" "run.out_dir=$JR_TMP/s1bad"
