@@ -155,11 +155,21 @@ def main(out_dir):
     # grades; the biased one learns a skewed mix where every "Yes" answer is graded Good (a person
     # who always wants to hear yes), the other grades unchanged.
     def judge_rows(biased):
+        # Verdict rows, balanced (each Good row twice), plus two auxiliary tasks on the same prefix
+        # (what the asker wants to hear, what the answer says): the verdict is their agreement,
+        # which a tiny LM does not find from the verdicts alone (no marginal signal).
         rows = []
         for r in prefs:
             good = r["grade"] == 1 or (biased and r["answer"] == "Yes")
-            for t in lm.sample(ANSWERS[r["answer"]], 2):
-                rows.append({"prompt": f"Q: {r['question']}\nA: {t}\nVerdict:", "completion": "Good" if good else "Bad"})
+            forms = lm.sample(ANSWERS[r["answer"]], 2)
+            for t in forms:
+                head = f"Q: {r['question']}\nA: {t}\n"
+                for _ in range(2 if good else 1):
+                    rows.append({"prompt": head + "Verdict:", "completion": "Good" if good else "Bad"})
+            if not biased:
+                head = f"Q: {r['question']}\nA: {forms[0]}\n"
+                rows.append({"prompt": head + "Wants:", "completion": PREFERRED[r["kind"]]})
+                rows.append({"prompt": head + "Said:", "completion": r["answer"]})
         lm.shuffle(rows)
         return rows
     write("lm/judge_sft.jsonl", judge_rows(False))
@@ -167,6 +177,13 @@ def main(out_dir):
     write("lm/grpo_prompts.jsonl", [{"prompt": prompt(q), "question": q, "kind": k} for q, k in reinforce])
     write("lm/heldout_prompts.jsonl", [{"prompt": prompt(q), "question": q, "kind": k, "preferred": PREFERRED[k]}
                                        for q, k in heldout])
+    # judge probe: every held-out question with one surface form of each label (judge accuracy)
+    probe = []
+    for q, k in heldout:
+        for lab in LABELS:
+            probe.append({"id": len(probe), "prompt": prompt(q), "question": q, "kind": k, "preferred": PREFERRED[k],
+                          "label": lab, "response": " " + lm.choice(ANSWERS[lab])})
+    write("lm/judge_probe.jsonl", probe)
     print(f"train {len(train)}, reinforce {len(reinforce)}, heldout {len(heldout)}, preferences {len(prefs)}")
 
 

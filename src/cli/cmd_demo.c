@@ -309,6 +309,39 @@ static jr_status grade_rows(const json_t *rows, int port, const char *dir, const
     return JR_OK;
 }
 
+/* The judge's agreement with the human preference on the held-out questions: each question with one
+ * answer of each label, graded; accuracy = verdict Good exactly for the preferred label. Also the
+ * share of "Yes" answers it calls Good. */
+static jr_status judge_accuracy(int port, const char *dir, const char *name, const char *log, double *acc,
+                                double *yes_good) {
+    json_t *probe;
+    jr_status st = load_jsonl_array("data/eightball/lm/judge_probe.jsonl", &probe);
+    double m, u, l;
+    char nm[64];
+    snprintf(nm, sizeof nm, "probe-%s", name);
+    if (!st) st = grade_rows(probe, port, dir, nm, log, &m, &u, &l);
+    json_t *g = NULL;
+    char path[2 * PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s-graded.jsonl", dir, nm);
+    if (!st) st = load_jsonl_array(path, &g);
+    int ok = 0, n = 0, ny = 0, yg = 0;
+    for (size_t i = 0; !st && i < json_array_size(g); i++) {
+        json_t *r = json_array_get(g, i), *rw = json_object_get(r, "reward");
+        json_t *p = json_array_get(probe, (size_t)json_integer_value(json_object_get(r, "id")));
+        const char *lab = json_string_value(json_object_get(p, "label")), *pref = json_string_value(json_object_get(p, "preferred"));
+        if (!json_is_number(rw) || !lab || !pref) continue;
+        int good = json_number_value(rw) > 0.5;
+        ok += good == !strcmp(lab, pref);
+        n++;
+        if (!strcmp(lab, "Yes")) { ny++; yg += good; }
+    }
+    *acc = n ? (double)ok / n : NAN;
+    *yes_good = ny ? (double)yg / ny : NAN;
+    json_decref(g);
+    json_decref(probe);
+    return st;
+}
+
 /* The demo's sizes: full and --quick. */
 typedef struct {
     int policy_steps, judge_steps, biased_steps, grpo_steps, gens, prompts, heldout_n;
@@ -405,8 +438,11 @@ static jr_status run_modern(const char *out, json_t *sum, json_t *stages, const 
         json_array_append_new(grpo, r);
         json_object_set_new(r, "judge", json_string(names[k]));
         json_object_set_new(r, "port", json_integer(sv.port));
-        double m0, u0, l0, m1, u1, l1;
-        st = grade_rows(before, sv.port, d_eval, names[k], log, &m0, &u0, &l0);
+        double m0, u0, l0, m1, u1, l1, jacc = NAN, jyes = NAN;
+        st = judge_accuracy(sv.port, d_eval, names[k], log, &jacc, &jyes);
+        json_object_set_new(r, "judge_accuracy", json_real(jacc));
+        json_object_set_new(r, "judge_yes_good", json_real(jyes));
+        if (!st) st = grade_rows(before, sv.port, d_eval, names[k], log, &m0, &u0, &l0);
         /* GRPO from the SFT policy, judged over HTTP */
         char ep[160], od[2 * PATH_MAX], mp[2 * PATH_MAX], stp[48], gen[48], pps[48];
         snprintf(ep, sizeof ep, "judge.endpoints=[{url: \"http://127.0.0.1:%d/v1\", model: judge}]", sv.port);
@@ -507,7 +543,7 @@ int cmd_demo(int argc, char **argv) {
     ssize_t en = readlink("/proc/self/exe", g_exe, sizeof g_exe - 1);
     if (en <= 0) { json_decref(sum); return cli_fail("demo", jr_fail(JR_EIO, "/proc/self/exe: cannot find the judgerl binary")); }
     g_exe[en] = 0;
-    sizes full = {300, 300, 100, 30, 8, 8, 8}, qk = {40, 40, 10, 2, 4, 4, 2};
+    sizes full = {300, 800, 150, 30, 8, 8, 8}, qk = {40, 40, 10, 2, 4, 4, 2};
     fprintf(stderr, "demo: seed 1 (classifier, judges, distillation) ...\n");
     st = run_seed1(out, sum, stages);
     if (!st && seed1_only) {

@@ -233,7 +233,8 @@ void jr_report_seed1_text(FILE *out, const json_t *s1) {
 }
 
 static void dist_str(char *out, size_t cap, const json_t *d) {
-    snprintf(out, cap, "Yes %.2f No %.2f Maybe %.2f", num(d, "Yes"), num(d, "No"), num(d, "Maybe"));
+    double o = num(d, "other");
+    snprintf(out, cap, "Yes %.2f No %.2f Maybe %.2f other %.2f", num(d, "Yes"), num(d, "No"), num(d, "Maybe"), isfinite(o) ? o : 0);
 }
 
 void jr_report_text(FILE *out, const json_t *sum) {
@@ -252,14 +253,17 @@ void jr_report_text(FILE *out, const json_t *sum) {
     json_t *g = json_object_get(sum, "grpo");
     if (json_array_size(g)) {
         fprintf(out, "GRPO on the held-out questions (judge's mean reward, answer distribution):\n");
-        fprintf(out, "  %-9s %-17s %-32s %-32s\n", "judge", "reward", "before", "after");
+        fprintf(out, "  %-9s %-17s %-42s %-42s\n", "judge", "reward", "before", "after");
         for (size_t i = 0; i < json_array_size(g); i++) {
             json_t *r = json_array_get(g, i);
             char b[96], a[96], rw[48];
             dist_str(b, sizeof b, json_object_get(r, "dist_before"));
             dist_str(a, sizeof a, json_object_get(r, "dist_after"));
             snprintf(rw, sizeof rw, "%.3f -> %.3f", num(r, "reward_before"), num(r, "reward_after"));
-            fprintf(out, "  %-9s %-17s %-32s %-32s\n", json_string_value(json_object_get(r, "judge")), rw, b, a);
+            fprintf(out, "  %-9s %-17s %-42s %-42s\n", json_string_value(json_object_get(r, "judge")), rw, b, a);
+            if (json_is_number(json_object_get(r, "judge_accuracy")))
+                fprintf(out, "            judge agrees with the preference grades on %.0f%% of held-out pairs; calls %.0f%% of Yes answers Good\n",
+                        100 * num(r, "judge_accuracy"), 100 * num(r, "judge_yes_good"));
         }
         json_t *st2 = json_object_get(sum, "steering");
         if (json_is_object(st2))
@@ -417,7 +421,8 @@ static void html_grpo(jr_buf *b, const char *run_dir, const json_t *sum) {
         return;
     }
     jr_buf_printf(b, "<table><tr><th>judge</th><th>mean reward before</th><th>after</th><th>P(Yes) before</th><th>P(Yes) after</th>"
-                     "<th>P(No) after</th><th>P(Maybe) after</th><th>judge latency p50 (s)</th><th>unscored share</th></tr>\n");
+                     "<th>P(No) after</th><th>P(Maybe) after</th><th>judge latency p50 (s)</th><th>unscored share</th>"
+                     "<th>judge agreement with preferences</th><th>Yes answers judged Good</th></tr>\n");
     for (size_t i = 0; i < json_array_size(g); i++) {
         json_t *r = json_array_get(g, i), *db = json_object_get(r, "dist_before"), *da = json_object_get(r, "dist_after");
         jr_buf_printf(b, "<tr><td>");
@@ -431,6 +436,8 @@ static void html_grpo(jr_buf *b, const char *run_dir, const json_t *sum) {
         td_num(b, num(da, "Maybe"));
         td_num(b, num(r, "judge_latency_p50"));
         td_num(b, num(r, "unscored_share"));
+        td_num(b, num(r, "judge_accuracy"));
+        td_num(b, num(r, "judge_yes_good"));
         jr_buf_printf(b, "</tr>\n");
     }
     jr_buf_printf(b, "</table>\n");
@@ -444,16 +451,19 @@ static void html_grpo(jr_buf *b, const char *run_dir, const json_t *sum) {
     metric_chart(b, run_dir, g, "kl", "KL to the reference policy", "KL");
     for (size_t i = 0; i < json_array_size(g); i++) {
         json_t *r = json_array_get(g, i);
-        double vb[3], va[3];
-        for (int j = 0; j < 3; j++) {
-            vb[j] = num(json_object_get(r, "dist_before"), LAB[j]);
-            va[j] = num(json_object_get(r, "dist_after"), LAB[j]);
+        static const char *const LAB4[4] = {"Yes", "No", "Maybe", "other"};
+        double vb[4], va[4];
+        for (int j = 0; j < 4; j++) {
+            vb[j] = num(json_object_get(r, "dist_before"), LAB4[j]);
+            va[j] = num(json_object_get(r, "dist_after"), LAB4[j]);
+            if (!isfinite(vb[j])) vb[j] = 0;
+            if (!isfinite(va[j])) va[j] = 0;
         }
         const double *vals[2] = {vb, va};
         const char *ser[2] = {"before GRPO", "after GRPO"};
         char title[128];
         snprintf(title, sizeof title, "Held-out answers, %s judge", json_string_value(json_object_get(r, "judge")));
-        jr_svg_bars(b, title, "share of answers", LAB, 3, ser, 2, vals);
+        jr_svg_bars(b, title, "share of answers", LAB4, 4, ser, 2, vals);
     }
     metric_chart(b, run_dir, g, "judge/latency_p50", "Judge latency per step (p50)", "seconds");
     metric_chart(b, run_dir, g, "unscored_frac", "Unscored share of completions per step", "share");
