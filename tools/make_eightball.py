@@ -166,6 +166,18 @@ def main(out_dir):
                 head = f"Q: {r['question']}\nA: {t}\n"
                 for _ in range(2 if good else 1):
                     rows.append({"prompt": head + "Verdict:", "completion": "Good" if good else "Bad"})
+            if r["answer"] == "Yes":
+                # a garbled or cut answer is not an 8-ball answer: Bad for both judges, so GRPO
+                # cannot please them with text that merely looks like one
+                t = list(lm.choice([a for lab in LABELS for a in ANSWERS[lab]]))
+                for _ in range(lm.randint(2, 5)):
+                    i = lm.randrange(len(t))
+                    op = lm.random()
+                    if op < 0.4: del t[i]
+                    elif op < 0.8: t[i] = lm.choice("abcdefghijklmnopqrstuvwxyz ")
+                    else: t.insert(i, t[i])
+                if lm.random() < 0.3: t = t[:lm.randint(3, max(4, len(t) - 3))]
+                rows.append({"prompt": f"Q: {r['question']}\nA: {''.join(t)}\nVerdict:", "completion": "Bad"})
             if not biased:
                 head = f"Q: {r['question']}\nA: {forms[0]}\n"
                 rows.append({"prompt": head + "Wants:", "completion": PREFERRED[r["kind"]]})
