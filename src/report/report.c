@@ -116,9 +116,14 @@ void jr_svg_lines(jr_buf *b, const char *title, const char *xlabel, const char *
         jr_buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#6b7280\">no data</text>\n</svg>\n", W / 2, H / 2);
         return;
     }
-    if (y1 - y0 < 1e-9) { y0 -= 0.5; y1 += 0.5; }
+    int nonneg = y0 >= 0;
+    if (y1 - y0 < 1e-9) {
+        if (nonneg && y0 < 1e-9) y1 = 1; /* all zero (e.g. no unscored samples): show [0, 1] */
+        else { y0 -= 0.5; y1 += 0.5; }
+    }
     double pad = (y1 - y0) * 0.05;
     y0 -= pad; y1 += pad;
+    if (nonneg && y0 < 0) y0 = 0; /* shares and losses never go below zero */
     if (x1 <= x0) { x0 -= 1; x1 += 1; }
     y_axis(b, y0, y1, ylabel);
     double xs = nice_step(x1 - x0, 6);
