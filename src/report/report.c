@@ -397,8 +397,9 @@ static void html_seed1(jr_buf *b, const json_t *s1) {
         double *x = calloc(n + 1, sizeof(double)), *y = calloc(n + 1, sizeof(double));
         if (x && y) {
             for (size_t j = 0; j < n; j++) { x[j] = (double)j; y[j] = json_number_value(json_array_get(rw, j)); }
-            jr_series s = {strcmp(json_string_value(json_object_get(v, "name")) ? json_string_value(json_object_get(v, "name")) : "", "answer")
-                               ? "policy P(judge's label)" : "judge P(good) of the sampled answer", x, y, (int)n};
+            const char *vn = json_string_value(json_object_get(v, "name"));
+            int answer_variant = vn && !strcmp(vn, "answer");
+            jr_series s = {answer_variant ? "judge P(good) of the sampled answer" : "policy P(judge's label)", x, y, (int)n};
             snprintf(title, sizeof title, "Seed 1 distillation, variant \"%s\"", json_string_value(json_object_get(v, "name")));
             jr_svg_lines(b, title, "iteration", "probability", &s, 1);
         }
