@@ -99,8 +99,7 @@ test-fast:
 
 demo: deps
 	@$(MAKE) --no-print-directory -j2 BUILD=rel build
-	rm -rf runs/sft-demo
-	./build/rel/judgerl train configs/sft_demo.yaml
+	./build/rel/judgerl demo --out runs/demo
 
 check-warnings:
 	@$(MAKE) --no-print-directory -j2 BUILD=rel EXTRA_CFLAGS=-Werror build

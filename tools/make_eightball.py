@@ -134,6 +134,68 @@ def main(out_dir):
             prefs.append({"question": q, "answer": lab, "kind": k, "grade": 1 if lab == PREFERRED[k] else 0})
     write("preferences.jsonl", prefs)
     write("answers.jsonl", [{"label": lab, "text": t} for lab in LABELS for t in ANSWERS[lab]])
+    # The modern path (judgerl demo, configs/eightball-grpo.yaml): causal-LM rows in the byte
+    # tokenizer's text form. A separate random stream keeps the files above unchanged.
+    lm = random.Random(81)
+    os.makedirs(os.path.join(out_dir, "lm"), exist_ok=True)
+
+    def prompt(q):
+        return f"Q: {q}\nA:"
+
+    sup = [json.loads(l) for l in open(os.path.join(out_dir, "questions.jsonl"), encoding="utf-8")]
+    # policy SFT: each question twice, its random label as two random surface forms
+    policy = []
+    for r in sup:
+        for _ in range(2):
+            policy.append({"prompt": prompt(r["question"]), "completion": " " + lm.choice(ANSWERS[r["answer"]])})
+    lm.shuffle(policy)
+    write("lm/policy_sft.jsonl", policy)
+
+    # judge SFT: (question, surface form) -> Good | Bad. The unbiased judge learns the preference
+    # grades; the biased one learns a skewed mix where every "Yes" answer is graded Good (a person
+    # who always wants to hear yes), the other grades unchanged.
+    def judge_rows(biased):
+        # Verdict rows, balanced (each Good row twice), plus two auxiliary tasks on the same prefix
+        # (what the asker wants to hear, what the answer says): the verdict is their agreement,
+        # which a tiny LM does not find from the verdicts alone (no marginal signal).
+        rows = []
+        for r in prefs:
+            good = r["grade"] == 1 or (biased and r["answer"] == "Yes")
+            forms = lm.sample(ANSWERS[r["answer"]], 2)
+            for t in forms:
+                head = f"Q: {r['question']}\nA: {t}\n"
+                for _ in range(2 if good else 1):
+                    rows.append({"prompt": head + "Verdict:", "completion": "Good" if good else "Bad"})
+            if r["answer"] == "Yes":
+                # a garbled or cut answer is not an 8-ball answer: Bad for both judges, so GRPO
+                # cannot please them with text that merely looks like one
+                t = list(lm.choice([a for lab in LABELS for a in ANSWERS[lab]]))
+                for _ in range(lm.randint(2, 5)):
+                    i = lm.randrange(len(t))
+                    op = lm.random()
+                    if op < 0.4: del t[i]
+                    elif op < 0.8: t[i] = lm.choice("abcdefghijklmnopqrstuvwxyz ")
+                    else: t.insert(i, t[i])
+                if lm.random() < 0.3: t = t[:lm.randint(3, max(4, len(t) - 3))]
+                rows.append({"prompt": f"Q: {r['question']}\nA: {''.join(t)}\nVerdict:", "completion": "Bad"})
+            if not biased:
+                head = f"Q: {r['question']}\nA: {forms[0]}\n"
+                rows.append({"prompt": head + "Wants:", "completion": PREFERRED[r["kind"]]})
+                rows.append({"prompt": head + "Said:", "completion": r["answer"]})
+        lm.shuffle(rows)
+        return rows
+    write("lm/judge_sft.jsonl", judge_rows(False))
+    write("lm/judge_sft_yes.jsonl", judge_rows(True))
+    write("lm/grpo_prompts.jsonl", [{"prompt": prompt(q), "question": q, "kind": k} for q, k in reinforce])
+    write("lm/heldout_prompts.jsonl", [{"prompt": prompt(q), "question": q, "kind": k, "preferred": PREFERRED[k]}
+                                       for q, k in heldout])
+    # judge probe: every held-out question with one surface form of each label (judge accuracy)
+    probe = []
+    for q, k in heldout:
+        for lab in LABELS:
+            probe.append({"id": len(probe), "prompt": prompt(q), "question": q, "kind": k, "preferred": PREFERRED[k],
+                          "label": lab, "response": " " + lm.choice(ANSWERS[lab])})
+    write("lm/judge_probe.jsonl", probe)
     print(f"train {len(train)}, reinforce {len(reinforce)}, heldout {len(heldout)}, preferences {len(prefs)}")
 
 

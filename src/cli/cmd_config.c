@@ -6,6 +6,7 @@
 #include "judgerl/dataset.h"
 #include "judgerl/model.h"
 #include "judgerl/train.h"
+#include "judgerl/seed1.h"
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
@@ -22,6 +23,7 @@ static const jr_cfg_field *const all_tables[] = {
     jr_judge_cfg,
     jr_protocols_cfg,
     jr_reward_cfg,
+    jr_seed1_cfg,
     NULL,
 };
 

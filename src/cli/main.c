@@ -11,21 +11,24 @@ typedef struct {
 } command;
 
 static const command commands[] = {
-    {"grade", cmd_grade, "grade a JSONL file with an LLM judge (resumable, cached)"},
-    {"bench", cmd_bench, "benchmarks printing one JSON object of figures (grade, train, generate)"},
-    {"config", cmd_config, "check a YAML config and print every effective value"},
+    {"demo", cmd_demo, "the embedded default: the magic 8-ball end to end, with a report"},
+    {"train", cmd_train, "train a model from a YAML config (SFT, GRPO, RLOO, distill)"},
     {"generate", cmd_generate, "sample completions from a model directory (prompt, chat or JSONL)"},
+    {"serve", cmd_serve, "OpenAI-compatible HTTP server for a model directory"},
+    {"grade", cmd_grade, "grade a JSONL file with an LLM judge (resumable, cached)"},
+    {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
+    {"report", cmd_report, "write RUN_DIR/report.html (inline SVG) and print the demo summary"},
+    {"seed1", cmd_seed1, "seed 1 reproduced: 8-ball classifier, classifier judges, judge distillation"},
     {"tokenize", cmd_tokenize, "text -> token ids (or back), chat template rendering"},
     {"tokenizer", cmd_tokenizer, "tokenizer train: byte-level BPE from a text corpus"},
     {"forward", cmd_forward, "one forward/backward pass over token ids: loss, logits and gradients"},
-    {"dataset", cmd_dataset, "check a JSONL dataset: rows, fields, bad lines, train/validation split"},
-    {"tb-export", cmd_tb_export, "write a metrics.jsonl as a TensorBoard event file"},
-    {"convert", cmd_convert, "rewrite a model directory in another dtype or shard size"},
     {"merge", cmd_merge, "fold a PEFT LoRA adapter into a full model directory"},
     {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
-    {"serve", cmd_serve, "OpenAI-compatible HTTP server for a model directory"},
-    {"train", cmd_train, "train a model from a YAML config (SFT, GRPO, RLOO, distill)"},
-    {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
+    {"convert", cmd_convert, "rewrite a model directory in another dtype or shard size"},
+    {"dataset", cmd_dataset, "check a JSONL dataset: rows, fields, bad lines, train/validation split"},
+    {"tb-export", cmd_tb_export, "write a metrics.jsonl as a TensorBoard event file"},
+    {"config", cmd_config, "check a YAML config and print every effective value"},
+    {"bench", cmd_bench, "benchmarks printing one JSON object of figures (grade, train, generate)"},
     {"version", cmd_version, "print the version"},
 };
 

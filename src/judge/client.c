@@ -372,6 +372,14 @@ static void start_call(jr_judge *j, sample *s, int index) {
     json_object_set_new(body, "max_tokens", json_integer(j->max_tokens));
     if (json_is_object(j->extra_body)) json_object_update(body, j->extra_body);
     if (json_is_object(c->params)) json_object_update(body, c->params);
+    if (!j->chat && json_is_boolean(json_object_get(body, "logprobs"))) {
+        /* a protocol's chat-shaped {logprobs: true, top_logprobs: k} is {logprobs: k} on /completions */
+        json_t *top = json_object_get(body, "top_logprobs");
+        int k = json_is_true(json_object_get(body, "logprobs")) ? (json_is_integer(top) ? (int)json_integer_value(top) : 1) : 0;
+        json_object_del(body, "top_logprobs");
+        if (k > 0) json_object_set_new(body, "logprobs", json_integer(k));
+        else json_object_del(body, "logprobs");
+    }
     json_object_del(body, "stream");
     json_object_del(body, "stream_options");
     char *canon = j->cache ? json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS) : NULL;

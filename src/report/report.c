@@ -1,0 +1,535 @@
+/* report.c - the demo's run report: terminal summary, self-contained HTML with inline SVG line and bar charts */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "judgerl/fsutil.h"
+#include "judgerl/report.h"
+
+/* ---- growable text buffer ---- */
+
+void jr_buf_printf(jr_buf *b, const char *fmt, ...) {
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = b->cap - b->len;
+        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) { b->oom = 1; return; }
+        if (b->s && (size_t)n < room) { b->len += (size_t)n; return; }
+        size_t nc = b->cap ? b->cap * 2 : 4096;
+        while (nc < b->len + (size_t)n + 1) nc *= 2;
+        char *p = realloc(b->s, nc);
+        if (!p) { b->oom = 1; return; }
+        b->s = p;
+        b->cap = nc;
+    }
+}
+
+void jr_buf_xml(jr_buf *b, const char *t) {
+    for (; t && *t; t++) {
+        switch (*t) {
+        case '<': jr_buf_printf(b, "&lt;"); break;
+        case '>': jr_buf_printf(b, "&gt;"); break;
+        case '&': jr_buf_printf(b, "&amp;"); break;
+        case '"': jr_buf_printf(b, "&quot;"); break;
+        case '\'': jr_buf_printf(b, "&#39;"); break;
+        default:
+            if ((unsigned char)*t >= 0x20 || *t == '\n' || *t == '\t') jr_buf_printf(b, "%c", *t);
+        }
+    }
+}
+
+/* ---- charts ---- */
+
+static const char *const COLORS[] = {"#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2"};
+#define NCOLORS 6
+enum { W = 560, H = 260, ML = 58, MR = 16, MT = 30, MB = 46 };
+
+/* A "nice" tick step for a range split into about n parts. */
+static double nice_step(double range, int n) {
+    if (!(range > 0)) return 1;
+    double raw = range / n, mag = pow(10, floor(log10(raw))), f = raw / mag;
+    return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * mag;
+}
+
+static void fmt_num(char *out, size_t cap, double v) {
+    if (fabs(v) < 1e-12) v = 0;
+    if (v != 0 && (fabs(v) >= 1e5 || fabs(v) < 1e-3)) snprintf(out, cap, "%.1e", v);
+    else snprintf(out, cap, "%.4g", v);
+}
+
+static void svg_open(jr_buf *b, const char *title) {
+    jr_buf_printf(b, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+                     "role=\"img\" font-family=\"sans-serif\" font-size=\"11\">\n<title>", W, H, W, H);
+    jr_buf_xml(b, title);
+    jr_buf_printf(b, "</title>\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n"
+                     "<text x=\"%d\" y=\"18\" font-size=\"13\" font-weight=\"bold\" fill=\"#111\">", W, H, ML);
+    jr_buf_xml(b, title);
+    jr_buf_printf(b, "</text>\n");
+}
+
+/* Y axis with ticks over [lo, hi], grid lines, and the label; returns the y pixel of a value. */
+static double ypix(double v, double lo, double hi) { return MT + (H - MT - MB) * (1 - (v - lo) / (hi - lo)); }
+
+static void y_axis(jr_buf *b, double lo, double hi, const char *ylabel) {
+    double st = nice_step(hi - lo, 5);
+    for (double t = ceil(lo / st) * st; t <= hi + st * 1e-9; t += st) {
+        double y = ypix(t, lo, hi);
+        char s[32];
+        fmt_num(s, sizeof s, t);
+        jr_buf_printf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e5e7eb\"/>\n"
+                         "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#374151\">%s</text>\n",
+                      ML, y, W - MR, y, ML - 6, y + 4, s);
+    }
+    jr_buf_printf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#6b7280\"/>\n", ML, MT, ML, H - MB);
+    jr_buf_printf(b, "<text transform=\"translate(14 %d) rotate(-90)\" text-anchor=\"middle\" fill=\"#374151\">",
+                  (MT + H - MB) / 2);
+    jr_buf_xml(b, ylabel);
+    jr_buf_printf(b, "</text>\n");
+}
+
+static void legend(jr_buf *b, const char *const *names, int n) {
+    int x = ML;
+    for (int i = 0; i < n; i++) {
+        jr_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>\n"
+                         "<text x=\"%d\" y=\"%d\" fill=\"#111\">", x, H - 16, COLORS[i % NCOLORS], x + 14, H - 7);
+        jr_buf_xml(b, names[i] ? names[i] : "");
+        jr_buf_printf(b, "</text>\n");
+        x += 24 + 7 * (int)strlen(names[i] ? names[i] : "");
+    }
+}
+
+void jr_svg_lines(jr_buf *b, const char *title, const char *xlabel, const char *ylabel, const jr_series *s, int ns) {
+    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+    for (int i = 0; i < ns; i++)
+        for (int j = 0; j < s[i].n; j++) {
+            if (!isfinite(s[i].y[j]) || !isfinite(s[i].x[j])) continue;
+            x0 = fmin(x0, s[i].x[j]); x1 = fmax(x1, s[i].x[j]);
+            y0 = fmin(y0, s[i].y[j]); y1 = fmax(y1, s[i].y[j]);
+        }
+    svg_open(b, title);
+    if (!isfinite(x0)) {
+        jr_buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#6b7280\">no data</text>\n</svg>\n", W / 2, H / 2);
+        return;
+    }
+    int nonneg = y0 >= 0;
+    if (y1 - y0 < 1e-9) {
+        if (nonneg && y0 < 1e-9) y1 = 1; /* all zero (e.g. no unscored samples): show [0, 1] */
+        else { y0 -= 0.5; y1 += 0.5; }
+    }
+    double pad = (y1 - y0) * 0.05;
+    y0 -= pad; y1 += pad;
+    if (nonneg && y0 < 0) y0 = 0; /* shares and losses never go below zero */
+    if (x1 <= x0) { x0 -= 1; x1 += 1; }
+    y_axis(b, y0, y1, ylabel);
+    double xs = nice_step(x1 - x0, 6);
+    for (double t = ceil(x0 / xs) * xs; t <= x1 + xs * 1e-9; t += xs) {
+        double x = ML + (W - ML - MR) * (t - x0) / (x1 - x0);
+        char lab[32];
+        fmt_num(lab, sizeof lab, t);
+        jr_buf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#6b7280\"/>\n"
+                         "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#374151\">%s</text>\n",
+                      x, H - MB, x, H - MB + 4, x, H - MB + 15, lab);
+    }
+    jr_buf_printf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#6b7280\"/>\n", ML, H - MB, W - MR, H - MB);
+    jr_buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#374151\">", W - MR, H - MB + 28);
+    jr_buf_xml(b, xlabel);
+    jr_buf_printf(b, "</text>\n");
+    const char *names[16];
+    for (int i = 0; i < ns && i < 16; i++) {
+        names[i] = s[i].name;
+        jr_buf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" points=\"", COLORS[i % NCOLORS]);
+        int pts = 0;
+        for (int j = 0; j < s[i].n; j++) {
+            if (!isfinite(s[i].y[j]) || !isfinite(s[i].x[j])) continue;
+            jr_buf_printf(b, "%s%.1f,%.1f", pts++ ? " " : "", ML + (W - ML - MR) * (s[i].x[j] - x0) / (x1 - x0),
+                          ypix(s[i].y[j], y0, y1));
+        }
+        jr_buf_printf(b, "\"/>\n");
+        if (pts == 1) /* a single point is invisible as a line */
+            for (int j = 0; j < s[i].n; j++)
+                if (isfinite(s[i].y[j]) && isfinite(s[i].x[j]))
+                    jr_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
+                                  ML + (W - ML - MR) * (s[i].x[j] - x0) / (x1 - x0), ypix(s[i].y[j], y0, y1),
+                                  COLORS[i % NCOLORS]);
+    }
+    legend(b, names, ns < 16 ? ns : 16);
+    jr_buf_printf(b, "</svg>\n");
+}
+
+void jr_svg_bars(jr_buf *b, const char *title, const char *ylabel, const char *const *groups, int ng,
+                 const char *const *series, int nser, const double *const *v) {
+    double lo = 0, hi = 0;
+    for (int s = 0; s < nser; s++)
+        for (int g = 0; g < ng; g++)
+            if (isfinite(v[s][g])) { lo = fmin(lo, v[s][g]); hi = fmax(hi, v[s][g]); }
+    if (hi - lo < 1e-9) hi = lo + 1;
+    double pad = (hi - lo) * 0.08;
+    if (lo < 0) lo -= pad;
+    hi += pad;
+    svg_open(b, title);
+    y_axis(b, lo, hi, ylabel);
+    double zero = ypix(0, lo, hi), gw = (double)(W - ML - MR) / (ng > 0 ? ng : 1), bw = gw * 0.75 / (nser > 0 ? nser : 1);
+    for (int g = 0; g < ng; g++) {
+        double gx = ML + g * gw + gw * 0.125;
+        for (int s = 0; s < nser; s++) {
+            double val = isfinite(v[s][g]) ? v[s][g] : 0, y = ypix(val, lo, hi);
+            char num[32];
+            fmt_num(num, sizeof num, val);
+            jr_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>", gx + s * bw,
+                          fmin(y, zero), bw * 0.92, fabs(zero - y), COLORS[s % NCOLORS]);
+            jr_buf_xml(b, series[s]);
+            jr_buf_printf(b, " %s</title></rect>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"9\" fill=\"#111\">%s</text>\n",
+                          num, gx + s * bw + bw * 0.46, val >= 0 ? y - 3 : y + 10, num);
+        }
+        jr_buf_printf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#111\">", ML + g * gw + gw / 2, H - MB + 15);
+        jr_buf_xml(b, groups[g]);
+        jr_buf_printf(b, "</text>\n");
+    }
+    jr_buf_printf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#6b7280\"/>\n", ML, zero, W - MR, zero);
+    legend(b, series, nser);
+    jr_buf_printf(b, "</svg>\n");
+}
+
+/* ---- terminal summary ---- */
+
+static const char *const LAB[3] = {"Yes", "No", "Maybe"};
+
+static double num(const json_t *o, const char *k) {
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void vec3(const json_t *a, double *out) {
+    for (int j = 0; j < 3; j++) {
+        json_t *v = json_array_get(a, (size_t)j);
+        out[j] = json_is_number(v) ? json_number_value(v) : NAN;
+    }
+}
+
+void jr_report_seed1_text(FILE *out, const json_t *s1) {
+    const json_t *sft = json_object_get(s1, "sft"), *jq = json_object_get(s1, "judge_question"),
+                 *ja = json_object_get(s1, "judge_answer");
+    json_t *el = json_object_get(sft, "epoch_loss");
+    fprintf(out, "seed 1: policy trained on %lld questions with random labels, epoch loss %.4f -> %.4f, train accuracy %.2f\n",
+            (long long)json_integer_value(json_object_get(sft, "rows")), json_number_value(json_array_get(el, 0)),
+            json_number_value(json_array_get(el, json_array_size(el) ? json_array_size(el) - 1 : 0)), num(sft, "train_accuracy"));
+    fprintf(out, "        judges: question judge held-out accuracy %.2f, answer judge held-out accuracy %.2f\n",
+            num(jq, "heldout_accuracy"), num(ja, "heldout_accuracy"));
+    fprintf(out, "        logits on \"%s\" (Yes, No, Maybe):\n", json_string_value(json_object_get(s1, "probe")));
+    json_t *vars = json_object_get(s1, "variants");
+    for (size_t i = 0; i < json_array_size(vars); i++) {
+        json_t *v = json_array_get(vars, i);
+        double b[3], a[3];
+        vec3(json_object_get(v, "logits_before"), b);
+        vec3(json_object_get(v, "logits_after"), a);
+        double mb = num(v, "margin_before"), ma = num(v, "margin_after");
+        fprintf(out, "        %-8s judge says %-5s before [%.5f %.5f %.5f] after [%.5f %.5f %.5f] (%lld steps, %lld skipped)\n"
+                     "                 margin of the judge's label %+.5f -> %+.5f: %s\n",
+                json_string_value(json_object_get(v, "name")), json_string_value(json_object_get(v, "probe_judge_label")),
+                b[0], b[1], b[2], a[0], a[1], a[2], (long long)json_integer_value(json_object_get(v, "steps")),
+                (long long)json_integer_value(json_object_get(v, "skipped")), mb, ma,
+                ma > mb ? "moved toward the judge" : ma < mb ? "moved AWAY from the judge" : "unchanged");
+    }
+}
+
+static void dist_str(char *out, size_t cap, const json_t *d) {
+    double o = num(d, "other");
+    snprintf(out, cap, "Yes %.2f No %.2f Maybe %.2f other %.2f", num(d, "Yes"), num(d, "No"), num(d, "Maybe"), isfinite(o) ? o : 0);
+}
+
+void jr_report_text(FILE *out, const json_t *sum) {
+    fprintf(out, "== judgerl demo%s: %s\n", json_is_true(json_object_get(sum, "quick")) ? " --quick" : "",
+            json_string_value(json_object_get(sum, "run_dir")) ? json_string_value(json_object_get(sum, "run_dir")) : "");
+    fprintf(out, "%-16s %-8s %8s  %s\n", "stage", "status", "seconds", "note");
+    json_t *st = json_object_get(sum, "stages");
+    for (size_t i = 0; i < json_array_size(st); i++) {
+        json_t *s = json_array_get(st, i);
+        fprintf(out, "%-16s %-8s %8.1f  %s\n", json_string_value(json_object_get(s, "name")),
+                json_string_value(json_object_get(s, "status")), num(s, "seconds"),
+                json_string_value(json_object_get(s, "note")) ? json_string_value(json_object_get(s, "note")) : "");
+    }
+    json_t *s1 = json_object_get(sum, "seed1");
+    if (json_is_object(s1)) jr_report_seed1_text(out, s1);
+    json_t *g = json_object_get(sum, "grpo");
+    if (json_array_size(g)) {
+        fprintf(out, "GRPO on the held-out questions (judge's mean reward, answer distribution):\n");
+        fprintf(out, "  %-9s %-17s %-42s %-42s\n", "judge", "reward", "before", "after");
+        for (size_t i = 0; i < json_array_size(g); i++) {
+            json_t *r = json_array_get(g, i);
+            char b[96], a[96], rw[48];
+            dist_str(b, sizeof b, json_object_get(r, "dist_before"));
+            dist_str(a, sizeof a, json_object_get(r, "dist_after"));
+            snprintf(rw, sizeof rw, "%.3f -> %.3f", num(r, "reward_before"), num(r, "reward_after"));
+            fprintf(out, "  %-9s %-17s %-42s %-42s\n", json_string_value(json_object_get(r, "judge")), rw, b, a);
+            if (json_is_number(json_object_get(r, "judge_accuracy")))
+                fprintf(out, "            judge agrees with the preference grades on %.0f%% of held-out pairs; calls %.0f%% of Yes answers Good\n",
+                        100 * num(r, "judge_accuracy"), 100 * num(r, "judge_yes_good"));
+        }
+        json_t *st2 = json_object_get(sum, "steering");
+        if (json_is_object(st2))
+            fprintf(out, "steering: P(Yes) after GRPO %.2f with the biased judge vs %.2f with the unbiased one (%+.0f points)\n",
+                    num(st2, "p_yes_biased"), num(st2, "p_yes_unbiased"), 100 * num(st2, "delta"));
+    }
+    fprintf(out, "total %.1f s; report: %s/report.html\n", num(sum, "total_seconds"),
+            json_string_value(json_object_get(sum, "run_dir")) ? json_string_value(json_object_get(sum, "run_dir")) : ".");
+}
+
+/* ---- HTML ---- */
+
+/* Reads the series `key` of a metrics.jsonl (rows with a numeric value) into x/y arrays (caller frees). */
+static int read_metric(const char *path, const char *key, double **xs, double **ys) {
+    *xs = *ys = NULL;
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int n = 0, cap = 0;
+    char *line = NULL;
+    size_t lcap = 0;
+    while (getline(&line, &lcap, f) > 0) {
+        json_t *o = json_loads(line, 0, NULL);
+        json_t *v = json_object_get(o, key), *s = json_object_get(o, "step");
+        if (json_is_number(v) && json_is_number(s)) {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 256;
+                double *nx = realloc(*xs, sizeof(double) * (size_t)cap), *ny;
+                if (!nx) { json_decref(o); break; }
+                *xs = nx;
+                if (!(ny = realloc(*ys, sizeof(double) * (size_t)cap))) { json_decref(o); break; }
+                *ys = ny;
+            }
+            (*xs)[n] = json_number_value(s);
+            (*ys)[n] = json_number_value(v);
+            n++;
+        }
+        json_decref(o);
+    }
+    free(line);
+    fclose(f);
+    return n;
+}
+
+/* One line chart of metric `key` with one series per GRPO run. */
+static void metric_chart(jr_buf *b, const char *run_dir, const json_t *grpo, const char *key, const char *title,
+                         const char *ylabel) {
+    jr_series s[8];
+    double *xs[8] = {0}, *ys[8] = {0};
+    int n = 0;
+    for (size_t i = 0; i < json_array_size(grpo) && n < 8; i++) {
+        json_t *r = json_array_get(grpo, i);
+        const char *m = json_string_value(json_object_get(r, "metrics"));
+        if (!m) continue;
+        char *p = jr_path_join(run_dir, m);
+        if (!p) continue;
+        s[n].n = read_metric(p, key, &xs[n], &ys[n]);
+        free(p);
+        s[n].name = json_string_value(json_object_get(r, "judge"));
+        s[n].x = xs[n];
+        s[n].y = ys[n];
+        n++;
+    }
+    jr_svg_lines(b, title, "step", ylabel, s, n);
+    for (int i = 0; i < n; i++) { free(xs[i]); free(ys[i]); }
+}
+
+static void td_num(jr_buf *b, double v) {
+    if (isfinite(v)) jr_buf_printf(b, "<td>%.4f</td>", v);
+    else jr_buf_printf(b, "<td>-</td>");
+}
+
+static void html_seed1(jr_buf *b, const json_t *s1) {
+    jr_buf_printf(b, "<h2>Seed 1 reproduced: the magic 8-ball classifier and its judge</h2>\n<p>Probe question: <b>");
+    jr_buf_xml(b, json_string_value(json_object_get(s1, "probe")));
+    const json_t *sft = json_object_get(s1, "sft"), *jq = json_object_get(s1, "judge_question"),
+                 *ja = json_object_get(s1, "judge_answer");
+    jr_buf_printf(b, "</b>. Policy: %lld parameters, trained on %lld questions with random labels (train accuracy %.2f). "
+                     "Question judge held-out accuracy %.2f; answer judge held-out accuracy %.2f.</p>\n",
+                  (long long)json_integer_value(json_object_get(sft, "params")),
+                  (long long)json_integer_value(json_object_get(sft, "rows")), num(sft, "train_accuracy"),
+                  num(jq, "heldout_accuracy"), num(ja, "heldout_accuracy"));
+    jr_buf_printf(b, "<table><tr><th>variant</th><th>judge's label</th><th>logits before (Yes, No, Maybe)</th>"
+                     "<th>logits after</th><th>margin before</th><th>margin after</th><th>steps</th><th>agreement with judge</th></tr>\n");
+    json_t *vars = json_object_get(s1, "variants");
+    for (size_t i = 0; i < json_array_size(vars); i++) {
+        json_t *v = json_array_get(vars, i);
+        double lb[3], la[3];
+        vec3(json_object_get(v, "logits_before"), lb);
+        vec3(json_object_get(v, "logits_after"), la);
+        jr_buf_printf(b, "<tr><td title=\"");
+        jr_buf_xml(b, json_string_value(json_object_get(v, "what")));
+        jr_buf_printf(b, "\">");
+        jr_buf_xml(b, json_string_value(json_object_get(v, "name")));
+        jr_buf_printf(b, "</td><td>");
+        jr_buf_xml(b, json_string_value(json_object_get(v, "probe_judge_label")));
+        jr_buf_printf(b, "</td><td>%.5f, %.5f, %.5f</td><td>%.5f, %.5f, %.5f</td>", lb[0], lb[1], lb[2], la[0], la[1], la[2]);
+        td_num(b, num(v, "margin_before"));
+        td_num(b, num(v, "margin_after"));
+        jr_buf_printf(b, "<td>%lld (skipped %lld)</td><td>%.2f &#8594; %.2f</td></tr>\n",
+                      (long long)json_integer_value(json_object_get(v, "steps")),
+                      (long long)json_integer_value(json_object_get(v, "skipped")), num(v, "agree_before"), num(v, "agree_after"));
+    }
+    jr_buf_printf(b, "</table>\n<ul>\n");
+    for (size_t i = 0; i < json_array_size(vars); i++) {
+        json_t *v = json_array_get(vars, i);
+        jr_buf_printf(b, "<li><b>");
+        jr_buf_xml(b, json_string_value(json_object_get(v, "name")));
+        jr_buf_printf(b, "</b>: ");
+        jr_buf_xml(b, json_string_value(json_object_get(v, "what")));
+        jr_buf_printf(b, "</li>\n");
+    }
+    jr_buf_printf(b, "</ul>\n<div class=\"charts\">\n");
+    for (size_t i = 0; i < json_array_size(vars); i++) {
+        json_t *v = json_array_get(vars, i);
+        double lb[3], la[3];
+        vec3(json_object_get(v, "logits_before"), lb);
+        vec3(json_object_get(v, "logits_after"), la);
+        const double *vals[2] = {lb, la};
+        const char *ser[2] = {"before", "after"};
+        char title[128];
+        snprintf(title, sizeof title, "Seed 1 logits, variant \"%s\"", json_string_value(json_object_get(v, "name")));
+        jr_svg_bars(b, title, "logit", LAB, 3, ser, 2, vals);
+        /* the reward the judge gave per distillation iteration */
+        json_t *rw = json_object_get(v, "rewards");
+        size_t n = json_array_size(rw);
+        double *x = calloc(n + 1, sizeof(double)), *y = calloc(n + 1, sizeof(double));
+        if (x && y) {
+            for (size_t j = 0; j < n; j++) { x[j] = (double)j; y[j] = json_number_value(json_array_get(rw, j)); }
+            const char *vn = json_string_value(json_object_get(v, "name"));
+            int answer_variant = vn && !strcmp(vn, "answer");
+            jr_series s = {answer_variant ? "judge P(good) of the sampled answer" : "policy P(judge's label)", x, y, (int)n};
+            snprintf(title, sizeof title, "Seed 1 distillation, variant \"%s\"", json_string_value(json_object_get(v, "name")));
+            jr_svg_lines(b, title, "iteration", "probability", &s, 1);
+        }
+        free(x);
+        free(y);
+    }
+    json_t *el = json_object_get(sft, "epoch_loss");
+    size_t n = json_array_size(el);
+    double *x = calloc(n + 1, sizeof(double)), *y = calloc(n + 1, sizeof(double));
+    if (x && y) {
+        for (size_t j = 0; j < n; j++) { x[j] = (double)(j + 1); y[j] = json_number_value(json_array_get(el, j)); }
+        jr_series s = {"policy (random labels)", x, y, (int)n};
+        jr_svg_lines(b, "Seed 1 supervised training", "epoch", "mean cross-entropy", &s, 1);
+    }
+    free(x);
+    free(y);
+    jr_buf_printf(b, "</div>\n");
+}
+
+static void html_grpo(jr_buf *b, const char *run_dir, const json_t *sum) {
+    json_t *g = json_object_get(sum, "grpo");
+    jr_buf_printf(b, "<h2>GRPO against an LM judge served over HTTP</h2>\n");
+    if (!json_array_size(g)) {
+        jr_buf_printf(b, "<p class=\"note\">No GRPO run in this demo (see the stage table for why).</p>\n");
+        return;
+    }
+    jr_buf_printf(b, "<table><tr><th>judge</th><th>mean reward before</th><th>after</th><th>P(Yes) before</th><th>P(Yes) after</th>"
+                     "<th>P(No) after</th><th>P(Maybe) after</th><th>judge latency p50 (s)</th><th>unscored share</th>"
+                     "<th>judge agreement with preferences</th><th>Yes answers judged Good</th></tr>\n");
+    for (size_t i = 0; i < json_array_size(g); i++) {
+        json_t *r = json_array_get(g, i), *db = json_object_get(r, "dist_before"), *da = json_object_get(r, "dist_after");
+        jr_buf_printf(b, "<tr><td>");
+        jr_buf_xml(b, json_string_value(json_object_get(r, "judge")));
+        jr_buf_printf(b, "</td>");
+        td_num(b, num(r, "reward_before"));
+        td_num(b, num(r, "reward_after"));
+        td_num(b, num(db, "Yes"));
+        td_num(b, num(da, "Yes"));
+        td_num(b, num(da, "No"));
+        td_num(b, num(da, "Maybe"));
+        td_num(b, num(r, "judge_latency_p50"));
+        td_num(b, num(r, "unscored_share"));
+        td_num(b, num(r, "judge_accuracy"));
+        td_num(b, num(r, "judge_yes_good"));
+        jr_buf_printf(b, "</tr>\n");
+    }
+    jr_buf_printf(b, "</table>\n");
+    json_t *st = json_object_get(sum, "steering");
+    if (json_is_object(st))
+        jr_buf_printf(b, "<p><b>Steering:</b> P(Yes) on the held-out questions after GRPO is %.2f with the Yes-biased judge "
+                         "and %.2f with the unbiased judge (%+.0f points).</p>\n",
+                      num(st, "p_yes_biased"), num(st, "p_yes_unbiased"), 100 * num(st, "delta"));
+    jr_buf_printf(b, "<div class=\"charts\">\n");
+    metric_chart(b, run_dir, g, "reward", "Judge reward per step (training batch mean)", "reward");
+    metric_chart(b, run_dir, g, "kl", "KL to the reference policy", "KL");
+    for (size_t i = 0; i < json_array_size(g); i++) {
+        json_t *r = json_array_get(g, i);
+        static const char *const LAB4[4] = {"Yes", "No", "Maybe", "other"};
+        double vb[4], va[4];
+        for (int j = 0; j < 4; j++) {
+            vb[j] = num(json_object_get(r, "dist_before"), LAB4[j]);
+            va[j] = num(json_object_get(r, "dist_after"), LAB4[j]);
+            if (!isfinite(vb[j])) vb[j] = 0;
+            if (!isfinite(va[j])) va[j] = 0;
+        }
+        const double *vals[2] = {vb, va};
+        const char *ser[2] = {"before GRPO", "after GRPO"};
+        char title[128];
+        snprintf(title, sizeof title, "Held-out answers, %s judge", json_string_value(json_object_get(r, "judge")));
+        jr_svg_bars(b, title, "share of answers", LAB4, 4, ser, 2, vals);
+    }
+    metric_chart(b, run_dir, g, "judge/latency_p50", "Judge latency per step (p50)", "seconds");
+    metric_chart(b, run_dir, g, "unscored_frac", "Unscored share of completions per step", "share");
+    jr_buf_printf(b, "</div>\n");
+}
+
+static const char *CSS =
+    "body{font-family:sans-serif;margin:24px;color:#111;max-width:1200px}h1{font-size:22px}h2{font-size:18px;margin-top:28px}"
+    "table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #d1d5db;padding:4px 8px;font-size:13px;text-align:left}"
+    "th{background:#f3f4f6}.charts{display:flex;flex-wrap:wrap;gap:12px}.charts svg{border:1px solid #e5e7eb}"
+    ".note{color:#6b7280}code{background:#f3f4f6;padding:1px 4px}";
+
+jr_status jr_report_write(const char *run_dir, json_t **summary_out) {
+    if (summary_out) *summary_out = NULL;
+    char *sp = jr_path_join(run_dir, "summary.json");
+    if (!sp) return jr_fail(JR_ENOMEM, "out of memory");
+    json_error_t e;
+    json_t *sum = json_load_file(sp, 0, &e);
+    if (!sum || !json_is_object(sum)) {
+        jr_status st = jr_fail(JR_ENOTFOUND, "%s: %s (run `judgerl demo --out %s` first)", sp,
+                               sum ? "not a JSON object" : e.text, run_dir);
+        json_decref(sum);
+        free(sp);
+        return st;
+    }
+    free(sp);
+    jr_buf b = {0};
+    jr_buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>judgerl demo report</title>"
+                      "<style>%s</style></head><body>\n<h1>judgerl demo: the magic 8-ball, judged</h1>\n", CSS);
+    jr_buf_printf(&b, "<p>Run directory <code>");
+    jr_buf_xml(&b, run_dir);
+    jr_buf_printf(&b, "</code>%s; total %.1f s.</p>\n", json_is_true(json_object_get(sum, "quick")) ? " (quick mode: fewer steps)" : "",
+                  num(sum, "total_seconds"));
+    jr_buf_printf(&b, "<table><tr><th>stage</th><th>status</th><th>seconds</th><th>note</th></tr>\n");
+    json_t *stages = json_object_get(sum, "stages");
+    for (size_t i = 0; i < json_array_size(stages); i++) {
+        json_t *s = json_array_get(stages, i);
+        jr_buf_printf(&b, "<tr><td>");
+        jr_buf_xml(&b, json_string_value(json_object_get(s, "name")));
+        jr_buf_printf(&b, "</td><td>");
+        jr_buf_xml(&b, json_string_value(json_object_get(s, "status")));
+        jr_buf_printf(&b, "</td><td>%.1f</td><td>", num(s, "seconds"));
+        jr_buf_xml(&b, json_string_value(json_object_get(s, "note")));
+        jr_buf_printf(&b, "</td></tr>\n");
+    }
+    jr_buf_printf(&b, "</table>\n");
+    json_t *s1 = json_object_get(sum, "seed1");
+    if (json_is_object(s1)) html_seed1(&b, s1);
+    html_grpo(&b, run_dir, sum);
+    jr_buf_printf(&b, "<p class=\"note\">Written by <code>judgerl report</code> from summary.json and the runs' metrics.jsonl.</p>\n"
+                      "</body></html>\n");
+    jr_status st = JR_OK;
+    if (b.oom) st = jr_fail(JR_ENOMEM, "report: out of memory");
+    else {
+        char *hp = jr_path_join(run_dir, "report.html");
+        st = hp ? jr_write_atomic(hp, b.s, b.len) : jr_fail(JR_ENOMEM, "out of memory");
+        free(hp);
+    }
+    free(b.s);
+    if (!st && summary_out) *summary_out = sum;
+    else json_decref(sum);
+    return st;
+}

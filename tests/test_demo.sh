@@ -1,0 +1,82 @@
+#!/bin/sh
+# test_demo.sh - `judgerl demo --quick` end to end (seed 1, policy SFT, LM judges served on loopback,
+# GRPO over HTTP, held-out evaluation, report), run twice (the second reuses the models), and a
+# check of its summary. Under the sanitizer build the second run is seed 1 only (--seed1-only),
+# to stay within the suite's time.
+. "$(dirname "$0")/lib.sh"
+cd "$JR_ROOT" || exit 1
+PY=/usr/bin/python3
+if [ ! -x "$PY" ]; then skip demo_quick "Debian's /usr/bin/python3 is needed to read the summary"; exit 0; fi
+out="$JR_TMP/demo"
+rm -rf "$out"
+extra=""
+second=""
+case "$JR_BIN" in *asan*) second="--seed1-only" ;; esac
+
+# check_summary NAME: the summary of $out is complete and its numbers are consistent
+check_summary() {
+  "$PY" - "$out" "$extra" "$1" <<'PYEOF'
+import json, math, os, re, sys, xml.etree.ElementTree as ET
+out, extra, name = sys.argv[1], sys.argv[2], sys.argv[3]
+s = json.load(open(os.path.join(out, "summary.json")))
+errs = []
+st = {x["name"]: x["status"] for x in s["stages"]}
+want = ["seed1"] + ([] if extra else ["policy-sft", "judges", "heldout-before", "grpo-unbiased", "grpo-biased"])
+for w in want:
+    if st.get(w) != "done": errs.append("stage %s is %s" % (w, st.get(w)))
+s1 = s["seed1"]
+for v in s1["variants"]:
+    b, a = v["logits_before"], v["logits_after"]
+    if b == a: errs.append("seed 1 %s: logits did not change" % v["name"])
+    if not v["margin_after"] > v["margin_before"]: errs.append("seed 1 %s: logits moved away from the judge's label" % v["name"])
+    if v["steps"] + v["skipped"] != 100: errs.append("seed 1 %s: %d+%d iterations, expected 100" % (v["name"], v["steps"], v["skipped"]))
+if not s1["sft"]["epoch_loss"][-1] < s1["sft"]["epoch_loss"][0]: errs.append("seed 1 SFT loss did not fall")
+if not s1["judge_question"]["heldout_accuracy"] > 0.5: errs.append("question judge no better than chance on held-out")
+if not extra:
+    g = s["grpo"]
+    if [r["judge"] for r in g] != ["unbiased", "biased"]: errs.append("GRPO runs: %s" % [r["judge"] for r in g])
+    for r in g:
+        for k in ("dist_before", "dist_after"):
+            tot = sum(r[k].values())
+            if abs(tot - 1) > 1e-6: errs.append("%s %s sums to %g" % (r["judge"], k, tot))
+        m = os.path.join(out, r["metrics"])
+        steps = [json.loads(l)["step"] for l in open(m)]
+        if steps != list(range(1, len(steps) + 1)) or not steps: errs.append("%s: metrics steps %s" % (m, steps))
+        for k in ("reward_before", "reward_after"):
+            if r[k] is not None and not (0 <= r[k] <= 1): errs.append("%s %s = %s" % (r["judge"], k, r[k]))
+    d = s["steering"]
+    if abs(d["delta"] - (d["p_yes_biased"] - d["p_yes_unbiased"])) > 1e-9: errs.append("steering delta inconsistent")
+html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
+for svg in re.findall(r"<svg\b.*?</svg>", html, re.S):
+    try: ET.fromstring(svg)
+    except ET.ParseError as e: errs.append("SVG does not parse: %s" % e)
+if "http://" in html or "https://" in html: errs.append("report has a URL")
+print(("FAIL - %s: " % name + "; ".join(errs)) if errs else "ok - %s" % name)
+PYEOF
+}
+
+if "$JR_BIN" demo --quick $extra --out "$out" >"$JR_TMP/demo1.out" 2>"$JR_TMP/demo1.err"; then
+  ok demo_quick_runs
+  check_summary demo_quick_summary
+  if grep -q "stage *status" "$JR_TMP/demo1.out" && grep -q "report: " "$JR_TMP/demo1.out"; then ok demo_prints_summary_table
+  else fail demo_prints_summary_table "$(head -c 300 "$JR_TMP/demo1.out")"; fi
+else
+  fail demo_quick_runs "exit $?: $(tail -c 600 "$JR_TMP/demo1.err")"
+fi
+# a second run over the same directory works and reuses the trained models
+if "$JR_BIN" demo --quick $second --out "$out" >"$JR_TMP/demo2.out" 2>"$JR_TMP/demo2.err"; then
+  if [ -z "$second" ] && ! grep -q "reused" "$JR_TMP/demo2.out"; then fail demo_second_run "models were not reused"
+  else ok demo_second_run; fi
+  extra=$second
+  check_summary demo_second_run_summary
+else
+  fail demo_second_run "exit $?: $(tail -c 600 "$JR_TMP/demo2.err")"
+fi
+# judgerl report over the finished run prints the same summary
+if "$JR_BIN" report "$out" >"$JR_TMP/rep.out" 2>"$JR_TMP/rep.err" && grep -q "seed 1:" "$JR_TMP/rep.out"; then ok report_of_demo_run
+else fail report_of_demo_run "$(head -c 300 "$JR_TMP/rep.err")"; fi
+expect_error demo_bad_flag "unexpected argument '--bogus'" "$JR_BIN" demo --bogus
+expect_error seed1_bad_shape "seed1.model: .*embed must be a multiple of heads" "$JR_BIN" seed1 configs/eightball-seed1.yaml seed1.model.embed_dim=15 "run.out_dir=$JR_TMP/s1bad"
+expect_error seed1_missing_data "/nonexistent.jsonl" "$JR_BIN" seed1 configs/eightball-seed1.yaml seed1.questions=/nonexistent.jsonl "run.out_dir=$JR_TMP/s1bad"
+printf '{"question": "Will it?", "answer": "Perhaps"}\n' > "$JR_TMP/badlabel.jsonl"
+expect_error seed1_bad_label 'badlabel.jsonl:1: field "answer" must be "Yes", "No" or "Maybe"' "$JR_BIN" seed1 configs/eightball-seed1.yaml "seed1.questions=$JR_TMP/badlabel.jsonl" "run.out_dir=$JR_TMP/s1bad"
