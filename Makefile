@@ -17,9 +17,9 @@ BASECXX := -std=c++17 -D_GNU_SOURCE -Iinclude -Isrc $(WARN) $(EXTRA_CFLAGS)
 LIBS     = $(PKG_LIBS) -lcld2 -lstdc++ -lm -lpthread -fopenmp
 
 REL_FLAGS  := -O2 -g -march=native -DNDEBUG
-ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+ASAN_FLAGS := -O1 -g -march=native -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 BUILD ?= rel
-FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+FUZZ_FLAGS := -O1 -g -march=native -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
 ifeq ($(BUILD),asan)
   MODE_FLAGS := $(ASAN_FLAGS)
 else ifeq ($(BUILD),fuzz)
