@@ -9,6 +9,7 @@
 #include <yaml.h>
 
 #include "judgerl/fsutil.h"
+#include "judgerl/strbuf.h"
 
 /* ---- YAML -> JSON ---------------------------------------------------------------------- */
 
@@ -518,34 +519,18 @@ json_t *jr_cfg_json(const jr_config *c, const char *key) { return must_get(c, ke
 
 /* ---- dump ------------------------------------------------------------------------------- */
 
-typedef struct { char *buf; size_t len, cap; } sbuf;
-
-static void sb_add(sbuf *b, const char *s) {
-    size_t n = strlen(s);
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 1024;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *nb = realloc(b->buf, cap);
-        if (!nb) return;
-        b->buf = nb;
-        b->cap = cap;
-    }
-    memcpy(b->buf + b->len, s, n + 1);
-    b->len += n;
-}
-
-static void dump_obj(sbuf *b, json_t *obj, int indent) {
+static void dump_obj(jr_strbuf *b, json_t *obj, int indent) {
     const char *k;
     json_t *v;
     json_object_foreach(obj, k, v) {
-        for (int i = 0; i < indent; i++) sb_add(b, "  ");
-        sb_add(b, k);
+        for (int i = 0; i < indent; i++) jr_strbuf_add(b, "  ");
+        jr_strbuf_add(b, k);
         if (json_is_object(v) && json_object_size(v)) {
-            sb_add(b, ":\n");
+            jr_strbuf_add(b, ":\n");
             dump_obj(b, v, indent + 1);
             continue;
         }
-        sb_add(b, ": ");
+        jr_strbuf_add(b, ": ");
         char *txt;
         if (json_is_real(v)) {
             char num[64];
@@ -563,17 +548,16 @@ static void dump_obj(sbuf *b, json_t *obj, int indent) {
         } else {
             txt = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
         }
-        sb_add(b, txt ? txt : "null");
+        jr_strbuf_add(b, txt ? txt : "null");
         free(txt);
-        sb_add(b, "\n");
+        jr_strbuf_add(b, "\n");
     }
 }
 
 char *jr_config_dump(const jr_config *c) {
-    sbuf b = {0};
-    sb_add(&b, "");
+    jr_strbuf b = {0};
     dump_obj(&b, c->root, 0);
-    return b.buf;
+    return jr_strbuf_take(&b); /* NULL when out of memory */
 }
 
 const jr_cfg_field jr_run_cfg[] = {

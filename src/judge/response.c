@@ -6,25 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { char *p; size_t n, cap; int oom; } sbuf;
-
-static void sadd(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) { b->oom = 1; return; }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
+#include "judgerl/strbuf.h"
 
 typedef struct {
-    sbuf content, reasoning;
+    jr_strbuf content, reasoning;
     char finish[32];
     json_t *logprobs;
     long total_tokens;
@@ -91,11 +76,11 @@ static int fold(acc *a, json_t *obj, int chunk, char *why, size_t why_len) {
     json_t *msg = json_object_get(ch, chunk ? "delta" : "message");
     const char *s;
     if (json_is_object(msg)) {
-        if ((s = json_string_value(json_object_get(msg, "content")))) sadd(&a->content, s, strlen(s));
-        if ((s = json_string_value(json_object_get(msg, "reasoning_content")))) sadd(&a->reasoning, s, strlen(s));
-        else if ((s = json_string_value(json_object_get(msg, "reasoning")))) sadd(&a->reasoning, s, strlen(s));
+        if ((s = json_string_value(json_object_get(msg, "content")))) jr_strbuf_addn(&a->content, s, strlen(s));
+        if ((s = json_string_value(json_object_get(msg, "reasoning_content")))) jr_strbuf_addn(&a->reasoning, s, strlen(s));
+        else if ((s = json_string_value(json_object_get(msg, "reasoning")))) jr_strbuf_addn(&a->reasoning, s, strlen(s));
     }
-    if ((s = json_string_value(json_object_get(ch, "text")))) sadd(&a->content, s, strlen(s));
+    if ((s = json_string_value(json_object_get(ch, "text")))) jr_strbuf_addn(&a->content, s, strlen(s));
     if ((s = json_string_value(json_object_get(ch, "finish_reason")))) snprintf(a->finish, sizeof a->finish, "%s", s);
     add_logprobs(a, json_object_get(ch, "logprobs"));
     return 0;
@@ -120,7 +105,7 @@ static int dispatch(acc *a, const char *d, const char *event, int n_event, char 
  * \n; a blank line (or the end of the body) ends the event; ':' lines are comments; "[DONE]"
  * ends the stream. */
 static int decode_sse(acc *a, const char *b, size_t len, char *why, size_t why_len) {
-    sbuf data = {0};
+    jr_strbuf data = {0};
     int have_data = 0, done = 0, events = 0, rc = 0;
     char event[32] = "";
     size_t i = 0;
@@ -148,9 +133,9 @@ static int decode_sse(acc *a, const char *b, size_t len, char *why, size_t why_l
             size_t vl = c < ll ? ll - c - 1 : 0;
             if (vl && *val == ' ') { val++; vl--; }
             if (c == 4 && !memcmp(line, "data", 4)) {
-                if (have_data) sadd(&data, "\n", 1);
-                sadd(&data, val, vl);
-                if (!data.p) sadd(&data, "", 0);
+                if (have_data) jr_strbuf_addn(&data, "\n", 1);
+                jr_strbuf_addn(&data, val, vl);
+                if (!data.p) jr_strbuf_addn(&data, "", 0);
                 have_data = 1;
             } else if (c == 5 && !memcmp(line, "event", 5)) {
                 snprintf(event, sizeof event, "%.*s", (int)(vl < 31 ? vl : 31), val);

@@ -6,25 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "judgerl/strbuf.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
 
-typedef struct { char *p; size_t n, cap; int oom; } buf;
-
-static void badd(buf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) { b->oom = 1; return; }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
 
 /* 1 when the field is present, non-null and not "". */
 static int truthy(const json_t *v) {
@@ -34,23 +19,23 @@ static int truthy(const json_t *v) {
     return 1;
 }
 
-static void add_value(buf *b, const json_t *v) {
+static void add_value(jr_strbuf *b, const json_t *v) {
     if (!v || json_is_null(v)) return;
-    if (json_is_string(v)) { badd(b, json_string_value(v), json_string_length(v)); return; }
+    if (json_is_string(v)) { jr_strbuf_addn(b, json_string_value(v), json_string_length(v)); return; }
     char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
     if (!t) { b->oom = 1; return; }
-    badd(b, t, strlen(t));
+    jr_strbuf_addn(b, t, strlen(t));
     free(t);
 }
 
 /* Renders tmpl[0..len) into b. */
-static jr_status render(const char *t, size_t len, const json_t *row, buf *b) {
+static jr_status render(const char *t, size_t len, const json_t *row, jr_strbuf *b) {
     size_t i = 0;
     while (i < len) {
         const char *open = NULL;
         for (size_t k = i; k + 1 < len; k++) if (t[k] == '{' && t[k + 1] == '{') { open = t + k; break; }
-        if (!open) { badd(b, t + i, len - i); break; }
-        badd(b, t + i, (size_t)(open - (t + i)));
+        if (!open) { jr_strbuf_addn(b, t + i, len - i); break; }
+        jr_strbuf_addn(b, t + i, (size_t)(open - (t + i)));
         const char *close = NULL, *end = t + len;
         for (const char *q = open + 2; q + 1 < end; q++) if (q[0] == '}' && q[1] == '}') { close = q; break; }
         if (!close) return jr_fail(JR_EFORMAT, "template: unclosed '{{' at offset %zu", (size_t)(open - t));
@@ -86,8 +71,8 @@ static jr_status render(const char *t, size_t len, const json_t *row, buf *b) {
 
 jr_status jr_template_render(const char *tmpl, const json_t *row, char **out) {
     *out = NULL;
-    buf b = {0};
-    badd(&b, "", 0);
+    jr_strbuf b = {0};
+    jr_strbuf_addn(&b, "", 0);
     jr_status st = render(tmpl, strlen(tmpl), row, &b);
     if (!st && b.oom) st = jr_fail(JR_ENOMEM, "template: out of memory");
     if (st) { free(b.p); return st; }
@@ -128,13 +113,13 @@ char *jr_judge_strip_reasoning(const char *text) {
     const char *start = text;
     const char *first_open = strstr(text, "<think>"), *first_close = strstr(text, "</think>");
     if (first_close && (!first_open || first_close < first_open)) start = first_close + 8;
-    buf b = {0};
-    badd(&b, "", 0);
+    jr_strbuf b = {0};
+    jr_strbuf_addn(&b, "", 0);
     const char *p = start;
     for (;;) {
         const char *o = strstr(p, "<think>");
-        if (!o) { badd(&b, p, strlen(p)); break; }
-        badd(&b, p, (size_t)(o - p));
+        if (!o) { jr_strbuf_addn(&b, p, strlen(p)); break; }
+        jr_strbuf_addn(&b, p, (size_t)(o - p));
         const char *c = strstr(o + 7, "</think>");
         if (!c) break; /* unclosed: the rest is reasoning */
         p = c + 8;

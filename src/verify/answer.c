@@ -1,4 +1,5 @@
 /* answer.c - final-answer extraction, LaTeX-aware normalisation and math equivalence of answers */
+#include "judgerl/strbuf.h"
 #include "judgerl/verify.h"
 
 #include <ctype.h>
@@ -6,37 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-/* A growable string; an allocation failure is remembered and reported at the end. */
-typedef struct {
-    char *p;
-    size_t n, cap;
-    int oom;
-} sbuf;
-
-static void sb_putn(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) { b->oom = 1; return; }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-static void sb_putc(sbuf *b, char c) { sb_putn(b, &c, 1); }
-
-/* Returns the finished string (or NULL when an allocation failed). */
-static char *sb_take(sbuf *b) {
-    if (b->oom) { free(b->p); return NULL; }
-    if (!b->p) return strdup("");
-    return b->p;
-}
 
 /* Index just past the brace group that opens at s[i] == '{' (or the end of s when unbalanced). */
 static size_t brace_end(const char *s, size_t i) {
@@ -115,90 +85,90 @@ char *jr_answer_extract(const char *response) {
 static char *replace_all(char *s, const char *from, const char *to, int word) {
     if (!s) return NULL;
     size_t fl = strlen(from), tl = strlen(to);
-    sbuf b = {0};
+    jr_strbuf b = {0};
     for (size_t i = 0; s[i];) {
         if (!strncmp(s + i, from, fl) && !(word && isalpha((unsigned char)s[i + fl]))) {
-            sb_putn(&b, to, tl);
+            jr_strbuf_addn(&b, to, tl);
             i += fl;
         } else {
-            sb_putc(&b, s[i++]);
+            jr_strbuf_addc(&b, s[i++]);
         }
     }
     free(s);
-    return sb_take(&b);
+    return jr_strbuf_take(&b);
 }
 
 /* \text{x} -> x for the given command (with its opening brace, e.g. "\text{"). Consumes s. */
 static char *unwrap_cmd(char *s, const char *cmd) {
     if (!s) return NULL;
     size_t cl = strlen(cmd);
-    sbuf b = {0};
+    jr_strbuf b = {0};
     for (size_t i = 0; s[i];) {
         if (!strncmp(s + i, cmd, cl)) {
             size_t open = i + cl - 1;
             size_t end = brace_end(s, open);
             size_t ce = end > open + 1 && s[end - 1] == '}' ? end - 1 : end;
-            sb_putn(&b, s + open + 1, ce - open - 1);
+            jr_strbuf_addn(&b, s + open + 1, ce - open - 1);
             i = end;
         } else {
-            sb_putc(&b, s[i++]);
+            jr_strbuf_addc(&b, s[i++]);
         }
     }
     free(s);
-    return sb_take(&b);
+    return jr_strbuf_take(&b);
 }
 
 static char *brace_args(char *s);
 
 /* Reads one LaTeX argument at s[*i] (skipping spaces): a brace group or a single character.
  * Appends it braced to b. */
-static void put_arg(sbuf *b, const char *s, size_t *i) {
+static void put_arg(jr_strbuf *b, const char *s, size_t *i) {
     while (s[*i] == ' ') (*i)++;
-    if (!s[*i]) { sb_putn(b, "{}", 2); return; }
+    if (!s[*i]) { jr_strbuf_addn(b, "{}", 2); return; }
     if (s[*i] == '{') {
         size_t end = brace_end(s, *i);
         size_t ce = end > *i + 1 && s[end - 1] == '}' ? end - 1 : end;
         char *inner = brace_args(dup_range(s, *i + 1, ce));
-        sb_putc(b, '{');
-        if (inner) sb_putn(b, inner, strlen(inner));
+        jr_strbuf_addc(b, '{');
+        if (inner) jr_strbuf_addn(b, inner, strlen(inner));
         else b->oom = 1;
-        sb_putc(b, '}');
+        jr_strbuf_addc(b, '}');
         free(inner);
         *i = end;
         return;
     }
-    sb_putc(b, '{');
-    sb_putc(b, s[*i]);
-    sb_putc(b, '}');
+    jr_strbuf_addc(b, '{');
+    jr_strbuf_addc(b, s[*i]);
+    jr_strbuf_addc(b, '}');
     (*i)++;
 }
 
 /* \frac12 -> \frac{1}{2}, \sqrt2 -> \sqrt{2}. Consumes s. */
 static char *brace_args(char *s) {
     if (!s) return NULL;
-    sbuf b = {0};
+    jr_strbuf b = {0};
     for (size_t i = 0; s[i];) {
         if (!strncmp(s + i, "\\frac", 5) && !isalpha((unsigned char)s[i + 5])) {
-            sb_putn(&b, "\\frac", 5);
+            jr_strbuf_addn(&b, "\\frac", 5);
             i += 5;
             put_arg(&b, s, &i);
             put_arg(&b, s, &i);
         } else if (!strncmp(s + i, "\\sqrt", 5) && !isalpha((unsigned char)s[i + 5]) && s[i + 5] != '[') {
-            sb_putn(&b, "\\sqrt", 5);
+            jr_strbuf_addn(&b, "\\sqrt", 5);
             i += 5;
             put_arg(&b, s, &i);
         } else {
-            sb_putc(&b, s[i++]);
+            jr_strbuf_addc(&b, s[i++]);
         }
     }
     free(s);
-    return sb_take(&b);
+    return jr_strbuf_take(&b);
 }
 
 /* Drops commas that separate thousands groups: 1,234,567 -> 1234567 (not 1,23 nor 0.1,234). */
 static char *drop_thousands(char *s) {
     if (!s) return NULL;
-    sbuf b = {0};
+    jr_strbuf b = {0};
     size_t i = 0;
     while (s[i]) {
         int starts_num = isdigit((unsigned char)s[i]) &&
@@ -215,18 +185,18 @@ static char *drop_thousands(char *s) {
             }
             if (groups > 0 && lead <= 3) {
                 for (size_t t = i; t < k; t++)
-                    if (s[t] != ',') sb_putc(&b, s[t]);
+                    if (s[t] != ',') jr_strbuf_addc(&b, s[t]);
                 i = k;
                 continue;
             }
-            sb_putn(&b, s + i, j - i);
+            jr_strbuf_addn(&b, s + i, j - i);
             i = j;
             continue;
         }
-        sb_putc(&b, s[i++]);
+        jr_strbuf_addc(&b, s[i++]);
     }
     free(s);
-    return sb_take(&b);
+    return jr_strbuf_take(&b);
 }
 
 /* Scans a plain decimal number at s (no sign): digits with an optional fraction. Returns its
