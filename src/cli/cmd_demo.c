@@ -544,7 +544,7 @@ int cmd_demo(int argc, char **argv) {
     ssize_t en = readlink("/proc/self/exe", g_exe, sizeof g_exe - 1);
     if (en <= 0) { json_decref(sum); return cli_fail("demo", jr_fail(JR_EIO, "/proc/self/exe: cannot find the judgerl binary")); }
     g_exe[en] = 0;
-    sizes full = {400, 3000, 300, 20, 8, 8, 8}, qk = {40, 40, 10, 2, 4, 4, 2};
+    sizes full = {400, 3000, 300, 40, 8, 8, 8}, qk = {40, 40, 10, 2, 4, 4, 2};
     fprintf(stderr, "demo: seed 1 (classifier, judges, distillation) ...\n");
     st = run_seed1(out, sum, stages);
     if (!st && seed1_only) {
