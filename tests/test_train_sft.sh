@@ -78,3 +78,31 @@ expect_error grpo_needs_rewards "reward.components is empty" \
 sed 's/"vocab_size": 264/"vocab_size": 200/' "$JR_TMP/model.json" >"$JR_TMP/small.json"
 expect_error vocab_too_small 'vocab_size=200 is smaller than the byte tokenizer' \
   "$JR_BIN" train "$JR_TMP/sft.yaml" model.init="$JR_TMP/small.json" run.out_dir="$JR_TMP/f"
+
+# 5. chat rows {"messages": [...]} with the 8-ball BPE tokenizer: loss on the assistant turns only
+EB="$JR_ROOT/data/eightball/tokenizer"
+sed 's/^{"question": \(".*"\), "answer": \(".*"\)}$/{"messages": [{"role": "user", "content": \1}, {"role": "assistant", "content": \2}]}/' \
+  "$JR_ROOT/data/eightball/questions.jsonl" >"$JR_TMP/chat.jsonl"
+sed 's/"vocab_size": 264/"vocab_size": 512/' "$JR_TMP/model.json" >"$JR_TMP/bpe.json"
+if "$JR_BIN" train "$JR_TMP/sft.yaml" data.train="$JR_TMP/chat.jsonl" model.init="$JR_TMP/bpe.json" \
+     trainer.tokenizer="$EB" trainer.save_every=0 run.out_dir="$JR_TMP/h" >"$JR_TMP/h.out" 2>"$JR_TMP/h.err"; then
+  ok chat_train_runs
+else fail chat_train_runs "$(tail -c 300 "$JR_TMP/h.err")"; fi
+losses "$JR_TMP/h/metrics.jsonl" >"$JR_TMP/h.loss"
+first=$(head -1 "$JR_TMP/h.loss" | cut -d' ' -f2); last=$(tail -1 "$JR_TMP/h.loss" | cut -d' ' -f2)
+if [ -n "$last" ] && awk "BEGIN{exit !($last < $first - 2.0)}"; then ok chat_loss_falls
+else fail chat_loss_falls "loss $first -> $last"; fi
+if cmp -s "$JR_TMP/h/model/tokenizer.json" "$EB/tokenizer.json"; then ok chat_model_has_tokenizer
+else fail chat_model_has_tokenizer "$(ls "$JR_TMP/h/model")"; fi
+# one row, one step: the trained tokens are exactly those of the assistant turn ("Yes<|im_end|>")
+printf '{"messages": [{"role": "system", "content": "You answer questions about the future."}, {"role": "user", "content": "Will it rain?"}, {"role": "assistant", "content": "Yes"}]}\n' >"$JR_TMP/one.jsonl"
+want=$(printf 'Yes<|im_end|>' | "$JR_BIN" tokenize --tokenizer "$EB" | wc -w)
+"$JR_BIN" train "$JR_TMP/sft.yaml" data.train="$JR_TMP/one.jsonl" model.init="$JR_TMP/bpe.json" trainer.tokenizer="$EB" \
+  trainer.steps=1 trainer.batch_size=1 trainer.grad_accum=1 trainer.max_seq_len=60 run.out_dir="$JR_TMP/i" >/dev/null 2>"$JR_TMP/i.err"
+got=$(sed -n 's/.*"tokens":\([0-9.]*\)[,}].*/\1/p' "$JR_TMP/i/metrics.jsonl" | head -1)
+if [ "$want" -ge 2 ] && [ "${got%.*}" = "$want" ]; then ok chat_loss_on_assistant_only
+else fail chat_loss_on_assistant_only "want $want tokens, got '$got': $(tail -c 200 "$JR_TMP/i.err")"; fi
+expect_error chat_needs_template 'no chat template' \
+  "$JR_BIN" train "$JR_TMP/sft.yaml" data.train="$JR_TMP/chat.jsonl" run.out_dir="$JR_TMP/j"
+expect_error chat_vocab_too_small 'vocab_size=264 is smaller than the bpe tokenizer' \
+  "$JR_BIN" train "$JR_TMP/sft.yaml" trainer.tokenizer="$EB" run.out_dir="$JR_TMP/k"

@@ -18,8 +18,8 @@ typedef struct jr_textgen {
     const jr_model *m;       /* the model generated from (&model, or the caller's) */
     int owns_model;
     jr_lm lm;
-    jr_tokenizer *bpe;       /* tokenizer.json (BPE + chat template), or NULL for the byte tokenizer */
-    jr_tok tok;              /* the byte tokenizer when bpe is NULL */
+    jr_tokenizer *bpe;       /* tokenizer.json (BPE + chat template; tok.hf, owned by tok), or NULL for byte */
+    jr_tok tok;              /* the tokenizer (byte or bpe) */
     jr_gen_vocab vocab;
     char **pieces;           /* owned bytes of each id (NULL for specials) */
     int32_t *piece_len;

@@ -1,4 +1,4 @@
-/* tok.h - the tokenizer interface trainers use (text <-> ids); the byte tokenizer today, BPE slots in */
+/* tok.h - the tokenizer interface trainers use (text <-> ids): the byte tokenizer or an HF tokenizer.json */
 #ifndef JUDGERL_TOK_H
 #define JUDGERL_TOK_H
 
@@ -6,11 +6,11 @@
 #include <stdint.h>
 
 #include "judgerl/status.h"
+#include "judgerl/tokenizer.h"
 
-/* A tokenizer behind a small table of functions, so SFT/GRPO code does not care which one it is.
- * A new kind (tokenizer.json BPE) adds a case to jr_tok_open and fills the same fields. */
+/* A tokenizer behind a small table of functions, so SFT/GRPO code does not care which one it is. */
 typedef struct jr_tok {
-    const char *kind;        /* "byte", ... */
+    const char *kind;        /* "byte" or "bpe" */
     int32_t n_vocab;         /* ids are < n_vocab (a model's vocab_size must be >= this) */
     int32_t bos_id, eos_id, pad_id; /* -1 when the tokenizer has none */
     /* Encodes len bytes of plain text (special-token texts are NOT parsed): *ids (caller frees). */
@@ -19,11 +19,23 @@ typedef struct jr_tok {
     jr_status (*decode)(void *ctx, const int32_t *ids, size_t n_ids, char **text, size_t *len);
     void (*close)(void *ctx);
     void *ctx;
+    jr_tokenizer *hf;        /* the HF tokenizer (owned by ctx; for chat rendering), NULL for "byte" */
 } jr_tok;
 
-/* Opens a tokenizer from a spec: "byte" (bytetok.h). On error *t is zeroed and the message names
- * the spec and what is accepted. */
+/* Opens a tokenizer from a spec: "byte" (bytetok.h), or a tokenizer.json file / a model directory
+ * holding one (tokenizer.h, jr_tok_load). On error *t is zeroed and the message names the spec. */
 jr_status jr_tok_open(jr_tok *t, const char *spec);
 void jr_tok_close(jr_tok *t);
+
+/* Copies the tokenizer files (tokenizer.json, and tokenizer_config.json when present beside it)
+ * into dir so a model directory written there carries its tokenizer. Nothing to do for "byte". */
+jr_status jr_tok_copy_files(const jr_tok *t, const char *dir);
+
+/* Renders msgs with t's chat template (jr_chat_render, add_generation_prompt off) and encodes the
+ * text piecewise (special-token texts parsed): *ids gets the tokens and *loss (same length, may be
+ * NULL) 1 for the tokens inside an assistant span (content + end-of-turn token), else 0. Both are
+ * owned by the caller. A tokenizer without a chat template (e.g. "byte") is JR_EINVAL. */
+jr_status jr_tok_encode_chat(const jr_tok *t, const jr_chat_msg *msgs, size_t n, int enable_thinking, int32_t **ids,
+                             uint8_t **loss, size_t *n_ids);
 
 #endif

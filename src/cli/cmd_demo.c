@@ -386,7 +386,7 @@ static jr_status run_modern(const char *out, json_t *sum, json_t *stages, const 
     char *pa[] = {"train", "configs/eightball/policy-sft.yaml", o1, o2, NULL};
     st = train_or_reuse(d_pol, log, pa, &reused);
     if (st) { stage_end(s, "failed", t0, jr_errmsg()); return st; }
-    snprintf(o3, sizeof o3, "tiny causal LM (byte tokenizer), %d steps on the questions with 8-ball answers%s", z->policy_steps,
+    snprintf(o3, sizeof o3, "tiny causal LM (8-ball BPE tokenizer), %d steps on the questions with 8-ball answers%s", z->policy_steps,
              reused ? "; reused" : "");
     stage_end(s, "done", t0, o3);
     /* judges */
@@ -394,10 +394,8 @@ static jr_status run_modern(const char *out, json_t *sum, json_t *stages, const 
     s = stage(stages, "judges");
     snprintf(o1, sizeof o1, "run.out_dir=%s", d_ju);
     snprintf(o2, sizeof o2, "trainer.steps=%d", z->judge_steps);
-    /* the judge starts from the policy (it already reads "Q: ... A: ..." and knows the answers) */
-    char wp[2 * PATH_MAX];
-    snprintf(wp, sizeof wp, "model.path=%s/model", d_pol);
-    char *ja[] = {"train", "configs/eightball/judge-sft.yaml", o1, o2, wp, "model.init=null", NULL};
+    /* the unbiased judge starts from a random model (configs/eightball/judge-sft.yaml) */
+    char *ja[] = {"train", "configs/eightball/judge-sft.yaml", o1, o2, NULL};
     st = train_or_reuse(d_ju, log, ja, &reused);
     int reused2 = 0;
     if (!st) {
@@ -409,7 +407,7 @@ static jr_status run_modern(const char *out, json_t *sum, json_t *stages, const 
         st = train_or_reuse(d_jb, log, jb, &reused2);
     }
     if (st) { stage_end(s, "failed", t0, jr_errmsg()); return st; }
-    snprintf(o3, sizeof o3, "from the policy; unbiased: %d steps on the preference grades; biased: +%d steps on the Yes-skewed grades%s",
+    snprintf(o3, sizeof o3, "unbiased: %d steps on the preference grades; biased: +%d steps on the Yes-skewed grades%s",
              z->judge_steps, z->biased_steps, reused && reused2 ? "; reused" : "");
     stage_end(s, "done", t0, o3);
     /* held-out answers of the SFT policy */
@@ -546,7 +544,7 @@ int cmd_demo(int argc, char **argv) {
     ssize_t en = readlink("/proc/self/exe", g_exe, sizeof g_exe - 1);
     if (en <= 0) { json_decref(sum); return cli_fail("demo", jr_fail(JR_EIO, "/proc/self/exe: cannot find the judgerl binary")); }
     g_exe[en] = 0;
-    sizes full = {400, 500, 100, 20, 8, 8, 8}, qk = {40, 40, 10, 2, 4, 4, 2};
+    sizes full = {400, 3000, 300, 40, 8, 8, 8}, qk = {40, 40, 10, 2, 4, 4, 2};
     fprintf(stderr, "demo: seed 1 (classifier, judges, distillation) ...\n");
     st = run_seed1(out, sum, stages);
     if (!st && seed1_only) {

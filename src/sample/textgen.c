@@ -63,9 +63,8 @@ static jr_status finish_open(jr_textgen *t, const char *dir, const char *tok_spe
         tok_spec = p && jr_path_exists(p) ? dir : "byte";
         free(p);
     }
-    if (!strcmp(tok_spec, "byte")) st = jr_tok_open(&t->tok, "byte");
-    else st = jr_tok_load(&t->bpe, tok_spec);
-    if (st) return st;
+    if ((st = jr_tok_open(&t->tok, tok_spec))) return st;
+    t->bpe = t->tok.hf; /* owned by t->tok */
     if ((st = vocab_build(t))) return st;
     return jr_textgen_reserve(t, n_slots, max_ctx);
 }
@@ -109,8 +108,7 @@ void jr_textgen_close(jr_textgen *t) {
     for (int i = 0; t->pieces && i < t->vocab.tb.n; i++) free(t->pieces[i]);
     free(t->pieces);
     free(t->piece_len);
-    if (t->tok.close || t->tok.ctx) jr_tok_close(&t->tok);
-    jr_tok_free(t->bpe);
+    jr_tok_close(&t->tok); /* frees t->bpe too */
     jr_generation_config_free(&t->gen);
     if (t->owns_model) jr_model_free(&t->model);
     memset(t, 0, sizeof *t);

@@ -1,7 +1,9 @@
-/* tok.c - jr_tok: opens a tokenizer by spec and adapts it to the common interface */
+/* tok.c - jr_tok: opens a tokenizer by spec (byte or HF tokenizer.json) and adapts it to the common interface */
+#include <stdlib.h>
 #include <string.h>
 
 #include "judgerl/bytetok.h"
+#include "judgerl/fsutil.h"
 #include "judgerl/tok.h"
 
 static jr_status byte_encode(void *ctx, const char *text, size_t len, int32_t **ids, size_t *n) {
@@ -14,9 +16,62 @@ static jr_status byte_decode(void *ctx, const int32_t *ids, size_t n, char **tex
     return jr_bytetok_decode(ids, n, 0, text, len);
 }
 
+/* The HF case: the tokenizer and where its files came from (for jr_tok_copy_files). */
+typedef struct {
+    jr_tokenizer *hf;
+    char *json_path, *cfg_path; /* cfg_path: NULL when there is no tokenizer_config.json */
+} hf_ctx;
+
+static jr_status hf_encode(void *ctx, const char *text, size_t len, int32_t **ids, size_t *n) {
+    hf_ctx *h = ctx;
+    jr_ids v = {0};
+    jr_status st = jr_tok_encode(h->hf, text, len, JR_TOK_SPLIT_SPECIAL, &v);
+    if (st) { jr_ids_free(&v); return st; }
+    if (!v.ids && !(v.ids = malloc(sizeof *v.ids))) return jr_fail(JR_ENOMEM, "tokenizer: out of memory");
+    *ids = v.ids;
+    *n = v.n;
+    return JR_OK;
+}
+
+static jr_status hf_decode(void *ctx, const int32_t *ids, size_t n, char **text, size_t *len) {
+    hf_ctx *h = ctx;
+    return jr_tok_decode(h->hf, ids, n, JR_TOK_SKIP_SPECIAL, text, len);
+}
+
+static void hf_close(void *ctx) {
+    hf_ctx *h = ctx;
+    if (!h) return;
+    jr_tok_free(h->hf);
+    free(h->json_path);
+    free(h->cfg_path);
+    free(h);
+}
+
+/* Sets h's file paths from spec (a tokenizer.json file or a directory holding one). */
+static jr_status hf_paths(hf_ctx *h, const char *spec) {
+    size_t n = strlen(spec);
+    int is_file = n >= 5 && !strcmp(spec + n - 5, ".json");
+    char *dir = NULL;
+    if (is_file) {
+        const char *slash = strrchr(spec, '/');
+        dir = slash ? strndup(spec, (size_t)(slash - spec)) : strdup(".");
+        h->json_path = strdup(spec);
+    } else {
+        dir = strdup(spec);
+        h->json_path = jr_path_join(spec, "tokenizer.json");
+    }
+    char *cfg = dir ? jr_path_join(dir, "tokenizer_config.json") : NULL;
+    free(dir);
+    if (!h->json_path || !cfg) { free(cfg); return jr_fail(JR_ENOMEM, "tokenizer: out of memory"); }
+    if (jr_path_exists(cfg)) h->cfg_path = cfg;
+    else free(cfg);
+    return JR_OK;
+}
+
 jr_status jr_tok_open(jr_tok *t, const char *spec) {
     memset(t, 0, sizeof *t);
-    if (spec && !strcmp(spec, "byte")) {
+    if (!spec || !*spec) return jr_fail(JR_EINVAL, "tokenizer: empty spec (use byte, a tokenizer.json file or a model directory)");
+    if (!strcmp(spec, "byte")) {
         t->kind = "byte";
         t->n_vocab = JR_BYTETOK_VOCAB;
         t->bos_id = JR_BYTETOK_BOS;
@@ -26,10 +81,98 @@ jr_status jr_tok_open(jr_tok *t, const char *spec) {
         t->decode = byte_decode;
         return JR_OK;
     }
-    return jr_fail(JR_EUNSUPPORTED, "tokenizer '%s': unknown kind (supported: byte)", spec ? spec : "(null)");
+    if (!jr_path_exists(spec))
+        return jr_fail(JR_EINVAL, "tokenizer '%s': no such file or directory (use byte, a tokenizer.json file or a "
+                                  "model directory holding one)", spec);
+    hf_ctx *h = calloc(1, sizeof *h);
+    if (!h) return jr_fail(JR_ENOMEM, "tokenizer: out of memory");
+    jr_status st = jr_tok_load(&h->hf, spec);
+    if (!st) st = hf_paths(h, spec);
+    if (st) { hf_close(h); return st; }
+    t->kind = "bpe";
+    t->n_vocab = jr_tok_n_tokens(h->hf);
+    t->bos_id = jr_tok_bos_id(h->hf);
+    t->eos_id = jr_tok_eos_id(h->hf);
+    t->pad_id = jr_tok_pad_id(h->hf);
+    t->encode = hf_encode;
+    t->decode = hf_decode;
+    t->close = hf_close;
+    t->ctx = h;
+    t->hf = h->hf;
+    return JR_OK;
 }
 
 void jr_tok_close(jr_tok *t) {
     if (t && t->close) t->close(t->ctx);
     if (t) memset(t, 0, sizeof *t);
+}
+
+static jr_status copy_file(const char *from, const char *dir, const char *name) {
+    char *text = NULL, *to = jr_path_join(dir, name);
+    size_t len = 0;
+    if (!to) return jr_fail(JR_ENOMEM, "tokenizer: out of memory");
+    jr_status st = jr_read_file(from, &text, &len);
+    if (!st) st = jr_write_atomic(to, text, len);
+    free(text);
+    free(to);
+    return st;
+}
+
+jr_status jr_tok_copy_files(const jr_tok *t, const char *dir) {
+    if (!t || !t->hf) return JR_OK;
+    const hf_ctx *h = t->ctx;
+    jr_status st = copy_file(h->json_path, dir, "tokenizer.json");
+    if (!st && h->cfg_path) st = copy_file(h->cfg_path, dir, "tokenizer_config.json");
+    return st;
+}
+
+/* Encodes text[a, b) with specials parsed, appending to v and marking the new tokens with flag. */
+static jr_status piece(const jr_tokenizer *hf, const char *text, size_t a, size_t b, uint8_t flag, jr_ids *v,
+                       uint8_t **loss, size_t *cap) {
+    if (b <= a) return JR_OK;
+    size_t n0 = v->n;
+    jr_status st = jr_tok_encode(hf, text + a, b - a, 0, v);
+    if (st) return st;
+    if (v->n > *cap) {
+        size_t nc = v->cap > v->n ? v->cap : v->n;
+        uint8_t *nl = realloc(*loss, nc);
+        if (!nl) return jr_fail(JR_ENOMEM, "tokenizer: out of memory");
+        *loss = nl;
+        *cap = nc;
+    }
+    memset(*loss + n0, flag, v->n - n0);
+    return JR_OK;
+}
+
+jr_status jr_tok_encode_chat(const jr_tok *t, const jr_chat_msg *msgs, size_t n, int enable_thinking, int32_t **ids,
+                             uint8_t **loss, size_t *n_ids) {
+    *ids = NULL;
+    if (loss) *loss = NULL;
+    *n_ids = 0;
+    if (!t->hf || !jr_tok_has_chat_template(t->hf))
+        return jr_fail(JR_EINVAL, "the %s tokenizer has no chat template: rows with \"messages\" need a tokenizer.json "
+                                  "with one (trainer.tokenizer) or tokenizer.chat_template", t->kind ? t->kind : "(none)");
+    jr_chat_opts o = {0, enable_thinking};
+    char *text = NULL;
+    size_t len = 0, ns = 0, cap = 0, at = 0;
+    jr_span *sp = NULL;
+    jr_status st = jr_chat_render(t->hf, msgs, n, &o, &text, &len, &sp, &ns);
+    if (st) return st;
+    jr_ids v = {0};
+    uint8_t *l = NULL;
+    for (size_t i = 0; i < ns && !st; i++) {
+        st = piece(t->hf, text, at, sp[i].start, 0, &v, &l, &cap);
+        if (!st) st = piece(t->hf, text, sp[i].start, sp[i].end, 1, &v, &l, &cap);
+        if (sp[i].end > at) at = sp[i].end;
+    }
+    if (!st) st = piece(t->hf, text, at, len, 0, &v, &l, &cap);
+    free(text);
+    free(sp);
+    if (!st && !v.n) st = jr_fail(JR_EINVAL, "the chat renders to no tokens");
+    if (st) { jr_ids_free(&v); free(l); return st; }
+    *ids = v.ids;
+    *n_ids = v.n;
+    if (loss) *loss = l;
+    else free(l);
+    return JR_OK;
 }

@@ -299,7 +299,7 @@ jr_status jr_distill_run(const jr_config *c, FILE *progress, volatile sig_atomic
         char *fin = jr_path_join(out_dir, d.use_lora ? "adapter" : "model");
         if (!fin) st = JR_ENOMEM;
         else if (d.use_lora) st = write_adapter(&d, fin);
-        else if (!(st = jr_mkdirs(fin))) st = jr_model_save(&d.m, fin, NULL);
+        else if (!(st = jr_mkdirs(fin)) && !(st = jr_model_save(&d.m, fin, NULL))) st = jr_tok_copy_files(&d.tok, fin);
         free(fin);
     }
 done:

@@ -1068,7 +1068,7 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
         char *fin = jr_path_join(out_dir, g.use_lora ? "adapter" : "model");
         if (!fin) st = JR_ENOMEM;
         else if (g.use_lora) st = write_adapter(&g, fin);
-        else if (!(st = jr_mkdirs(fin))) st = jr_model_save(&g.m, fin, NULL);
+        else if (!(st = jr_mkdirs(fin)) && !(st = jr_model_save(&g.m, fin, NULL))) st = jr_tok_copy_files(&g.tg.tok, fin);
         free(fin);
     }
 done:

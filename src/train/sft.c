@@ -22,7 +22,7 @@ const jr_cfg_field jr_trainer_cfg[] = {
     {"trainer.grad_accum", JR_CFG_INT, "1", "micro-batches accumulated per optimizer step", NULL, NULL, 1, 1e6},
     {"trainer.max_seq_len", JR_CFG_INT, "256", "tokens per row (prompt + completion); longer rows are cut", NULL, NULL,
      2, 1e7},
-    {"trainer.tokenizer", JR_CFG_STRING, "byte", "tokenizer: byte (256 bytes + specials)", NULL, NULL, 0, 0},
+    {"trainer.tokenizer", JR_CFG_STRING, "byte", "tokenizer: byte (256 bytes + specials), a tokenizer.json file or a model directory holding one", NULL, NULL, 0, 0},
     {"trainer.lr", JR_CFG_FLOAT, "1e-3", "peak learning rate", NULL, NULL, 0, 10},
     {"trainer.lr_schedule", JR_CFG_ENUM, "cosine", "learning-rate schedule after warmup", "constant|linear|cosine",
      NULL, 0, 0},
@@ -64,30 +64,62 @@ typedef struct {
     jr_acts acts;
     jr_adamw opt;
     int B, accum, max_len;
+    int thinking;       /* tokenizer.enable_thinking for chat rows: -1, 0, 1 */
     batch *mb;          /* accum micro-batches */
     float *lp;
 } sft;
 
-/* Tokenizes one {"prompt","completion"} row into seq (max_len + 1 tokens at most): [bos] prompt
- * completion [eos]; *start is the index of the first completion token. */
-static jr_status row_tokens(sft *s, json_t *row, const jr_data_row_info *info, int32_t *seq, int *len, int *start) {
+/* Tokenizes a {"messages": [...]} row with the chat template: loss on the assistant spans. */
+static jr_status chat_tokens(sft *s, json_t *msgs, const jr_data_row_info *info, int32_t *seq, uint8_t *lm, int *len) {
+    size_t n = json_array_size(msgs);
+    jr_chat_msg *m = calloc(n ? n : 1, sizeof *m);
+    if (!m) return JR_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(msgs, i), *r = json_object_get(e, "role"), *c = json_object_get(e, "content");
+        if (!json_is_string(r) || !(json_is_string(c) || json_is_null(c))) {
+            free(m);
+            return jr_fail(JR_EINVAL, "%s:%lld: messages[%zu] needs a string \"role\" and a string \"content\"",
+                           info->path, (long long)info->line_no, i);
+        }
+        m[i].role = json_string_value(r);
+        m[i].content = json_string_value(c);
+    }
+    int32_t *ids = NULL;
+    uint8_t *loss = NULL;
+    size_t ni = 0;
+    jr_status st = jr_tok_encode_chat(&s->tok, m, n, s->thinking, &ids, &loss, &ni);
+    free(m);
+    if (st) return jr_fail_ctx(st, "%s:%lld", info->path, (long long)info->line_no);
+    int k = 0;
+    for (size_t i = 0; i < ni && k < s->max_len + 1; i++, k++) { seq[k] = ids[i]; lm[k] = loss[i]; }
+    free(ids);
+    free(loss);
+    *len = k;
+    return JR_OK;
+}
+
+/* Tokenizes one row into seq (max_len + 1 tokens at most) and lm (1: the token is a loss target):
+ * {"prompt","completion"} rows are [bos] prompt completion [eos] with the loss on completion [eos];
+ * {"messages": [...]} rows are rendered with the chat template (chat_tokens). */
+static jr_status row_tokens(sft *s, json_t *row, const jr_data_row_info *info, int32_t *seq, uint8_t *lm, int *len) {
+    json_t *msgs = json_object_get(row, "messages");
+    if (json_is_array(msgs)) return chat_tokens(s, msgs, info, seq, lm, len);
     const char *f[2] = {"prompt", "completion"};
     int n = 0, cap = s->max_len + 1;
-    if (s->tok.bos_id >= 0) seq[n++] = s->tok.bos_id;
+    if (s->tok.bos_id >= 0) { lm[n] = 0; seq[n++] = s->tok.bos_id; }
     for (int k = 0; k < 2; k++) {
         json_t *v = json_object_get(row, f[k]);
         if (!json_is_string(v))
             return jr_fail(JR_EINVAL, "%s:%lld: row has no string field \"%s\" (SFT rows are {\"prompt\": ..., "
-                                      "\"completion\": ...})", info->path, (long long)info->line_no, f[k]);
-        if (k == 1) *start = n;
+                                      "\"completion\": ...} or {\"messages\": [...]})", info->path, (long long)info->line_no, f[k]);
         int32_t *ids;
         size_t ni;
         jr_status st = s->tok.encode(s->tok.ctx, json_string_value(v), json_string_length(v), &ids, &ni);
         if (st) return jr_fail_ctx(st, "%s:%lld", info->path, (long long)info->line_no);
-        for (size_t i = 0; i < ni && n < cap; i++) seq[n++] = ids[i];
+        for (size_t i = 0; i < ni && n < cap; i++) { lm[n] = (uint8_t)k; seq[n++] = ids[i]; }
         free(ids);
     }
-    if (s->tok.eos_id >= 0 && n < cap) seq[n++] = s->tok.eos_id;
+    if (s->tok.eos_id >= 0 && n < cap) { lm[n] = 1; seq[n++] = s->tok.eos_id; }
     *len = n;
     return JR_OK;
 }
@@ -96,14 +128,15 @@ static jr_status row_tokens(sft *s, json_t *row, const jr_data_row_info *info, i
 static jr_status next_batch(sft *s, batch *b) {
     int cap = s->max_len + 1;
     int32_t *seq = jr_malloc(sizeof(int32_t) * (size_t)cap * s->B);
-    int *len = jr_malloc(sizeof(int) * s->B), *start = jr_malloc(sizeof(int) * s->B);
-    jr_status st = seq && len && start ? JR_OK : JR_ENOMEM;
+    uint8_t *lm = jr_malloc((size_t)cap * s->B);
+    int *len = jr_malloc(sizeof(int) * s->B);
+    jr_status st = seq && len && lm ? JR_OK : JR_ENOMEM;
     int T = 1;
     for (int r = 0; r < s->B && !st; r++) {
         json_t *row = NULL;
         jr_data_row_info info;
         if ((st = jr_data_next(s->data, &row, &info))) break;
-        st = row_tokens(s, row, &info, seq + (size_t)r * cap, &len[r], &start[r]);
+        st = row_tokens(s, row, &info, seq + (size_t)r * cap, lm + (size_t)r * cap, &len[r]);
         json_decref(row);
         if (!st && len[r] - 1 > T) T = len[r] - 1;
     }
@@ -114,13 +147,13 @@ static jr_status next_batch(sft *s, batch *b) {
             for (int t = 0; t < T; t++) {
                 const int32_t *q = seq + (size_t)r * cap;
                 int32_t id = t < len[r] ? q[t] : pad, tg = -1;
-                if (t + 1 < len[r] && t + 1 >= start[r]) tg = q[t + 1];
+                if (t + 1 < len[r] && lm[(size_t)r * cap + t + 1]) tg = q[t + 1];
                 b->ids[r * T + t] = id;
                 b->targets[r * T + t] = tg;
                 b->n_tok += tg >= 0;
             }
     }
-    free(seq); free(len); free(start);
+    free(seq); free(len); free(lm);
     return st;
 }
 
@@ -131,25 +164,26 @@ static jr_status val_loss(sft *s, double *out) {
     if (!nv) return JR_OK;
     int cap = s->max_len + 1;
     int32_t *seq = jr_malloc(sizeof(int32_t) * (size_t)cap), *tg = jr_malloc(sizeof(int32_t) * (size_t)cap);
-    jr_status st = seq && tg ? JR_OK : JR_ENOMEM;
+    uint8_t *lm = jr_malloc((size_t)cap);
+    jr_status st = seq && tg && lm ? JR_OK : JR_ENOMEM;
     double sum = 0;
     long cnt = 0;
     for (size_t i = 0; i < nv && !st; i++) {
         json_t *row = NULL;
         jr_data_row_info info;
-        int len, start;
+        int len;
         if ((st = jr_data_val_get(s->data, i, &row, &info))) break;
-        st = row_tokens(s, row, &info, seq, &len, &start);
+        st = row_tokens(s, row, &info, seq, lm, &len);
         json_decref(row);
         if (st || len < 2) continue;
-        for (int t = 0; t < len - 1; t++) tg[t] = t + 1 >= start ? seq[t + 1] : -1;
+        for (int t = 0; t < len - 1; t++) tg[t] = lm[t + 1] ? seq[t + 1] : -1;
         double part;
         long c;
         st = jr_model_nll(&s->m, &s->acts, seq, tg, 1, len - 1, 0.0f, s->lp, &part, &c);
         sum += part;
         cnt += c;
     }
-    free(seq); free(tg);
+    free(seq); free(tg); free(lm);
     if (!st && cnt) *out = sum / cnt;
     return st;
 }
@@ -204,6 +238,11 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t
 
     if (!out_dir) return jr_fail(JR_EINVAL, "%s: run.out_dir must be set", c->source);
     if ((st = jr_tok_open(&s.tok, jr_cfg_str(c, "trainer.tokenizer")))) return jr_fail_ctx(st, "trainer.tokenizer");
+    s.thinking = -1;
+    if (json_object_get(c->root, "tokenizer")) { /* the command has the tokenizer.* table */
+        s.thinking = jr_tok_cfg_thinking(c);
+        if (s.tok.hf && (st = jr_tok_apply_config(s.tok.hf, c))) goto done;
+    }
     jr_data_opts dopt;
     jr_data_opts_from_config(&dopt, c);
     dopt.on_bad = on_bad_line;
@@ -308,13 +347,16 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t
         if (!mdir || !tmp) st = JR_ENOMEM;
         if (!st) st = jr_mkdirs(tmp);
         if (!st) st = jr_model_save(&s.m, tmp, NULL);
+        if (!st) st = jr_tok_copy_files(&s.tok, tmp);
         if (!st && jr_path_exists(mdir)) {
             char *old = jr_path_join(out_dir, ".old-model");
             if (old && !rename(mdir, old)) {
-                char *f1 = jr_path_join(old, "config.json"), *f2 = jr_path_join(old, "model.safetensors");
-                if (f1) remove(f1);
-                if (f2) remove(f2);
-                free(f1); free(f2);
+                const char *names[] = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"};
+                for (int i = 0; i < 4; i++) {
+                    char *f = jr_path_join(old, names[i]);
+                    if (f) remove(f);
+                    free(f);
+                }
                 remove(old);
             }
             free(old);
