@@ -26,10 +26,41 @@ static double mono(void) {
 }
 
 /* The id of a row as text ("" when it has none usable). */
-static int id_text(const json_t *v, char *out, size_t n) {
+int cli_grade_id_text(const json_t *v, char *out, size_t n) {
     if (json_is_string(v)) { snprintf(out, n, "%s", json_string_value(v)); return 1; }
     if (json_is_integer(v)) { snprintf(out, n, "%lld", (long long)json_integer_value(v)); return 1; }
     return 0;
+}
+
+int cli_grade_read_row(const char *in_path, long lineno, const char *line, size_t len, json_t *seen,
+                       const json_t *done, json_t **row, int *skipped_done) {
+    *row = NULL;
+    *skipped_done = 0;
+    size_t k = 0;
+    while (k < len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r')) k++;
+    if (k == len) return 0; /* blank line */
+    json_error_t je;
+    json_t *r = json_loadb(line, len, 0, &je);
+    char id[1024];
+    if (!json_is_object(r)) {
+        json_decref(r);
+        jr_fail(JR_EFORMAT, "%s: line %ld: not a JSON object (%s)", in_path, lineno, je.text);
+        return -1;
+    }
+    if (!cli_grade_id_text(json_object_get(r, "id"), id, sizeof id)) {
+        json_decref(r);
+        jr_fail(JR_EINVAL, "%s: line %ld: field 'id': expected a string or an integer", in_path, lineno);
+        return -1;
+    }
+    if (json_object_get(seen, id)) {
+        json_decref(r);
+        jr_fail(JR_EINVAL, "%s: line %ld: duplicate id '%s' (ids must be unique)", in_path, lineno, id);
+        return -1;
+    }
+    json_object_set_new(seen, id, json_true());
+    if (json_object_get(done, id)) { json_decref(r); *skipped_done = 1; return 0; }
+    *row = r;
+    return 1;
 }
 
 /* Reads the existing output: drops a torn last line (truncating the file), records finished ids
@@ -65,7 +96,7 @@ jr_status cli_grade_load_done(const char *path, json_t *done, long *n_unscored, 
             json_error_t je;
             json_t *o = json_loadb(text + i, j - i, 0, &je);
             char id[1024];
-            if (!json_is_object(o) || !id_text(json_object_get(o, "id"), id, sizeof id)) {
+            if (!json_is_object(o) || !cli_grade_id_text(json_object_get(o, "id"), id, sizeof id)) {
                 json_decref(o);
                 free(text);
                 free(kept);
@@ -220,31 +251,14 @@ int cmd_grade(int argc, char **argv) {
             lineno++;
             size_t s0 = pos;
             pos = e < in_len ? e + 1 : e;
-            size_t k = s0;
-            while (k < e && (input[k] == ' ' || input[k] == '\t' || input[k] == '\r')) k++;
-            if (k == e) continue; /* blank line */
+            json_t *row;
+            int skipped_done, got = cli_grade_read_row(in_path, lineno, input + s0, e - s0, seen, done, &row, &skipped_done);
+            if (got < 0) { rc = cli_fail(cmd, JR_EINVAL); goto out; }
+            if (got == 0) { n_rows += skipped_done; n_skipped += skipped_done; continue; }
             n_rows++;
-            json_error_t je;
-            json_t *row = json_loadb(input + s0, e - s0, 0, &je);
-            char id[1024];
-            if (!json_is_object(row)) {
-                json_decref(row);
-                rc = cli_fail(cmd, jr_fail(JR_EFORMAT, "%s: line %ld: not a JSON object (%s)", in_path, lineno, je.text));
-                goto out;
-            }
-            if (!id_text(json_object_get(row, "id"), id, sizeof id)) {
-                json_decref(row);
-                rc = cli_fail(cmd, jr_fail(JR_EINVAL, "%s: line %ld: field 'id': expected a string or an integer", in_path, lineno));
-                goto out;
-            }
-            if (json_object_get(seen, id)) {
-                json_decref(row);
-                rc = cli_fail(cmd, jr_fail(JR_EINVAL, "%s: line %ld: duplicate id '%s' (ids must be unique)", in_path, lineno, id));
-                goto out;
-            }
-            json_object_set_new(seen, id, json_true());
-            if (json_object_get(done, id)) { n_skipped++; json_decref(row); continue; }
             json_t *idv = json_object_get(row, "id");
+            char id[1024];
+            cli_grade_id_text(idv, id, sizeof id);
             json_array_append(ids, idv);
             st = jr_judge_submit(j, row, idv, NULL);
             json_decref(row);

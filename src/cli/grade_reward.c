@@ -23,11 +23,6 @@ static double mono(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int id_text(const json_t *v, char *out, size_t n) {
-    if (json_is_string(v)) { snprintf(out, n, "%s", json_string_value(v)); return 1; }
-    if (json_is_integer(v)) { snprintf(out, n, "%lld", (long long)json_integer_value(v)); return 1; }
-    return 0;
-}
 
 /* One output line: {id, reward, scores: {component: value | null}, status, error, judge_calls,
  * components: {...}} (caller frees). */
@@ -93,31 +88,13 @@ int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const
             size_t e = pos;
             while (e < in_len && input[e] != '\n') e++;
             lineno++;
-            size_t s0 = pos, k = pos;
+            size_t s0 = pos;
             pos = e < in_len ? e + 1 : e;
-            while (k < e && (input[k] == ' ' || input[k] == '\t' || input[k] == '\r')) k++;
-            if (k == e) continue;
+            json_t *row;
+            int skipped_done, got = cli_grade_read_row(in_path, lineno, input + s0, e - s0, seen, done, &row, &skipped_done);
+            if (got < 0) { rc = cli_fail(cmd, JR_EINVAL); goto out; }
+            if (got == 0) { n_rows += skipped_done; n_skipped += skipped_done; continue; }
             n_rows++;
-            json_error_t je;
-            json_t *row = json_loadb(input + s0, e - s0, 0, &je);
-            char id[1024];
-            if (!json_is_object(row)) {
-                json_decref(row);
-                rc = cli_fail(cmd, jr_fail(JR_EFORMAT, "%s: line %ld: not a JSON object (%s)", in_path, lineno, je.text));
-                goto out;
-            }
-            if (!id_text(json_object_get(row, "id"), id, sizeof id)) {
-                json_decref(row);
-                rc = cli_fail(cmd, jr_fail(JR_EINVAL, "%s: line %ld: field 'id': expected a string or an integer", in_path, lineno));
-                goto out;
-            }
-            if (json_object_get(seen, id)) {
-                json_decref(row);
-                rc = cli_fail(cmd, jr_fail(JR_EINVAL, "%s: line %ld: duplicate id '%s' (ids must be unique)", in_path, lineno, id));
-                goto out;
-            }
-            json_object_set_new(seen, id, json_true());
-            if (json_object_get(done, id)) { n_skipped++; json_decref(row); continue; }
             rows[nw++] = row;
         }
         if (!nw) break;
@@ -145,7 +122,7 @@ int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const
                     snprintf(last_reason, sizeof last_reason, "%s", res[i].reason ? res[i].reason : "?");
                     if (!quiet) {
                         char id[1024] = "";
-                        id_text(json_object_get(rows[i], "id"), id, sizeof id);
+                        cli_grade_id_text(json_object_get(rows[i], "id"), id, sizeof id);
                         fprintf(stderr, "judgerl %s: unscored id=%s: %s\n", cmd, id, last_reason);
                     }
                 }
