@@ -32,6 +32,14 @@ jr_status jr_ckpt_save(const char *run_dir, const jr_model *m, const jr_adamw *o
 jr_status jr_ckpt_save_with(const char *run_dir, const jr_model *m, const jr_adamw *o, const jr_train_state *s,
                             int keep, jr_status (*write)(void *ud, const char *dir), void *ud);
 
+/* Writes a run's final weights as RUN_DIR/NAME: through write(ud, dir) when write is set (LoRA: the
+ * PEFT adapter), else m as an HF model directory with tok's tokenizer files (tok may be NULL).
+ * The directory is built as RUN_DIR/.tmp-NAME and renamed over RUN_DIR/NAME, so a crash leaves
+ * either the previous directory or the complete new one. */
+struct jr_tok;
+jr_status jr_ckpt_save_final(const char *run_dir, const char *name, const jr_model *m,
+                             jr_status (*write)(void *ud, const char *dir), void *ud, const struct jr_tok *tok);
+
 /* The directory of the latest complete checkpoint of run_dir into *path (caller frees), or NULL
  * when there is none. */
 jr_status jr_ckpt_latest(const char *run_dir, char **path);

@@ -11,6 +11,8 @@
 
 #include "judgerl/checkpoint.h"
 #include "judgerl/fsutil.h"
+#include "judgerl/tok.h"
+#include "judgerl/fsutil.h"
 #include "judgerl/safetensors.h"
 
 #define STATE_FORMAT "judgerl-trainer-state"
@@ -252,5 +254,30 @@ done:
     jr_st_close(&f);
     free(opt); free(stp);
     if (st) jr_adamw_free(o);
+    return st;
+}
+
+jr_status jr_ckpt_save_final(const char *run_dir, const char *name, const jr_model *m,
+                             jr_status (*write)(void *ud, const char *dir), void *ud, const struct jr_tok *tok) {
+    char tname[64], oname[64];
+    snprintf(tname, sizeof tname, ".tmp-%s", name);
+    snprintf(oname, sizeof oname, ".old-%s", name);
+    char *dir = jr_path_join(run_dir, name), *tmp = jr_path_join(run_dir, tname), *old = jr_path_join(run_dir, oname);
+    jr_status st = dir && tmp && old ? JR_OK : jr_fail(JR_ENOMEM, "out of memory");
+    if (!st) {
+        remove_flat_dir(tmp); /* left by an earlier crash */
+        remove_flat_dir(old);
+        st = jr_mkdirs(tmp);
+    }
+    if (!st) {
+        if (write) st = write(ud, tmp);
+        else if (!(st = jr_model_save(m, tmp, NULL)) && tok) st = jr_tok_copy_files(tok, tmp);
+    }
+    if (!st && jr_path_exists(dir) && rename(dir, old))
+        st = jr_fail(JR_EIO, "%s: cannot move the previous %s aside: %s", dir, name, strerror(errno));
+    if (!st && rename(tmp, dir)) st = jr_fail(JR_EIO, "%s: cannot rename to %s: %s", tmp, dir, strerror(errno));
+    if (!st) st = jr_fsync_dir(run_dir);
+    if (!st) remove_flat_dir(old);
+    free(dir); free(tmp); free(old);
     return st;
 }

@@ -221,8 +221,8 @@ jr_status jr_distill_run(const jr_config *c, FILE *progress, volatile sig_atomic
         if (unscored > max_unscored) {
             jr_runlog_add(rl, "unscored_frac", unscored);
             jr_runlog_commit(rl, step + 1);
-            jr_status s2 = d.use_lora ? jr_ckpt_save_with(out_dir, d.trained, &d.opt, &prev, keep, write_adapter, &d)
-                                      : jr_ckpt_save(out_dir, &d.m, &d.opt, &prev, keep);
+            jr_status s2 = jr_ckpt_save_with(out_dir, d.trained, &d.opt, &prev, keep,
+                                  d.use_lora ? write_adapter : NULL, &d);
             if (s2) { st = s2; goto done; }
             st = jr_fail(JR_EIO, "step %lld: %d of %d prompts without an accepted label (%.0f%% > "
                                  "judge.max_unscored_frac=%g); stopped with a checkpoint at step %lld: fix the judge "
@@ -285,8 +285,8 @@ jr_status jr_distill_run(const jr_config *c, FILE *progress, volatile sig_atomic
         jr_progress_set(bar, ts.step);
         int stopping = stop && *stop;
         if (last || stopping || (save_every > 0 && ts.step % save_every == 0)) {
-            st = d.use_lora ? jr_ckpt_save_with(out_dir, d.trained, &d.opt, &ts, keep, write_adapter, &d)
-                            : jr_ckpt_save(out_dir, &d.m, &d.opt, &ts, keep);
+            st = jr_ckpt_save_with(out_dir, d.trained, &d.opt, &ts, keep,
+                                  d.use_lora ? write_adapter : NULL, &d);
             if (st) goto done;
         }
         if (stopping && !last) {
@@ -295,13 +295,9 @@ jr_status jr_distill_run(const jr_config *c, FILE *progress, volatile sig_atomic
             goto done;
         }
     }
-    if (ts.step == steps) {
-        char *fin = jr_path_join(out_dir, d.use_lora ? "adapter" : "model");
-        if (!fin) st = JR_ENOMEM;
-        else if (d.use_lora) st = write_adapter(&d, fin);
-        else if (!(st = jr_mkdirs(fin)) && !(st = jr_model_save(&d.m, fin, NULL))) st = jr_tok_copy_files(&d.tok, fin);
-        free(fin);
-    }
+    if (ts.step == steps)
+        st = jr_ckpt_save_final(out_dir, d.use_lora ? "adapter" : "model", &d.m, d.use_lora ? write_adapter : NULL, &d,
+                                &d.tok);
 done:
     jr_progress_finish(bar);
     if (rl) {

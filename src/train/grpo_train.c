@@ -923,8 +923,8 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
                 /* stop cleanly: log what happened, keep a checkpoint of the state before this step */
                 jr_runlog_add(rl, "unscored_frac", unscored);
                 jr_runlog_commit(rl, step + 1);
-                jr_status s2 = g.use_lora ? jr_ckpt_save_with(out_dir, g.trained, &g.opt, &prev, keep, write_adapter, &g)
-                                          : jr_ckpt_save(out_dir, &g.m, &g.opt, &prev, keep);
+                jr_status s2 = jr_ckpt_save_with(out_dir, g.trained, &g.opt, &prev, keep,
+                                  g.use_lora ? write_adapter : NULL, &g);
                 if (s2) goto done;
                 st = jr_fail(JR_EIO, "step %lld: %d of %d samples unscored (%.0f%% > judge.max_unscored_frac=%g); "
                                      "stopped with a checkpoint at step %lld: fix the judge and resume with "
@@ -1053,8 +1053,8 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
         int boundary = ts.step % g.mu == 0;
         int stopping = stop && *stop && boundary;
         if (last || stopping || (save_every > 0 && ts.step % save_every == 0 && boundary)) {
-            st = g.use_lora ? jr_ckpt_save_with(out_dir, g.trained, &g.opt, &ts, keep, write_adapter, &g)
-                            : jr_ckpt_save(out_dir, &g.m, &g.opt, &ts, keep);
+            st = jr_ckpt_save_with(out_dir, g.trained, &g.opt, &ts, keep,
+                                  g.use_lora ? write_adapter : NULL, &g);
             if (st) goto done;
         }
         if (stopping && !last) {
@@ -1064,13 +1064,9 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
         }
     }
     /* the final policy: an HF directory (full fine-tuning) or a PEFT adapter (LoRA) */
-    if (ts.step == steps) {
-        char *fin = jr_path_join(out_dir, g.use_lora ? "adapter" : "model");
-        if (!fin) st = JR_ENOMEM;
-        else if (g.use_lora) st = write_adapter(&g, fin);
-        else if (!(st = jr_mkdirs(fin)) && !(st = jr_model_save(&g.m, fin, NULL))) st = jr_tok_copy_files(&g.tg.tok, fin);
-        free(fin);
-    }
+    if (ts.step == steps)
+        st = jr_ckpt_save_final(out_dir, g.use_lora ? "adapter" : "model", &g.m, g.use_lora ? write_adapter : NULL, &g,
+                                &g.tg.tok);
 done:
     jr_progress_finish(bar);
     if (rl) {

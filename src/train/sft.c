@@ -342,29 +342,7 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t
         }
     }
     /* the final model as a plain HF directory: written beside, then renamed over run.out_dir/model */
-    if (res->last_step == steps || ts.step == steps) {
-        char *mdir = jr_path_join(out_dir, "model"), *tmp = jr_path_join(out_dir, ".tmp-model");
-        if (!mdir || !tmp) st = JR_ENOMEM;
-        if (!st) st = jr_mkdirs(tmp);
-        if (!st) st = jr_model_save(&s.m, tmp, NULL);
-        if (!st) st = jr_tok_copy_files(&s.tok, tmp);
-        if (!st && jr_path_exists(mdir)) {
-            char *old = jr_path_join(out_dir, ".old-model");
-            if (old && !rename(mdir, old)) {
-                const char *names[] = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"};
-                for (int i = 0; i < 4; i++) {
-                    char *f = jr_path_join(old, names[i]);
-                    if (f) remove(f);
-                    free(f);
-                }
-                remove(old);
-            }
-            free(old);
-        }
-        if (!st && rename(tmp, mdir)) st = jr_fail(JR_EIO, "%s: cannot rename to %s", tmp, mdir);
-        if (!st) st = jr_fsync_dir(out_dir);
-        free(mdir); free(tmp);
-    }
+    if (res->last_step == steps || ts.step == steps) st = jr_ckpt_save_final(out_dir, "model", &s.m, NULL, NULL, &s.tok);
 done:
     jr_progress_finish(bar);
     if (rl) {
