@@ -137,29 +137,29 @@ static void strmap_free(tok_strmap *m) {
     memset(m, 0, sizeof *m);
 }
 
+/* The slot holding key s[0, n), or the empty slot where it would go (linear probing). */
+static inline size_t strmap_slot(const tok_strmap *m, const char *s, size_t n, uint64_t h) {
+    size_t i = h & (m->cap - 1);
+    while (m->e[i].key && !(m->e[i].hash == h && m->e[i].klen == n && !memcmp(m->e[i].key, s, n)))
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
 static int32_t strmap_get(const tok_strmap *m, const char *s, size_t n) {
     if (!m->cap) return -1;
-    uint64_t h = hash_bytes(s, n);
-    size_t i = h & (m->cap - 1);
-    while (m->e[i].key) {
-        if (m->e[i].hash == h && m->e[i].klen == n && !memcmp(m->e[i].key, s, n)) return m->e[i].val;
-        i = (i + 1) & (m->cap - 1);
-    }
-    return -1;
+    size_t i = strmap_slot(m, s, n, hash_bytes(s, n));
+    return m->e[i].key ? m->e[i].val : -1;
 }
 
 /* Inserts (key must outlive the map); returns the previous value or -1. Never grows: init with
  * enough room. */
 static int32_t strmap_put(tok_strmap *m, const char *s, size_t n, int32_t v) {
     uint64_t h = hash_bytes(s, n);
-    size_t i = h & (m->cap - 1);
-    while (m->e[i].key) {
-        if (m->e[i].hash == h && m->e[i].klen == n && !memcmp(m->e[i].key, s, n)) {
-            int32_t old = m->e[i].val;
-            m->e[i].val = v;
-            return old;
-        }
-        i = (i + 1) & (m->cap - 1);
+    size_t i = strmap_slot(m, s, n, h);
+    if (m->e[i].key) {
+        int32_t old = m->e[i].val;
+        m->e[i].val = v;
+        return old;
     }
     m->e[i].key = s;
     m->e[i].klen = (uint32_t)n;
