@@ -32,6 +32,7 @@ typedef struct jr_trainer_opts {
     int batch_size, grad_accum, max_seq_len;
     const char *tokenizer;   /* resolved spec: "byte", a tokenizer.json or a directory holding one */
     char tokenizer_note[640]; /* how it was chosen: one line the run prints at its start */
+    int tokenizer_shown;     /* 1: the note is printed (the default picked something from model.path) */
     int tokenizer_loud;      /* 1: an explicit byte tokenizer beside a model directory that has tokenizer.json */
     double lr;
     jr_sched_kind lr_schedule;
@@ -127,9 +128,13 @@ jr_status jr_run_open(jr_run *r, const jr_run_opts *ro, const jr_trainer_opts *t
  * progress here when loud, else after the first step (so a bad first batch prints its error alone). */
 jr_status jr_run_start(jr_run *r, double step_flops, const jr_tok *tok);
 
-/* Runs steps ts.step .. to.steps - 1: algo->step, the eval hook, the metrics row (lr added), the
- * progress bar, checkpoints every save_every steps, at the end and on *stop (then JR_ECANCELED), and
- * the final model (run.out_dir/model, or adapter with LoRA) after the last step. */
+/* Runs step ts.step: algo->step, the eval hook, the metrics row (lr added), the progress bar, a
+ * checkpoint every save_every steps, at the end and on *stop (then JR_ECANCELED), and the final model
+ * (run.out_dir/model, or adapter with LoRA) after the last step. When algo->step returns JR_ECANCELED
+ * with *stop set (it canceled its work in flight), the state before the step is checkpointed. */
+jr_status jr_run_step(jr_run *r, const jr_run_algo *algo);
+
+/* jr_run_step until to.steps steps are done. */
 jr_status jr_run_loop(jr_run *r, const jr_run_algo *algo);
 
 /* Writes a checkpoint of state s (the model, adapters, moments, tokenizer files). */

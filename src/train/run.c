@@ -68,10 +68,12 @@ static void resolve_tokenizer(jr_trainer_opts *o, const char *spec, const char *
     o->tokenizer_loud = 0;
     if (!spec && has) {
         o->tokenizer = model_dir;
+        o->tokenizer_shown = 1;
         snprintf(o->tokenizer_note, sizeof o->tokenizer_note,
                  "tokenizer: %s (the model directory's; trainer.tokenizer is unset)", tj);
     } else if (!spec) {
         o->tokenizer = "byte";
+        o->tokenizer_shown = model_dir != NULL;
         snprintf(o->tokenizer_note, sizeof o->tokenizer_note,
                  "tokenizer: byte (trainer.tokenizer is unset and %s)",
                  model_dir ? "model.path holds no tokenizer.json" : "the model is a fresh model.init");
@@ -244,7 +246,7 @@ static jr_status after_step(jr_run *r, const jr_run_algo *algo, int64_t done, do
         if (st) return st;
     }
     /* the bar starts after the first step, so a bad first batch prints its error line alone */
-    if (r->progress && !r->bar && !r->to.tokenizer_loud && r->to.tokenizer_note[0])
+    if (r->progress && !r->bar && !r->to.tokenizer_loud && r->to.tokenizer_note[0] && r->to.tokenizer_shown)
         fprintf(r->progress, "%s\n", r->to.tokenizer_note);
     if (r->progress && !r->bar) r->bar = jr_progress_new(algo->name, r->to.steps, r->progress, JR_PROGRESS_AUTO);
     jr_progress_field(r->bar, algo->bar_field, "%.4f", loss);
@@ -252,32 +254,49 @@ static jr_status after_step(jr_run *r, const jr_run_algo *algo, int64_t done, do
     return JR_OK;
 }
 
+/* The final policy: an HF directory with the tokenizer (full fine-tuning) or a PEFT adapter (LoRA). */
+static jr_status save_final(jr_run *r) {
+    return jr_ckpt_save_final(r->ro.out_dir, r->use_lora ? "adapter" : "model", &r->m, r->use_lora ? write_model : NULL,
+                              r, r->tok);
+}
+
+/* A stop request came during step `done` (the algorithm canceled its work): the state before it is saved. */
+static jr_status stopped_in_step(jr_run *r, int64_t done) {
+    jr_status st = jr_run_checkpoint(r, &r->ts);
+    if (st) return st;
+    return jr_fail(JR_ECANCELED, "stopped by a signal during step %lld (its work canceled); checkpoint of step %lld "
+                                 "written in %s/checkpoints (continue with trainer.resume=true)", (long long)done,
+                   (long long)r->ts.step, r->ro.out_dir);
+}
+
+jr_status jr_run_step(jr_run *r, const jr_run_algo *algo) {
+    int64_t steps = r->to.steps, step = r->ts.step, done = step + 1;
+    if (step >= steps) return jr_fail(JR_EINVAL, "%s: all %lld steps are done", r->ro.out_dir, (long long)steps);
+    int last = done == steps, boundary = 1;
+    r->log_now = done % r->to.log_every == 0 || last || eval_due(r, done);
+    double lr = jr_schedule_lr(&r->sch, step), loss = NAN;
+    jr_status st = algo->step(algo->ud, r, step, &loss, &boundary);
+    if (st == JR_ECANCELED && r->stop && *r->stop) return stopped_in_step(r, done);
+    if (st) return st;
+    r->ts.step = done;
+    if (done == r->first_step) r->first_loss = loss;
+    r->last_loss = loss;
+    r->last_step = done;
+    if ((st = after_step(r, algo, done, loss, lr))) return st;
+    /* checkpoints only where the algorithm allows (GRPO: generation boundaries) */
+    int stopping = r->stop && *r->stop && boundary;
+    int save_due = r->to.save_every > 0 && done % r->to.save_every == 0 && boundary;
+    if ((last || stopping || save_due) && (st = jr_run_checkpoint(r, &r->ts))) return st;
+    if (stopping && !last)
+        return jr_fail(JR_ECANCELED, "stopped by a signal after step %lld; checkpoint written in %s/checkpoints "
+                                     "(continue with trainer.resume=true)", (long long)done, r->ro.out_dir);
+    return last ? save_final(r) : JR_OK;
+}
+
 jr_status jr_run_loop(jr_run *r, const jr_run_algo *algo) {
     jr_status st = JR_OK;
-    int64_t steps = r->to.steps;
-    for (int64_t step = r->ts.step; step < steps && !st; step++) {
-        int64_t done = step + 1;
-        int last = done == steps, boundary = 1;
-        r->log_now = done % r->to.log_every == 0 || last || eval_due(r, done);
-        double lr = jr_schedule_lr(&r->sch, step), loss = NAN;
-        if ((st = algo->step(algo->ud, r, step, &loss, &boundary))) break;
-        r->ts.step = done;
-        if (done == r->first_step) r->first_loss = loss;
-        r->last_loss = loss;
-        r->last_step = done;
-        if ((st = after_step(r, algo, done, loss, lr))) break;
-        /* checkpoints only where the algorithm allows (GRPO: generation boundaries) */
-        int stopping = r->stop && *r->stop && boundary;
-        int save_due = r->to.save_every > 0 && done % r->to.save_every == 0 && boundary;
-        if (last || stopping || save_due) st = jr_run_checkpoint(r, &r->ts);
-        if (!st && stopping && !last)
-            st = jr_fail(JR_ECANCELED, "stopped by a signal after step %lld; checkpoint written in %s/checkpoints "
-                                       "(continue with trainer.resume=true)", (long long)done, r->ro.out_dir);
-    }
-    /* the final policy: an HF directory with the tokenizer (full fine-tuning) or a PEFT adapter (LoRA) */
-    if (!st && r->ts.step == steps)
-        st = jr_ckpt_save_final(r->ro.out_dir, r->use_lora ? "adapter" : "model", &r->m,
-                                r->use_lora ? write_model : NULL, r, r->tok);
+    if (r->ts.step >= r->to.steps) return save_final(r); /* resumed after the last checkpoint: the model again */
+    while (!st && r->ts.step < r->to.steps) st = jr_run_step(r, algo);
     return st;
 }
 
