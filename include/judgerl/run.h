@@ -67,8 +67,9 @@ typedef struct jr_model_source {
     const char *name;
 } jr_model_source;
 
-/* A model source over a loaded config (jr_model_from_config; c must outlive the run). */
-jr_model_source jr_model_source_config(const jr_config *c);
+/* A model source over a loaded config (jr_model_from_config: model.path or model.init; c must outlive
+ * the run). */
+void jr_model_source_opts_from_config(jr_model_source *s, const jr_config *c);
 
 /* The periodic-evaluation hook: every `every` steps (and at the end when at_end is set) the
  * harness calls score(ud, &value) and logs the value under `metric` in the same metrics row. */

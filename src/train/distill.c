@@ -246,7 +246,8 @@ jr_status jr_distill_run(const jr_config *c, FILE *progress, volatile sig_atomic
     jr_lora_opts_from_config(&lo, c);
     jr_data_opts_from_config(&dopt, c);
     distill_opts_from_config(&d.o, c);
-    jr_model_source src = jr_model_source_config(c);
+    jr_model_source src;
+    jr_model_source_opts_from_config(&src, c);
     jr_status st = jr_tok_open(&d.tok, to.tokenizer);
     if (st) return jr_fail_ctx(st, "trainer.tokenizer");
     if (!dopt.train) st = jr_fail(JR_EINVAL, "%s: data.train must name a JSONL file of prompts", c->source);

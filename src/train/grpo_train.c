@@ -297,7 +297,7 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
     jr_data_opts_from_config(&s.data, c);
     s.data.on_bad = on_bad_line;
     s.data.ud = progress;
-    s.policy = jr_model_source_config(c);
+    jr_model_source_opts_from_config(&s.policy, c);
     s.progress = progress;
     s.stop = stop;
     jr_status st = jr_grpo_opts_from_config(&s.grpo, c);

@@ -123,9 +123,8 @@ void jr_lora_opts_from_config(jr_lora_opts *o, const jr_config *c) {
 
 static jr_status load_from_config(void *ud, jr_model *m) { return jr_model_from_config(m, ud); }
 
-jr_model_source jr_model_source_config(const jr_config *c) {
-    jr_model_source s = {load_from_config, (void *)c, jr_cfg_str(c, "model.path")};
-    return s;
+void jr_model_source_opts_from_config(jr_model_source *s, const jr_config *c) {
+    *s = (jr_model_source){load_from_config, (void *)c, jr_cfg_str(c, "model.path")};
 }
 
 /* ---- the harness ---- */
@@ -319,7 +318,9 @@ jr_status jr_run_close(jr_run *r, jr_status st) {
 jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res) {
     memset(res, 0, sizeof *res);
     res->last_val_loss = NAN;
-    const char *algo = jr_cfg_str(c, "trainer.algo");
+    jr_trainer_opts to;
+    jr_trainer_opts_from_config(&to, c);
+    const char *algo = to.algo;
     if (!strcmp(algo, "grpo") || !strcmp(algo, "rloo")) return jr_grpo_run(c, progress, stop, res);
     if (!strcmp(algo, "distill")) return jr_distill_run(c, progress, stop, res);
     if (!strcmp(algo, "sft")) return jr_sft_run(c, progress, stop, res);

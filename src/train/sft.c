@@ -241,7 +241,8 @@ jr_status jr_sft_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *
     jr_data_opts_from_config(&dopt, c);
     dopt.on_bad = on_bad_line;
     dopt.ud = progress;
-    jr_model_source src = jr_model_source_config(c);
+    jr_model_source src;
+    jr_model_source_opts_from_config(&src, c);
     jr_status st = jr_tok_open(&s.tok, to.tokenizer);
     if (st) return jr_fail_ctx(st, "trainer.tokenizer");
     s.thinking = -1;
