@@ -44,15 +44,7 @@ else fail explicit_byte_tokenizer_is_loud "$(tail -c 400 "$JR_TMP/b.err")"; fi
 
 # 3. judgerl serve on a checkpoint directory
 if command -v curl >/dev/null 2>&1; then
-  "$JR_BIN" serve --model "$C" --port 0 2>"$JR_TMP/serve.err" &
-  pid=$!
-  i=0
-  while [ $i -lt 600 ]; do
-    grep -q 'ready' "$JR_TMP/serve.err" 2>/dev/null && break
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.1; i=$((i + 1))
-  done
-  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$JR_TMP/serve.err" | head -n 1)
+  serve_start --model "$C"
   body=$(curl -s -X POST "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' \
          -d '{"model": "step-00000001", "prompt": "the cat", "max_tokens": 3, "seed": 1}' 2>&1)
   kill -TERM $pid 2>/dev/null
