@@ -2,7 +2,8 @@
  * environment that answers from its own thread: results land by sample id whatever the arrival order; GRPO
  * trained through it makes bit for bit the same updates as through an in-order environment; back-pressure
  * bounds what is in flight; past the deadline the missing samples are UNSCORED "deadline" and the
- * environment is canceled; a stop request cancels the work in flight ("canceled", JR_ECANCELED) */
+ * environment is canceled; a stop request cancels the work in flight ("canceled", JR_ECANCELED), also inside
+ * a GRPO step, whose checkpoint then resumes to the weights of a run never stopped */
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -212,13 +213,15 @@ static jr_status tiny_policy(void *ud, jr_model *m) {
     return st;
 }
 
-/* 3 GRPO steps through env, the final weights into *w (caller frees). */
-static jr_status grpo3(jr_env *env, const char *out, const char *prompts, char **w, size_t *n) {
+/* `steps` GRPO steps through env (resuming run `out` when resume), the final weights into *w (caller
+ * frees; w NULL: not read). */
+static jr_status grpo_n(jr_env *env, const char *out, const char *prompts, int steps, int resume,
+                        volatile sig_atomic_t *stop, char **w, size_t *n) {
     char model_json[1024], path[1200];
     snprintf(model_json, sizeof model_json, "%s/configs/models/tiny-byte.json", jt_root());
     jr_grpo_setup s = {0};
     s.run = (jr_run_opts){.seed = 7, .out_dir = out};
-    s.trainer = (jr_trainer_opts){.algo = "grpo", .steps = 3, .batch_size = 32, .tokenizer = "byte", .lr = 1e-2,
+    s.trainer = (jr_trainer_opts){.algo = "grpo", .steps = steps, .resume = resume, .batch_size = 32, .tokenizer = "byte", .lr = 1e-2,
                                   .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .max_grad_norm = 1.0, .log_every = 1};
     s.grpo = (jr_grpo_opts){.num_generations = 4, .prompts_per_step = 8, .max_prompt_length = 16,
                             .max_completion_length = 8, .temperature = 1, .top_p = 1, .epsilon = 0.2,
@@ -226,22 +229,19 @@ static jr_status grpo3(jr_env *env, const char *out, const char *prompts, char *
     s.policy = (jr_model_source){tiny_policy, model_json, NULL};
     s.data = (jr_data_opts){.train = prompts, .shuffle = 1, .seed = 7};
     s.env = env;
+    s.stop = stop;
     jr_grpo_trainer *t = NULL;
     jr_status st = jr_grpo_open(&t, &s);
     while (!st && !jr_grpo_done(t)) st = jr_grpo_step(t);
     st = jr_grpo_close(t, st);
     snprintf(path, sizeof path, "%s/model/model.safetensors", out);
-    return st ? st : jr_read_file(path, w, n);
+    return st || !w ? st : jr_read_file(path, w, n);
 }
 
-static char *dir;
+static char *dir, prompts[1200];
 
 TEST(grpo_through_out_of_order_env_makes_the_same_updates) {
-    char prompts[1200], oa[1200], ob[1200];
-    snprintf(prompts, sizeof prompts, "%s/prompts.jsonl", dir);
-    FILE *fp = fopen(prompts, "w");
-    for (int i = 0; fp && i < 24; i++) fprintf(fp, "{\"prompt\": \"Q%d:\"}\n", i);
-    if (fp) fclose(fp);
+    char oa[1200], ob[1200];
     snprintf(oa, sizeof oa, "%s/fake", dir);
     snprintf(ob, sizeof ob, "%s/inorder", dir);
     fake f;
@@ -250,8 +250,8 @@ TEST(grpo_through_out_of_order_env_makes_the_same_updates) {
     CHECK_OK(jr_env_from_fn(&b, in_order, NULL));
     char *wa = NULL, *wb = NULL;
     size_t na = 0, nb = 0;
-    CHECK_OK(grpo3(&a, oa, prompts, &wa, &na));
-    CHECK_OK(grpo3(&b, ob, prompts, &wb, &nb));
+    CHECK_OK(grpo_n(&a, oa, prompts, 3, 0, NULL, &wa, &na));
+    CHECK_OK(grpo_n(&b, ob, prompts, 3, 0, NULL, &wb, &nb));
     CHECK(f.submitted == 3 * 32 && f.max_in_flight <= 5);
     CHECK_MSG(wa && wb && na == nb && !memcmp(wa, wb, na), "final weights differ (%zu vs %zu bytes)", na, nb);
     /* and the updates were real: some step had a gradient */
@@ -266,13 +266,49 @@ TEST(grpo_through_out_of_order_env_makes_the_same_updates) {
     jr_env_close(&b);
 }
 
+/* A stop while rewards are pending: the environment is canceled, the state before the step is
+ * checkpointed, and the resumed run ends with the weights of a run never stopped. */
+TEST(grpo_stop_cancels_pending_rewards_then_resumes_exactly) {
+    char oc[1200], ob[1200], latest[1300];
+    snprintf(oc, sizeof oc, "%s/stopped", dir);
+    snprintf(ob, sizeof ob, "%s/inorder", dir); /* the 3-step in-order run of the test above */
+    fake f;
+    jr_env a, b;
+    fake_open(&f, &a, 1); /* never answers */
+    CHECK_OK(jr_env_from_fn(&b, in_order, NULL));
+    stop_flag = 0;
+    pthread_t th;
+    pthread_create(&th, NULL, raise_stop, NULL);
+    jr_status st = grpo_n(&a, oc, prompts, 3, 0, &stop_flag, NULL, NULL);
+    pthread_join(th, NULL);
+    CHECK_MSG(st == JR_ECANCELED && strstr(jr_errmsg(), "during step 1"), "%d: %s", st, jr_errmsg());
+    CHECK(f.canceled == 1 && f.n == 0);
+    snprintf(latest, sizeof latest, "%s/checkpoints/step-00000000/trainer_state.json", oc);
+    CHECK(jr_path_exists(latest));
+    char *wc = NULL, *wb = NULL, mb[1300];
+    size_t nc = 0, nb = 0;
+    CHECK_OK(grpo_n(&b, oc, prompts, 3, 1, NULL, &wc, &nc));
+    snprintf(mb, sizeof mb, "%s/model/model.safetensors", ob);
+    CHECK_OK(jr_read_file(mb, &wb, &nb));
+    CHECK_MSG(wc && wb && nc == nb && !memcmp(wc, wb, nc), "resumed weights differ from the uninterrupted run");
+    free(wc);
+    free(wb);
+    jr_env_close(&a);
+    jr_env_close(&b);
+}
+
 int main(void) {
     dir = jt_tmpdir("env");
+    snprintf(prompts, sizeof prompts, "%s/prompts.jsonl", dir);
+    FILE *fp = fopen(prompts, "w");
+    for (int i = 0; fp && i < 24; i++) fprintf(fp, "{\"prompt\": \"Q%d:\"}\n", i);
+    if (fp) fclose(fp);
     RUN(results_by_sample_id_whatever_the_arrival_order);
     RUN(back_pressure_bounds_in_flight);
     RUN(deadline_leaves_late_samples_unscored_and_cancels);
     RUN(stop_cancels_in_flight_work);
     RUN(grpo_through_out_of_order_env_makes_the_same_updates);
+    RUN(grpo_stop_cancels_pending_rewards_then_resumes_exactly);
     free(dir);
     return jt_done();
 }
