@@ -59,12 +59,13 @@ char *jr_humaneval_program(const char *prompt, const char *completion, const cha
 
 /* ---- rows {problem, answer, type[, entry_point, test]} (docs/EVAL.md) ---- */
 
-/* One HumanEval problem as a row: {id: task_id, problem: prompt, answer: canonical_solution,
- * type: "code", entry_point, test}. NULL with a message naming the missing field. */
+/* One HumanEval problem as a row: {id: task_id, problem: prompt, prompt (the same text: the field
+ * `judgerl train` reads), answer: canonical_solution, type: "code", entry_point, test}. NULL with a message naming the missing field. */
 json_t *jr_row_from_humaneval(const json_t *problem);
 
 /* One GSM8K item ({question, answer: worked solution ending "#### N"}) as a row: {id, problem:
- * question, answer: N (commas dropped), type: "math", solution: the worked solution}. `id` names
+ * question, prompt (the same), answer: N (commas dropped), type: "math", solution: the worked
+ * solution}. `id` names
  * it (e.g. "gsm8k/test/17"). NULL with a message when the answer has no "#### " line. */
 json_t *jr_row_from_gsm8k(const json_t *item, const char *id);
 

@@ -13,10 +13,10 @@ static const char *usage_text =
     "usage: judgerl dataset convert --from humaneval|gsm8k --input FILE [--output OUT.jsonl]\n"
     "\n"
     "Writes one judgerl row per problem (docs/EVAL.md), to OUT.jsonl (atomically) or stdout:\n"
-    "  humaneval  HumanEval.jsonl[.gz] -> {id, problem: prompt, answer: canonical_solution,\n"
+    "  humaneval  HumanEval.jsonl[.gz] -> {id, problem: prompt, prompt, answer: canonical_solution,\n"
     "             type: \"code\", entry_point, test}   (test is hidden: only code_tests reads it)\n"
-    "  gsm8k      {question, answer: worked solution + \"#### N\"} -> {id, problem, answer: N,\n"
-    "             type: \"math\", solution}\n"
+    "  gsm8k      {question, answer: worked solution + \"#### N\"} -> {id, problem, prompt,\n"
+    "             answer: N, type: \"math\", solution}\n"
     "The rows feed `judgerl train` (data.train), `grade` and `eval`.\n";
 
 int cmd_dataset_convert(int argc, char **argv) {

@@ -57,8 +57,8 @@ json_t *jr_row_from_humaneval(const json_t *p) {
             jr_fail(JR_EFORMAT, "HumanEval problem: field '%s' missing or not a string", need[i]);
             return NULL;
         }
-    json_t *row = json_pack("{s:O,s:O,s:O,s:s,s:O,s:O}", "id", json_object_get(p, "task_id"), "problem",
-                            json_object_get(p, "prompt"), "answer", json_object_get(p, "canonical_solution"), "type",
+    json_t *row = json_pack("{s:O,s:O,s:O,s:O,s:s,s:O,s:O}", "id", json_object_get(p, "task_id"), "problem",
+                            json_object_get(p, "prompt"), "prompt", json_object_get(p, "prompt"), "answer", json_object_get(p, "canonical_solution"), "type",
                             "code", "entry_point", json_object_get(p, "entry_point"), "test", json_object_get(p, "test"));
     if (!row) jr_fail(JR_ENOMEM, "out of memory");
     return row;
@@ -85,7 +85,8 @@ json_t *jr_row_from_gsm8k(const json_t *item, const char *id) {
         jr_fail(JR_EFORMAT, "GSM8K item %s: empty final answer after '####'", id);
         return NULL;
     }
-    json_t *row = json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", id, "problem", q, "answer", num, "type", "math", "solution", a);
+    json_t *row = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "id", id, "problem", q, "prompt", q, "answer", num, "type", "math",
+                            "solution", a);
     if (!row) jr_fail(JR_ENOMEM, "out of memory");
     return row;
 }

@@ -10,6 +10,7 @@
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
 #include "judgerl/verify.h"
+#include "reward/fns_exec.h"
 
 static const char *const response_names[] = {"response", "completion", "output", NULL};
 static const char *const reference_names[] = {"reference", "answer", NULL};
@@ -414,5 +415,7 @@ const jr_reward_fn jr_reward_builtins[] = {
     {"simplicity", NULL, "from the row's operator count: 1 at min_ops, 0 at max_ops", check_simplicity, eval_simplicity},
     {"repetition", NULL, "repetition penalty: -(1 - distinct n-grams / n-grams) of the response", check_repetition, eval_repetition},
     {"ifeval", NULL, "IFEval instructions of the row (instruction_id_list, kwargs): pass rate or all-pass, strict or loose", check_ifeval, eval_ifeval},
+    {"code_tests", NULL, "runs the response against the row's tests (test, entry_point) in the sandbox: 1/0, or the assert pass fraction", jr_rw_check_code_tests, jr_rw_eval_code_tests},
+    {"final_answer", NULL, "GSM8K-aware math_verify: the final answer (#### N, \\boxed{}, \"the answer is\", last number) vs the reference", jr_rw_check_final_answer, jr_rw_eval_final_answer},
     {NULL, NULL, NULL, NULL, NULL},
 };
