@@ -31,11 +31,11 @@ else
   fail example_pass_at_1 "exit $?: $(cat "$T/err")"
 fi
 
-# a sample that really runs rm -rf on the host's paths (cwd's tmp, its absolute path, /usr) passes
+# a sample that really runs rm -rf on the host's paths (cwd's tmp, its absolute path, python) passes
 # inside the sandbox and removes nothing outside it
 $PY -c '
 import json, sys
-c = "    import subprocess\n    subprocess.check_output(\"rm -rf tmp %s /usr/bin/python3 /usr/lib 2>/dev/null; exit 0\", shell=True)\n    return 1" % sys.argv[1]
+c = "    import subprocess\n    subprocess.check_output(\"rm -rf tmp %s /usr/bin/python3 2>/dev/null; exit 0\", shell=True)\n    return 1" % sys.argv[1]
 print(json.dumps({"task_id": "test/0", "completion": c}))' "$T/cwd/tmp" >"$T/rm.jsonl"
 if (cd "$T/cwd" && "$JR_BIN" eval code --problems "$HE/example_problem.jsonl" --samples "$T/rm.jsonl" >"$T/out" 2>"$T/err") \
    && [ "$(cat "$T/out")" = '{"pass@1": 1.0}' ] && [ "$(cat "$T/cwd/tmp/keep.txt" 2>/dev/null)" = keep ] && [ -x /usr/bin/python3 ]; then
