@@ -157,6 +157,7 @@ static void child(const jr_sandbox_opts *o, const char **argv, const int fds[7])
     if (geteuid() == 0) {
         if (setgroups(0, NULL) || setgid((gid_t)o->uid) || setuid((uid_t)o->uid)) goto fail;
     }
+    if (o->unsafe && chdir("/tmp")) goto fail; /* the sandbox's working directory is /tmp too */
     /* After setuid (which clears it): if judgerl dies, bwrap dies, and --die-with-parent the rest. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     char *const envp[] = {NULL};
