@@ -54,6 +54,7 @@ typedef struct jr_sandbox_result {
     char *channel;      /* what the program wrote on fd 4 (at most 1 MiB, NUL-terminated; owned) */
     size_t channel_len;
     double wall_s;      /* start to end, seconds */
+    int killed;         /* 1 when judgerl killed it (clock or output cap): what it said after is moot */
 } jr_sandbox_result;
 
 void jr_sandbox_result_free(jr_sandbox_result *r);

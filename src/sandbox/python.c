@@ -124,7 +124,7 @@ jr_status jr_sandbox_python(const jr_sandbox_opts *o, const jr_py_job *job, jr_p
     if (st) return st;
     res->wall_s = sr.wall_s;
     char line[400];
-    if (read_channel(&sr, nonce, res)) {
+    if (!sr.killed && read_channel(&sr, nonce, res)) {
     } else if (sr.outcome == JR_SB_TIMEOUT) {
         res->outcome = JR_SB_TIMEOUT;
         res->result = jr_strdup("timed out");

@@ -205,13 +205,11 @@ static const char *signame(int sig) {
 
 static void set_reason(jr_sandbox_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void set_reason(jr_sandbox_result *r, const char *fmt, ...) {
-    char buf[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
     free(r->reason);
-    r->reason = jr_strdup(buf);
+    if (vasprintf(&r->reason, fmt, ap) < 0) r->reason = NULL;
+    va_end(ap);
 }
 
 static void close_all(int *fds, int n) {
@@ -342,6 +340,7 @@ jr_status jr_sandbox_run(const jr_sandbox_opts *o, const char *const *argv, cons
         return jr_fail(JR_EIO, "sandbox: cannot start %s (as uid %ld): %s", o->unsafe ? argv[0] : o->bwrap,
                        geteuid() == 0 ? o->uid : (long)geteuid(), strerror(exec_errno));
     }
+    res->killed = killed_for != 0;
     if (killed_for == 1) { res->outcome = JR_SB_TIMEOUT; return JR_OK; }
     res->outcome = JR_SB_FAILED;
     if (killed_for) { set_reason(res, "output over %ld bytes on %s", o->output_bytes, killed_for == 2 ? "stdout" : "stderr"); return JR_OK; }
