@@ -34,8 +34,9 @@ typedef struct jr_rw_out {
 } jr_rw_out;
 
 /* A named reward function. Built-ins (see docs/PROTOCOLS.md): reference, rubric, verif, pairwise,
- * label, pointwise (judge); exact, math_verify, format, rule, length, efficiency, simplicity,
- * repetition (rules). */
+ * label, pointwise (judge); exact, math_verify, final_answer, format, rule, length, efficiency,
+ * simplicity, repetition, ifeval (rules); code_tests (runs the response in the sandbox: load the
+ * config with jr_sandbox_cfg too, it reads sandbox.*). */
 typedef struct jr_reward_fn {
     const char *name;
     const char *protocol; /* judge protocol JR_RW_JUDGE submits to; NULL: never calls the judge */

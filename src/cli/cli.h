@@ -33,6 +33,8 @@ int cmd_tokenizer(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_forward(int argc, char **argv);
 int cmd_dataset(int argc, char **argv);
+int cmd_dataset_convert(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 int cmd_tb_export(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);

@@ -10,6 +10,8 @@
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
 #include "judgerl/verify.h"
+#include "judgerl/sandbox.h"
+#include "judgerl/strbuf.h"
 
 static const char *const response_names[] = {"response", "completion", "output", NULL};
 static const char *const reference_names[] = {"reference", "answer", NULL};
@@ -398,6 +400,97 @@ static jr_rw_rc eval_ifeval(const jr_judge_opts *jo, const json_t *params, const
     return scored(out, v);
 }
 
+/* ---- code and final answers (docs/EVAL.md) ---- */
+
+/* The code of a response: the first fenced block (```python, ```py or ```) that defines
+ * entry_point, else the last fenced block, else the whole response. New string. */
+static char *response_code(const char *resp, const char *entry_point) {
+    char def[300];
+    snprintf(def, sizeof def, "def %s(", entry_point);
+    const char *def_b = NULL, *def_e = NULL, *last_b = NULL, *last_e = NULL;
+    for (const char *p = strstr(resp, "```"); p;) {
+        const char *b = strchr(p + 3, '\n');
+        if (!b) break;
+        b++;
+        const char *e = strstr(b, "```"), *end = e ? e : b + strlen(b);
+        const char *d = strstr(b, def);
+        if (!def_b && d && d < end) { def_b = b; def_e = end; }
+        last_b = b;
+        last_e = end;
+        p = e ? strstr(e + 3, "```") : NULL;
+    }
+    const char *pick_b = def_b ? def_b : last_b, *pick_e = def_b ? def_e : last_e;
+    if (!pick_b) return jr_strdup(resp);
+    char *s = jr_malloc((size_t)(pick_e - pick_b) + 1);
+    if (s) { memcpy(s, pick_b, (size_t)(pick_e - pick_b)); s[pick_e - pick_b] = 0; }
+    return s;
+}
+
+static jr_status check_code_tests(const json_t *params) {
+    jr_status st = check_keys(params, "score", NULL);
+    const char *s = pstr(params, "score", "pass");
+    if (!st && strcmp(s, "pass") && strcmp(s, "fraction")) st = jr_fail(JR_EINVAL, "score '%s': use pass (1/0) or fraction", s);
+    return st;
+}
+
+static jr_rw_rc eval_code_tests(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+    const char *resp = row_str(row, response_names, NULL);
+    const char *test = json_string_value(json_object_get(row, "test"));
+    const char *ep = json_string_value(json_object_get(row, "entry_point"));
+    const char *prompt = row_str(row, (const char *const[]){"prompt", "problem", NULL}, NULL);
+    if (!resp) return unscored(out, "field 'response': expected a string");
+    if (!test || !ep) return unscored(out, "code_tests: the row needs string fields 'test' (def check(candidate)) and 'entry_point'");
+    int fraction = !strcmp(pstr(params, "score", "pass"), "fraction");
+    char *code = response_code(resp, ep);
+    if (!code) return unscored(out, "out of memory");
+    char def[300];
+    snprintf(def, sizeof def, "def %s(", ep);
+    /* a whole function is defined after the prompt (whose own definition it replaces); a body
+     * continues the prompt, as HumanEval's completions do */
+    jr_strbuf b = {0};
+    if (prompt) jr_strbuf_add(&b, prompt);
+    if (prompt && strstr(code, def)) jr_strbuf_add(&b, "\n");
+    jr_strbuf_add(&b, code);
+    if (!fraction) {
+        jr_strbuf_add(&b, "\n");
+        jr_strbuf_add(&b, test);
+        jr_strbuf_add(&b, "\ncheck(");
+        jr_strbuf_add(&b, ep);
+        jr_strbuf_add(&b, ")");
+    }
+    free(code);
+    char *program = jr_strbuf_take(&b);
+    if (!program) return unscored(out, "out of memory");
+    jr_sandbox_opts so;
+    jr_sandbox_opts_from_config(&so, cfg);
+    jr_py_job job = {program, fraction ? test : NULL, fraction ? ep : NULL};
+    jr_py_result r;
+    jr_status st = jr_sandbox_python(&so, &job, &r);
+    free(program);
+    if (st) return unscored(out, "code_tests: %s", jr_errmsg());
+    out->value = fraction ? (r.asserts_total ? (double)r.asserts_passed / r.asserts_total : r.outcome == JR_SB_PASSED)
+                          : r.outcome == JR_SB_PASSED;
+    out->detail = fraction ? json_pack("{s:s,s:i,s:i}", "result", r.result, "asserts_passed", r.asserts_passed, "asserts_total", r.asserts_total)
+                           : json_pack("{s:s}", "result", r.result);
+    jr_py_result_free(&r);
+    return JR_RW_SCORED;
+}
+
+static jr_rw_rc eval_final_answer(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+    const char *resp = row_str(row, response_names, NULL);
+    char nb[64];
+    const char *ref = row_text_or_number(row, reference_names, nb, sizeof nb);
+    if (!resp) return unscored(out, "field 'response': expected a string");
+    if (!ref) return unscored(out, "field 'reference' (or 'answer'): expected a string or a number");
+    char *got;
+    int eq = jr_answer_final_match(resp, ref, &got);
+    if (!got) return unscored(out, "out of memory");
+    out->detail = json_pack("{s:s}", "answer", got);
+    free(got);
+    out->value = eq;
+    return JR_RW_SCORED;
+}
+
 const jr_reward_fn jr_reward_builtins[] = {
     {"reference", "reference", "judge: equivalent to the reference? judge.reference.correct / incorrect (normalised match short-circuits)", check_none, eval_reference},
     {"rubric", "rubric", "judge + rules: HealthBench score, sum of met points / sum of positive points", check_none, eval_rubric},
@@ -414,5 +507,7 @@ const jr_reward_fn jr_reward_builtins[] = {
     {"simplicity", NULL, "from the row's operator count: 1 at min_ops, 0 at max_ops", check_simplicity, eval_simplicity},
     {"repetition", NULL, "repetition penalty: -(1 - distinct n-grams / n-grams) of the response", check_repetition, eval_repetition},
     {"ifeval", NULL, "IFEval instructions of the row (instruction_id_list, kwargs): pass rate or all-pass, strict or loose", check_ifeval, eval_ifeval},
+    {"code_tests", NULL, "runs the response against the row's tests (test, entry_point) in the sandbox: 1/0, or the assert pass fraction", check_code_tests, eval_code_tests},
+    {"final_answer", NULL, "GSM8K-aware math_verify: the final answer (#### N, \\boxed{}, \"the answer is\", last number) vs the reference", check_none, eval_final_answer},
     {NULL, NULL, NULL, NULL, NULL},
 };
