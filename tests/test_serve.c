@@ -408,6 +408,24 @@ static void *conc_main(void *a) {
     return NULL;
 }
 
+
+/* The catastrophic pattern of the issue ((a+)+b, the model pushed to 'a' by logit_bias) returns a
+ * 400 naming the cause in well under 2 s (PCRE2's match limit), and the server stays up. */
+TEST(catastrophic_guided_regex_returns_400_quickly) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    char *r = NULL;
+    int st = http("POST", "/v1/completions",
+                  "{\"model\":\"tiny\",\"prompt\":\"x\",\"max_tokens\":40,\"guided_regex\":\"(a+)+b\",\"ignore_eos\":true,"
+                  "\"logit_bias\":{\"97\":100}}", NULL, &r);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    CHECK_MSG(st == 400 && r && strstr(r, "backtrack"), "status %d: %.300s", st, r ? r : "");
+    CHECK_MSG(took < 2.0, "took %.2f s", took);
+    free(r);
+    CHECK(http("POST", "/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"ok\",\"max_tokens\":3,\"guided_regex\":\"[ab]+\"}", NULL, NULL) == 200);
+}
+
 TEST(seeded_same_alone_and_concurrent_and_queue_full_429) {
     const char *mine = "{\"model\":\"tiny\",\"prompt\":\"seeded\",\"max_tokens\":30,\"seed\":42,\"ignore_eos\":true}";
     int st;
@@ -686,6 +704,7 @@ int main(void) {
     RUN(guided_choice_and_regex_from_a_random_model);
     RUN(stream_never_splits_utf8_and_stop_token_ids);
     RUN(malformed_requests_get_their_status_and_the_server_stays_up);
+    RUN(catastrophic_guided_regex_returns_400_quickly);
     RUN(seeded_same_alone_and_concurrent_and_queue_full_429);
     stop();
     /* one slot, a queue of one, and an API key */
