@@ -1,0 +1,102 @@
+/* workflow.h - seed 2's workflow language: parser with static checks, the constrained-decoding
+ * grammar, and the executor that runs a workflow's operators against an OpenAI-compatible model.
+ * The language and every rule are documented in docs/WORKFLOWS.md. */
+#ifndef JUDGERL_WORKFLOW_H
+#define JUDGERL_WORKFLOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "judgerl/constrain.h"
+#include "judgerl/status.h"
+
+/* Language limits that are part of the grammar (not options). */
+#define JR_WF_NAME_MAX 32      /* bytes in a name */
+#define JR_WF_INSTR_MAX 200    /* bytes inside an @"..." instruction */
+#define JR_WF_LIST_MAX 9       /* items in a [a, b, ...] list */
+#define JR_WF_REPEAT_MAX 9     /* K in `call xK` (2..9) */
+#define JR_WF_LOOPS_MAX 5      /* test(code, loops) and refine(x, rounds): 1..5 */
+
+/* The ten operators (AFlow's) plus the bounded refine loop. */
+typedef enum {
+    JR_WF_ANSWER,     /* answer(x): AnswerGenerate, thought + answer */
+    JR_WF_CUSTOM,     /* custom(x, @"instruction"): Custom */
+    JR_WF_CODEGEN,    /* codegen(x): CustomCodeGenerate -> code */
+    JR_WF_PROGRAM,    /* program(x): Programmer, writes Python and runs it in the sandbox */
+    JR_WF_ENSEMBLE,   /* ensemble(list [, mode=llm]): ScEnsemble (local vote, or the letter prompt) */
+    JR_WF_MDENSEMBLE, /* mdensemble(list): MdEnsemble, shuffled letter votes */
+    JR_WF_TEST,       /* test(code, loops): Test against the row's PUBLIC tests, fix on failure */
+    JR_WF_REVIEW,     /* review(x): Review -> a review (pass/fail + feedback) */
+    JR_WF_REVISE,     /* revise(x, review): Revise */
+    JR_WF_FORMAT,     /* format(x): Format, the bare final answer */
+    JR_WF_REFINE,     /* refine(x, rounds): review then revise, at most `rounds` times */
+    JR_WF_N_OPS
+} jr_wf_op;
+
+/* The operator's name in the language ("answer", ...). */
+const char *jr_wf_op_name(jr_wf_op op);
+
+/* Static value kinds. Code is also text (it may go wherever text may). */
+typedef enum { JR_WF_TEXT, JR_WF_CODE, JR_WF_REVIEWV, JR_WF_LIST_TEXT, JR_WF_LIST_CODE } jr_wf_kind;
+
+typedef enum { JR_WF_N_CALL, JR_WF_N_VAR, JR_WF_N_LIST, JR_WF_N_INSTR, JR_WF_N_INT } jr_wf_node_kind;
+
+/* One expression node. Arguments of a call and items of a list are node indices in args[]. */
+typedef struct jr_wf_node {
+    jr_wf_node_kind type;
+    jr_wf_kind kind;  /* the value's kind (calls, vars, lists) */
+    int line, col;    /* where it starts (1-based; columns count bytes) */
+    jr_wf_op op;      /* JR_WF_N_CALL */
+    int mode_llm;     /* ensemble(..., mode=llm) */
+    int var;          /* JR_WF_N_VAR: statement index that defines it, -1 = the input `problem` */
+    int num;          /* JR_WF_N_INT */
+    char *instr;      /* JR_WF_N_INSTR: the text between the quotes, owned */
+    int n_args;
+    int args[4];      /* calls: up to 3 arguments; lists use items[] */
+    int n_items;
+    int items[JR_WF_LIST_MAX];
+} jr_wf_node;
+
+typedef struct jr_wf_stmt {
+    char name[JR_WF_NAME_MAX + 1];
+    int expr;     /* root node index */
+    int repeat;   /* K of `xK`, 1 when absent */
+    int line;
+    jr_wf_kind kind;
+    int calls;    /* most executor calls this statement can make */
+} jr_wf_stmt;
+
+typedef struct jr_workflow {
+    jr_wf_stmt *stmts;
+    int n_stmts;  /* assignments (the return is not one) */
+    jr_wf_node *nodes;
+    int n_nodes;
+    int ret;      /* statement index returned */
+    int max_calls;     /* most executor calls the whole workflow can make (static) */
+    int n_operators;   /* operator calls written in the text (xK counts once) */
+} jr_workflow;
+
+/* Static bounds checked by the parser and built into the constrained grammar. */
+typedef struct jr_workflow_limits {
+    int max_statements; /* lines that do something, the return included (default 12) */
+    int max_depth;      /* call nesting: answer(custom(problem, @"..")) has depth 2 (default 3) */
+    int max_calls;      /* most executor calls the workflow can make, counted statically (default 24) */
+} jr_workflow_limits;
+
+jr_workflow_limits jr_workflow_limits_default(void);
+
+/* Parses `text` (len bytes; it need not be NUL-terminated) and runs every static check. On success
+ * *out owns the workflow (jr_workflow_free). On failure *out is NULL and the message is the first
+ * error in the house form "workflow:LINE:COL: what (hint)". JR_EFORMAT for every language error. */
+jr_status jr_workflow_parse(const char *text, size_t len, const jr_workflow_limits *lim, jr_workflow **out);
+void jr_workflow_free(jr_workflow *w);
+
+/* ===================================== grammar ============================================ */
+/* The constrained-decoding form: a finite automaton over bytes that accepts the canonical subset
+ * of the language (depth 1: arguments are names or literals; one space after commas and around
+ * `=`; lowercase names of at most 12 bytes) and enforces every static rule while the text is
+ * written, definition before use included. Every string it accepts passes jr_workflow_parse with
+ * the same limits. On failure *out is NULL. */
+jr_status jr_workflow_constraint(jr_constraint **out, const jr_token_bytes *v, const jr_workflow_limits *lim);
+
+#endif
