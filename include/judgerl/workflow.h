@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
+#include "judgerl/config.h"
 #include "judgerl/constrain.h"
 #include "judgerl/status.h"
 
@@ -98,5 +101,56 @@ void jr_workflow_free(jr_workflow *w);
  * written, definition before use included. Every string it accepts passes jr_workflow_parse with
  * the same limits. On failure *out is NULL. */
 jr_status jr_workflow_constraint(jr_constraint **out, const jr_token_bytes *v, const jr_workflow_limits *lim);
+
+/* ===================================== executor =========================================== */
+/* The executor's options (workflow.* keys; the endpoint, concurrency, retries, rate limits, SSE
+ * and cache are the judge client's judge.* keys of the same config). */
+typedef struct jr_workflow_opts {
+    jr_workflow_limits limits;  /* workflow.max_statements / max_depth / max_calls */
+    int budget_calls;           /* executor calls per run (workflow.budget_calls) */
+    long budget_tokens;         /* prompt + completion tokens per run (workflow.budget_tokens) */
+    double budget_seconds;      /* wall time per run (workflow.budget_seconds) */
+    int max_tokens;             /* max_tokens of each call (workflow.max_tokens) */
+    double temperature;         /* sampling temperature of each call (workflow.temperature) */
+    const char *templates;      /* directory of the Layer-2 operator templates (workflow.templates) */
+    uint64_t seed;              /* per-call seeds derive from it (workflow.seed) */
+    int parallel;               /* rows run at once by `judgerl workflow run` (workflow.parallel) */
+} jr_workflow_opts;
+
+extern const jr_cfg_field jr_workflow_cfg[];
+
+/* Fills o from a config loaded with jr_workflow_cfg (strings borrowed from cfg). */
+void jr_workflow_opts_from_config(jr_workflow_opts *o, const jr_config *cfg);
+
+typedef struct jr_wf_executor jr_wf_executor;
+
+/* Opens an executor: the judge client of `cfg` (loaded with jr_judge_cfg and jr_workflow_cfg; its
+ * judge.* keys name the executor endpoint) with one extra protocol that passes chat messages
+ * through, and the operator templates of o->templates (resolved from the current directory, the
+ * config's directory `cfg_dir` (may be NULL), then the judgerl repository). On error *out is NULL. */
+jr_status jr_wf_executor_open(jr_wf_executor **out, const jr_config *cfg, const char *cfg_dir, const jr_workflow_opts *o);
+void jr_wf_executor_close(jr_wf_executor *e);
+
+/* One run's outcome. An operator or budget failure is an outcome (ok = 0 with a reason), never a
+ * fallback answer. */
+typedef struct jr_wf_result {
+    int ok;          /* 1: answer is the workflow's answer; 0: reason says why there is none */
+    char *answer;    /* owned, NULL when !ok */
+    char *reason;    /* owned, NULL when ok: "line 2:5: program: ..." or "budget: ..." */
+    json_t *trace;   /* owned: {outcome, answer|reason, calls: [{op, line, col, branch, prompt,
+                        output, tokens, tokens_source, latency_s, cached, error}], n_calls, tokens,
+                        wall_s, max_calls} */
+    int n_calls;
+    long tokens;
+    double wall_s;
+} jr_wf_result;
+
+void jr_wf_result_free(jr_wf_result *r);
+
+/* Runs workflow w on one row ({problem, type: math|code|qa, public_tests?, entry_point?, ...}).
+ * Returns JR_OK with *out filled whenever there is an outcome (an answer or an explicit failure);
+ * an error (out zeroed) only when the row is unusable (the message names the field).
+ * Thread-safe: several rows may run at once on one executor. `row_index` seeds the row's calls. */
+jr_status jr_workflow_run(jr_wf_executor *e, const jr_workflow *w, const json_t *row, uint64_t row_index, jr_wf_result *out);
 
 #endif

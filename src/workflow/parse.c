@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "judgerl/config.h"
 #include "workflow/wf_internal.h"
 
 static const char *const op_names[JR_WF_N_OPS] = {"answer", "custom", "codegen", "program", "ensemble", "mdensemble",
@@ -170,26 +171,15 @@ static jr_status lex(parser *p) {
 }
 
 /* ================================= suggestions ============================================ */
-static int edit_distance(const char *a, size_t na, const char *b, size_t nb) {
-    if (na > 40 || nb > 40) return 99;
-    int d[41][41];
-    for (size_t i = 0; i <= na; i++) d[i][0] = (int)i;
-    for (size_t j = 0; j <= nb; j++) d[0][j] = (int)j;
-    for (size_t i = 1; i <= na; i++)
-        for (size_t j = 1; j <= nb; j++) {
-            int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
-            d[i][j] = v;
-        }
-    return d[na][nb];
-}
-
 /* " (did you mean 'x'?)" for the closest of cands within distance 2, else "". */
 static void suggest(char *out, size_t cap, const char *s, size_t n, const char *const *cands, int nc) {
     int best = 3, bi = -1;
+    char w[JR_WF_NAME_MAX + 8];
+    if (n >= sizeof w) { out[0] = 0; return; }
+    memcpy(w, s, n);
+    w[n] = 0;
     for (int i = 0; i < nc; i++) {
-        int d = edit_distance(s, n, cands[i], strlen(cands[i]));
+        int d = jr_edit_distance(w, cands[i]);
         if (d < best) { best = d; bi = i; }
     }
     if (bi >= 0) snprintf(out, cap, " (did you mean '%s'?)", cands[bi]);
