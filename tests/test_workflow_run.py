@@ -7,7 +7,9 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import judge_server  # noqa: E402
@@ -184,6 +186,85 @@ def serve_cases():
         err.close()
 
 
+class Scripted(BaseHTTPRequestHandler):
+    """An executor that follows the operator templates: answers 7 or 8 by the request's seed,
+    votes for a fixed letter, reviews 7 as wrong and revises it to 8, formats to 42."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        text = "\n".join(m["content"] for m in body["messages"])
+        if "Extract the final answer" in text:
+            reply = "<answer>42</answer>"
+        elif "agrees with most" in text:
+            reply = "<thought>B is it</thought><solution_letter>B</solution_letter>"
+        elif "most likely to be correct" in text:
+            reply = "<solution_letter>A</solution_letter>"
+        elif "Review the solution" in text:
+            sol = text.split("Solution:")[-1].strip()
+            reply = "<review_result>false</review_result><feedback>it is 8</feedback>" if sol == "7" else "<review_result>true</review_result>"
+        elif "Revise the solution" in text:
+            reply = "<solution>8</solution>"
+        else:
+            reply = "<thought>adding</thought><answer>%s</answer>" % ("8" if body.get("seed", 0) % 3 == 0 else "7")
+        out = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
+                          "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+
+def answers_of(calls, op):
+    return [re.search(r"<answer>(.*)</answer>", c["output"]).group(1) for c in calls if c["op"] == op]
+
+
+def scripted_cases():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    cfg = config("wf_scripted", srv.server_address[1])
+    rows = [{"id": i, "problem": "What is 3 + %d?" % i, "type": "math"} for i in range(6)]
+    try:
+        p, res = run("wf_vote", "xs = answer(problem) x5\nb = ensemble(xs)\nreturn b\n", rows, cfg)
+        ok = len(res) == 6
+        for r in res:
+            vals = answers_of(r["trace"]["calls"], "answer")
+            ok = ok and len(vals) == 5 and r["answer"] == max(["7", "8"], key=vals.count) and r["tokens"] == 75
+        report("local_vote_takes_the_majority", p.returncode == 0 and ok, json.dumps(res)[:500])
+
+        p, res = run("wf_llm_vote", "xs = answer(problem) x3\nb = ensemble(xs, mode=llm)\nreturn b\n", rows, cfg)
+        ok = len(res) == 6
+        for r in res:
+            ens = [c for c in r["trace"]["calls"] if c["op"] == "ensemble"]
+            ok = ok and len(ens) == 1 and r["answer"] == re.search(r"B: (\S+)", ens[0]["prompt"]).group(1)
+        report("llm_vote_takes_the_named_letter", p.returncode == 0 and ok, json.dumps(res)[:500])
+
+        p, res = run("wf_md", "xs = answer(problem) x3\nb = mdensemble(xs)\nreturn b\n", rows, cfg)
+        ok = len(res) == 6
+        for r in res:
+            votes = [re.search(r"A: (\S+)", c["prompt"]).group(1) for c in r["trace"]["calls"] if c["op"] == "mdensemble"]
+            ok = ok and len(votes) == 3 and votes.count(r["answer"]) >= 2
+        report("mdensemble_takes_the_most_voted", p.returncode == 0 and ok, json.dumps(res)[:500])
+
+        p, res = run("wf_refine_ok", "a = answer(problem)\nr = refine(a, 2)\nreturn r\n", rows, cfg)
+        ok = len(res) == 6
+        for r in res:
+            first = answers_of(r["trace"]["calls"], "answer")[0]
+            ok = ok and r["answer"] == "8" and r["n_calls"] == (4 if first == "7" else 2)
+        report("refine_revises_until_the_review_passes", p.returncode == 0 and ok, json.dumps(res)[:500])
+
+        p, res = run("wf_review_revise", "a = answer(problem)\nr = review(a)\nb = revise(a, r)\nf = format(b)\nreturn f\n", rows[:2], cfg)
+        report("review_revise_format", p.returncode == 0 and len(res) == 2 and all(r["answer"] == "42" and r["n_calls"] == 4 for r in res),
+               json.dumps(res)[:500])
+    finally:
+        srv.shutdown()
+
+
 fault_server_cases()
+scripted_cases()
 serve_cases()
 sys.exit(1 if failures else 0)

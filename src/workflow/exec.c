@@ -285,25 +285,27 @@ static int copy_val(run *r, const wval *src, wval *out) {
     return 0;
 }
 
-/* Votes over items locally: the largest class of equivalent answers, the earliest on ties. */
-static int vote(const run *r, char **items, int n) {
-    int best = 0, best_n = 0;
+/* 1 when two answers count as the same vote: code equal ignoring whitespace, else equivalent
+ * answers (jr_answer_equiv: canonical forms, numbers, lists). */
+static int same_answer(const run *r, const char *a, const char *b) {
+    if (r->type != 1) return jr_answer_equiv(a, b);
+    for (;;) {
+        while (*a && isspace((unsigned char)*a)) a++;
+        while (*b && isspace((unsigned char)*b)) b++;
+        if (*a != *b || !*a) break;
+        a++, b++;
+    }
+    return !*a && !*b;
+}
+
+/* The item whose class of equivalent items has the most votes (weights[j] per item; NULL = one
+ * each), the earliest on ties. */
+static int vote(const run *r, char **items, int n, const int *weights) {
+    int best = 0, best_n = -1;
     for (int i = 0; i < n; i++) {
         int c = 0;
-        for (int j = 0; j < n; j++) {
-            int same;
-            if (r->type == 1) { /* code: equal ignoring whitespace */
-                const char *a = items[i], *b = items[j];
-                for (;;) {
-                    while (*a && isspace((unsigned char)*a)) a++;
-                    while (*b && isspace((unsigned char)*b)) b++;
-                    if (*a != *b || !*a) break;
-                    a++, b++;
-                }
-                same = !*a && !*b;
-            } else same = jr_answer_equiv(items[i], items[j]);
-            c += same;
-        }
+        for (int j = 0; j < n; j++)
+            if (same_answer(r, items[i], items[j])) c += weights ? weights[j] : 1;
         if (c > best_n) { best_n = c; best = i; }
     }
     return best;
@@ -336,7 +338,7 @@ static int letter_of(const char *text, int n) {
 static int op_ensemble(run *r, const jr_wf_node *n, uint64_t path, wval *list, wval *out) {
     out->kind = list->kind == JR_WF_LIST_CODE ? JR_WF_CODE : JR_WF_TEXT;
     if (n->op == JR_WF_ENSEMBLE && !n->mode_llm) {
-        out->text = strdup(list->items[vote(r, list->items, list->n)]);
+        out->text = strdup(list->items[vote(r, list->items, list->n, NULL)]);
         return out->text ? 0 : failf(r, n, "out of memory");
     }
     int votes[JR_WF_LIST_MAX] = {0}, rounds = n->op == JR_WF_ENSEMBLE ? 1 : 3, valid = 0;
@@ -359,10 +361,7 @@ static int op_ensemble(run *r, const jr_wf_node *n, uint64_t path, wval *list, w
         else if (n->op == JR_WF_ENSEMBLE) return failf(r, n, "the reply names no letter A..%c", 'A' + list->n - 1);
     }
     if (!valid) return failf(r, n, "none of the %d votes names a letter A..%c", rounds, 'A' + list->n - 1);
-    int best = 0;
-    for (int i = 1; i < list->n; i++)
-        if (votes[i] > votes[best]) best = i;
-    out->text = strdup(list->items[best]);
+    out->text = strdup(list->items[vote(r, list->items, list->n, votes)]);
     return out->text ? 0 : failf(r, n, "out of memory");
 }
 
