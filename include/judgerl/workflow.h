@@ -153,4 +153,13 @@ void jr_wf_result_free(jr_wf_result *r);
  * Thread-safe: several rows may run at once on one executor. `row_index` seeds the row's calls. */
 jr_status jr_workflow_run(jr_wf_executor *e, const jr_workflow *w, const json_t *row, uint64_t row_index, jr_wf_result *out);
 
+/* ===================================== tasks ============================================== */
+/* Synthetic rows in the seed's shape for `domain` "math" (word problems of 1-4 arithmetic steps on
+ * 2-3 digit numbers: {problem, answer, type, steps}), "code" (one Python function to write:
+ * {problem: signature + docstring, answer: a reference solution, type, entry_point, public_tests,
+ * hidden_tests: assert lines}) or "qa" (a fictional knowledge base of people, companies and towns
+ * in the question, 1- or 2-hop: {problem, answer, type, hops}). Rows first .. first+n-1 (with ids
+ * "DOMAIN-i" and "domain"); row i depends only on (seed, domain, i). *rows is a new array. */
+jr_status jr_wf_tasks(const char *domain, long n, uint64_t seed, long first, json_t **rows);
+
 #endif

@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
+#include "judgerl/strbuf.h"
 #include "judgerl/workflow.h"
 
 static const char *cmd = "workflow";
@@ -196,6 +197,40 @@ static int do_run(int argc, char **argv) {
     return rc;
 }
 
+static int do_tasks(int argc, char **argv) {
+    const char *domain = NULL, *out_path = NULL;
+    long n = -1, first = 0;
+    unsigned long long seed = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+        char *end = NULL;
+        if (!strcmp(a, "--domain") && has) domain = argv[++i];
+        else if (!strcmp(a, "--output") && has) out_path = argv[++i];
+        else if (!strcmp(a, "--n") && has) { n = strtol(argv[++i], &end, 10); if (*end || n < 0) return cli_usage(cmd, "--n: expected a count >= 0"); }
+        else if (!strcmp(a, "--first") && has) { first = strtol(argv[++i], &end, 10); if (*end || first < 0) return cli_usage(cmd, "--first: expected an index >= 0"); }
+        else if (!strcmp(a, "--seed") && has) { seed = strtoull(argv[++i], &end, 10); if (*end) return cli_usage(cmd, "--seed: expected an integer"); }
+        else return cli_usage(cmd, "unexpected argument '%s' (see judgerl workflow --help)", a);
+    }
+    if (!domain || n < 0) return cli_usage(cmd, "tasks needs --domain math|code|qa and --n N");
+    json_t *rows;
+    jr_status st = jr_wf_tasks(domain, n, seed, first, &rows);
+    if (st) return cli_fail(cmd, st);
+    jr_strbuf b = {0};
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        char *line = json_dumps(json_array_get(rows, i), JSON_COMPACT);
+        if (line) jr_strbuf_add(&b, line), jr_strbuf_addc(&b, '\n');
+        else b.oom = 1;
+        free(line);
+    }
+    json_decref(rows);
+    if (b.oom) { jr_strbuf_free(&b); return cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory")); }
+    if (out_path) st = jr_write_atomic(out_path, b.p ? b.p : "", b.n);
+    else if (b.n && fwrite(b.p, 1, b.n, stdout) != b.n) st = jr_fail(JR_EIO, "stdout: write failed");
+    jr_strbuf_free(&b);
+    return st ? cli_fail(cmd, st) : CLI_OK;
+}
+
 int cmd_workflow(int argc, char **argv) {
     if (argc < 2 || cli_wants_help(argc, argv)) {
         usage_all(argc < 2 ? stderr : stdout);
@@ -203,5 +238,6 @@ int cmd_workflow(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "run")) return do_run(argc - 1, argv + 1);
     if (!strcmp(argv[1], "check")) return do_check(argc - 1, argv + 1);
-    return cli_usage(cmd, "unknown subcommand '%s' (run, check)", argv[1]);
+    if (!strcmp(argv[1], "tasks")) return do_tasks(argc - 1, argv + 1);
+    return cli_usage(cmd, "unknown subcommand '%s' (run, check, tasks)", argv[1]);
 }
