@@ -285,13 +285,13 @@ static void finish_call(jr_judge *j, job *jb, int ok, double value, json_t *deta
 }
 
 /* Hands an answer (from the server or the cache) to the protocol's parser. */
-static void handle_answer(jr_judge *j, job *jb, const char *raw_content, const char *finish, json_t *logprobs, int cached) {
+static void handle_answer(jr_judge *j, job *jb, const char *raw_content, const char *finish, json_t *logprobs, int cached, long total_tokens) {
     sample *s = jb->s;
     /* an answer quoting the API key: the key goes nowhere (detail, cache, row, logs) */
     char *content = jr_redacted_copy(raw_content ? raw_content : "", j->api_key);
     const jr_protocol *p = j->proto[s->proto];
     char *text = content ? jr_judge_strip_reasoning(content) : NULL;
-    jr_judge_response resp = {text ? text : "", content ? content : "", finish ? finish : "", logprobs, cached};
+    jr_judge_response resp = {text ? text : "", content ? content : "", finish ? finish : "", logprobs, cached, total_tokens};
     double value = NAN;
     json_t *detail = NULL;
     char why[512] = "";
@@ -384,7 +384,7 @@ static void start_call(jr_judge *j, sample *s, int index) {
         pthread_mutex_unlock(&j->mu);
         if (hit == 1) {
             json_t *lp = lps ? json_loads(lps, 0, NULL) : NULL;
-            handle_answer(j, jb, content, finish, lp, 1);
+            handle_answer(j, jb, content, finish, lp, 1, -1);
             json_decref(lp);
             free(content);
             free(finish);
@@ -566,7 +566,7 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
         free(jb->resp);
         jb->resp = NULL;
         jb->resp_len = jb->resp_cap = 0;
-        handle_answer(j, jb, a.content, a.finish, a.logprobs, 0);
+        handle_answer(j, jb, a.content, a.finish, a.logprobs, 0, a.total_tokens);
         jr_answer_free(&a);
         return;
     }
