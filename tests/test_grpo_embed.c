@@ -53,6 +53,31 @@ static double train(const char *out_dir, const char *prompts, int shuffle) {
 
 static char *dir, prompts[1200];
 
+/* Options built in C skip the config's checks: a zeroed field is a clear error, not a wrong run. */
+TEST(zeroed_options_are_refused_by_name) {
+    jr_env env;
+    CHECK_OK(jr_env_from_fn(&env, starts_lower, NULL));
+    jr_grpo_setup s = {0};
+    s.run.out_dir = dir;
+    s.trainer = (jr_trainer_opts){.steps = 1, .batch_size = 8, .log_every = 1, .tokenizer = "byte", .beta1 = 0.9,
+                                  .beta2 = 0.999, .eps = 1e-8};
+    s.data.train = prompts;
+    s.env = &env;
+    jr_grpo_trainer *t = (jr_grpo_trainer *)&s;
+    s.trainer.log_every = 0;
+    CHECK(jr_grpo_open(&t, &s) == JR_EINVAL && !t && strstr(jr_errmsg(), "log_every=0"));
+    s.trainer.log_every = 1;
+    s.trainer.beta2 = 0;
+    CHECK(jr_grpo_open(&t, &s) == JR_EINVAL && strstr(jr_errmsg(), "beta2"));
+    s.trainer.beta2 = 0.999;
+    CHECK(jr_grpo_open(&t, &s) == JR_EINVAL && strstr(jr_errmsg(), "no model source"));
+    char model_json[1024];
+    snprintf(model_json, sizeof model_json, "%s/configs/models/tiny-byte.json", jt_root());
+    s.policy = (jr_model_source){tiny_policy, model_json, NULL};
+    CHECK(jr_grpo_open(&t, &s) == JR_EINVAL && strstr(jr_errmsg(), "num_generations=0"));
+    jr_env_close(&env);
+}
+
 TEST(embedded_grpo_learns_own_reward) {
     char out[1200];
     snprintf(out, sizeof out, "%s/learn", dir);
@@ -75,6 +100,7 @@ int main(void) {
     FILE *f = fopen(prompts, "w");
     for (int i = 0; f && i < 32; i++) fprintf(f, "{\"prompt\": \"Item %d:\", \"idx\": %d}\n", i, i);
     if (f) fclose(f);
+    RUN(zeroed_options_are_refused_by_name);
     RUN(embedded_grpo_learns_own_reward);
     RUN(embedded_grpo_shuffled_control_does_not_learn);
     free(dir);

@@ -17,6 +17,14 @@ static void on_bad_line(void *ud, const char *msg) {
 
 /* Checks the options against the environment and the model; the reward weights (K + the overlong penalty). */
 static jr_status check_setup(jr_grpo_trainer *g) {
+    const jr_grpo_opts *o = &g->o;
+    if (o->num_generations < 2 || o->prompts_per_step < 1 || o->max_prompt_length < 1 || o->max_completion_length < 1)
+        return jr_fail(JR_EINVAL, "grpo options: num_generations=%d must be >= 2, prompts_per_step=%d, "
+                                  "max_prompt_length=%d, max_completion_length=%d >= 1", o->num_generations,
+                       o->prompts_per_step, o->max_prompt_length, o->max_completion_length);
+    if (!(o->temperature > 0) || !(o->top_p > 0 && o->top_p <= 1) || o->num_iterations < 1)
+        return jr_fail(JR_EINVAL, "grpo options: temperature=%g must be > 0, top_p=%g in (0, 1], num_iterations=%d "
+                                  ">= 1", o->temperature, o->top_p, o->num_iterations);
     g->K = g->env->n_parts;
     if (g->o.n_reward_weights && g->o.n_reward_weights != g->K)
         return jr_fail(JR_EINVAL, "grpo.reward_weights has %d entries but the reward has %d components",
@@ -70,6 +78,7 @@ static jr_status open_parts(jr_grpo_trainer *g, const jr_grpo_setup *s) {
 
 jr_status jr_grpo_open(jr_grpo_trainer **out, const jr_grpo_setup *s) {
     *out = NULL;
+    if (!s->env || !s->env->ops) return jr_fail(JR_EINVAL, "GRPO: no reward environment (jr_grpo_setup.env)");
     jr_grpo_trainer *g = jr_calloc(1, sizeof *g);
     if (!g) return JR_ENOMEM;
     g->o = s->grpo;

@@ -160,6 +160,18 @@ static jr_status load_state(jr_run *r, const char *ckpt, unsigned targets) {
     return st;
 }
 
+/* Typed options built in C skip the config's range checks: the ones a zeroed field would get wrong. */
+static jr_status check_trainer_opts(const jr_trainer_opts *t) {
+    if (t->steps < 1 || t->batch_size < 1 || t->log_every < 1)
+        return jr_fail(JR_EINVAL, "trainer options: steps=%lld, batch_size=%d and log_every=%lld must be >= 1",
+                       (long long)t->steps, t->batch_size, (long long)t->log_every);
+    if (!(t->beta1 >= 0 && t->beta1 < 1 && t->beta2 > 0 && t->beta2 < 1 && t->eps > 0 && t->lr >= 0))
+        return jr_fail(JR_EINVAL, "trainer options: AdamW needs 0 <= beta1 < 1, 0 < beta2 < 1, eps > 0, lr >= 0 "
+                                  "(got %g, %g, %g, %g)", t->beta1, t->beta2, t->eps, t->lr);
+    if (!t->tokenizer) return jr_fail(JR_EINVAL, "trainer options: tokenizer is not set (\"byte\" or a tokenizer.json)");
+    return JR_OK;
+}
+
 jr_status jr_run_open(jr_run *r, const jr_run_opts *ro, const jr_trainer_opts *to, const jr_lora_opts *lo,
                       const jr_model_source *src, uint64_t rng_tag, FILE *progress, volatile sig_atomic_t *stop) {
     memset(r, 0, sizeof *r);
@@ -174,6 +186,9 @@ jr_status jr_run_open(jr_run *r, const jr_run_opts *ro, const jr_trainer_opts *t
     r->sch = (jr_schedule){to->lr_schedule, to->lr, to->warmup_steps, to->steps};
     jr_rng_seed2(&r->ts.rng, ro->seed, rng_tag);
     if (!ro->out_dir) return jr_fail(JR_EINVAL, "run.out_dir must be set");
+    jr_status st = check_trainer_opts(to);
+    if (st) return st;
+    if (!src || !src->load) return jr_fail(JR_EINVAL, "no model source: the policy's load function is not set");
     unsigned targets = 0;
     if (r->use_lora && r->lo.dropout != 0)
         return jr_fail(JR_EUNSUPPORTED, "lora.dropout=%g: only 0 is supported (adapters are merged into the "
@@ -181,7 +196,7 @@ jr_status jr_run_open(jr_run *r, const jr_run_opts *ro, const jr_trainer_opts *t
     if (r->use_lora && jr_lora_parse_targets(r->lo.target_modules, &targets))
         return jr_fail_ctx(JR_EINVAL, "lora.target_modules");
     char *ckpt = NULL;
-    jr_status st = to->resume ? jr_ckpt_latest(ro->out_dir, &ckpt) : JR_OK;
+    st = to->resume ? jr_ckpt_latest(ro->out_dir, &ckpt) : JR_OK;
     if (!st) st = load_state(r, ckpt, targets);
     free(ckpt);
     return st;
