@@ -24,17 +24,21 @@ static jr_status tiny_policy(void *ud, jr_model *m) { /* a fresh random model fr
 static double train(const char *out_dir, const char *prompts, int shuffle) {
     char model_json[1024];
     snprintf(model_json, sizeof model_json, "%s/configs/models/tiny-byte.json", jt_root());
-    jr_grpo_setup s = {0};
+    jr_grpo_setup s;
+    CHECK_OK(jr_grpo_setup_defaults(&s));
     s.run = (jr_run_opts){.seed = 1, .out_dir = out_dir};
-    s.trainer = (jr_trainer_opts){.algo = "grpo", .steps = 16, .batch_size = 64, .grad_accum = 1, .tokenizer = "byte",
-                                  .lr = 1e-2, .lr_schedule = JR_SCHED_CONSTANT, .beta1 = 0.9, .beta2 = 0.999,
-                                  .eps = 1e-8, .max_grad_norm = 1.0, .keep_checkpoints = 1, .log_every = 1};
-    s.grpo = (jr_grpo_opts){.num_generations = 8, .prompts_per_step = 8, .max_prompt_length = 16,
-                            .max_completion_length = 8, .temperature = 1, .top_p = 1, .epsilon = 0.2,
-                            .epsilon_high = -1, .num_iterations = 1, .loss_type = JR_LOSS_DAPO,
-                            .scale_rewards = JR_SCALE_GROUP, .shuffle_rewards = shuffle, .max_unscored_frac = 0.5};
+    s.trainer.steps = 16;
+    s.trainer.batch_size = 64;
+    s.trainer.lr = 1e-2;
+    s.trainer.lr_schedule = JR_SCHED_CONSTANT;
+    s.trainer.tensorboard = 0;
+    s.grpo.num_generations = s.grpo.prompts_per_step = 8;
+    s.grpo.max_prompt_length = 16;
+    s.grpo.max_completion_length = 8;
+    s.grpo.shuffle_rewards = shuffle;
     s.policy = (jr_model_source){tiny_policy, model_json, NULL};
-    s.data = (jr_data_opts){.train = prompts, .shuffle = 1, .seed = 1};
+    s.data.train = prompts;
+    s.data.seed = 1;
     jr_env env;
     CHECK_OK(jr_env_from_fn(&env, starts_lower, NULL));
     s.env = &env;

@@ -7,6 +7,7 @@
 
 #include "grpo_internal.h"
 #include "judgerl/fsutil.h"
+#include "judgerl/judge.h"
 #include "judgerl/reward.h"
 #include "judgerl/train.h"
 
@@ -291,6 +292,28 @@ jr_status jr_grpo_close(jr_grpo_trainer *g, jr_status st) {
     free(g->weights);
     st = jr_run_close(&g->run, st);
     free(g);
+    return st;
+}
+
+jr_status jr_grpo_setup_defaults(jr_grpo_setup *s) {
+    static const jr_cfg_field *const tables[] = {jr_run_cfg, jr_data_cfg, jr_model_cfg, jr_trainer_cfg, jr_grpo_cfg,
+                                                 jr_judge_cfg, NULL};
+    char *const algo[] = {"trainer.algo=grpo"};
+    jr_config c;
+    memset(s, 0, sizeof *s);
+    jr_status st = jr_config_load_string(&c, "", "<defaults>", 1, algo, tables);
+    if (st) return st;
+    jr_run_opts_from_config(&s->run, &c);
+    jr_trainer_opts_from_config(&s->trainer, &c);
+    jr_lora_opts_from_config(&s->lora, &c);
+    jr_data_opts_from_config(&s->data, &c);
+    st = jr_grpo_opts_from_config(&s->grpo, &c);
+    /* nothing may point into the config freed below: the strings become static ones or NULL */
+    s->run.out_dir = NULL;
+    s->trainer.algo = "grpo";
+    s->lora.target_modules = "all"; /* the default q,k,v,o,gate,up,down */
+    s->data.train = s->data.validation = NULL;
+    jr_config_free(&c);
     return st;
 }
 
