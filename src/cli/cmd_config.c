@@ -10,6 +10,7 @@
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
+#include "judgerl/probe.h"
 
 /* Every module's table of options; a config file may use any of them. */
 static const jr_cfg_field *const all_tables[] = {
@@ -24,6 +25,7 @@ static const jr_cfg_field *const all_tables[] = {
     jr_protocols_cfg,
     jr_reward_cfg,
     jr_seed1_cfg,
+    jr_probe_cfg,
     NULL,
 };
 

@@ -476,11 +476,26 @@ static void html_grpo(jr_buf *b, const char *run_dir, const json_t *sum) {
     jr_buf_printf(b, "</div>\n");
 }
 
-static const char *CSS =
+const char jr_report_css[] =
     "body{font-family:sans-serif;margin:24px;color:#111;max-width:1200px}h1{font-size:22px}h2{font-size:18px;margin-top:28px}"
     "table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #d1d5db;padding:4px 8px;font-size:13px;text-align:left}"
     "th{background:#f3f4f6}.charts{display:flex;flex-wrap:wrap;gap:12px}.charts svg{border:1px solid #e5e7eb}"
     ".note{color:#6b7280}code{background:#f3f4f6;padding:1px 4px}";
+
+/* The demo's probe stage: summary "probe" = {"judges": [names], "results": {name: probe.json}}. */
+static void html_probe(jr_buf *b, const json_t *pr) {
+    json_t *names = json_object_get(pr, "judges"), *results = json_object_get(pr, "results");
+    size_t n = json_array_size(names);
+    if (!n || n > 16) return;
+    const char *nm[16];
+    const json_t *rs[16];
+    for (size_t i = 0; i < n; i++) {
+        nm[i] = json_string_value(json_array_get(names, i));
+        rs[i] = json_object_get(results, nm[i] ? nm[i] : "");
+    }
+    jr_buf_printf(b, "<h2>Judge probes (docs/PROBES.md)</h2>\n");
+    jr_probe_html(b, nm, rs, (int)n);
+}
 
 jr_status jr_report_write(const char *run_dir, json_t **summary_out) {
     if (summary_out) *summary_out = NULL;
@@ -498,7 +513,7 @@ jr_status jr_report_write(const char *run_dir, json_t **summary_out) {
     free(sp);
     jr_buf b = {0};
     jr_buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>judgerl demo report</title>"
-                      "<style>%s</style></head><body>\n<h1>judgerl demo: the magic 8-ball, judged</h1>\n", CSS);
+                      "<style>%s</style></head><body>\n<h1>judgerl demo: the magic 8-ball, judged</h1>\n", jr_report_css);
     jr_buf_printf(&b, "<p>Run directory <code>");
     jr_buf_xml(&b, run_dir);
     jr_buf_printf(&b, "</code>%s; total %.1f s.</p>\n", json_is_true(json_object_get(sum, "quick")) ? " (quick mode: fewer steps)" : "",
@@ -519,6 +534,8 @@ jr_status jr_report_write(const char *run_dir, json_t **summary_out) {
     json_t *s1 = json_object_get(sum, "seed1");
     if (json_is_object(s1)) html_seed1(&b, s1);
     html_grpo(&b, run_dir, sum);
+    json_t *pr = json_object_get(sum, "probe");
+    if (json_is_object(pr)) html_probe(&b, pr);
     jr_buf_printf(&b, "<p class=\"note\">Written by <code>judgerl report</code> from summary.json and the runs' metrics.jsonl.</p>\n"
                       "</body></html>\n");
     jr_status st = JR_OK;
