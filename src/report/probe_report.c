@@ -29,16 +29,16 @@ static const json_t *probe_of(const json_t *res, const char *name) {
     return json_object_get(json_object_get(res, "probes"), name);
 }
 
-/* "0.512 [0.470, 0.553] n=470", or "-" when absent. */
+/* "0.51 [0.47,0.55] n=470" (probe.json keeps every digit), or "-" when absent. */
 static void fmt_fig(char *buf, size_t cap, const json_t *f) {
     json_t *v = json_object_get(f, "value"), *ci = json_object_get(f, "ci95");
     if (!f) { snprintf(buf, cap, "-"); return; }
     long long n = (long long)json_integer_value(json_object_get(f, "n"));
     if (!json_is_number(v)) { snprintf(buf, cap, "n/a n=%lld", n); return; }
     if (json_is_array(ci))
-        snprintf(buf, cap, "%.3f [%.3f, %.3f] n=%lld", json_number_value(v), json_number_value(json_array_get(ci, 0)),
+        snprintf(buf, cap, "%.2f [%.2f,%.2f] n=%lld", json_number_value(v), json_number_value(json_array_get(ci, 0)),
                  json_number_value(json_array_get(ci, 1)), n);
-    else snprintf(buf, cap, "%.3f n=%lld", json_number_value(v), n);
+    else snprintf(buf, cap, "%.2f n=%lld", json_number_value(v), n);
 }
 
 static const char *threshold_of(const json_t *const *results, int n, const char *probe, const char *fig) {
@@ -63,12 +63,12 @@ void jr_probe_table(FILE *out, const char *const *names, const json_t *const *re
     if (n > 16) n = 16;
     for (int i = 0; i < n; i++) pv[i] = json_object_get(results[i], "probes");
     json_t *probes = union_keys(pv, n);
-    fprintf(out, "%-12s %-34s", "probe", "figure");
-    for (int i = 0; i < n; i++) fprintf(out, " %-34s", names[i]);
+    fprintf(out, "%-12s %-30s", "probe", "figure");
+    for (int i = 0; i < n; i++) fprintf(out, " %-24s", names[i]);
     fprintf(out, " threshold\n");
     for (size_t p = 0; p < json_array_size(probes); p++) {
         const char *pn = json_string_value(json_array_get(probes, p));
-        fprintf(out, "%-12s %-34s", pn, "");
+        fprintf(out, "%-12s %-30s", pn, "");
         for (int i = 0; i < n; i++) {
             const json_t *pr = probe_of(results[i], pn);
             char st[160];
@@ -77,23 +77,32 @@ void jr_probe_table(FILE *out, const char *const *names, const json_t *const *re
             if (sk) snprintf(st, sizeof st, "skipped");
             else if (un) snprintf(st, sizeof st, "%s (%lld unscored)", status_of(pr), un);
             else snprintf(st, sizeof st, "%s", status_of(pr));
-            fprintf(out, " %-34s", st);
+            fprintf(out, " %-24s", st);
         }
         fprintf(out, "\n");
+        const char *first = NULL;
+        int same = 1;
         for (int i = 0; i < n; i++) {
             const char *sk = json_string_value(json_object_get(probe_of(results[i], pn), "skipped"));
-            if (sk) fprintf(out, "%-12s   %s: %s\n", "", names[i], sk);
+            if (sk && first && strcmp(sk, first)) same = 0;
+            if (sk && !first) first = sk;
+        }
+        for (int i = 0; first && i < n; i++) {
+            const char *sk = json_string_value(json_object_get(probe_of(results[i], pn), "skipped"));
+            if (!sk) continue;
+            if (same) { fprintf(out, "%-12s   skipped: %s\n", "", sk); break; }
+            fprintf(out, "%-12s   %s: %s\n", "", names[i], sk);
         }
         const json_t *fv[16];
         for (int i = 0; i < n; i++) fv[i] = json_object_get(probe_of(results[i], pn), "figures");
         json_t *figs = union_keys(fv, n);
         for (size_t f = 0; f < json_array_size(figs); f++) {
             const char *fn = json_string_value(json_array_get(figs, f));
-            fprintf(out, "%-12s %-34s", "", fn);
+            fprintf(out, "%-12s %-30s", "", fn);
             for (int i = 0; i < n; i++) {
                 char b[96];
                 fmt_fig(b, sizeof b, json_object_get(fv[i], fn));
-                fprintf(out, " %-34s", b);
+                fprintf(out, " %-24s", b);
             }
             fprintf(out, " %s\n", threshold_of(results, n, pn, fn));
         }

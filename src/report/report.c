@@ -242,6 +242,19 @@ static void dist_str(char *out, size_t cap, const json_t *d) {
     snprintf(out, cap, "Yes %.2f No %.2f Maybe %.2f other %.2f", num(d, "Yes"), num(d, "No"), num(d, "Maybe"), isfinite(o) ? o : 0);
 }
 
+/* The demo's probe results: summary "probe" = {"judges": [names], "results": {name: probe.json}};
+ * fills up to 16 names and results, returns how many. */
+static int probe_sets(const json_t *pr, const char **nm, const json_t **rs) {
+    json_t *names = json_object_get(pr, "judges"), *results = json_object_get(pr, "results");
+    int n = 0;
+    for (size_t i = 0; i < json_array_size(names) && n < 16; i++) {
+        const char *s = json_string_value(json_array_get(names, i));
+        const json_t *r = json_object_get(results, s ? s : "");
+        if (s && json_is_object(r)) { nm[n] = s; rs[n++] = r; }
+    }
+    return n;
+}
+
 void jr_report_text(FILE *out, const json_t *sum) {
     fprintf(out, "== judgerl demo%s: %s\n", json_is_true(json_object_get(sum, "quick")) ? " --quick" : "",
             json_string_value(json_object_get(sum, "run_dir")) ? json_string_value(json_object_get(sum, "run_dir")) : "");
@@ -274,6 +287,14 @@ void jr_report_text(FILE *out, const json_t *sum) {
         if (json_is_object(st2))
             fprintf(out, "steering: P(Yes) after GRPO %.2f with the biased judge vs %.2f with the unbiased one (%+.0f points)\n",
                     num(st2, "p_yes_biased"), num(st2, "p_yes_unbiased"), 100 * num(st2, "delta"));
+    }
+    json_t *pr = json_object_get(sum, "probe");
+    const char *nm[16];
+    const json_t *rs[16];
+    int np = probe_sets(pr, nm, rs);
+    if (np > 0) {
+        fprintf(out, "judge probes (docs/PROBES.md; FLAG = a 95%% interval wholly past its threshold):\n");
+        jr_probe_table(out, nm, rs, np);
     }
     fprintf(out, "total %.1f s; report: %s/report.html\n", num(sum, "total_seconds"),
             json_string_value(json_object_get(sum, "run_dir")) ? json_string_value(json_object_get(sum, "run_dir")) : ".");
@@ -482,19 +503,17 @@ const char jr_report_css[] =
     "th{background:#f3f4f6}.charts{display:flex;flex-wrap:wrap;gap:12px}.charts svg{border:1px solid #e5e7eb}"
     ".note{color:#6b7280}code{background:#f3f4f6;padding:1px 4px}";
 
-/* The demo's probe stage: summary "probe" = {"judges": [names], "results": {name: probe.json}}. */
+/* The demo's probe stage, the judges side by side. */
 static void html_probe(jr_buf *b, const json_t *pr) {
-    json_t *names = json_object_get(pr, "judges"), *results = json_object_get(pr, "results");
-    size_t n = json_array_size(names);
-    if (!n || n > 16) return;
     const char *nm[16];
     const json_t *rs[16];
-    for (size_t i = 0; i < n; i++) {
-        nm[i] = json_string_value(json_array_get(names, i));
-        rs[i] = json_object_get(results, nm[i] ? nm[i] : "");
-    }
-    jr_buf_printf(b, "<h2>Judge probes (docs/PROBES.md)</h2>\n");
-    jr_probe_html(b, nm, rs, (int)n);
+    int n = probe_sets(pr, nm, rs);
+    if (n <= 0) return;
+    jr_buf_printf(b, "<h2>Judge probes (docs/PROBES.md)</h2>\n<p>Each judge served by <code>judgerl serve</code> and "
+                     "probed over HTTP with <code>data/eightball/lm/probe_rows.jsonl</code>: the unbiased judge, the "
+                     "Yes-biased one, and judges trained with a known injected bias (longer answers, master keys, the "
+                     "first position of a pair).</p>\n");
+    jr_probe_html(b, nm, rs, n);
 }
 
 jr_status jr_report_write(const char *run_dir, json_t **summary_out) {
