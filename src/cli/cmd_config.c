@@ -11,6 +11,7 @@
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
+#include "judgerl/workflow.h"
 
 /* Every module's table of options; a config file may use any of them. */
 static const jr_cfg_field *const all_tables[] = {
@@ -26,6 +27,7 @@ static const jr_cfg_field *const all_tables[] = {
     jr_reward_cfg,
     jr_sandbox_cfg,
     jr_seed1_cfg,
+    jr_workflow_cfg,
     NULL,
 };
 
