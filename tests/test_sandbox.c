@@ -262,6 +262,22 @@ TEST(run_generic) {
     CHECK(strstr(jr_errmsg(), "sandbox.unsafe") != NULL);
 }
 
+TEST(unsafe_only_when_asked) {
+    NEED_SANDBOX();
+    jr_sandbox_opts o = O;
+    O.bwrap = "/nonexistent/bwrap";
+    jr_sb_outcome oc;
+    const char *prog = "import os\nassert os.path.isdir('/etc') and os.getcwd() == '/tmp'\n";
+    const char *t = run_py(prog, &oc, NULL);
+    CHECK_MSG(!strncmp(t, "ERROR ", 6) && strstr(t, "sandbox.unsafe"), "%s", t); /* no fallback */
+    O.unsafe = 1;
+    t = run_py(prog, &oc, NULL); /* the host's /etc: no sandbox */
+    CHECK_MSG(oc == JR_SB_PASSED, "%s", t);
+    O = o;
+    t = run_py(prog, &oc, NULL); /* sandboxed: no /etc */
+    CHECK_MSG(oc == JR_SB_FAILED, "%s", t);
+}
+
 TEST(pass_fraction) {
     NEED_SANDBOX();
     jr_py_job job = {"def add(a, b):\n    return a + b if a < 5 else 0\n",
@@ -296,6 +312,7 @@ int main(void) {
     RUN(fork_bomb);
     RUN(fork_bomb_does_not_starve_others);
     RUN(endless_print_and_timeout);
+    RUN(unsafe_only_when_asked);
     RUN(pass_fraction);
     return jt_done();
 }
