@@ -38,8 +38,8 @@ struct jr_reward_opts; /* below */
 
 /* A named reward function. Built-ins (see docs/PROTOCOLS.md): reference, rubric, verif, pairwise,
  * label, pointwise (judge); exact, math_verify, final_answer, format, rule, length, efficiency,
- * simplicity, repetition, ifeval (rules); code_tests (runs the response in the sandbox: load the
- * config with jr_sandbox_cfg too, it reads sandbox.*). */
+ * simplicity, repetition, ifeval (rules); code_tests (runs the response in the sandbox with
+ * ro->sandbox: sandbox.* when the config was loaded with jr_sandbox_cfg, else the defaults). */
 typedef struct jr_reward_fn {
     const char *name;
     const char *protocol; /* judge protocol JR_RW_JUDGE submits to; NULL: never calls the judge */
