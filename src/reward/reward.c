@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "judgerl/fsutil.h"
 #include "judgerl/reward.h"
 
 /* ---- the table of reward functions ---- */
@@ -46,6 +47,7 @@ typedef struct {
 
 struct jr_reward {
     jr_judge_opts jo;
+    jr_reason_tally *why; /* every unscored row's reason since open */
     component *c;
     int n;
     jr_judge *judge;
@@ -59,6 +61,7 @@ void jr_reward_close(jr_reward *r) {
     }
     free(r->c);
     jr_judge_close(r->judge);
+    jr_reason_tally_free(r->why);
     free(r);
 }
 
@@ -107,6 +110,7 @@ jr_status jr_reward_open_opts(jr_reward **out, const jr_reward_opts *o) {
     jr_reward *r = jr_calloc(1, sizeof *r);
     if (!r || !(r->c = jr_calloc(n, sizeof *r->c))) { free(r); return JR_ENOMEM; }
     r->jo = o->judge;
+    if (!(r->why = jr_reason_tally_new())) { jr_reward_close(r); return JR_ENOMEM; }
     int need_judge = 0;
     jr_status st = JR_OK;
     for (size_t i = 0; i < n && !st; i++) {
@@ -308,6 +312,7 @@ jr_status jr_reward_batch_finish(jr_reward_batch *b) {
         if (!res->parts) {
             res->reward = NAN;
             res->reason = jr_strdup(b->added[i] ? "out of memory" : "not scored");
+            jr_reason_tally_add(r->why, res->reason);
             continue;
         }
         double sum = 0;
@@ -325,6 +330,7 @@ jr_status jr_reward_batch_finish(jr_reward_batch *b) {
         }
         res->scored = ok;
         res->reward = ok ? sum : NAN;
+        if (!ok) jr_reason_tally_add(r->why, res->reason);
     }
     free(b->slots);
     free(b->added);
@@ -332,6 +338,22 @@ jr_status jr_reward_batch_finish(jr_reward_batch *b) {
     const char *fatal = r->judge ? jr_judge_fatal(r->judge) : NULL;
     if (fatal) return jr_fail(JR_ENET, "%s", fatal);
     return JR_OK;
+}
+
+const char *jr_reward_unscored_summary(jr_reward *r) { return jr_reason_tally_summary(r->why); }
+
+long jr_reward_unscored_count(const jr_reward *r) { return jr_reason_tally_count(r->why); }
+
+jr_status jr_reward_unscored_write(const jr_reward *r, const char *path) {
+    json_t *o = jr_reason_tally_json(r->why);
+    char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    if (!text) return jr_fail(JR_ENOMEM, "%s: out of memory", path);
+    size_t n = strlen(text);
+    text[n] = '\n';
+    jr_status st = jr_write_atomic(path, text, n + 1);
+    free(text);
+    return st;
 }
 
 jr_status jr_reward_score(jr_reward *r, const json_t *const *rows, size_t n, jr_reward_result *results) {

@@ -926,10 +926,13 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
                 jr_status s2 = jr_ckpt_save_with(out_dir, g.trained, &g.opt, &prev, keep,
                                   g.use_lora ? write_adapter : NULL, &g);
                 if (s2) goto done;
-                st = jr_fail(JR_EIO, "step %lld: %d of %d samples unscored (%.0f%% > judge.max_unscored_frac=%g); "
+                char *why_path = jr_path_join(out_dir, "unscored.json"); /* the reasons, for after the run */
+                if (why_path) jr_reward_unscored_write(g.rw, why_path);
+                free(why_path);
+                st = jr_fail(JR_EIO, "step %lld: %d of %d samples unscored (%.0f%% > judge.max_unscored_frac=%g; %.1500s); "
                                      "stopped with a checkpoint at step %lld: fix the judge and resume with "
                                      "trainer.resume=true", (long long)(step + 1), rs.n_unscored, rs.n_generated,
-                             100 * unscored, g.max_unscored, (long long)step);
+                             100 * unscored, g.max_unscored, jr_reward_unscored_summary(g.rw), (long long)step);
                 goto done;
             }
             /* rewards -> advantages */
