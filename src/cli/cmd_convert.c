@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "judgerl/hfmodel.h"
+#include "judgerl/tok.h"
 
 /* "5GB", "500MB", "100kB", "12345" -> bytes (decimal units, as transformers' max_shard_size). */
 static int parse_size(const char *s, size_t *out) {
@@ -58,11 +59,13 @@ int cmd_convert(int argc, char **argv) {
         else rc = jr_hfdir_read_f32(&d, i, w[i]);
     }
     if (!rc) rc = jr_hfdir_write(out, &d.cfg, d.has_gen ? &d.gen : NULL, (const float *const *)w, dt, max_shard);
+    int n_tok = 0;
+    if (!rc) rc = jr_tok_copy_dir_files(model, out, &n_tok); /* the output keeps the model's tokenizer */
     for (int i = 0; w && i < d.n_tensors; i++) free(w[i]);
     free(w);
     int n = d.n_tensors;
     jr_hfdir_close(&d);
     if (rc) return cli_fail("convert", rc);
-    printf("%s: %d tensors written as %s\n", out, n, jr_dtype_name(dt));
+    printf("%s: %d tensors written as %s, %d tokenizer file%s\n", out, n, jr_dtype_name(dt), n_tok, n_tok == 1 ? "" : "s");
     return CLI_OK;
 }

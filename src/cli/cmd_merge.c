@@ -6,6 +6,7 @@
 #include "judgerl/fsutil.h"
 #include "judgerl/lora.h"
 #include "judgerl/model.h"
+#include "judgerl/tok.h"
 
 int cmd_merge(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
@@ -28,9 +29,11 @@ int cmd_merge(int argc, char **argv) {
     jr_model m;
     jr_status st = jr_model_load(&m, model);
     if (st) return cli_fail("merge", st);
+    int n_tok = 0;
     if (!(st = jr_lora_merge_into(&m, adapter)) && !(st = jr_mkdirs(out))) st = jr_model_save(&m, out, NULL);
+    if (!st) st = jr_tok_copy_dir_files(model, out, &n_tok); /* the merged model keeps the base's tokenizer */
     jr_model_free(&m);
     if (st) return cli_fail("merge", st);
-    printf("%s: %s merged into %s\n", out, adapter, model);
+    printf("%s: %s merged into %s (tokenizer: %s)\n", out, adapter, model, n_tok ? "the base model's files" : "byte, the base has none");
     return CLI_OK;
 }
