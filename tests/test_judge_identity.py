@@ -99,11 +99,11 @@ def config(name, port, cache="true", model="judge"):
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"]
 
 
-def grade(cfg, out, *extra):
+def grade(cfg, out, *extra, pad=0):
     inp = os.path.join(TMP, "rows.jsonl")
     with open(inp, "w") as f:
         for i, w in enumerate(WORDS):
-            f.write(json.dumps({"id": "r%s" % w, "prompt": "Is %s a word?" % w, "response": "Yes, %s is a word." % w}) + "\n")
+            f.write(json.dumps({"id": "r%s" % w, "prompt": "Is %s a word?" % w, "response": "Yes, %s is a word." % w + " ok" * pad}) + "\n")
     r = subprocess.run([BIN, "grade", "--config", cfg, "--input", inp, "--output", out, "--quiet"] + list(extra),
                        capture_output=True, text=True, timeout=300)
     rows = {}
@@ -144,7 +144,13 @@ def main():
     rc2, se2, a_sh = grade(config("a_sh", port, cache=shared), os.path.join(TMP, "a_shared.jsonl"))
     # a name the server does not list: warned about, then the server's 404 stops the run
     rc3, se3, _ = grade(config("wrong", port, model="other"), os.path.join(TMP, "wrong.jsonl"))
+    # rows longer than the judge's context (512 positions): a configuration error at once naming both numbers
+    t0 = time.time()
+    rc8, se8, long_rows = grade(config("long", port, cache="false"), os.path.join(TMP, "long.jsonl"), pad=200)
     stop(pa)
+    report("prompt_longer_than_context_fails_fast_naming_both",
+           rc8 == 1 and len(se8.strip().splitlines()) == 1 and "maximum context length is 512" in se8 and "in the prompt" in se8
+           and "serves 512 positions" in se8 and not long_rows and time.time() - t0 < 20, "%.1fs %s" % (time.time() - t0, se8))
     report("judge_a_graded", rc1 == 0 and rc2 == 0 and len(a_def) == 12 and all(o["status"] == "ok" for o in a_def.values()),
            se1 + se2 + str(list(a_def.values())[:2]))
     report("wrong_model_name_warned", rc3 == 1 and "warning" in se3 and "model=other" in se3 and '["judge"]' in se3 and "HTTP 404" in se3, se3)
