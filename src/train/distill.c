@@ -225,9 +225,9 @@ jr_status jr_distill_run(const jr_config *c, FILE *progress, volatile sig_atomic
                                   d.use_lora ? write_adapter : NULL, &d);
             if (s2) { st = s2; goto done; }
             st = jr_fail(JR_EIO, "step %lld: %d of %d prompts without an accepted label (%.0f%% > "
-                                 "judge.max_unscored_frac=%g); stopped with a checkpoint at step %lld: fix the judge "
-                                 "and resume with trainer.resume=true", (long long)(step + 1), B - kept, B,
-                         100 * unscored, max_unscored, (long long)step);
+                                 "judge.max_unscored_frac=%g; %.1500s); stopped with a checkpoint at step %lld: fix the "
+                                 "judge and resume with trainer.resume=true", (long long)(step + 1), B - kept, B,
+                         100 * unscored, max_unscored, jr_reward_unscored_summary(d.rw), (long long)step);
             goto done;
         }
         double loss = 0;
