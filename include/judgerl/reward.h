@@ -144,8 +144,6 @@ const char *jr_reward_part_fn(const jr_reward *r, int i); /* the reward function
  * ("" when none; valid until the next score). Every message about unscored rows carries it. */
 const char *jr_reward_unscored_summary(jr_reward *r);
 long jr_reward_unscored_count(const jr_reward *r);
-/* Writes the reasons as JSON (jr_reason_tally_json) to path, atomically (e.g. RUN/unscored.json). */
-jr_status jr_reward_unscored_write(const jr_reward *r, const char *path);
 
 /* The judge client (NULL when no component uses the judge), e.g. for jr_judge_stats_get. */
 jr_judge *jr_reward_judge(jr_reward *r);

@@ -6,7 +6,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "judgerl/fsutil.h"
 #include "judgerl/reward.h"
 
 /* ---- the table of reward functions ---- */
@@ -343,18 +342,6 @@ jr_status jr_reward_batch_finish(jr_reward_batch *b) {
 const char *jr_reward_unscored_summary(jr_reward *r) { return jr_reason_tally_summary(r->why); }
 
 long jr_reward_unscored_count(const jr_reward *r) { return jr_reason_tally_count(r->why); }
-
-jr_status jr_reward_unscored_write(const jr_reward *r, const char *path) {
-    json_t *o = jr_reason_tally_json(r->why);
-    char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(o);
-    if (!text) return jr_fail(JR_ENOMEM, "%s: out of memory", path);
-    size_t n = strlen(text);
-    text[n] = '\n';
-    jr_status st = jr_write_atomic(path, text, n + 1);
-    free(text);
-    return st;
-}
 
 jr_status jr_reward_score(jr_reward *r, const json_t *const *rows, size_t n, jr_reward_result *results) {
     jr_reward_batch *b;
