@@ -537,19 +537,22 @@ static void set_fatal(jr_judge *j, const char *msg) {
     pthread_mutex_unlock(&j->mu);
 }
 
-/* A 400 saying the prompt does not fit the judge's context (vLLM, OpenAI, llama.cpp, judgerl serve). */
-static int context_error(const char *msg) {
-    return strcasestr(msg, "context length") || strcasestr(msg, "context size") || strcasestr(msg, "context window");
+/* A 400 about the request's size rather than its row: the prompt does not fit the judge's context
+ * (vLLM, OpenAI, llama.cpp, judgerl serve) or max_tokens is out of the server's range. 1: context,
+ * 2: max_tokens, 0: neither. */
+static int config_400(const char *msg) {
+    if (strcasestr(msg, "context length") || strcasestr(msg, "context size") || strcasestr(msg, "context window")) return 1;
+    return strcasestr(msg, "max_tokens") ? 2 : 0;
 }
 
-/* Before any answer, a prompt too long for the judge is a configuration error (the template or
- * the judge's context), not a sample's: every request would get it. */
-static void set_context_fatal(jr_judge *j, const char *m) {
-    char *f = j->max_model_len > 0
-                  ? fmt("%s (the judge serves %ld positions: shorten judge.template or the rows, or serve the judge with a "
-                        "longer context)", m ? m : "HTTP 400", j->max_model_len)
-                  : fmt("%s (shorten judge.template or the rows, or serve the judge with a longer context)", m ? m : "HTTP 400");
-    set_fatal(j, f ? f : "HTTP 400: the prompt is longer than the judge's context");
+/* Before any answer, such a 400 is a configuration error (the template, judge.max_tokens or the
+ * judge's context), not a sample's: every request would get it. */
+static void set_config_400_fatal(jr_judge *j, const char *m, int kind) {
+    const char *fix = kind == 1 ? "shorten judge.template or the rows, lower judge.max_tokens, or serve the judge with a longer context"
+                                : "set judge.max_tokens within the server's range";
+    char *f = j->max_model_len > 0 ? fmt("%s (the judge serves %ld positions: %s)", m ? m : "HTTP 400", j->max_model_len, fix)
+                                   : fmt("%s (%s)", m ? m : "HTTP 400", fix);
+    set_fatal(j, f ? f : "HTTP 400: the request does not fit the judge");
     free(f);
 }
 
@@ -623,7 +626,7 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
     }
     char *m = fmt("%s: HTTP %ld: %s", url, status, msg);
     if (status == 401 || status == 403 || status == 404) set_fatal(j, m ? m : "HTTP error");
-    else if (status == 400 && !j->answered && context_error(msg)) set_context_fatal(j, m);
+    else if (status == 400 && !j->answered && config_400(msg)) set_config_400_fatal(j, m, config_400(msg));
     finish_call(j, jb, 0, NAN, NULL, m, 0);
 }
 
