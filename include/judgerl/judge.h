@@ -122,6 +122,7 @@ typedef struct jr_judge_response {
     const json_t *logprobs;    /* when asked: [{"token", "logprob", "top_logprobs": [{"token",
                                   "logprob"}, ...]}, ...] for chat and completions alike; else NULL */
     int cached;                /* 1 when served from the cache */
+    long total_tokens;         /* the server's usage.total_tokens; -1 when absent (and for cache hits) */
 } jr_judge_response;
 
 /* parse()'s verdict on one response. */

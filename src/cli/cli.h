@@ -33,11 +33,14 @@ int cmd_tokenizer(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_forward(int argc, char **argv);
 int cmd_dataset(int argc, char **argv);
+int cmd_dataset_convert(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 int cmd_tb_export(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_ifeval(int argc, char **argv);
 int cmd_grade(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_bench_grade(int argc, char **argv);
@@ -50,6 +53,7 @@ int cli_bench_config(const char *name, struct jr_model_config *c);
 int cmd_seed1(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_workflow(int argc, char **argv);
 
 /* `judgerl grade` helpers: reads an existing output (drops a torn last line, records finished ids
  * in `done`, counts unscored rows; with retry_unscored drops them); grades through the reward

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "judgerl/sandbox.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
@@ -189,7 +190,7 @@ int cmd_grade(int argc, char **argv) {
         else if (a[0] != '-' && strchr(a, '=')) over[n_over++] = argv[i];
         else { free(over); return cli_usage(cmd, "unexpected argument '%s'", a); }
     }
-    const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, NULL};
+    const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, NULL};
     jr_config cfg;
     jr_status st = jr_config_load(&cfg, cfg_path, n_over, over, tables);
     free(over);

@@ -17,6 +17,7 @@
 
 #include "judge/cache.h"
 #include "judge/identity.h"
+#include "judge/redact.h"
 #include "judge/response.h"
 #include "judgerl/judge.h"
 #include "judgerl/fsutil.h"
@@ -130,30 +131,8 @@ static double now_s(void) {
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-/* Replaces every occurrence of the API key in s by "[redacted]" (in place when shorter). */
-static char *redact(const jr_judge *j, char *s) {
-    if (!s || !j->api_key || strlen(j->api_key) < 4) return s;
-    size_t kl = strlen(j->api_key);
-    char *hit;
-    while ((hit = strstr(s, j->api_key))) {
-        size_t tail = strlen(hit + kl);
-        const char *rep = "[redacted]";
-        size_t rl = strlen(rep);
-        if (rl <= kl) {
-            memcpy(hit, rep, rl);
-            memmove(hit + rl, hit + kl, tail + 1);
-        } else {
-            size_t off = (size_t)(hit - s);
-            char *n = realloc(s, strlen(s) - kl + rl + 1);
-            if (!n) { memset(hit, '*', kl); continue; }
-            s = n;
-            hit = s + off;
-            memmove(hit + rl, hit + kl, tail + 1);
-            memcpy(hit, rep, rl);
-        }
-    }
-    return s;
-}
+/* The API key out of a text the client keeps (judge/redact.c). */
+static char *redact(const jr_judge *j, char *s) { return jr_redact_secret(s, j->api_key); }
 
 static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 static char *fmt(const char *f, ...) {
@@ -310,11 +289,13 @@ static void finish_call(jr_judge *j, job *jb, int ok, double value, json_t *deta
 }
 
 /* Hands an answer (from the server or the cache) to the protocol's parser. */
-static void handle_answer(jr_judge *j, job *jb, const char *content, const char *finish, json_t *logprobs, int cached) {
+static void handle_answer(jr_judge *j, job *jb, const char *raw_content, const char *finish, json_t *logprobs, int cached, long total_tokens) {
     sample *s = jb->s;
+    /* an answer quoting the API key: the key goes nowhere (detail, cache, row, logs) */
+    char *content = jr_redacted_copy(raw_content ? raw_content : "", j->api_key);
     const jr_protocol *p = j->proto[s->proto];
-    char *text = jr_judge_strip_reasoning(content);
-    jr_judge_response resp = {text ? text : "", content, finish ? finish : "", logprobs, cached};
+    char *text = content ? jr_judge_strip_reasoning(content) : NULL;
+    jr_judge_response resp = {text ? text : "", content ? content : "", finish ? finish : "", logprobs, cached, total_tokens};
     double value = NAN;
     json_t *detail = NULL;
     char why[512] = "";
@@ -325,10 +306,11 @@ static void handle_answer(jr_judge *j, job *jb, const char *content, const char 
     if (rc == JR_PARSE_OK) {
         if (!cached && j->cache) {
             char *lp = logprobs ? json_dumps(logprobs, JSON_COMPACT) : NULL;
-            jr_cache_put(j->cache, jb->key, j->ep[0].model, content, finish ? finish : "", lp);
+            jr_cache_put(j->cache, jb->key, j->ep[0].model, content ? content : "", finish ? finish : "", lp);
             free(lp);
         }
         finish_call(j, jb, 1, value, detail, NULL, cached);
+        free(content);
         return;
     }
     json_decref(detail);
@@ -339,9 +321,11 @@ static void handle_answer(jr_judge *j, job *jb, const char *content, const char 
         j->st.retries += !cached;
         pthread_mutex_unlock(&j->mu);
         push_ready(j, jb, 1);
+        free(content);
         return;
     }
     finish_call(j, jb, 0, NAN, NULL, fmt("parse failure after %d answer%s: %s", jb->parse_fails, jb->parse_fails > 1 ? "s" : "", why), 0);
+    free(content);
 }
 
 /* Builds the request body of call `index` and either answers it from the cache or queues it. */
@@ -404,7 +388,7 @@ static void start_call(jr_judge *j, sample *s, int index) {
         pthread_mutex_unlock(&j->mu);
         if (hit == 1) {
             json_t *lp = lps ? json_loads(lps, 0, NULL) : NULL;
-            handle_answer(j, jb, content, finish, lp, 1);
+            handle_answer(j, jb, content, finish, lp, 1, -1);
             json_decref(lp);
             free(content);
             free(finish);
@@ -606,7 +590,7 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
         free(jb->resp);
         jb->resp = NULL;
         jb->resp_len = jb->resp_cap = 0;
-        handle_answer(j, jb, a.content, a.finish, a.logprobs, 0);
+        handle_answer(j, jb, a.content, a.finish, a.logprobs, 0, a.total_tokens);
         jr_answer_free(&a);
         return;
     }
