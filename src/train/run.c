@@ -182,6 +182,7 @@ jr_status jr_run_open(jr_run *r, const jr_run_opts *ro, const jr_trainer_opts *t
     r->progress = progress;
     r->stop = stop;
     r->last_eval = NAN;
+    if (!(r->why = jr_reason_tally_new())) return JR_ENOMEM;
     r->use_lora = r->lo.enabled;
     r->sch = (jr_schedule){to->lr_schedule, to->lr, to->warmup_steps, to->steps};
     jr_rng_seed2(&r->ts.rng, ro->seed, rng_tag);
@@ -236,9 +237,15 @@ jr_status jr_run_stop_unscored(jr_run *r, const jr_train_state *prev, int64_t st
     jr_runlog_commit(r->rl, step + 1);
     jr_status st = jr_run_checkpoint(r, prev);
     if (st) return st;
-    return jr_fail(JR_EIO, "step %lld: %d of %d %s (%.0f%% > judge.max_unscored_frac=%g); stopped with a checkpoint "
-                           "at step %lld: fix the judge and resume with trainer.resume=true", (long long)(step + 1), bad,
-                   total, what, 100 * frac, limit, (long long)step);
+    json_t *o = jr_reason_tally_json(r->why); /* the reasons, kept for after the run */
+    char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL, *path = jr_path_join(r->ro.out_dir, "unscored.json");
+    if (text && path) jr_write_atomic(path, text, strlen(text));
+    json_decref(o);
+    free(text);
+    free(path);
+    return jr_fail(JR_EIO, "step %lld: %d of %d %s (%.0f%% > judge.max_unscored_frac=%g; %.1500s); stopped with a "
+                           "checkpoint at step %lld: fix the judge and resume with trainer.resume=true", (long long)(step + 1),
+                   bad, total, what, 100 * frac, limit, jr_reason_tally_summary(r->why), (long long)step);
 }
 
 /* The eval hook is due after step `done` (1-based count of steps done). */
@@ -325,6 +332,8 @@ jr_status jr_run_close(jr_run *r, jr_status st) {
     jr_adamw_free(&r->opt);
     if (r->use_lora) jr_lora_free(&r->lora);
     jr_model_free(&r->m);
+    jr_reason_tally_free(r->why);
+    r->why = NULL;
     return st;
 }
 
