@@ -66,7 +66,13 @@ $(OUT)/judgerl: $(CLI_OBJ) $(OUT)/libjudgerl.a
 
 $(OUT)/tests/%: tests/%.c $(OUT)/libjudgerl.a $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -Itests $< $(OUT)/libjudgerl.a -o $@ $(LIBS)
+	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -Itests $< $(OUT)/libjudgerl.a -o $@ $(LIBS) $(TEST_LDFLAGS)
+
+# The allocation-failure sweep routes judgerl's own malloc/calloc/realloc/strdup/strndup calls
+# and jansson's parser entry points through its counters (link-time wrapping: test-only, the
+# library is unchanged).
+$(OUT)/tests/test_alloc_sweep: TEST_LDFLAGS := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup \
+  -Wl,--wrap=json_loadb,--wrap=json_loads,--wrap=json_load_file
 
 # libFuzzer targets: every fuzz/fuzz_*.c, built with clang against a fuzz-instrumented library.
 # Run one with e.g. build/fuzz/fuzz_yaml_config -max_total_time=60
