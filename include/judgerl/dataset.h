@@ -141,8 +141,8 @@ typedef struct jr_data_row_info {
 typedef struct jr_data jr_data;
 
 /* Fills o from the data.* table (jr_data_cfg) and run.seed of a loaded config. Strings are borrowed
- * from c. on_bad/ud are left NULL. */
-void jr_data_opts_from_config(jr_data_opts *o, const jr_config *c);
+ * from c. on_bad/ud are left NULL. Fails naming a key the config lacks. */
+jr_status jr_data_opts_from_config(jr_data_opts *o, const jr_config *c);
 
 /* Opens the training file (and the validation file when given) and makes the split: with
  * validation_frac f > 0, round(f * n) rows (at least 1) chosen by the seed are held out, the rest

@@ -521,20 +521,42 @@ void jr_config_free(jr_config *c) {
     c->source = NULL;
 }
 
-static json_t *must_get(const jr_config *c, const char *key) {
-    json_t *v = get_path(c->root, key);
-    if (!v) {
-        fprintf(stderr, "judgerl: internal error: config key '%s' is not in the command's tables\n", key);
-        abort();
-    }
-    return v;
+/* The first key a getter could not serve since the last jr_cfg_check on this thread (a key not in
+ * the loaded tables, or of another type): the getters never abort, jr_cfg_check reports it. */
+static _Thread_local char bad_key[400];
+static _Thread_local int n_bad;
+
+static json_t *get_path_or_null(const jr_config *c, const char *key) { return c && c->root ? get_path(c->root, key) : NULL; }
+static int is_str_or_null(const json_t *v) { return json_is_string(v) || json_is_null(v); }
+static int is_int(const json_t *v) { return json_is_integer(v); }
+static int is_num(const json_t *v) { return json_is_number(v); }
+static int is_bool(const json_t *v) { return json_is_boolean(v); }
+static int is_any(const json_t *v) { (void)v; return 1; }
+
+static json_t *get_typed(const jr_config *c, const char *key, const char *want, int (*ok)(const json_t *)) {
+    json_t *v = get_path_or_null(c, key);
+    if (v && ok(v)) return v;
+    if (!n_bad++)
+        snprintf(bad_key, sizeof bad_key, v ? "option %s: expected %s (is it declared with another type?)"
+                                            : "option %s is not in the loaded tables (a misspelt key, or a table the command did not load)",
+                 key, want);
+    return NULL;
 }
 
-int64_t jr_cfg_int(const jr_config *c, const char *key) { return (int64_t)json_integer_value(must_get(c, key)); }
-double jr_cfg_float(const jr_config *c, const char *key) { return json_number_value(must_get(c, key)); }
-int jr_cfg_bool(const jr_config *c, const char *key) { return json_is_true(must_get(c, key)); }
-const char *jr_cfg_str(const jr_config *c, const char *key) { return json_string_value(must_get(c, key)); }
-json_t *jr_cfg_json(const jr_config *c, const char *key) { return must_get(c, key); }
+int64_t jr_cfg_int(const jr_config *c, const char *key) { return (int64_t)json_integer_value(get_typed(c, key, "an integer", is_int)); }
+double jr_cfg_float(const jr_config *c, const char *key) { return json_number_value(get_typed(c, key, "a number", is_num)); }
+int jr_cfg_bool(const jr_config *c, const char *key) { return json_is_true(get_typed(c, key, "a boolean", is_bool)); }
+const char *jr_cfg_str(const jr_config *c, const char *key) { return json_string_value(get_typed(c, key, "a string", is_str_or_null)); }
+json_t *jr_cfg_json(const jr_config *c, const char *key) { return get_typed(c, key, "a value", is_any); }
+int jr_cfg_has(const jr_config *c, const char *key) { return get_path_or_null(c, key) != NULL; }
+
+jr_status jr_cfg_check(const jr_config *c) {
+    if (!n_bad) return JR_OK;
+    int n = n_bad;
+    n_bad = 0;
+    return jr_fail(JR_EINVAL, "%s: %s%s", c && c->source ? c->source : "config", bad_key,
+                   n > 1 ? " (and more keys after it)" : "");
+}
 
 /* ---- dump ------------------------------------------------------------------------------- */
 

@@ -24,10 +24,11 @@ typedef struct {
 
 struct jr_constraint {
     jr_token_bytes v;
-    int kind; /* 0 choice, 1 regex */
+    int kind; /* 0 choice, 1 regex, 2 automaton */
     trie_node *nodes;
     int n_nodes, cap_nodes;
     pcre2_code *re;
+    jr_byte_automaton au;
 };
 
 static int trie_step(const trie_node *t, int node, uint8_t b) {
@@ -107,8 +108,23 @@ jr_status jr_constraint_regex(jr_constraint **out, const jr_token_bytes *v, cons
     return JR_OK;
 }
 
+jr_status jr_constraint_automaton(jr_constraint **out, const jr_token_bytes *v, const jr_byte_automaton *a) {
+    *out = NULL;
+    jr_constraint *c = calloc(1, sizeof *c);
+    if (!c) {
+        if (a->free_ctx) a->free_ctx(a->ctx);
+        return jr_fail(JR_ENOMEM, "constraint: out of memory");
+    }
+    c->v = *v;
+    c->kind = 2;
+    c->au = *a;
+    *out = c;
+    return JR_OK;
+}
+
 void jr_constraint_free(jr_constraint *c) {
     if (!c) return;
+    if (c->kind == 2 && c->au.free_ctx) c->au.free_ctx(c->au.ctx);
     free(c->nodes);
     if (c->re) pcre2_code_free(c->re);
     free(c);
@@ -121,12 +137,19 @@ jr_status jr_cstate_init(jr_cstate *s, const jr_constraint *c) {
         s->mctx = pcre2_match_context_create(NULL);
         if (!s->match || !s->mctx) { jr_cstate_free(s); return jr_fail(JR_ENOMEM, "constraint: out of memory"); }
     }
+    if (c->kind == 2) {
+        s->match = calloc(2, c->au.state_size);
+        if (!s->match) return jr_fail(JR_ENOMEM, "constraint: out of memory");
+        c->au.start(c->au.ctx, s->match);
+        s->node = -2; /* marks s->match as the automaton's plain allocation */
+    }
     return JR_OK;
 }
 
 void jr_cstate_free(jr_cstate *s) {
     free(s->buf);
-    if (s->match) pcre2_match_data_free(s->match);
+    if (s->match && s->node == -2) free(s->match);
+    else if (s->match) pcre2_match_data_free(s->match);
     if (s->mctx) pcre2_match_context_free(s->mctx);
     memset(s, 0, sizeof *s);
 }
@@ -196,10 +219,39 @@ static int regex_viable_utf(const jr_constraint *c, jr_cstate *s, size_t len) {
     return 0;
 }
 
+/* Automaton: steps a copy of the state (into the scratch half) through bytes[0..n); 1 when every
+ * byte is accepted and the result is viable. */
+static int au_try(const jr_constraint *c, jr_cstate *s, const char *bytes, int n) {
+    const jr_byte_automaton *a = &c->au;
+    unsigned char *cur = s->match, *tmp = cur + a->state_size;
+    memcpy(tmp, cur, a->state_size);
+    for (int k = 0; k < n; k++)
+        if (!a->step(a->ctx, tmp, (unsigned char)bytes[k])) return 0;
+    return a->viable(a->ctx, tmp);
+}
+
+static int au_mask(const jr_constraint *c, jr_cstate *s, uint8_t *allowed, int *complete) {
+    const jr_token_bytes *v = &c->v;
+    int count = 0;
+    *complete = c->au.accepting(c->au.ctx, s->match);
+    uint8_t first_ok[256];
+    for (int b = 0; b < 256; b++) {
+        char ch = (char)b;
+        first_ok[b] = (uint8_t)au_try(c, s, &ch, 1);
+    }
+    for (int t = 0; t < v->n; t++) {
+        int L = v->len[t];
+        if (!v->bytes[t] || L <= 0 || !first_ok[(uint8_t)v->bytes[t][0]]) continue;
+        if (L == 1 || au_try(c, s, v->bytes[t], L)) { allowed[t] = 1; count++; }
+    }
+    return count;
+}
+
 int jr_constraint_mask(const jr_constraint *c, jr_cstate *s, uint8_t *allowed, int *complete) {
     const jr_token_bytes *v = &c->v;
     int count = 0;
     memset(allowed, 0, (size_t)v->n);
+    if (c->kind == 2) return au_mask(c, s, allowed, complete);
     if (c->kind == 0) {
         *complete = c->nodes[s->node].term;
         for (int t = 0; t < v->n; t++) {
@@ -253,6 +305,11 @@ jr_status jr_constraint_advance(const jr_constraint *c, jr_cstate *s, int32_t to
         for (int k = 0; k < v->len[tok] && node >= 0; k++) node = trie_step(c->nodes, node, (uint8_t)v->bytes[tok][k]);
         if (node < 0) return jr_fail(JR_EINVAL, "constraint: token %d leaves every choice", (int)tok);
         s->node = node;
+    }
+    if (c->kind == 2) {
+        if (!au_try(c, s, v->bytes[tok], v->len[tok]))
+            return jr_fail(JR_EINVAL, "constraint: token %d cannot lead to an accepted output", (int)tok);
+        memcpy(s->match, (unsigned char *)s->match + c->au.state_size, c->au.state_size);
     }
     size_t L = (size_t)v->len[tok];
     if (!buf_reserve(s, s->len + L + 8)) return jr_fail(JR_ENOMEM, "constraint: out of memory");
