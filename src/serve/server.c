@@ -502,6 +502,11 @@ static int prepare(jr_server *s, job *j, char *msg, size_t msz) {
     }
     if (st) { snprintf(msg, msz, "%s", jr_errmsg()); return st == JR_ENOMEM ? 500 : 400; }
     if (j->n_prompt == 0) { snprintf(msg, msz, "the prompt is empty"); return 400; }
+    for (int i = 0; i < r->n_bias; i++)
+        if (r->bias_ids[i] >= s->b.vocab.tb.n) {
+            snprintf(msg, msz, "logit_bias: token id %d is not below the vocabulary size %d", (int)r->bias_ids[i], s->b.vocab.tb.n);
+            return 400;
+        }
     int ctx = s->b.lm->max_ctx;
     int mt = r->max_tokens;
     if (mt == 0) {
