@@ -55,6 +55,8 @@ int cmd_report(int argc, char **argv);
  * in `done`, counts unscored rows; with retry_unscored drops them); grades through the reward
  * registry when the config lists reward.components (grade_reward.c). */
 #include <jansson.h>
+/* 1 when a verdict's detail has reason logprobs_unreliable (counted in grade's summary). */
+int cli_grade_unreliable(const json_t *detail);
 jr_status cli_grade_load_done(const char *path, json_t *done, long *n_unscored, int retry_unscored, long *n_dropped);
 int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const char *out_path, int quiet,
                      int retry_unscored);

@@ -77,7 +77,7 @@ int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     double max_frac = jr_cfg_float(cfg, "judge.max_unscored_frac");
-    long n_skipped = 0, n_done = 0, n_unscored = n_prev_unscored, n_ok = 0, n_rows = 0, lineno = 0, judge_calls = 0;
+    long n_unreliable = 0, n_skipped = 0, n_done = 0, n_unscored = n_prev_unscored, n_ok = 0, n_rows = 0, lineno = 0, judge_calls = 0;
     size_t pos = 0;
     double t0 = mono();
     const char *stop_msg = NULL;
@@ -126,6 +126,8 @@ int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const
                         fprintf(stderr, "judgerl %s: unscored id=%s: %s\n", cmd, id, last_reason);
                     }
                 }
+                for (int k = 0; k < np && res[i].parts; k++)
+                    n_unreliable += cli_grade_unreliable(json_object_get(res[i].parts[k].detail, "judge"));
                 for (int k = 0; k < np; k++) {
                     if (!res[i].parts || !res[i].parts[k].scored) continue;
                     sums[k] += res[i].parts[k].value;
@@ -152,9 +154,10 @@ int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const
                                    n_done + n_skipped, out_path));
         goto out;
     }
-    json_t *sum = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "rows", (json_int_t)n_rows, "graded", (json_int_t)n_done,
+    json_t *sum = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "rows", (json_int_t)n_rows, "graded", (json_int_t)n_done,
                             "skipped", (json_int_t)n_skipped, "ok", (json_int_t)n_ok, "unscored",
                             (json_int_t)(n_unscored - n_prev_unscored), "torn_lines_dropped", (json_int_t)n_dropped,
+                            "logprobs_unreliable", (json_int_t)n_unreliable,
                             "judge_calls", (json_int_t)judge_calls, "elapsed_s", round((mono() - t0) * 1e3) / 1e3);
     json_t *comps = json_object();
     for (int k = 0; k < np; k++) {
