@@ -225,6 +225,15 @@ void jr_judge_stats_get(jr_judge *j, jr_judge_stats *s);
  * Valid until close. Callers should stop: every other request will fail the same way. */
 const char *jr_judge_fatal(jr_judge *j);
 
+/* The endpoints: how many, and one line per endpoint for the log ("http://.../chat/completions:
+ * llamacpp b4759 (GET /v1/models: owned_by llamacpp; GET /props: total_slots 1, ...); 2 in flight,
+ * 2 connections, streaming"), valid until close. Callers log it once after open. */
+int jr_judge_n_endpoints(const jr_judge *j);
+const char *jr_judge_endpoint_info(const jr_judge *j, int i);
+/* Requests in flight at most, over every endpoint (each endpoint's concurrency after its kind's
+ * default and its max_connections). */
+int jr_judge_capacity(const jr_judge *j);
+
 /* Stops the I/O thread (requests in flight are abandoned), closes the cache and frees
  * everything, uncollected results included. Safe on NULL. */
 void jr_judge_close(jr_judge *j);

@@ -233,12 +233,8 @@ int cmd_grade(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     int show = force_progress || (!quiet && isatty(2));
-    long conc_total = 0;
-    json_t *eps = jr_cfg_json(&cfg, "judge.endpoints");
-    for (size_t e = 0; e < json_array_size(eps); e++) {
-        long c = (long)json_integer_value(json_object_get(json_array_get(eps, e), "concurrency"));
-        conc_total += c > 0 ? c : (long)jr_cfg_int(&cfg, "judge.concurrency");
-    }
+    long conc_total = jr_judge_capacity(j);
+    for (int e = 0; !quiet && e < jr_judge_n_endpoints(j); e++) fprintf(stderr, "judgerl grade: judge %s\n", jr_judge_endpoint_info(j, e));
     uint64_t window = (uint64_t)(conc_total * 4 < 64 ? 64 : conc_total * 4);
     double max_frac = jr_cfg_float(&cfg, "judge.max_unscored_frac");
     long n_unreliable = 0, n_skipped = 0, n_done = 0, n_unscored = n_prev_unscored, n_ok = 0, n_rows = 0, lineno = 0;

@@ -65,7 +65,7 @@ int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const
     int np = jr_reward_n_parts(r);
     sums = calloc((size_t)np, sizeof *sums);
     counts = calloc((size_t)np, sizeof *counts);
-    long window = 4 * jr_cfg_int(cfg, "judge.concurrency");
+    long window = 4 * (jr_cfg_int(cfg, "judge.concurrency") ? jr_cfg_int(cfg, "judge.concurrency") : 64);
     if (window < 64) window = 64;
     rows = calloc((size_t)window, sizeof *rows);
     res = calloc((size_t)window, sizeof *res);
