@@ -30,16 +30,16 @@ def report(name, ok, why=""):
     sys.stdout.flush()
 
 
-def grade(name, rows, port, *over, quiet=False):
+def grade(name, rows, port, *over, quiet=False, config="judge_label.yaml", constraint=True):
     inp, out = os.path.join(TMP, name + ".in.jsonl"), os.path.join(TMP, name + ".out.jsonl")
     if os.path.exists(out):
         os.remove(out)
     with open(inp, "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
-    args = [BIN, "grade", "--config", os.path.join(ROOT, "configs", "judge_label.yaml"), "--input", inp, "--output", out,
-            "judge.endpoints.0.url=http://127.0.0.1:%d/v1" % port, "judge.cache=false", "judge.max_unscored_frac=1.0",
-            CONSTRAINT] + list(over)
+    args = [BIN, "grade", "--config", os.path.join(ROOT, "configs", config), "--input", inp, "--output", out,
+            "judge.endpoints.0.url=http://127.0.0.1:%d/v1" % port, "judge.cache=false", "judge.max_unscored_frac=1.0"]
+    args += ([CONSTRAINT] if constraint else []) + list(over)
     if quiet:
         args.append("--quiet")
     r = subprocess.run(args, capture_output=True, text=True, timeout=600)
@@ -62,7 +62,7 @@ ROWS = [{"id": "yes", "prompt": "Will it work?"}, {"id": "no", "prompt": "Is it 
 
 def test_llamacpp_like():
     srv, port = peer_servers.start("llamacpp", slots=1)
-    rc, o, s, err = grade("peer_llama", ROWS, port)
+    rc, o, s, err = grade("peer_llama", ROWS, port, config="judge_llamacpp.yaml", constraint=False)
     report("llamacpp: grade exits 0", rc == 0, err)
     report("llamacpp: detected from /v1/models and /props, logged once, with the slot-based limits and streaming",
            err.count("judgerl grade: judge ") == 1 and "llamacpp b0000-emulated" in err and "total_slots 1" in err
@@ -70,6 +70,7 @@ def test_llamacpp_like():
     bodies = [e["body"] for e in srv.state.log]
     report("llamacpp: the choice goes as a GBNF grammar, streamed, no vLLM fields",
            bodies and all(b.get("grammar") == 'root ::= "Yes" | "No" | "Maybe"' and b.get("stream") is True
+                          and b.get("top_logprobs") == 20
                           and "structured_outputs" not in b and "guided_choice" not in b for b in bodies), bodies[:1])
     y, n, lie = o.get("yes", {}), o.get("no", {}), o.get("lie", {})
     p = [-2.0, -2.6, -3.9]
@@ -80,7 +81,7 @@ def test_llamacpp_like():
            lie.get("reward") is None and lie["detail"]["confidence"] is None and lie["detail"]["reason"] == "logprobs_unreliable"
            and "-13.40" in lie["error"] and s.get("logprobs_unreliable") == 1, (lie, s))
     # the old request: vLLM's guided_choice, which llama-server ignores -> unconstrained answers
-    rc, o, s, err = grade("peer_llama_guided", ROWS[:1], port, "judge.constraint=null",
+    rc, o, s, err = grade("peer_llama_guided", ROWS[:1], port, "judge.constraint=null", "judge.label.confidence=auto",
                           'judge.extra_body={guided_choice: ["Yes", "No", "Maybe"]}', "judge.parse_attempts=2")
     y = o.get("yes", {})
     report("llamacpp: guided_choice is ignored (the issue's symptom): unscored with the judge's text in the reason",
@@ -104,7 +105,9 @@ def test_outside_constraint_is_a_parse_failure():
 
 def test_vllm_like():
     srv, port = peer_servers.start("vllm", slots=4)
-    rc, o, s, err = grade("peer_vllm", ROWS, port)
+    # configs/judge_vllm.yaml (kind: vllm, 64 in flight) turned into the label judge
+    rc, o, s, err = grade("peer_vllm", ROWS, port, "judge.protocol=label", "judge.max_tokens=8",
+                          'judge.label.values=[1.0, 0.0, 0.5]', "judge.endpoints.0.model=judge", config="judge_vllm.yaml")
     report("vllm: grade exits 0, detected with its version", rc == 0 and "vllm 0.12.0" in err and "64 in flight" in err
            and "not streaming" in err, err)
     bodies = [e["body"] for e in srv.state.log]
