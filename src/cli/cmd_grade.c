@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "judgerl/sandbox.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
@@ -192,7 +193,7 @@ int cmd_grade(int argc, char **argv) {
         else if (a[0] != '-' && strchr(a, '=')) over[n_over++] = argv[i];
         else { free(over); return cli_usage(cmd, "unexpected argument '%s'", a); }
     }
-    const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, NULL};
+    const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, NULL};
     jr_config cfg;
     jr_status st = jr_config_load(&cfg, cfg_path, n_over, over, tables);
     free(over);
@@ -208,8 +209,10 @@ int cmd_grade(int argc, char **argv) {
         jr_config_free(&cfg);
         return cli_usage(cmd, "--config, --input and --output are required");
     }
-    if (json_array_size(jr_cfg_json(&cfg, "reward.components"))) { /* reward registry (docs/PROTOCOLS.md) */
-        int r = cli_grade_reward(cmd, &cfg, in_path, out_path, quiet, retry_unscored);
+    jr_reward_opts ro;
+    if ((st = jr_reward_opts_from_config(&ro, &cfg))) { jr_config_free(&cfg); return cli_fail(cmd, st); }
+    if (ro.n_components) { /* reward registry (docs/PROTOCOLS.md) */
+        int r = cli_grade_reward(cmd, &ro, in_path, out_path, quiet, retry_unscored);
         jr_config_free(&cfg);
         return r;
     }
@@ -224,7 +227,7 @@ int cmd_grade(int argc, char **argv) {
     if (st) { rc = cli_fail(cmd, st); goto out; }
     long total = 0;
     for (size_t i = 0; i < in_len; i++) if (input[i] == '\n' || (i + 1 == in_len)) total++;
-    st = jr_judge_open(&j, &cfg);
+    st = jr_judge_open_opts(&j, &ro.judge);
     if (st) { rc = cli_fail(cmd, st); goto out; }
     fd = open(out_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) { rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: cannot open for appending: %s", out_path, strerror(errno))); goto out; }
@@ -236,7 +239,7 @@ int cmd_grade(int argc, char **argv) {
     long conc_total = jr_judge_capacity(j);
     for (int e = 0; !quiet && e < jr_judge_n_endpoints(j); e++) fprintf(stderr, "judgerl grade: judge %s\n", jr_judge_endpoint_info(j, e));
     uint64_t window = (uint64_t)(conc_total * 4 < 64 ? 64 : conc_total * 4);
-    double max_frac = jr_cfg_float(&cfg, "judge.max_unscored_frac");
+    double max_frac = ro.judge.max_unscored_frac;
     long n_unreliable = 0, n_skipped = 0, n_done = 0, n_unscored = n_prev_unscored, n_ok = 0, n_rows = 0, lineno = 0;
     size_t pos = 0;
     double t0 = mono(), last_draw = 0;

@@ -7,18 +7,9 @@
 #include <stddef.h>
 #include <jansson.h>
 
+#include "judgerl/judge.h"
 #include "judgerl/status.h"
 
-typedef enum {
-    JR_KIND_AUTO = 0, /* not given: detect */
-    JR_KIND_VLLM,
-    JR_KIND_LLAMACPP,
-    JR_KIND_SGLANG,
-    JR_KIND_OLLAMA,
-    JR_KIND_OPENAI,
-    JR_KIND_JUDGERL,
-    JR_KIND_UNKNOWN   /* detection found nothing it knows: a generic OpenAI-compatible server */
-} jr_server_kind;
 
 /* "vllm", "llamacpp", ... ("auto", "unknown"). */
 const char *jr_server_kind_name(jr_server_kind k);
