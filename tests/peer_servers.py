@@ -11,6 +11,9 @@ llamacpp: GET /props {total_slots, build_info}, GET /v1/models owned_by "llamacp
 vllm: GET /version {"version": "0.12.0"}, GET /v1/models owned_by "vllm". Honours only
   structured_outputs {choice | regex} (guided_* are ignored since v0.12); its log-probs are those of
   the constrained distribution (renormalised over the allowed first tokens).
+openai: GET /v1/models owned_by "system". Honours response_format json_schema whose schema is
+  {"answer": enum}: answers {"answer":"<choice>"} in tokens {" answer ":" <choice> "}, the
+  choice's log-probs constrained.
 
 The scripted model: for a prompt, the unconstrained first-token distribution and answer are
   default   "Good question. Yes, ..." with Good -0.38, The -1.16, Yes -2.0, No -2.6, Maybe -3.9, ...
@@ -106,6 +109,10 @@ class State:
 
 def constraint_regex(st, body):
     """The constraint this server honours, as a Python regex, or None."""
+    if st.dialect == "openai":
+        rf = body.get("response_format") or {}
+        enum = (((rf.get("json_schema") or {}).get("schema") or {}).get("properties") or {}).get("answer", {}).get("enum")
+        return "|".join(re.escape(c) for c in enum) if rf.get("type") == "json_schema" and enum else None
     if st.dialect == "llamacpp":
         g = body.get("grammar")
         return gbnf_to_regex(g) if g else None
@@ -130,7 +137,7 @@ def answer(st, body, text):
         out = ok[0]
     first = re.match(r"\w+|\W", out).group(0)
     lps = dict(dist)
-    if rx is not None and st.dialect == "vllm":
+    if rx is not None and st.dialect in ("vllm", "openai"):
         # constrained: renormalised over the first tokens the constraint allows
         allowed = [(t, lp) for t, lp in dist if any(re.fullmatch(rx, c, re.S) and c.startswith(t) for c in [t] + ["Yes", "No", "Maybe"])]
         z = math.log(sum(math.exp(lp) for _, lp in allowed))
@@ -143,6 +150,10 @@ def answer(st, body, text):
     entries = [{"token": first, "logprob": chosen, "top_logprobs": [{"token": t, "logprob": lp} for t, lp in top[:k]]}]
     if len(out) > len(first):
         entries.append({"token": out[len(first):], "logprob": -0.01, "top_logprobs": []})
+    if st.dialect == "openai" and rx is not None:  # structured outputs: the JSON the schema asks for
+        entries = [{"token": t, "logprob": 0.0, "top_logprobs": []} for t in ('{"', "answer", '":"')] + entries + \
+                  [{"token": '"}', "logprob": 0.0, "top_logprobs": []}]
+        out = '{"answer":"%s"}' % out
     return out, entries
 
 
@@ -166,7 +177,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/health":
             return self.send_json(200, {"status": "ok"})
         if self.path == "/v1/models":
-            owner = "llamacpp" if st.dialect == "llamacpp" else "vllm"
+            owner = {"llamacpp": "llamacpp", "vllm": "vllm", "openai": "system"}[st.dialect]
             return self.send_json(200, {"object": "list", "data": [{"id": "judge", "object": "model", "owned_by": owner}]})
         if self.path == "/props" and st.dialect == "llamacpp":
             return self.send_json(200, {"total_slots": st.slots, "build_info": "b0000-emulated",

@@ -50,6 +50,7 @@ TEST(gbnf_from_choices_and_regexes) {
     static const struct { const char *re, *why; } bad[] = {
         {"(?=a)b", "(?"}, {"(a)\\1", "escape"}, {"a^b", "anchor"}, {"a++", "possessive"}, {"[[:alpha:]]", "POSIX"},
         {"*a", "nothing to repeat"}, {"(ab", "unclosed ("}, {"ab)", "unbalanced"}, {"\\bword", "escape"}, {"[\\D]", "negated"},
+        {"((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((a))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))", "deeper"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char err[200] = "";

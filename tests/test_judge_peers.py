@@ -122,6 +122,24 @@ def test_vllm_like():
     srv.server_close()
 
 
+def test_openai_like():
+    srv, port = peer_servers.start("openai", slots=4)
+    rc, o, s, err = grade("peer_openai", ROWS, port, "judge.endpoints.0.kind=openai")
+    bodies = [e["body"] for e in srv.state.log]
+    rf = bodies[0].get("response_format", {}) if bodies else {}
+    report("openai: a choice goes as strict structured outputs {answer: enum}",
+           rc == 0 and rf.get("type") == "json_schema" and rf["json_schema"].get("strict") is True
+           and rf["json_schema"]["schema"]["properties"]["answer"]["enum"] == ["Yes", "No", "Maybe"], (err, bodies[:1]))
+    y, n = o.get("yes", {}), o.get("no", {})
+    report("openai: the answer {\"answer\": ...} is unwrapped, its log-probs read from the choice's token",
+           y.get("reward") == 1.0 and y["detail"]["source"] == "logprobs" and n.get("reward") == 0.0, (y, n))
+    rc, o, s, err = grade("peer_openai_regex", ROWS[:1], port, "judge.endpoints.0.kind=openai", 'judge.constraint={regex: "Yes|No"}')
+    report("openai: a regex constraint is refused at open, naming the kind", rc != 0 and "openai" in err and "regex" in err
+           and len(err.strip().splitlines()) == 1, err)
+    srv.shutdown()
+    srv.server_close()
+
+
 def test_judgerl_serve():
     model = os.path.join(ROOT, "tests", "fixtures", "serve", "tiny")
     errp = os.path.join(TMP, "peer_serve.err")
@@ -175,7 +193,8 @@ def test_280_rows_one_slot():
     srv.server_close()
 
 
-for t in (test_llamacpp_like, test_outside_constraint_is_a_parse_failure, test_vllm_like, test_judgerl_serve, test_280_rows_one_slot):
+for t in (test_llamacpp_like, test_outside_constraint_is_a_parse_failure, test_vllm_like, test_openai_like, test_judgerl_serve,
+          test_280_rows_one_slot):
     t0 = time.time()
     t()
     print("# %s took %.1fs" % (t.__name__, time.time() - t0))

@@ -262,6 +262,7 @@ typedef struct rx {
     char *err;
     size_t err_len;
     int failed;
+    int depth; /* groups open: bounded, so no input can exhaust the stack */
 } rx;
 
 static int rx_fail(rx *p, const char *what) {
@@ -349,6 +350,7 @@ static int rx_alt(rx *p, jr_strbuf *b);
 static int rx_atom(rx *p, jr_strbuf *b) {
     char c = p->s[p->i];
     if (c == '(') {
+        if (++p->depth > 64) return rx_fail(p, "groups nested deeper than 64");
         p->i++;
         if (p->s[p->i] == '?') {
             if (p->s[p->i + 1] != ':') return rx_fail(p, "(? construct (look-around, flags, named group)");
@@ -358,6 +360,7 @@ static int rx_atom(rx *p, jr_strbuf *b) {
         if (rx_alt(p, b)) return -1;
         if (p->s[p->i] != ')') return rx_fail(p, "unclosed (");
         p->i++;
+        p->depth--;
         jr_strbuf_addc(b, ')');
         return 0;
     }
@@ -434,7 +437,7 @@ static int rx_alt(rx *p, jr_strbuf *b) {
 }
 
 char *jr_gbnf_from_regex(const char *re, char *err, size_t err_len) {
-    rx p = {re, 0, strlen(re), err, err_len, 0};
+    rx p = {re, 0, strlen(re), err, err_len, 0, 0};
     if (p.n && re[0] == '^') p.i = 1;
     jr_strbuf b = {0};
     jr_strbuf_add(&b, "root ::= ");
