@@ -341,7 +341,7 @@ def test_sigterm_and_tpm():
 
 def test_shipped_configs():
     root = os.environ.get("JR_ROOT", ".")
-    for name in ["judge_vllm.yaml"]:
+    for name in ["judge_vllm.yaml", "judge_llamacpp.yaml", "judge_ollama.yaml", "judge_openai.yaml"]:
         r = subprocess.run([BIN, "config", os.path.join(root, "configs", name)], capture_output=True, text=True)
         report("shipped_config_" + name, r.returncode == 0, r.stderr)
 

@@ -74,7 +74,10 @@ TEST(judge_opts_follow_the_config_and_default_to_the_tables) {
     /* defaults, and the protocol fields when the config did not load jr_protocols_cfg */
     jr_judge_opts d;
     jr_judge_opts_init(&d);
-    CHECK(d.pointwise.scale == 5 && d.max_attempts == 5 && d.concurrency == 64 && d.cache == 1 && !d.cache_path);
+    /* concurrency 0 and stream -1: decided by each endpoint's kind at open (docs/JUDGE.md, "Servers") */
+    CHECK(d.pointwise.scale == 5 && d.max_attempts == 5 && d.concurrency == 0 && d.cache == 1 && !d.cache_path);
+    CHECK(d.stream == -1 && d.constraint == NULL && d.label.accept_unreliable == 0);
+    CHECK_NEAR(d.label.max_logprob_gap, 3.0, 0, 0);
     CHECK_NEAR(d.label.threshold, 0.4, 0, 0);
     CHECK(d.pairwise.swap == 1 && json_array_size(d.label.labels) == 3);
     const jr_cfg_field *const judge_only[] = {jr_judge_cfg, NULL};

@@ -21,10 +21,25 @@ extern const jr_cfg_field jr_judge_cfg[];
 
 #define JR_JUDGE_MAX_ENDPOINTS 64
 
+/* What kind of server an endpoint is (judge.endpoints[].kind): decides how judge.constraint is
+ * sent and the defaults of stream and concurrency (docs/JUDGE.md, "Servers"). */
+typedef enum {
+    JR_KIND_AUTO = 0, /* detected at open from /v1/models, /version, /props, /api/version */
+    JR_KIND_VLLM,
+    JR_KIND_LLAMACPP,
+    JR_KIND_SGLANG,
+    JR_KIND_OLLAMA,
+    JR_KIND_OPENAI,
+    JR_KIND_JUDGERL,
+    JR_KIND_UNKNOWN   /* detection found nothing it knows: a generic OpenAI-compatible server */
+} jr_server_kind;
+
 typedef struct jr_judge_endpoint_opts {
     const char *url;   /* base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1 */
     const char *model; /* model name sent in each request */
     int concurrency;   /* requests in flight on it (0 = jr_judge_opts.concurrency) */
+    jr_server_kind kind;
+    int max_connections; /* HTTP connections to it (0 = its concurrency); in flight never exceeds it */
 } jr_judge_endpoint_opts;
 
 typedef struct jr_judge_opts {
@@ -34,14 +49,15 @@ typedef struct jr_judge_opts {
     int n_endpoints;
     jr_judge_endpoint_opts endpoints[JR_JUDGE_MAX_ENDPOINTS];
     const char *api_key_env;   /* name of the variable holding the key (never the key), or NULL */
-    int stream;
+    int stream;                /* 1, 0, or -1 = auto (1 when every endpoint is llama.cpp) */
+    const json_t *constraint;  /* judge.constraint: {choice: [...]} | {regex: "..."} | {json_schema: {...}}, or NULL */
     double temperature;
     int max_tokens;
     const json_t *extra_body;  /* a JSON object merged into every body, or NULL */
     double timeout_s, connect_timeout_s;
     int max_attempts, parse_attempts;
     double backoff_base_s, backoff_max_s, retry_after_max_s;
-    int concurrency;           /* per endpoint */
+    int concurrency;           /* per endpoint; 0 = by kind: llama.cpp's total_slots + 1, else 64 */
     double rpm, tpm;           /* per endpoint; 0 = unlimited */
     int cache;                 /* 0: no cache; 1: cache_path, else cache_dir/judge_cache.sqlite */
     const char *cache_path;    /* an explicit SQLite file (judge.cache: PATH): may be shared by runs */
@@ -67,6 +83,8 @@ typedef struct jr_judge_opts {
         int confidence;                /* 0 auto, 1 logprobs, 2 verbal */
         int top_logprobs;
         double threshold;
+        double max_logprob_gap;        /* chosen token this far below the best: logprobs_unreliable */
+        int accept_unreliable;         /* 1: score unreliable verdicts with confidence null */
     } label;
     struct { const char *template_path, *system; int all_pass; } verif;
 } jr_judge_opts;
@@ -315,6 +333,14 @@ const char *jr_reason_tally_summary(jr_reason_tally *t);
 /* {"unscored": n, "last": R, "most_frequent": {"reason": R2, "count": k}, "top": [{reason, count}, ...]} */
 json_t *jr_reason_tally_json(const jr_reason_tally *t);
 void jr_reason_tally_free(jr_reason_tally *t);
+/* The endpoints: how many, and one line per endpoint for the log ("http://.../chat/completions:
+ * llamacpp b4759 (GET /v1/models: owned_by llamacpp; GET /props: total_slots 1, ...); 2 in flight,
+ * 2 connections, streaming"), valid until close. Callers log it once after open. */
+int jr_judge_n_endpoints(const jr_judge *j);
+const char *jr_judge_endpoint_info(const jr_judge *j, int i);
+/* Requests in flight at most, over every endpoint (each endpoint's concurrency after its kind's
+ * default and its max_connections). */
+int jr_judge_capacity(const jr_judge *j);
 
 /* Stops the I/O thread (requests in flight are abandoned), closes the cache and frees
  * everything, uncollected results included. Safe on NULL. */

@@ -122,6 +122,12 @@ jr_status cli_grade_load_done(const char *path, json_t *done, long *n_unscored, 
     return st;
 }
 
+/* 1 when a verdict's detail says its log-probs could not give an honest confidence (label). */
+int cli_grade_unreliable(const json_t *detail) {
+    const char *r = json_string_value(json_object_get(detail, "reason"));
+    return r && !strcmp(r, "logprobs_unreliable");
+}
+
 static void progress(double t0, long done, long total, long unscored, const jr_judge_stats *s, int final) {
     double el = mono() - t0, rate = el > 0 ? done / el : 0;
     double eta = rate > 0 ? (total - done) / rate : 0;
@@ -240,14 +246,11 @@ int cmd_grade(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     int show = force_progress || (!quiet && isatty(2));
-    long conc_total = 0;
-    for (int e = 0; e < ro.judge.n_endpoints; e++) {
-        long c = ro.judge.endpoints[e].concurrency;
-        conc_total += c > 0 ? c : ro.judge.concurrency;
-    }
+    long conc_total = jr_judge_capacity(j);
+    for (int e = 0; !quiet && e < jr_judge_n_endpoints(j); e++) fprintf(stderr, "judgerl grade: judge %s\n", jr_judge_endpoint_info(j, e));
     uint64_t window = (uint64_t)(conc_total * 4 < 64 ? 64 : conc_total * 4);
     double max_frac = ro.judge.max_unscored_frac;
-    long n_skipped = 0, n_done = 0, n_unscored = n_prev_unscored, n_ok = 0, n_rows = 0, lineno = 0;
+    long n_unreliable = 0, n_skipped = 0, n_done = 0, n_unscored = n_prev_unscored, n_ok = 0, n_rows = 0, lineno = 0;
     size_t pos = 0;
     double t0 = mono(), last_draw = 0;
     enum { BATCH = 256 };
@@ -296,6 +299,7 @@ int cmd_grade(int argc, char **argv) {
                     if (w != (ssize_t)(ll + 1)) werr = errno ? errno : EIO;
                     free(line);
                 } else if (!werr) werr = ENOMEM;
+                n_unreliable += cli_grade_unreliable(res[i].detail);
                 if (res[i].status == JR_SCORE_OK) n_ok++;
                 else {
                     n_unscored++;
@@ -340,9 +344,9 @@ int cmd_grade(int argc, char **argv) {
         goto out;
     }
     printf("{\"rows\": %ld, \"graded\": %ld, \"skipped\": %ld, \"ok\": %ld, \"unscored\": %ld, \"torn_lines_dropped\": %ld, "
-           "\"requests\": %llu, \"retries\": %llu, \"cache_lookups\": %llu, \"cache_hits\": %llu, \"cache_hit_rate\": %.4f, "
+           "\"logprobs_unreliable\": %ld, \"requests\": %llu, \"retries\": %llu, \"cache_lookups\": %llu, \"cache_hits\": %llu, \"cache_hit_rate\": %.4f, "
            "\"elapsed_s\": %.3f}\n",
-           n_rows, n_done, n_skipped, n_ok, n_unscored - n_prev_unscored, n_dropped, (unsigned long long)s.requests,
+           n_rows, n_done, n_skipped, n_ok, n_unscored - n_prev_unscored, n_dropped, n_unreliable, (unsigned long long)s.requests,
            (unsigned long long)s.retries, (unsigned long long)s.cache_lookups, (unsigned long long)s.cache_hits,
            s.cache_lookups ? (double)s.cache_hits / (double)s.cache_lookups : 0.0, mono() - t0);
 out:

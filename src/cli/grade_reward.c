@@ -65,7 +65,7 @@ int cli_grade_reward(const char *cmd, const jr_reward_opts *ro, const char *in_p
     int np = jr_reward_n_parts(r);
     sums = calloc((size_t)np, sizeof *sums);
     counts = calloc((size_t)np, sizeof *counts);
-    long window = 4L * ro->judge.concurrency;
+    long window = 4L * (ro->judge.concurrency > 0 ? ro->judge.concurrency : 64); /* 0: by server kind */
     if (window < 64) window = 64;
     rows = calloc((size_t)window, sizeof *rows);
     res = calloc((size_t)window, sizeof *res);
@@ -77,7 +77,7 @@ int cli_grade_reward(const char *cmd, const jr_reward_opts *ro, const char *in_p
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     double max_frac = ro->judge.max_unscored_frac;
-    long n_skipped = 0, n_done = 0, n_unscored = n_prev_unscored, n_ok = 0, n_rows = 0, lineno = 0, judge_calls = 0;
+    long n_unreliable = 0, n_skipped = 0, n_done = 0, n_unscored = n_prev_unscored, n_ok = 0, n_rows = 0, lineno = 0, judge_calls = 0;
     size_t pos = 0;
     double t0 = mono();
     const char *stop_msg = NULL;
@@ -127,6 +127,8 @@ int cli_grade_reward(const char *cmd, const jr_reward_opts *ro, const char *in_p
                         fprintf(stderr, "judgerl %s: unscored id=%s: %s\n", cmd, id, res[i].reason ? res[i].reason : "?");
                     }
                 }
+                for (int k = 0; k < np && res[i].parts; k++)
+                    n_unreliable += cli_grade_unreliable(json_object_get(res[i].parts[k].detail, "judge"));
                 for (int k = 0; k < np; k++) {
                     if (!res[i].parts || !res[i].parts[k].scored) continue;
                     sums[k] += res[i].parts[k].value;
@@ -154,9 +156,10 @@ int cli_grade_reward(const char *cmd, const jr_reward_opts *ro, const char *in_p
                                    n_done + n_skipped, out_path));
         goto out;
     }
-    json_t *sum = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "rows", (json_int_t)n_rows, "graded", (json_int_t)n_done,
+    json_t *sum = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "rows", (json_int_t)n_rows, "graded", (json_int_t)n_done,
                             "skipped", (json_int_t)n_skipped, "ok", (json_int_t)n_ok, "unscored",
                             (json_int_t)(n_unscored - n_prev_unscored), "torn_lines_dropped", (json_int_t)n_dropped,
+                            "logprobs_unreliable", (json_int_t)n_unreliable,
                             "judge_calls", (json_int_t)judge_calls, "elapsed_s", round((mono() - t0) * 1e3) / 1e3);
     json_t *comps = json_object();
     for (int k = 0; k < np; k++) {

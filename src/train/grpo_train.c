@@ -342,6 +342,8 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
     jr_grpo_trainer *g = NULL;
     if (!st) st = jr_grpo_open(&g, &s);
     if (g) g->judge = jr_reward_judge(rw);
+    for (int e = 0; g && g->judge && progress && e < jr_judge_n_endpoints(g->judge); e++) /* once: what each server is */
+        fprintf(progress, "judge %s\n", jr_judge_endpoint_info(g->judge, e));
     if (!st) {
         jr_run_algo algo = {algo_name(g), grpo_step, g, "reward"};
         st = jr_run_loop(&g->run, &algo);
