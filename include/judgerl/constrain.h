@@ -54,7 +54,12 @@ typedef struct jr_cstate {
     size_t len, cap;
     int node;    /* choice: current trie node */
     void *match; /* regex: PCRE2 match data; automaton: its state and a scratch copy; owned */
+    void *mctx;  /* regex: PCRE2 match context (the match limit), owned */
+    int failed;  /* regex: the last check hit its limit */
 } jr_cstate;
+
+/* The most one jr_constraint_mask may take (seconds) before it fails. */
+#define JR_CONSTRAINT_STEP_SECONDS 1.0
 
 /* Starts a sequence at the empty output. */
 jr_status jr_cstate_init(jr_cstate *s, const jr_constraint *c);
@@ -62,7 +67,9 @@ void jr_cstate_free(jr_cstate *s);
 
 /* Fills allowed[0..v->n) with 1 for each token that keeps the output valid and sets *complete
  * when the output so far is itself accepted (the caller may then allow end-of-sequence). Returns
- * the number of allowed tokens. */
+ * the number of allowed tokens, or -1 (message set) when a regex check hit PCRE2's match limit
+ * (which grows with the output's length squared: catastrophic backtracking fails within a few
+ * tokens) or the whole mask took more than JR_CONSTRAINT_STEP_SECONDS. */
 int jr_constraint_mask(const jr_constraint *c, jr_cstate *s, uint8_t *allowed, int *complete);
 
 /* Appends token `tok` to the output. Fails with JR_EINVAL (state unchanged) when the token is

@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "judgerl/sandbox.h"
 #include "judgerl/tokenizer.h"
 #include "judgerl/dataset.h"
 #include "judgerl/model.h"
@@ -24,6 +25,7 @@ static const jr_cfg_field *const all_tables[] = {
     jr_judge_cfg,
     jr_protocols_cfg,
     jr_reward_cfg,
+    jr_sandbox_cfg,
     jr_seed1_cfg,
     jr_workflow_cfg,
     NULL,

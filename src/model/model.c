@@ -155,17 +155,34 @@ const jr_cfg_field jr_model_cfg[] = {
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
 
+jr_status jr_model_opts_from_config(jr_model_opts *o, const jr_config *c) {
+    memset(o, 0, sizeof *o);
+    o->path = jr_cfg_str(c, "model.path");
+    o->init = jr_cfg_str(c, "model.init");
+    o->init_std = (float)jr_cfg_float(c, "model.init_std");
+    o->seed = (uint64_t)jr_cfg_int(c, "run.seed");
+    o->source = c->source;
+    return jr_cfg_check(c);
+}
+
 jr_status jr_model_from_config(jr_model *m, const jr_config *c) {
     memset(m, 0, sizeof *m);
-    const char *path = jr_cfg_str(c, "model.path"), *init = jr_cfg_str(c, "model.init");
+    jr_model_opts o;
+    jr_status st = jr_model_opts_from_config(&o, c);
+    return st ? st : jr_model_open(m, &o);
+}
+
+jr_status jr_model_open(jr_model *m, const jr_model_opts *o) {
+    memset(m, 0, sizeof *m);
+    const char *path = o->path, *init = o->init;
     if ((path != NULL) == (init != NULL))
         return jr_fail(JR_EINVAL, "%s: set exactly one of model.path (an HF directory) and model.init (a config.json "
-                                  "for a random model)", c->source);
+                                  "for a random model)", o->source ? o->source : "model");
     if (path) return jr_model_load(m, path);
     jr_model_config cfg;
     jr_status st = jr_model_config_load(&cfg, init);
     if (st) return jr_fail_ctx(st, "model.init");
-    st = jr_model_init_random(m, &cfg, (uint64_t)jr_cfg_int(c, "run.seed"), (float)jr_cfg_float(c, "model.init_std"));
+    st = jr_model_init_random(m, &cfg, o->seed, o->init_std);
     jr_model_config_free(&cfg);
     if (st) return jr_fail_ctx(st, "model.init %s", init);
     return JR_OK;

@@ -1,10 +1,19 @@
-/* constrain.c - constrained decoding over a choice trie or a PCRE2 regex (hard partial matching) */
+/* constrain.c - constrained decoding over a choice trie, a PCRE2 regex (hard partial matching) or a caller's byte automaton */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "judgerl/constrain.h"
 
 #include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* Bounds on one regex check (see jr_constraint_mask): PCRE2's match limit for an output of n
+ * bytes is REGEX_LIMIT_BASE + REGEX_LIMIT_SQ * n^2 (linear and quadratic patterns stay far below,
+ * exponential backtracking such as (a+)+b hits it within ~20 bytes); one mask computation may take
+ * at most JR_CONSTRAINT_STEP_SECONDS. */
+#define REGEX_LIMIT_BASE 10000.0
+#define REGEX_LIMIT_SQ 8.0
+#define REGEX_LIMIT_MAX 100000000.0
 
 typedef struct {
     int32_t child;   /* first child node, -1 none */
@@ -125,7 +134,8 @@ jr_status jr_cstate_init(jr_cstate *s, const jr_constraint *c) {
     memset(s, 0, sizeof *s);
     if (c->kind == 1) {
         s->match = pcre2_match_data_create_from_pattern(c->re, NULL);
-        if (!s->match) return jr_fail(JR_ENOMEM, "constraint: out of memory");
+        s->mctx = pcre2_match_context_create(NULL);
+        if (!s->match || !s->mctx) { jr_cstate_free(s); return jr_fail(JR_ENOMEM, "constraint: out of memory"); }
     }
     if (c->kind == 2) {
         s->match = calloc(2, c->au.state_size);
@@ -140,6 +150,7 @@ void jr_cstate_free(jr_cstate *s) {
     free(s->buf);
     if (s->match && s->node == -2) free(s->match);
     else if (s->match) pcre2_match_data_free(s->match);
+    if (s->mctx) pcre2_match_context_free(s->mctx);
     memset(s, 0, sizeof *s);
 }
 
@@ -167,9 +178,26 @@ static int utf8_missing(const uint8_t *s, size_t n) {
 
 /* 1 when subject (len bytes) can still be extended into a full match, 2 when it is a full match
  * (possibly extendable too), 0 when neither. */
+/* pcre2_match under the match limit for this subject length; a limit hit sets s->failed. */
+static int bounded_match(const jr_constraint *c, jr_cstate *s, const char *subj, size_t len, uint32_t opts) {
+    double lim = REGEX_LIMIT_BASE + REGEX_LIMIT_SQ * (double)len * (double)len;
+    if (lim > REGEX_LIMIT_MAX) lim = REGEX_LIMIT_MAX;
+    pcre2_set_match_limit(s->mctx, (uint32_t)lim);
+    pcre2_set_depth_limit(s->mctx, (uint32_t)lim);
+    int rc = pcre2_match(c->re, (PCRE2_SPTR)subj, len, 0, opts, s->match, s->mctx);
+    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_NOMEMORY) {
+        if (!s->failed)
+            jr_fail(JR_EINVAL, "guided_regex: checking an output of %zu bytes needs more than %.0f PCRE2 backtracking steps: "
+                    "the pattern backtracks catastrophically (a repeated group whose body also repeats, like (a+)+); rewrite it",
+                    len, lim);
+        s->failed = 1;
+    }
+    return rc;
+}
+
 static int regex_viable(const jr_constraint *c, jr_cstate *s, const char *subj, size_t len) {
     if (len == 0) return 1;
-    int rc = pcre2_match(c->re, (PCRE2_SPTR)subj, len, 0, PCRE2_PARTIAL_HARD, s->match, NULL);
+    int rc = bounded_match(c, s, subj, len, PCRE2_PARTIAL_HARD);
     if (rc >= 0) return 2;
     if (rc == PCRE2_ERROR_PARTIAL) return 1;
     return 0;
@@ -234,10 +262,11 @@ int jr_constraint_mask(const jr_constraint *c, jr_cstate *s, uint8_t *allowed, i
         }
         return count;
     }
-    *complete = s->len > 0 && utf8_missing((const uint8_t *)s->buf, s->len) == 0 &&
-                pcre2_match(c->re, (PCRE2_SPTR)s->buf, s->len, 0, 0, s->match, NULL) >= 0;
-    if (s->len == 0 && !*complete)
-        *complete = pcre2_match(c->re, (PCRE2_SPTR) "", 0, 0, 0, s->match, NULL) >= 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    s->failed = 0;
+    *complete = s->len > 0 && utf8_missing((const uint8_t *)s->buf, s->len) == 0 && bounded_match(c, s, s->buf, s->len, 0) >= 0;
+    if (s->len == 0 && !*complete) *complete = bounded_match(c, s, "", 0, 0) >= 0;
     /* First byte filter: which next bytes can extend the output at all. */
     uint8_t first_ok[256];
     size_t base = s->len;
@@ -247,6 +276,16 @@ int jr_constraint_mask(const jr_constraint *c, jr_cstate *s, uint8_t *allowed, i
         first_ok[b] = (uint8_t)(regex_viable_utf(c, s, base + 1) != 0);
     }
     for (int t = 0; t < v->n; t++) {
+        if (s->failed) return -1;
+        if ((t & 255) == 0) {
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            double el = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+            if (el > JR_CONSTRAINT_STEP_SECONDS) {
+                jr_fail(JR_EINVAL, "guided_regex: one token's check of the vocabulary took more than %g s at an output of %zu bytes; "
+                        "the pattern is too costly to enforce (simplify it)", JR_CONSTRAINT_STEP_SECONDS, base);
+                return -1;
+            }
+        }
         int L = v->len[t];
         if (!v->bytes[t] || L <= 0 || !first_ok[(uint8_t)v->bytes[t][0]]) continue;
         if (L == 1) { allowed[t] = 1; count++; continue; }
@@ -254,7 +293,7 @@ int jr_constraint_mask(const jr_constraint *c, jr_cstate *s, uint8_t *allowed, i
         memcpy(s->buf + base, v->bytes[t], (size_t)L);
         if (regex_viable_utf(c, s, base + (size_t)L)) { allowed[t] = 1; count++; }
     }
-    return count;
+    return s->failed ? -1 : count;
 }
 
 jr_status jr_constraint_advance(const jr_constraint *c, jr_cstate *s, int32_t tok) {
@@ -275,8 +314,9 @@ jr_status jr_constraint_advance(const jr_constraint *c, jr_cstate *s, int32_t to
     size_t L = (size_t)v->len[tok];
     if (!buf_reserve(s, s->len + L + 8)) return jr_fail(JR_ENOMEM, "constraint: out of memory");
     memcpy(s->buf + s->len, v->bytes[tok], L);
+    s->failed = 0;
     if (c->kind == 1 && !regex_viable_utf(c, s, s->len + L))
-        return jr_fail(JR_EINVAL, "constraint: token %d cannot lead to a match", (int)tok);
+        return s->failed ? JR_EINVAL : jr_fail(JR_EINVAL, "constraint: token %d cannot lead to a match", (int)tok);
     s->len += L;
     return JR_OK;
 }
