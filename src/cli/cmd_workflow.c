@@ -26,7 +26,7 @@ static void usage_all(FILE *f) {
                "tasks: seeded synthetic rows in the seed's shape (docs/WORKFLOWS.md).\n");
 }
 
-static const jr_cfg_field *const tables[] = {jr_judge_cfg, jr_workflow_cfg, NULL};
+static const jr_cfg_field *const tables[] = {jr_judge_cfg, jr_workflow_cfg, jr_sandbox_cfg, NULL};
 
 static int load_workflow(const char *path, const jr_workflow_limits *lim, jr_workflow **w) {
     char *text;
@@ -169,7 +169,9 @@ static int do_run(int argc, char **argv) {
     if (!rc) rc = read_rows(in_path, &rows, &n_rows);
     if (!rc) {
         char *dup = strdup(cfg_path);
-        st = dup ? jr_wf_executor_open(&e, &cfg, dirname(dup), &o) : jr_fail(JR_ENOMEM, "out of memory");
+        jr_judge_opts jo;
+        st = jr_judge_opts_from_config(&jo, &cfg);
+        if (!st) st = dup ? jr_wf_executor_open(&e, &jo, dirname(dup), &o) : jr_fail(JR_ENOMEM, "out of memory");
         free(dup);
         if (st) rc = cli_fail(cmd, st);
     }
