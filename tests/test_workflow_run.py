@@ -279,6 +279,16 @@ def scripted_cases():
                and not any("add1(41)" in c["prompt"] or "add1(41)" in x["code"] for c in r["trace"]["calls"] for x in runs),
                json.dumps(res)[:800])
 
+        # --grade: a verifier per row (reference answer; code: hidden tests), failed runs count as wrong
+        graded = [dict(r, answer=str(3 + r["id"]) if r["id"] < 2 else "999") for r in rows[:3]] + [{"id": 9, "problem": "crash", "type": "math", "answer": "1"}]
+        p, res = run("wf_grade", "p = program(problem)\nreturn p\n", graded, cfg, "--grade")
+        report("grade_math_by_reference", p.returncode == 0 and [r.get("correct") for r in res] == [True, True, False, False]
+               and "math accuracy 50.0% (2 of 4" in p.stderr, p.stderr + json.dumps([(r["id"], r.get("correct"), r.get("grade")) for r in res]))
+        p, res = run("wf_grade_code", "c = codegen(problem)\nt = test(c, 2)\nreturn t\n", [code_row, dict(code_row, id=2, hidden_tests="assert add1(41) == 43\n")],
+                     cfg, "--grade")
+        report("grade_code_by_hidden_tests", p.returncode == 0 and [r.get("correct") for r in res] == [True, False]
+               and "code accuracy 50.0% (1 of 2" in p.stderr and "0 of 1 hidden asserts" in res[1]["grade"], p.stderr + json.dumps(res)[:300])
+
         p, res = run("wf_review_revise", "a = answer(problem)\nr = review(a)\nb = revise(a, r)\nf = format(b)\nreturn f\n", rows[:2], cfg)
         report("review_revise_format", p.returncode == 0 and len(res) == 2 and all(r["answer"] == "42" and r["n_calls"] == 4 for r in res),
                json.dumps(res)[:500])

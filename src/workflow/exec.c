@@ -552,6 +552,20 @@ static int run_call(run *r, int id, uint64_t path, wval *args, wval *out) {
     }
 }
 
+/* A list of `kind` from nodes ids[0..n) evaluated in parallel (the K runs of xK, a [..] literal). */
+static int eval_list(run *r, const int *ids, int n, uint64_t path, jr_wf_kind kind, wval *out) {
+    wval outs[JR_WF_LIST_MAX > JR_WF_REPEAT_MAX ? JR_WF_LIST_MAX : JR_WF_REPEAT_MAX];
+    int rc = eval_parallel(r, ids, n, path, outs);
+    out->kind = kind;
+    out->items = calloc((size_t)n, sizeof *out->items);
+    for (int k = 0; k < n; k++) {
+        if (out->items) { out->items[out->n++] = outs[k].text; outs[k].text = NULL; }
+        wval_free(&outs[k]);
+    }
+    if (!out->items) return failf(r, NULL, "out of memory");
+    return rc;
+}
+
 static int eval(run *r, int id, uint64_t path, wval *out) {
     memset(out, 0, sizeof *out);
     if (has_failed(r)) return -1;
@@ -564,18 +578,7 @@ static int eval(run *r, int id, uint64_t path, wval *out) {
         }
         return copy_val(r, &r->vals[n->var], out);
     }
-    if (n->type == JR_WF_N_LIST) {
-        wval items[JR_WF_LIST_MAX];
-        int rc = eval_parallel(r, n->items, n->n_items, path, items);
-        out->kind = n->kind;
-        out->items = calloc((size_t)n->n_items, sizeof *out->items);
-        for (int i = 0; i < n->n_items; i++) {
-            if (out->items) { out->items[out->n++] = items[i].text; items[i].text = NULL; }
-            wval_free(&items[i]);
-        }
-        if (!out->items) return failf(r, NULL, "out of memory");
-        return rc;
-    }
+    if (n->type == JR_WF_N_LIST) return eval_list(r, n->items, n->n_items, path, n->kind, out);
     if (n->type != JR_WF_N_CALL) return 0; /* instructions and numbers are read from the node */
     wval args[3] = {{0}};
     int rc = 0;
@@ -591,18 +594,8 @@ static int run_stmt(run *r, int i) {
     uint64_t path = mix(0x5747, (uint64_t)i);
     if (s->repeat <= 1) return eval(r, s->expr, path, &r->vals[i]);
     int ids[JR_WF_REPEAT_MAX];
-    wval outs[JR_WF_REPEAT_MAX];
     for (int k = 0; k < s->repeat; k++) ids[k] = s->expr;
-    int rc = eval_parallel(r, ids, s->repeat, path, outs);
-    wval *v = &r->vals[i];
-    v->kind = s->kind;
-    v->items = calloc((size_t)s->repeat, sizeof *v->items);
-    for (int k = 0; k < s->repeat; k++) {
-        if (v->items) { v->items[v->n++] = outs[k].text; outs[k].text = NULL; }
-        wval_free(&outs[k]);
-    }
-    if (!v->items) return failf(r, NULL, "out of memory");
-    return rc;
+    return eval_list(r, ids, s->repeat, path, s->kind, &r->vals[i]);
 }
 
 jr_status jr_workflow_run(jr_wf_executor *e, const jr_workflow *w, const json_t *row, uint64_t row_index, jr_wf_result *out) {
