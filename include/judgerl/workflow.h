@@ -166,7 +166,7 @@ jr_status jr_wf_grade(const json_t *row, const char *answer, const jr_sandbox_op
 
 /* ===================================== tasks ============================================== */
 /* Synthetic rows in the seed's shape for `domain` "math" (word problems of 1-4 arithmetic steps on
- * 2-3 digit numbers: {problem, answer, type, steps}), "code" (one Python function to write:
+ * 2-3 digit numbers: {problem, answer, type, steps, program: a reference Python solve()}), "code" (one Python function to write:
  * {problem: signature + docstring, answer: a reference solution, type, entry_point, public_tests,
  * hidden_tests: assert lines}) or "qa" (a fictional knowledge base of people, companies and towns
  * in the question, 1- or 2-hop: {problem, answer, type, hops}). Rows first .. first+n-1 (with ids

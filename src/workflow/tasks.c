@@ -1,5 +1,6 @@
 /* tasks.c - seeded synthetic tasks for workflows: multi-step maths word problems, small code
  * tasks with public and hidden asserts, QA over a fictional knowledge base given in the question */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,14 +17,29 @@ static long range(jr_rng *r, long lo, long hi) { return lo + (long)jr_rng_below(
 static const char *const people[] = {"Mia", "Noah", "Ava", "Liam", "Zoe", "Omar", "Ines", "Kofi", "Yuki", "Lena"};
 static const char *const things[] = {"marbles", "stickers", "apples", "coins", "stamps", "beads", "cards", "shells"};
 
+/* Appends one indented line of the reference program. */
+static void step_line(jr_strbuf *b, const char *f, ...) __attribute__((format(printf, 2, 3)));
+static void step_line(jr_strbuf *b, const char *f, ...) {
+    char line[96];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(line, sizeof line, f, ap);
+    va_end(ap);
+    jr_strbuf_add(b, "    ");
+    jr_strbuf_add(b, line);
+}
+
 /* Each step changes the running total: + (buys bags of m), - (gives away), x (trades for), / (shares). */
 static json_t *math_row(jr_rng *r, long idx) {
     const char *who = PICK(r, people), *what = PICK(r, things);
     int steps = 1 + (int)(idx % 4);
     long total = range(r, 120, 980);
-    jr_strbuf b = {0};
+    jr_strbuf b = {0}, prog = {0};
     char *s = jr_strfmt("%s has %ld %s.", who, total, what);
     jr_strbuf_add(&b, s);
+    free(s);
+    s = jr_strfmt("def solve():\n    n = %ld\n", total);
+    jr_strbuf_add(&prog, s);
     free(s);
     for (int k = 0; k < steps; k++) {
         int kind = (int)jr_rng_below(r, 4);
@@ -33,22 +49,27 @@ static json_t *math_row(jr_rng *r, long idx) {
                 if (total % c == 0 && total / c >= 20) { d = c; if (jr_rng_below(r, 2)) break; }
             if (!d) kind = 0;
             else {
-                s = jr_strfmt(" %s shares them equally with %ld friends, keeping one share and giving the others away.", who, d - 1);
+                s = jr_strfmt(" %s shares them equally with %ld friend%s, keeping one share and giving the others away.", who, d - 1,
+                              d == 2 ? "" : "s");
                 total /= d;
+                step_line(&prog, "n = n // %ld\n", d);
             }
         }
         if (kind == 0) {
             long bags = range(r, 12, 48), per = range(r, 13, 67);
             s = jr_strfmt(" %s buys %ld bags of %ld %s each.", who, bags, per, what);
             total += bags * per;
+            step_line(&prog, "n = n + %ld * %ld\n", bags, per);
         } else if (kind == 1) {
             long give = range(r, 1, total > 1 ? total - 1 : 1);
             s = jr_strfmt(" %s gives %ld %s to a neighbour.", who, give, what);
             total -= give;
+            step_line(&prog, "n = n - %ld\n", give);
         } else if (kind == 2) {
             long m = range(r, 3, 17);
             s = jr_strfmt(" %s trades each of them for %ld new ones.", who, m);
             total *= m;
+            step_line(&prog, "n = n * %ld\n", m);
         }
         jr_strbuf_add(&b, s);
         free(s);
@@ -56,11 +77,14 @@ static json_t *math_row(jr_rng *r, long idx) {
     s = jr_strfmt(" How many %s does %s have now?", what, who);
     jr_strbuf_add(&b, s);
     free(s);
-    char *problem = jr_strbuf_take(&b);
+    jr_strbuf_add(&prog, "    return n\n");
+    char *problem = jr_strbuf_take(&b), *program = jr_strbuf_take(&prog);
     char ans[32];
     snprintf(ans, sizeof ans, "%ld", total);
-    json_t *row = json_pack("{s:s, s:s, s:s, s:i}", "problem", problem ? problem : "", "answer", ans, "type", "math", "steps", steps);
+    json_t *row = json_pack("{s:s, s:s, s:s, s:i, s:s}", "problem", problem ? problem : "", "answer", ans, "type", "math", "steps", steps,
+                            "program", program ? program : "");
     free(problem);
+    free(program);
     return row;
 }
 
