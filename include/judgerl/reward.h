@@ -8,6 +8,7 @@
 
 #include "judgerl/config.h"
 #include "judgerl/judge.h"
+#include "judgerl/sandbox.h"
 #include "judgerl/status.h"
 
 /* The registry's options: reward.components, a list of
@@ -33,19 +34,22 @@ typedef struct jr_rw_out {
     json_t *judge_row; /* JR_RW_JUDGE: the row to submit (a new reference) */
 } jr_rw_out;
 
+struct jr_reward_opts; /* below */
+
 /* A named reward function. Built-ins (see docs/PROTOCOLS.md): reference, rubric, verif, pairwise,
  * label, pointwise (judge); exact, math_verify, final_answer, format, rule, length, efficiency,
- * simplicity, repetition, ifeval (rules); code_tests (runs the response in the sandbox: load the
- * config with jr_sandbox_cfg too, it reads sandbox.*). */
+ * simplicity, repetition, ifeval (rules); code_tests (runs the response in the sandbox with
+ * ro->sandbox: sandbox.* when the config was loaded with jr_sandbox_cfg, else the defaults). */
 typedef struct jr_reward_fn {
     const char *name;
     const char *protocol; /* judge protocol JR_RW_JUDGE submits to; NULL: never calls the judge */
     const char *doc;      /* one line */
     /* Checks a component's params when the registry opens (NULL: any params). */
     jr_status (*check)(const json_t *params);
-    /* Computes the component for one row. `jo` is the judge's options (judge.reference.* and
-     * the other protocols' fields). Must be callable concurrently; must not keep `row`. */
-    jr_rw_rc (*eval)(const jr_judge_opts *jo, const json_t *params, const json_t *row, jr_rw_out *out);
+    /* Computes the component for one row. `ro` is the registry's options (ro->judge: judge.reference.*
+     * and the other protocols' fields; ro->sandbox: code_tests). Must be callable concurrently; must
+     * not keep `row`. */
+    jr_rw_rc (*eval)(const struct jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out);
 } jr_reward_fn;
 
 /* The reward function named `name` (built-in or registered), or NULL. */
@@ -72,7 +76,8 @@ typedef struct jr_reward_component_opts {
 typedef struct jr_reward_opts {
     int n_components;
     jr_reward_component_opts components[JR_REWARD_MAX_COMPONENTS];
-    jr_judge_opts judge; /* used when a component calls the judge */
+    jr_judge_opts judge;     /* used when a component calls the judge */
+    jr_sandbox_opts sandbox; /* used by code_tests (sandbox.* when the config has them, else defaults) */
 } jr_reward_opts;
 
 /* Fills o from a config loaded with jr_reward_cfg, jr_judge_cfg and jr_protocols_cfg.

@@ -278,8 +278,7 @@ static void finish_call(jr_judge *j, job *jb, int ok, double value, json_t *deta
 }
 
 /* Hands an answer (from the server or the cache) to the protocol's parser. */
-static void handle_answer(jr_judge *j, job *jb, const char *raw_content, const char *finish, json_t *logprobs, int cached,
-                          long total_tokens) {
+static void handle_answer(jr_judge *j, job *jb, const char *raw_content, const char *finish, json_t *logprobs, int cached, long total_tokens) {
     sample *s = jb->s;
     /* an answer quoting the API key: the key goes nowhere (detail, cache, row, logs) */
     char *content = jr_redacted_copy(raw_content ? raw_content : "", j->api_key);

@@ -96,24 +96,24 @@ static json_t *with_rule_met(const json_t *row, json_t *rule_met) {
 
 static jr_status check_none(const json_t *params) { return check_keys(params, "", NULL); }
 
-static jr_rw_rc judge_as_is(const jr_judge_opts *jo, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc judge_as_is(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     out->judge_row = json_incref((json_t *)row);
     return JR_RW_JUDGE;
 }
 
-static jr_rw_rc eval_reference(const jr_judge_opts *jo, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_reference(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *resp = row_str(row, response_names, NULL);
     char nb[64];
     const char *ref = row_text_or_number(row, reference_names, nb, sizeof nb);
     if (!resp) return unscored(out, "field 'response': expected a string");
     if (!ref) return unscored(out, "field 'reference' (or 'answer'): expected a string or a number");
-    if (jo->reference.shortcircuit) {
+    if (ro->judge.reference.shortcircuit) {
         char *got = jr_answer_extract(resp);
         int eq = got && jr_answer_equiv(got, ref);
         if (eq) {
             out->detail = json_pack("{s:b,s:s}", "shortcircuit", 1, "answer", got);
             free(got);
-            return scored(out, jo->reference.correct);
+            return scored(out, ro->judge.reference.correct);
         }
         free(got);
     }
@@ -121,7 +121,7 @@ static jr_rw_rc eval_reference(const jr_judge_opts *jo, const json_t *params, co
     return JR_RW_JUDGE;
 }
 
-static jr_rw_rc eval_rubric(const jr_judge_opts *jo, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_rubric(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *resp = row_str(row, response_names, NULL);
     if (!resp) return unscored(out, "field 'response': expected a string");
     jr_criterion *items;
@@ -145,7 +145,7 @@ static jr_rw_rc eval_rubric(const jr_judge_opts *jo, const json_t *params, const
         rc = out->judge_row ? JR_RW_JUDGE : unscored(out, "out of memory");
     } else if (rc == JR_RW_SCORED) {
         double s;
-        int k = jr_rubric_score(items, n, met, jo->rubric.clip_sample, &s);
+        int k = jr_rubric_score(items, n, met, ro->judge.rubric.clip_sample, &s);
         if (k == 1) {
             out->value = s;
             out->detail = json_pack("{s:O}", "met", rm);
@@ -157,7 +157,7 @@ static jr_rw_rc eval_rubric(const jr_judge_opts *jo, const json_t *params, const
     return rc;
 }
 
-static jr_rw_rc eval_verif(const jr_judge_opts *jo, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_verif(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *resp = row_str(row, response_names, NULL);
     if (!resp) return unscored(out, "field 'response': expected a string");
     jr_constraint *c;
@@ -180,7 +180,7 @@ static jr_rw_rc eval_verif(const jr_judge_opts *jo, const json_t *params, const 
         rm = NULL;
         rc = out->judge_row ? JR_RW_JUDGE : unscored(out, "out of memory");
     } else if (rc == JR_RW_SCORED) {
-        int all = jo->verif.all_pass;
+        int all = ro->judge.verif.all_pass;
         out->value = jr_verif_reward(rules, n_rules, 1, all);
         out->detail = json_pack("{s:O}", "rule_met", rm);
     }
@@ -194,7 +194,7 @@ static jr_rw_rc eval_verif(const jr_judge_opts *jo, const json_t *params, const 
 
 static jr_status check_exact(const json_t *params) { return check_keys(params, "field|casefold|extract", NULL); }
 
-static jr_rw_rc eval_exact(const jr_judge_opts *jo, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_exact(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *resp = row_str(row, response_names, NULL);
     const char *field = pstr(params, "field", NULL);
     const char *const one[] = {field, NULL};
@@ -210,7 +210,7 @@ static jr_rw_rc eval_exact(const jr_judge_opts *jo, const json_t *params, const 
     return scored(out, eq);
 }
 
-static jr_rw_rc eval_math(const jr_judge_opts *jo, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_math(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *resp = row_str(row, response_names, NULL);
     char nb[64];
     const char *ref = row_text_or_number(row, reference_names, nb, sizeof nb);
@@ -240,7 +240,7 @@ static jr_status check_format(const json_t *params) {
     return JR_OK;
 }
 
-static jr_rw_rc eval_format(const jr_judge_opts *jo, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_format(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *field = pstr(params, "field", NULL);
     const char *const one[] = {field, NULL};
     const char *resp = row_str(row, field ? one : response_names, NULL);
@@ -270,7 +270,7 @@ static jr_status check_rule(const json_t *params) {
     return JR_OK;
 }
 
-static jr_rw_rc eval_rule(const jr_judge_opts *jo, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_rule(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *resp = row_str(row, response_names, NULL);
     if (!resp) return unscored(out, "field 'response': expected a string");
     int pass;
@@ -290,7 +290,7 @@ static jr_status check_length(const json_t *params) {
     return JR_OK;
 }
 
-static jr_rw_rc eval_length(const jr_judge_opts *jo, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_length(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *u = pstr(params, "unit", "words");
     double len;
     if (!strcmp(u, "field")) {
@@ -318,7 +318,7 @@ static jr_status check_efficiency(const json_t *params) {
     return JR_OK;
 }
 
-static jr_rw_rc eval_efficiency(const jr_judge_opts *jo, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_efficiency(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *cf = pstr(params, "cost_field", "cost"), *lf = pstr(params, "latency_field", "latency");
     const json_t *c = json_object_get(row, cf), *l = json_object_get(row, lf);
     double cost = json_is_number(c) ? json_number_value(c) : -1, lat = json_is_number(l) ? json_number_value(l) : -1;
@@ -335,7 +335,7 @@ static jr_status check_simplicity(const json_t *params) {
     return JR_OK;
 }
 
-static jr_rw_rc eval_simplicity(const jr_judge_opts *jo, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_simplicity(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *f = pstr(params, "field", NULL);
     static const char *const names[] = {"operator_count", "operators", "num_operators", NULL};
     const json_t *v = NULL;
@@ -359,7 +359,7 @@ static jr_status check_repetition(const json_t *params) {
     return JR_OK;
 }
 
-static jr_rw_rc eval_repetition(const jr_judge_opts *jo, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_repetition(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *field = pstr(params, "field", NULL);
     const char *const one[] = {field, NULL};
     const char *resp = row_str(row, field ? one : response_names, NULL);
@@ -378,7 +378,7 @@ static jr_status check_ifeval(const json_t *params) {
     return JR_OK;
 }
 
-static jr_rw_rc eval_ifeval(const jr_judge_opts *jo, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_ifeval(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *resp = row_str(row, response_names, NULL);
     if (!resp) return unscored(out, "field 'response': expected a string");
     const char *idf = pstr(params, "ids_field", "instruction_id_list"), *kwf = pstr(params, "kwargs_field", "kwargs");
@@ -433,7 +433,7 @@ static jr_status check_code_tests(const json_t *params) {
     return st;
 }
 
-static jr_rw_rc eval_code_tests(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_code_tests(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *resp = row_str(row, response_names, NULL);
     const char *test = json_string_value(json_object_get(row, "test"));
     const char *ep = json_string_value(json_object_get(row, "entry_point"));
@@ -461,11 +461,9 @@ static jr_rw_rc eval_code_tests(const jr_config *cfg, const json_t *params, cons
     free(code);
     char *program = jr_strbuf_take(&b);
     if (!program) return unscored(out, "out of memory");
-    jr_sandbox_opts so;
-    jr_sandbox_opts_from_config(&so, cfg);
     jr_py_job job = {program, fraction ? test : NULL, fraction ? ep : NULL};
     jr_py_result r;
-    jr_status st = jr_sandbox_python(&so, &job, &r);
+    jr_status st = jr_sandbox_python(&ro->sandbox, &job, &r);
     free(program);
     if (st) return unscored(out, "code_tests: %s", jr_errmsg());
     out->value = fraction ? (r.asserts_total ? (double)r.asserts_passed / r.asserts_total : r.outcome == JR_SB_PASSED)
@@ -476,7 +474,7 @@ static jr_rw_rc eval_code_tests(const jr_config *cfg, const json_t *params, cons
     return JR_RW_SCORED;
 }
 
-static jr_rw_rc eval_final_answer(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_final_answer(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *resp = row_str(row, response_names, NULL);
     char nb[64];
     const char *ref = row_text_or_number(row, reference_names, nb, sizeof nb);

@@ -45,7 +45,7 @@ typedef struct {
 } component;
 
 struct jr_reward {
-    jr_judge_opts jo;
+    jr_reward_opts o; /* a copy (strings borrowed from the caller's config) */
     component *c;
     int n;
     jr_judge *judge;
@@ -77,6 +77,9 @@ jr_status jr_reward_opts_from_config(jr_reward_opts *o, const jr_config *c) {
     memset(o, 0, sizeof *o);
     jr_status st = jr_judge_opts_from_config(&o->judge, c);
     if (st) return st;
+    /* sandbox.* exist when the config was loaded with jr_sandbox_cfg (train, grade, config) */
+    if (jr_cfg_has(c, "sandbox")) jr_sandbox_opts_from_config(&o->sandbox, c);
+    else jr_sandbox_opts_default(&o->sandbox);
     json_t *comps = jr_cfg_json(c, "reward.components");
     if ((st = jr_cfg_check(c))) return st;
     if (json_array_size(comps) > JR_REWARD_MAX_COMPONENTS)
@@ -106,7 +109,7 @@ jr_status jr_reward_open_opts(jr_reward **out, const jr_reward_opts *o) {
     if (!n) return jr_fail(JR_EINVAL, "reward.components is empty: list at least one {fn, weight}");
     jr_reward *r = jr_calloc(1, sizeof *r);
     if (!r || !(r->c = jr_calloc(n, sizeof *r->c))) { free(r); return JR_ENOMEM; }
-    r->jo = o->judge;
+    r->o = *o;
     int need_judge = 0;
     jr_status st = JR_OK;
     for (size_t i = 0; i < n && !st; i++) {
@@ -130,8 +133,8 @@ jr_status jr_reward_open_opts(jr_reward **out, const jr_reward_opts *o) {
         need_judge |= fn->protocol != NULL;
     }
     if (!st && need_judge) {
-        st = jr_judge_open_opts(&r->judge, &r->jo);
-        const char *dflt = r->jo.protocol;
+        st = jr_judge_open_opts(&r->judge, &r->o.judge);
+        const char *dflt = r->o.judge.protocol;
         for (int i = 0; i < r->n && !st; i++) {
             const char *p = r->c[i].fn->protocol;
             if (!p) continue;
@@ -251,7 +254,7 @@ jr_status jr_reward_batch_add(jr_reward_batch *b, size_t i, const json_t *row) {
         component *c = &r->c[k];
         jr_reward_part *p = &res->parts[k];
         jr_rw_out o = {0};
-        jr_rw_rc rc = json_is_object(row) ? c->fn->eval(&r->jo, c->params, row, &o) : JR_RW_UNSCORED;
+        jr_rw_rc rc = json_is_object(row) ? c->fn->eval(&r->o, c->params, row, &o) : JR_RW_UNSCORED;
         if (!json_is_object(row) && !o.reason) o.reason = jr_strdup("the row is not a JSON object");
         p->detail = o.detail;
         if (rc == JR_RW_SCORED) {
