@@ -21,6 +21,7 @@
 #include "judge/redact.h"
 #include "judge/response.h"
 #include "judgerl/judge.h"
+#include "judgerl/strbuf.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/rng.h"
 
@@ -141,15 +142,7 @@ static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 /* The API key out of a text the client keeps (judge/redact.c). */
 static char *redact(const jr_judge *j, char *s) { return jr_redact_secret(s, j->api_key); }
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...) {
-    va_list ap;
-    va_start(ap, f);
-    char *s = NULL;
-    if (vasprintf(&s, f, ap) < 0) s = NULL;
-    va_end(ap);
-    return s;
-}
+#define fmt jr_strfmt
 
 /* ---- results ---------------------------------------------------------------------------- */
 
