@@ -27,6 +27,15 @@ typedef struct jr_weights {
     float *lm_head;                   /* (V, C); == embed when tied */
 } jr_weights;
 
+/* What the transformer's matmuls compute in (model.compute). FP32: OpenBLAS sgemm, bit-identical to
+ * every earlier release. BF16: operands rounded to bf16, products accumulated in fp32 (oneDNN,
+ * jr_matmul_bf16_*); weights, gradients and everything else stay fp32. */
+typedef enum { JR_COMPUTE_F32 = 0, JR_COMPUTE_BF16 = 1 } jr_compute;
+
+/* model.compute: "float32" or "bfloat16" as named, anything else ("auto", NULL) bfloat16 when the CPU
+ * has bf16 units (jr_nn_bf16_native) and float32 otherwise. */
+jr_compute jr_model_compute_resolve(const char *name);
+
 /* A model: its config, the tensor list in HF order (hfmodel.h jr_model_tensors) and every
  * parameter in ONE allocation (params[offset[i] .. offset[i] + tensors[i].numel)). Gradients
  * live in one more allocation of the same layout once jr_model_alloc_grads is called; zeroing
@@ -40,6 +49,7 @@ typedef struct jr_model {
     float *params;
     float *grads;                     /* NULL until jr_model_alloc_grads */
     jr_weights w, g;                  /* views of params and grads (g all NULL until allocated) */
+    jr_compute compute;               /* matmuls of jr_model_forward/backward (0 = fp32 after every init) */
 } jr_model;
 
 /* Fills views of `base` (a buffer laid out as m->params) into *v. v->layers must hold
@@ -128,10 +138,15 @@ jr_status jr_model_nll(jr_model *m, jr_acts *a, const int32_t *ids, const int32_
 double jr_model_train_flops(const jr_model *m, int B, int T);
 
 /* The model.* options: model.path (an HF directory to start from) or model.init (a config.json
- * for a fresh random model, drawn with model.init_std and run.seed). */
+ * for a fresh random model, drawn with model.init_std and run.seed), and model.compute. */
 extern const jr_cfg_field jr_model_cfg[];
 
-/* Builds the model a loaded config asks for (model.path, else model.init; exactly one of them).
+/* model.compute of a loaded config, resolved (jr_model_compute_resolve). A trainer that restores a
+ * model from a checkpoint sets m->compute from it, as jr_model_from_config does. */
+jr_compute jr_model_compute_from_config(const jr_config *c);
+
+/* Builds the model a loaded config asks for (model.path, else model.init; exactly one of them),
+ * with m->compute from model.compute.
  * On error *m is zeroed and the message names the key and file. */
 jr_status jr_model_from_config(jr_model *m, const jr_config *c);
 

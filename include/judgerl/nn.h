@@ -2,6 +2,7 @@
 #ifndef JUDGERL_NN_H
 #define JUDGERL_NN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Conventions (STYLE.md, after llm.c): outputs first, then inputs, then sizes. Every backward
@@ -17,6 +18,22 @@ void jr_matmul_forward(float *out, const float *inp, const float *weight, const 
 /* dinp (N,C) += dout . weight; dweight (OC,C) += dout^T . inp; dbias (OC) += column sums of dout. */
 void jr_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                         const float *weight, int N, int C, int OC);
+
+/* bf16 products with fp32 accumulation (oneDNN matmul; matmul_bf16.c). Same shapes and semantics as
+ * jr_matmul_forward/backward (the backward accumulates), but the operands are rounded to bf16 (nearest
+ * even) before the product; dbias is summed in fp32. Return 0, or -1 with jr_matmul_bf16_error() set
+ * (oneDNN has no kernel, out of memory). Calls are serialised by a lock; each runs on the OpenMP
+ * threads (jr_nn_set_threads). Primitives are cached per shape. */
+int jr_matmul_bf16_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
+int jr_matmul_bf16_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                            const float *weight, int N, int C, int OC);
+const char *jr_matmul_bf16_error(void);
+/* oneDNN's implementation name for a forward product of this shape (e.g. "brg:avx512_core_bf16"). */
+void jr_matmul_bf16_impl(char *buf, size_t n, int N, int C, int OC);
+/* 1 when the CPU has bf16 matrix units (AMX-BF16, or AVX-512 with AVX512-BF16), from cpuid. */
+int jr_nn_bf16_native(void);
+/* The ISA oneDNN dispatches to on this CPU (e.g. "avx512_core_bf16", "avx512_core_amx"). */
+const char *jr_nn_isa(void);
 
 /* out (N,C) = wte[ids[n]] with wte (V,C); ids must be in [0,V). */
 void jr_embedding_forward(float *out, const int32_t *ids, const float *wte, int N, int C);

@@ -38,17 +38,21 @@ int cli_bench_config(const char *name, jr_model_config *c) {
     return 0;
 }
 
-/* Single-precision GEMM rate of this machine through the engine's matmul (same threading), n x n x n, ~1 s. */
-static double gemm_peak(void) {
-    int n = 1024;
+/* GEMM rate of this machine through the engine's matmul in the compute type of the run (same
+ * threading, same code path), n x n x n, ~1 s. */
+static double gemm_peak(jr_compute comp, int n) {
     float *a = calloc((size_t)n * n, 4), *b = calloc((size_t)n * n, 4), *c = calloc((size_t)n * n, 4);
     if (!a || !b || !c) { free(a); free(b); free(c); return 0; }
     for (long i = 0; i < (long)n * n; i++) { a[i] = (float)(i % 7) * 0.1f; b[i] = (float)(i % 5) * 0.1f; }
-    jr_matmul_forward(c, a, b, NULL, n, n, n);
+    if (comp == JR_COMPUTE_BF16 ? jr_matmul_bf16_forward(c, a, b, NULL, n, n, n) : (jr_matmul_forward(c, a, b, NULL, n, n, n), 0)) {
+        free(a); free(b); free(c);
+        return 0;
+    }
     int reps = 0;
     double t0 = now(), t;
     do {
-        jr_matmul_forward(c, a, b, NULL, n, n, n);
+        if (comp == JR_COMPUTE_BF16) jr_matmul_bf16_forward(c, a, b, NULL, n, n, n);
+        else jr_matmul_forward(c, a, b, NULL, n, n, n);
         reps++;
     } while ((t = now() - t0) < 1.0);
     free(a); free(b); free(c);
@@ -60,10 +64,12 @@ static int bench_train(int argc, char **argv);
 int cmd_bench_train(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         printf("usage: judgerl bench train (--model DIR | --config 10m|100m) [--batch B] [--seq T] [--steps N] [--warmup W]\n"
+               "       [--compute auto|float32|bfloat16] [--gemm-n N]\n"
                "Times full training steps (forward, backward, clipping, AdamW) on random tokens and prints one JSON\n"
                "object: tokens_per_s, step_ms, gflops (model FLOPs / time), matmul_gflops and matmul_share (sgemm\n"
-               "phases), gemm_peak_gflops (a 1024^3 sgemm through the engine's matmul), peak_rss_mb, thread counts\n"
-               "and the OPENBLAS_* settings. Threads: OMP_NUM_THREADS. bench/train_vs_torch.sh compares with PyTorch.\n");
+               "phases), gemm_peak_gflops (an N^3 product, default 2048, through the engine's matmul in the same compute\n"
+               "type), compute (float32 or bfloat16; auto = bfloat16 on CPUs with bf16 units), onednn_isa and\n"
+               "matmul_impl (oneDNN's kernel), peak_rss_mb, thread counts and the OPENBLAS_* settings. Threads: OMP_NUM_THREADS. bench/train_vs_torch.sh compares with PyTorch.\n");
         return CLI_OK;
     }
     return bench_train(argc, argv);
@@ -71,7 +77,8 @@ int cmd_bench_train(int argc, char **argv) {
 
 static int bench_train(int argc, char **argv) {
     const char *model = NULL, *cname = NULL;
-    int B = 8, T = 256, steps = 5, warm = 1;
+    const char *cn = "auto";
+    int B = 8, T = 256, steps = 5, warm = 1, gemm_n = 2048;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (i + 1 >= argc) return cli_usage("bench train", "%s needs a value (see --help)", a);
@@ -82,10 +89,15 @@ static int bench_train(int argc, char **argv) {
         else if (!strcmp(a, "--seq")) T = atoi(v);
         else if (!strcmp(a, "--steps")) steps = atoi(v);
         else if (!strcmp(a, "--warmup")) warm = atoi(v);
+        else if (!strcmp(a, "--compute")) cn = v;
+        else if (!strcmp(a, "--gemm-n")) gemm_n = atoi(v);
         else return cli_usage("bench train", "unknown option '%s'", a);
     }
     if ((model != NULL) == (cname != NULL)) return cli_usage("bench train", "give one of --model DIR or --config 10m|100m");
-    if (B < 1 || T < 2 || steps < 1 || warm < 0) return cli_usage("bench train", "--batch, --seq, --steps must be positive");
+    if (B < 1 || T < 2 || steps < 1 || warm < 0 || gemm_n < 16)
+        return cli_usage("bench train", "--batch, --seq, --steps must be positive, --gemm-n at least 16");
+    if (strcmp(cn, "auto") && strcmp(cn, "float32") && strcmp(cn, "bfloat16"))
+        return cli_usage("bench train", "--compute: unknown '%s' (auto, float32 or bfloat16)", cn);
     jr_model m;
     jr_status st;
     if (model) {
@@ -96,6 +108,7 @@ static int bench_train(int argc, char **argv) {
         st = jr_model_init_random(&m, &c, 1, 0.02f);
     }
     if (st) return cli_fail("bench train", st);
+    m.compute = jr_model_compute_resolve(cn);
     jr_acts a;
     jr_adamw o;
     memset(&a, 0, sizeof a);
@@ -127,7 +140,9 @@ static int bench_train(int argc, char **argv) {
     jr_nn_profile.enabled = 0;
     if (st) { free(ids); free(lp); jr_acts_free(&a); jr_adamw_free(&o); jr_model_free(&m); return cli_fail("bench train", st); }
     double flops = jr_model_train_flops(&m, B, T) * steps;
-    double peak = gemm_peak();
+    double peak = gemm_peak(m.compute, gemm_n);
+    char impl[64] = "openblas sgemm";
+    if (m.compute == JR_COMPUTE_BF16) jr_matmul_bf16_impl(impl, sizeof impl, N, m.cfg.hidden_size, m.cfg.intermediate_size);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     const char *ct = getenv("OPENBLAS_CORETYPE"), *l2 = getenv("OPENBLAS_L2_SIZE");
@@ -140,6 +155,10 @@ static int bench_train(int argc, char **argv) {
                           "matmul_share", jr_nn_profile.matmul_s / t_total, "gemm_peak_gflops", peak, "peak_rss_mb",
                           ru.ru_maxrss / 1024.0, "openblas_coretype", ct ? ct : "", "openblas_l2_size", l2 ? l2 : "",
                           "loss", loss);
+    json_object_set_new(j, "compute", json_string(m.compute == JR_COMPUTE_BF16 ? "bfloat16" : "float32"));
+    json_object_set_new(j, "onednn_isa", json_string(jr_nn_isa()));
+    json_object_set_new(j, "matmul_impl", json_string(impl));
+    json_object_set_new(j, "gemm_n", json_integer(gemm_n));
     char *txt = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
     if (!txt) { json_decref(j); jr_acts_free(&a); jr_adamw_free(&o); jr_model_free(&m); free(ids); free(lp); return cli_fail("bench train", jr_fail(JR_EINTERNAL, "cannot format the result")); }
     printf("%s\n", txt);

@@ -1,9 +1,11 @@
 /* model.c - transformer weights in one allocation with HF-named views; random init, load, save */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "judgerl/model.h"
 #include "judgerl/config.h"
+#include "judgerl/nn.h"
 #include "judgerl/rng.h"
 
 void jr_model_views(const jr_model *m, float *base, jr_weights *v) {
@@ -152,8 +154,23 @@ const jr_cfg_field jr_model_cfg[] = {
      0},
     {"model.init_std", JR_CFG_FLOAT, "0.02", "std of the normal init of a fresh model (run.seed draws it)", NULL, NULL,
      0, 10},
+    {"model.compute", JR_CFG_ENUM, "auto",
+     "matmul precision of training forward/backward: bfloat16 (bf16 products, fp32 accumulation, weights and "
+     "optimizer), float32, or auto = bfloat16 on a CPU with bf16 units (AMX or AVX512-BF16), else float32",
+     "auto|float32|bfloat16", NULL, 0, 0},
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
+
+jr_compute jr_model_compute_from_config(const jr_config *c) {
+    return jr_model_compute_resolve(jr_cfg_str(c, "model.compute"));
+}
+
+jr_compute jr_model_compute_resolve(const char *name) {
+    if (name && !strcmp(name, "float32")) return JR_COMPUTE_F32;
+    if (name && !strcmp(name, "bfloat16")) return JR_COMPUTE_BF16;
+    return jr_nn_bf16_native() ? JR_COMPUTE_BF16 : JR_COMPUTE_F32;
+}
+
 
 jr_status jr_model_from_config(jr_model *m, const jr_config *c) {
     memset(m, 0, sizeof *m);
@@ -161,12 +178,18 @@ jr_status jr_model_from_config(jr_model *m, const jr_config *c) {
     if ((path != NULL) == (init != NULL))
         return jr_fail(JR_EINVAL, "%s: set exactly one of model.path (an HF directory) and model.init (a config.json "
                                   "for a random model)", c->source);
-    if (path) return jr_model_load(m, path);
+    jr_compute comp = jr_model_compute_from_config(c);
+    if (path) {
+        jr_status st = jr_model_load(m, path);
+        if (!st) m->compute = comp;
+        return st;
+    }
     jr_model_config cfg;
     jr_status st = jr_model_config_load(&cfg, init);
     if (st) return jr_fail_ctx(st, "model.init");
     st = jr_model_init_random(m, &cfg, (uint64_t)jr_cfg_int(c, "run.seed"), (float)jr_cfg_float(c, "model.init_std"));
     jr_model_config_free(&cfg);
     if (st) return jr_fail_ctx(st, "model.init %s", init);
+    m->compute = comp;
     return JR_OK;
 }

@@ -20,6 +20,22 @@ static dims dims_of(const jr_model_config *c) {
     return d;
 }
 
+/* The matmuls of the stack in the model's compute type; a bf16 failure (no oneDNN kernel, out of
+ * memory) is remembered in *st and leaves the rest of the pass to run (its result is discarded). */
+static void mm_f(const jr_model *m, jr_status *st, float *out, const float *inp, const float *w, const float *b, int N,
+                 int C, int OC) {
+    if (m->compute == JR_COMPUTE_F32) { jr_matmul_forward(out, inp, w, b, N, C, OC); return; }
+    if (jr_matmul_bf16_forward(out, inp, w, b, N, C, OC) && !*st)
+        *st = jr_fail(JR_EINTERNAL, "forward: %s", jr_matmul_bf16_error());
+}
+
+static void mm_b(const jr_model *m, jr_status *st, float *dinp, float *dw, float *db, const float *dout,
+                 const float *inp, const float *w, int N, int C, int OC) {
+    if (m->compute == JR_COMPUTE_F32) { jr_matmul_backward(dinp, dw, db, dout, inp, w, N, C, OC); return; }
+    if (jr_matmul_bf16_backward(dinp, dw, db, dout, inp, w, N, C, OC) && !*st)
+        *st = jr_fail(JR_EINTERNAL, "backward: %s", jr_matmul_bf16_error());
+}
+
 static size_t maxz(size_t a, size_t b) { return a > b ? a : b; }
 
 jr_status jr_acts_init(jr_acts *a, const jr_model *m, int B_max, int T_max) {
@@ -115,15 +131,16 @@ jr_status jr_model_forward(jr_model *m, jr_acts *a, const int32_t *ids, int B, i
         a->pos[n] = n % T;
     }
     a->B = B; a->T = T;
+    jr_status st = JR_OK;
     const jr_weights *w = &m->w;
     jr_embedding_forward(a->res_in[0], a->ids, w->embed, N, d.C);
     for (int l = 0; l < d.L; l++) {
         const jr_layer_w *lw = &w->layers[l];
         float *next = l + 1 < d.L ? a->res_in[l + 1] : a->res_out;
         jr_rmsnorm_forward(a->ln1[l], a->ln1_rstd[l], a->res_in[l], lw->attn_norm, N, d.C, d.eps);
-        jr_matmul_forward(a->q[l], a->ln1[l], lw->wq, lw->bq, N, d.C, d.QD);
-        jr_matmul_forward(a->k[l], a->ln1[l], lw->wk, lw->bk, N, d.C, d.KD);
-        jr_matmul_forward(a->v[l], a->ln1[l], lw->wv, lw->bv, N, d.C, d.KD);
+        mm_f(m, &st, a->q[l], a->ln1[l], lw->wq, lw->bq, N, d.C, d.QD);
+        mm_f(m, &st, a->k[l], a->ln1[l], lw->wk, lw->bk, N, d.C, d.KD);
+        mm_f(m, &st, a->v[l], a->ln1[l], lw->wv, lw->bv, N, d.C, d.KD);
         const float *qin = a->q[l], *kin = a->k[l];
         if (d.qk_norm) { /* per-head RMSNorm before RoPE (Qwen3) */
             jr_rmsnorm_forward(a->qr[l], a->qn_rstd[l], a->q[l], lw->q_norm, N * d.Hq, d.D, d.eps);
@@ -133,18 +150,19 @@ jr_status jr_model_forward(jr_model *m, jr_acts *a, const int32_t *ids, int B, i
         jr_rope_forward(a->qr[l], qin, a->pos, a->cos_t, a->sin_t, N, d.Hq, d.D);
         jr_rope_forward(a->kr[l], kin, a->pos, a->cos_t, a->sin_t, N, d.Hkv, d.D);
         jr_attention_forward(a->ao[l], a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D);
-        jr_matmul_forward(a->res_mid[l], a->ao[l], lw->wo, lw->bo, N, d.QD, d.C);
+        mm_f(m, &st, a->res_mid[l], a->ao[l], lw->wo, lw->bo, N, d.QD, d.C);
         jr_add_inplace(a->res_mid[l], a->res_in[l], (long)N * d.C);
         jr_rmsnorm_forward(a->ln2[l], a->ln2_rstd[l], a->res_mid[l], lw->mlp_norm, N, d.C, d.eps);
-        jr_matmul_forward(a->gate[l], a->ln2[l], lw->wgate, NULL, N, d.C, d.F);
-        jr_matmul_forward(a->up[l], a->ln2[l], lw->wup, NULL, N, d.C, d.F);
+        mm_f(m, &st, a->gate[l], a->ln2[l], lw->wgate, NULL, N, d.C, d.F);
+        mm_f(m, &st, a->up[l], a->ln2[l], lw->wup, NULL, N, d.C, d.F);
         jr_swiglu_forward(a->sw[l], a->gate[l], a->up[l], N, d.F);
-        jr_matmul_forward(next, a->sw[l], lw->wdown, NULL, N, d.F, d.C);
+        mm_f(m, &st, next, a->sw[l], lw->wdown, NULL, N, d.F, d.C);
         jr_add_inplace(next, a->res_mid[l], (long)N * d.C);
     }
     jr_rmsnorm_forward(a->lnf, a->lnf_rstd, a->res_out, w->final_norm, N, d.C, d.eps);
-    jr_matmul_forward(a->logits, a->lnf, w->lm_head, NULL, N, d.C, d.V);
-    return JR_OK;
+    mm_f(m, &st, a->logits, a->lnf, w->lm_head, NULL, N, d.C, d.V);
+    if (st) a->B = a->T = 0;
+    return st;
 }
 
 void jr_model_logprobs(const jr_model *m, const jr_acts *a, const int32_t *targets, float temperature, float *lp) {
@@ -159,6 +177,7 @@ jr_status jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, flo
     if (!(temperature > 0)) return jr_fail(JR_EINVAL, "backward: temperature %g must be positive", temperature);
     dims d = dims_of(&m->cfg);
     int B = a->B, T = a->T, N = B * T;
+    jr_status st = JR_OK;
     size_t W = maxz(maxz((size_t)d.F, (size_t)d.QD), (size_t)d.C);
     float *dres = a->scratch, *dln = dres + (size_t)N * d.C;
     float *s[5];
@@ -169,7 +188,7 @@ jr_status jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, flo
     /* head: logits -> dlogits in place, lm_head and final norm */
     jr_logprob_backward_inplace(a->logits, dlp, targets, N, d.V, 1.0f / temperature);
     zero(dln, (size_t)N * d.C);
-    jr_matmul_backward(dln, g->lm_head, NULL, a->logits, a->lnf, w->lm_head, N, d.C, d.V);
+    mm_b(m, &st, dln, g->lm_head, NULL, a->logits, a->lnf, w->lm_head, N, d.C, d.V);
     zero(dres, (size_t)N * d.C);
     jr_rmsnorm_backward(dres, g->final_norm, dln, a->res_out, w->final_norm, a->lnf_rstd, N, d.C);
 
@@ -179,17 +198,17 @@ jr_status jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, flo
         /* MLP: dres is d(layer output) */
         float *dsw = s[0], *dgate = s[1], *dup = s[2];
         zero(dsw, (size_t)N * d.F);
-        jr_matmul_backward(dsw, gw->wdown, NULL, dres, a->sw[l], lw->wdown, N, d.F, d.C);
+        mm_b(m, &st, dsw, gw->wdown, NULL, dres, a->sw[l], lw->wdown, N, d.F, d.C);
         zero(dgate, (size_t)N * d.F); zero(dup, (size_t)N * d.F);
         jr_swiglu_backward(dgate, dup, dsw, a->gate[l], a->up[l], N, d.F);
         zero(dln, (size_t)N * d.C);
-        jr_matmul_backward(dln, gw->wgate, NULL, dgate, a->ln2[l], lw->wgate, N, d.C, d.F);
-        jr_matmul_backward(dln, gw->wup, NULL, dup, a->ln2[l], lw->wup, N, d.C, d.F);
+        mm_b(m, &st, dln, gw->wgate, NULL, dgate, a->ln2[l], lw->wgate, N, d.C, d.F);
+        mm_b(m, &st, dln, gw->wup, NULL, dup, a->ln2[l], lw->wup, N, d.C, d.F);
         jr_rmsnorm_backward(dres, gw->mlp_norm, dln, a->res_mid[l], lw->mlp_norm, a->ln2_rstd[l], N, d.C);
         /* attention: dres is now d(res_mid) */
         float *dao = s[0], *dq = s[1], *dk = s[2], *dv = s[3], *dkr = s[4];
         zero(dao, (size_t)N * d.QD);
-        jr_matmul_backward(dao, gw->wo, gw->bo, dres, a->ao[l], lw->wo, N, d.QD, d.C);
+        mm_b(m, &st, dao, gw->wo, gw->bo, dres, a->ao[l], lw->wo, N, d.QD, d.C);
         zero(dq, (size_t)N * d.QD); zero(dk, (size_t)N * d.KD); zero(dv, (size_t)N * d.KD);
         jr_attention_backward(dq, dk, dv, dao, a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D);
         float *dqn = s[0], *dkn = s[4]; /* gradients before rope */
@@ -205,14 +224,14 @@ jr_status jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, flo
             dqp = dq; dkp = dk;
         }
         zero(dln, (size_t)N * d.C);
-        jr_matmul_backward(dln, gw->wq, gw->bq, dqp, a->ln1[l], lw->wq, N, d.C, d.QD);
-        jr_matmul_backward(dln, gw->wk, gw->bk, dkp, a->ln1[l], lw->wk, N, d.C, d.KD);
-        jr_matmul_backward(dln, gw->wv, gw->bv, dv, a->ln1[l], lw->wv, N, d.C, d.KD);
+        mm_b(m, &st, dln, gw->wq, gw->bq, dqp, a->ln1[l], lw->wq, N, d.C, d.QD);
+        mm_b(m, &st, dln, gw->wk, gw->bk, dkp, a->ln1[l], lw->wk, N, d.C, d.KD);
+        mm_b(m, &st, dln, gw->wv, gw->bv, dv, a->ln1[l], lw->wv, N, d.C, d.KD);
         jr_rmsnorm_backward(dres, gw->attn_norm, dln, a->res_in[l], lw->attn_norm, a->ln1_rstd[l], N, d.C);
     }
     jr_embedding_backward(g->embed, dres, a->ids, N, d.C);
     a->B = a->T = 0; /* the logits are consumed */
-    return JR_OK;
+    return st;
 }
 
 jr_status jr_model_nll(jr_model *m, jr_acts *a, const int32_t *ids, const int32_t *targets, int B, int T,

@@ -116,6 +116,7 @@ jr_status jr_distill_run(const jr_config *c, FILE *progress, volatile sig_atomic
     if (jr_cfg_bool(c, "trainer.resume") && (st = jr_ckpt_latest(out_dir, &ckpt))) goto done;
     if (ckpt && !d.use_lora) {
         if ((st = jr_ckpt_load(ckpt, &d.m, &d.opt, &ts, b1, b2, eps, wd))) goto done;
+        d.m.compute = jr_model_compute_from_config(c);
     } else if ((st = jr_model_from_config(&d.m, c))) {
         goto done;
     }

@@ -840,6 +840,7 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
     if (jr_cfg_bool(c, "trainer.resume") && (st = jr_ckpt_latest(out_dir, &ckpt))) goto done;
     if (ckpt && !g.use_lora) {
         if ((st = jr_ckpt_load(ckpt, &g.m, &g.opt, &ts, b1, b2, eps, wd))) goto done;
+        g.m.compute = jr_model_compute_from_config(c);
     } else {
         if ((st = jr_model_from_config(&g.m, c))) goto done;
     }

@@ -254,6 +254,7 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t
     if (jr_cfg_bool(c, "trainer.resume") && (st = jr_ckpt_latest(out_dir, &ckpt))) goto done;
     if (ckpt) {
         if ((st = jr_ckpt_load(ckpt, &s.m, &s.opt, &ts, b1, b2, eps, wd))) goto done;
+        s.m.compute = jr_model_compute_from_config(c); /* a checkpoint keeps weights, not the compute type */
         if ((st = jr_data_seek(s.data, ts.data))) goto done;
         res->resumed = 1;
     } else {
