@@ -255,7 +255,63 @@ TEST(qwen2_bias_bf16) { check_bf16("qwen2_bias"); }
 TEST(qwen3_qknorm_bf16) { check_bf16("qwen3_qknorm"); }
 TEST(qwen3_tied_bias_bf16) { check_bf16("qwen3_tied_bias"); }
 
+/* Chunked logits (jr_acts_opts.logit_rows): the same log-probs, loss and gradients as full logits,
+ * in both compute types (fp32: |a - b| <= 1e-6 |b| + 1e-7 max; the chunks only change the order of
+ * the lm_head weight-gradient sums). */
+static void check_chunked(jr_compute comp) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tests/fixtures/engine/qwen3_tied_bias", jt_root());
+    fixture f;
+    if (fixture_open(&f, dir)) { CHECK(0); fixture_close(&f); return; }
+    jr_model m;
+    CHECK_OK(jr_model_load(&m, dir));
+    if (jt_failed_case) { fixture_close(&f); return; }
+    m.compute = comp;
+    int N = f.B * f.T;
+    jr_acts full, ch;
+    jr_acts_opts o = {5}; /* 5 rows: chunks that split sequences, and a short last one */
+    CHECK_OK(jr_acts_init(&full, &m, f.B, f.T));
+    CHECK_OK(jr_acts_init_opts(&ch, &m, f.B, f.T, &o));
+    CHECK(ch.logit_rows == 5 && full.logit_rows == N && N % 5 != 0);
+    CHECK_OK(jr_model_alloc_grads(&m));
+    float *lp1 = malloc(sizeof(float) * N), *lp2 = malloc(sizeof(float) * N);
+    float *g1 = malloc(sizeof(float) * m.n_params);
+    double n1, n2;
+    long c1, c2;
+    jr_model_zero_grads(&m);
+    CHECK_OK(jr_model_nll(&m, &full, f.ids, f.targets, f.B, f.T, 0.1f, lp1, &n1, &c1));
+    memcpy(g1, m.grads, sizeof(float) * m.n_params);
+    jr_model_zero_grads(&m);
+    CHECK_OK(jr_model_nll(&m, &ch, f.ids, f.targets, f.B, f.T, 0.1f, lp2, &n2, &c2));
+    CHECK(c1 == c2);
+    CHECK_NEAR(n2, n1, 1e-6, 1e-6);
+    for (int n = 0; n < N; n++) CHECK_NEAR(lp2[n], lp1[n], 1e-6, 1e-6);
+    double mx = 0;
+    for (size_t i = 0; i < m.n_params; i++) if (fabs(g1[i]) > mx) mx = fabs(g1[i]);
+    int bad = 0;
+    for (size_t i = 0; i < m.n_params; i++) bad += !(fabs(m.grads[i] - g1[i]) <= 1e-6 * fabs(g1[i]) + 1e-7 * mx);
+    CHECK_MSG(bad == 0 && mx > 0, "%d of %zu gradients differ between chunked and full logits", bad, m.n_params);
+    /* temperature log-probs through the chunked path too */
+    CHECK_OK(jr_model_forward(&m, &full, f.ids, f.B, f.T));
+    CHECK_OK(jr_model_forward(&m, &ch, f.ids, f.B, f.T));
+    CHECK_OK(jr_model_logprobs(&m, &full, f.targets, 0.7f, lp1));
+    CHECK_OK(jr_model_logprobs(&m, &ch, f.targets, 0.7f, lp2));
+    for (int n = 0; n < N; n++) CHECK_NEAR(lp2[n], lp1[n], 1e-6, 1e-6);
+    free(lp1); free(lp2); free(g1);
+    jr_acts_free(&full); jr_acts_free(&ch);
+    jr_model_free(&m);
+    fixture_close(&f);
+}
+TEST(chunked_logits_equal_full_fp32) { check_chunked(JR_COMPUTE_F32); }
+TEST(chunked_logits_equal_full_bf16) {
+    float x[4] = {1, 2, 3, 4}, w[4] = {1, 0, 0, 1}, o[4];
+    if (jr_matmul_bf16_forward(o, x, w, NULL, 2, 2, 2)) SKIP("no oneDNN bf16 matmul here: %s", jr_matmul_bf16_error());
+    check_chunked(JR_COMPUTE_BF16);
+}
+
 int main(void) {
+    RUN(chunked_logits_equal_full_fp32);
+    RUN(chunked_logits_equal_full_bf16);
     RUN(llama_gqa);
     RUN(qwen2_bias);
     RUN(qwen3_qknorm);

@@ -99,15 +99,30 @@ typedef struct jr_acts {
     float **gate, **up, **sw;         /* (N,I) */
     float *res_out;                   /* (N,C) last residual */
     float *lnf, *lnf_rstd;            /* (N,C), (N) final norm */
-    float *logits;                    /* (N,V); turned into dlogits by the backward */
+    float *logits;                    /* (N,V); turned into dlogits by the backward; when chunked
+                                       * (logit_rows < B_max*T_max): (logit_rows,V) scratch only */
+    int logit_rows;                   /* rows of logits materialised at a time (jr_acts_opts) */
     float *scratch;                   /* backward buffers */
     void *block;                      /* the one allocation behind the per-layer arrays */
     size_t bytes;                     /* bytes allocated (for reports) */
 } jr_acts;
 
 /* Allocates activations for model m and batches up to (B_max, T_max) (RoPE tables included, for
- * positions < T_max, which may exceed max_position_embeddings). On error *a is zeroed. */
+ * positions < T_max, which may exceed max_position_embeddings). On error *a is zeroed.
+ * Every logit is kept (a->logits holds (B*T, V) after a forward). */
 jr_status jr_acts_init(jr_acts *a, const jr_model *m, int B_max, int T_max);
+
+/* Options of jr_acts_init_opts. logit_rows > 0: never hold the (B*T, V) logits at once: the
+ * forward stops at the final norm, jr_model_logprobs computes the logits logit_rows rows at a time
+ * and the backward recomputes each chunk (one more lm_head product per step); a->logits is then
+ * scratch, not the logits. JR_LOGIT_ROWS_AUTO: rows for JR_LOGIT_CHUNK_BYTES of logits (at least
+ * 16). 0: every logit kept (jr_acts_init). */
+typedef struct jr_acts_opts {
+    int logit_rows;
+} jr_acts_opts;
+#define JR_LOGIT_ROWS_AUTO (-1)
+#define JR_LOGIT_CHUNK_BYTES (64L << 20)
+jr_status jr_acts_init_opts(jr_acts *a, const jr_model *m, int B_max, int T_max, const jr_acts_opts *o);
 void jr_acts_free(jr_acts *a);
 
 /* Forward pass over ids (B,T), rows right-padded (pads may hold any valid id; their outputs are
@@ -117,8 +132,13 @@ void jr_acts_free(jr_acts *a);
 jr_status jr_model_forward(jr_model *m, jr_acts *a, const int32_t *ids, int B, int T);
 
 /* Log-probabilities of targets (B*T, -1 = skip -> 0) under softmax(logits / temperature) of the
- * last forward: lp (B*T). temperature > 0 (1 = the model's own distribution). */
-void jr_model_logprobs(const jr_model *m, const jr_acts *a, const int32_t *targets, float temperature, float *lp);
+ * last forward: lp (B*T). temperature > 0 (1 = the model's own distribution). With chunked logits
+ * this runs the lm_head product (so it can fail like the forward; full logits: always JR_OK). */
+jr_status jr_model_logprobs(const jr_model *m, const jr_acts *a, const int32_t *targets, float temperature, float *lp);
+/* The same, plus ent (B*T): the entropy of softmax(logits / temperature) of each row with a target
+ * (jr_entropy_forward; 0 elsewhere), from the same logits chunk (no second lm_head product). */
+jr_status jr_model_logprobs_ent(const jr_model *m, const jr_acts *a, const int32_t *targets, float temperature,
+                                float *lp, float *ent);
 
 /* Backward of sum_n dlp[n] * logprob(targets[n]) over the last forward (dlp and targets (B*T), the
  * same temperature as the log-probs): ADDS the gradient of every parameter into m->grads, so

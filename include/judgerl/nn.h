@@ -78,6 +78,8 @@ void jr_add_inplace(float *out, const float *inp, long n);
 /* Log-probability of target tokens: lp[n] = logits[n,t]/T - logsumexp(logits[n,:]/T) with
  * t = targets[n] and inv_temp = 1/T; rows with targets[n] < 0 get lp = 0. logits (N,V). */
 void jr_logprob_forward(float *lp, const float *logits, const int32_t *targets, int N, int V, float inv_temp);
+/* Entropy (nats) of softmax(logits[n,:] * inv_temp), in double; rows with targets[n] < 0 get 0. */
+void jr_entropy_forward(float *ent, const float *logits, const int32_t *targets, int N, int V, float inv_temp);
 /* Turns logits (N,V) IN PLACE into dlogits = dlp[n] * inv_temp * (onehot(t) - softmax(logits/T))
  * (overwrites, does not accumulate: the logits are consumed). Rows with targets < 0 or dlp = 0
  * become zero. */

@@ -31,6 +31,9 @@ int cli_bench_config(const char *name, jr_model_config *c) {
     } else if (!strcmp(name, "100m")) {
         c->hidden_size = 768; c->num_hidden_layers = 12; c->num_attention_heads = 12; c->num_key_value_heads = 4;
         c->intermediate_size = 2048; c->vocab_size = 32000;
+    } else if (!strcmp(name, "0.5b")) { /* Qwen2.5-0.5B's shapes */
+        c->hidden_size = 896; c->num_hidden_layers = 24; c->num_attention_heads = 14; c->num_key_value_heads = 2;
+        c->intermediate_size = 4864; c->vocab_size = 151936;
     } else {
         return -1;
     }
@@ -63,13 +66,14 @@ static int bench_train(int argc, char **argv);
 
 int cmd_bench_train(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
-        printf("usage: judgerl bench train (--model DIR | --config 10m|100m) [--batch B] [--seq T] [--steps N] [--warmup W]\n"
-               "       [--compute auto|float32|bfloat16] [--gemm-n N]\n"
+        printf("usage: judgerl bench train (--model DIR | --config 10m|100m|0.5b) [--batch B] [--seq T] [--steps N] [--warmup W]\n"
+               "       [--compute auto|float32|bfloat16] [--gemm-n N] [--full-logits]\n"
                "Times full training steps (forward, backward, clipping, AdamW) on random tokens and prints one JSON\n"
                "object: tokens_per_s, step_ms, gflops (model FLOPs / time), matmul_gflops and matmul_share (sgemm\n"
                "phases), gemm_peak_gflops (an N^3 product, default 2048, through the engine's matmul in the same compute\n"
                "type), compute (float32 or bfloat16; auto = bfloat16 on CPUs with bf16 units), onednn_isa and\n"
-               "matmul_impl (oneDNN's kernel), peak_rss_mb, thread counts and the OPENBLAS_* settings. Threads: OMP_NUM_THREADS. bench/train_vs_torch.sh compares with PyTorch.\n");
+               "matmul_impl (oneDNN's kernel), logit_rows (logits held at once: chunks of 64 MiB as the trainers\n"
+               "use, or every row with --full-logits), peak_rss_mb, thread counts and the OPENBLAS_* settings. Threads: OMP_NUM_THREADS. bench/train_vs_torch.sh compares with PyTorch.\n");
         return CLI_OK;
     }
     return bench_train(argc, argv);
@@ -78,9 +82,10 @@ int cmd_bench_train(int argc, char **argv) {
 static int bench_train(int argc, char **argv) {
     const char *model = NULL, *cname = NULL;
     const char *cn = "auto";
-    int B = 8, T = 256, steps = 5, warm = 1, gemm_n = 2048;
+    int B = 8, T = 256, steps = 5, warm = 1, gemm_n = 2048, full_logits = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (!strcmp(a, "--full-logits")) { full_logits = 1; continue; }
         if (i + 1 >= argc) return cli_usage("bench train", "%s needs a value (see --help)", a);
         const char *v = argv[++i];
         if (!strcmp(a, "--model")) model = v;
@@ -93,7 +98,7 @@ static int bench_train(int argc, char **argv) {
         else if (!strcmp(a, "--gemm-n")) gemm_n = atoi(v);
         else return cli_usage("bench train", "unknown option '%s'", a);
     }
-    if ((model != NULL) == (cname != NULL)) return cli_usage("bench train", "give one of --model DIR or --config 10m|100m");
+    if ((model != NULL) == (cname != NULL)) return cli_usage("bench train", "give one of --model DIR or --config 10m|100m|0.5b");
     if (B < 1 || T < 2 || steps < 1 || warm < 0 || gemm_n < 16)
         return cli_usage("bench train", "--batch, --seq, --steps must be positive, --gemm-n at least 16");
     if (strcmp(cn, "auto") && strcmp(cn, "float32") && strcmp(cn, "bfloat16"))
@@ -104,7 +109,7 @@ static int bench_train(int argc, char **argv) {
         st = jr_model_load(&m, model);
     } else {
         jr_model_config c;
-        if (cli_bench_config(cname, &c)) return cli_usage("bench train", "--config: unknown '%s' (10m or 100m)", cname);
+        if (cli_bench_config(cname, &c)) return cli_usage("bench train", "--config: unknown '%s' (10m, 100m or 0.5b)", cname);
         st = jr_model_init_random(&m, &c, 1, 0.02f);
     }
     if (st) return cli_fail("bench train", st);
@@ -118,7 +123,7 @@ static int bench_train(int argc, char **argv) {
     float *lp = malloc(sizeof(float) * (size_t)N);
     if (!ids || !lp) st = jr_fail(JR_ENOMEM, "out of memory");
     if (!st) st = jr_model_alloc_grads(&m);
-    if (!st) st = jr_acts_init(&a, &m, B, T);
+    if (!st) st = jr_acts_init_opts(&a, &m, B, T, &(jr_acts_opts){full_logits ? 0 : JR_LOGIT_ROWS_AUTO});
     if (!st) st = jr_adamw_init(&o, &m, 0.9, 0.95, 1e-8, 0.1);
     if (st) { free(ids); free(lp); jr_acts_free(&a); jr_model_free(&m); return cli_fail("bench train", st); }
     jr_rng r;
@@ -159,6 +164,7 @@ static int bench_train(int argc, char **argv) {
     json_object_set_new(j, "onednn_isa", json_string(jr_nn_isa()));
     json_object_set_new(j, "matmul_impl", json_string(impl));
     json_object_set_new(j, "gemm_n", json_integer(gemm_n));
+    json_object_set_new(j, "logit_rows", json_integer(a.logit_rows));
     char *txt = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
     if (!txt) { json_decref(j); jr_acts_free(&a); jr_adamw_free(&o); jr_model_free(&m); free(ids); free(lp); return cli_fail("bench train", jr_fail(JR_EINTERNAL, "cannot format the result")); }
     printf("%s\n", txt);

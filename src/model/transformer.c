@@ -39,17 +39,30 @@ static void mm_b(const jr_model *m, jr_status *st, float *dinp, float *dw, float
 static size_t maxz(size_t a, size_t b) { return a > b ? a : b; }
 
 jr_status jr_acts_init(jr_acts *a, const jr_model *m, int B_max, int T_max) {
+    jr_acts_opts o = {0};
+    return jr_acts_init_opts(a, m, B_max, T_max, &o);
+}
+
+jr_status jr_acts_init_opts(jr_acts *a, const jr_model *m, int B_max, int T_max, const jr_acts_opts *o) {
     memset(a, 0, sizeof *a);
     if (B_max < 1 || T_max < 1) return jr_fail(JR_EINVAL, "activations: batch %d x %d must be positive", B_max, T_max);
     dims d = dims_of(&m->cfg);
     size_t N = (size_t)B_max * T_max, L = (size_t)d.L;
+    size_t lrows = N;
+    if (o->logit_rows == JR_LOGIT_ROWS_AUTO) {
+        long r = JR_LOGIT_CHUNK_BYTES / ((long)d.V * 4);
+        lrows = r < 16 ? 16 : (size_t)r;
+    } else if (o->logit_rows > 0) {
+        lrows = (size_t)o->logit_rows;
+    }
+    if (lrows > N) lrows = N;
     size_t W = maxz(maxz((size_t)d.F, (size_t)d.QD), (size_t)d.C);
     /* floats per layer */
     size_t per_layer = N * (3 * (size_t)d.C + 2 * (size_t)d.QD + 3 * (size_t)d.KD + (size_t)d.QD + 3 * (size_t)d.F) +
                        2 * N + (d.qk_norm ? N * (size_t)(d.Hq + d.Hkv) : 0) + (size_t)B_max * d.Hq * T_max * T_max +
                        N * (size_t)d.C; /* res_mid */
     size_t half = (size_t)d.D / 2;
-    size_t total = per_layer * L + N * (2 * (size_t)d.C + 1) + N * (size_t)d.V + 2 * (size_t)T_max * half +
+    size_t total = per_layer * L + N * (2 * (size_t)d.C + 1) + lrows * (size_t)d.V + 2 * (size_t)T_max * half +
                    2 * N * (size_t)d.C + 5 * N * W;
     size_t n_ptr_arrays = 20;
     a->block = jr_calloc(n_ptr_arrays * L, sizeof(float *));
@@ -64,6 +77,7 @@ jr_status jr_acts_init(jr_acts *a, const jr_model *m, int B_max, int T_max) {
     memset(buf, 0, sizeof(float) * total);
     a->bytes = sizeof(float) * total;
     a->B_max = B_max; a->T_max = T_max;
+    a->logit_rows = (int)lrows;
     float ***arr[] = {&a->res_in, &a->ln1, &a->ln1_rstd, &a->q, &a->k, &a->v, &a->qr, &a->kr, &a->qn_rstd,
                       &a->kn_rstd, &a->att, &a->ao, &a->res_mid, &a->ln2, &a->ln2_rstd, &a->gate, &a->up, &a->sw};
     float **ptrs = a->block;
@@ -93,7 +107,7 @@ jr_status jr_acts_init(jr_acts *a, const jr_model *m, int B_max, int T_max) {
     a->res_out = TAKE(N * d.C);
     a->lnf = TAKE(N * d.C);
     a->lnf_rstd = TAKE(N);
-    a->logits = TAKE(N * d.V);
+    a->logits = TAKE(lrows * d.V);
     a->cos_t = TAKE((size_t)T_max * half);
     a->sin_t = TAKE((size_t)T_max * half);
     a->scratch = TAKE(2 * N * d.C + 5 * N * W);
@@ -160,13 +174,26 @@ jr_status jr_model_forward(jr_model *m, jr_acts *a, const int32_t *ids, int B, i
         jr_add_inplace(next, a->res_mid[l], (long)N * d.C);
     }
     jr_rmsnorm_forward(a->lnf, a->lnf_rstd, a->res_out, w->final_norm, N, d.C, d.eps);
-    mm_f(m, &st, a->logits, a->lnf, w->lm_head, NULL, N, d.C, d.V);
+    if (a->logit_rows >= N) mm_f(m, &st, a->logits, a->lnf, w->lm_head, NULL, N, d.C, d.V);
     if (st) a->B = a->T = 0;
     return st;
 }
 
-void jr_model_logprobs(const jr_model *m, const jr_acts *a, const int32_t *targets, float temperature, float *lp) {
-    jr_logprob_forward(lp, a->logits, targets, a->B * a->T, m->cfg.vocab_size, 1.0f / temperature);
+jr_status jr_model_logprobs_ent(const jr_model *m, const jr_acts *a, const int32_t *targets, float temperature,
+                                float *lp, float *ent) {
+    int N = a->B * a->T, V = m->cfg.vocab_size, C = m->cfg.hidden_size;
+    jr_status st = JR_OK;
+    for (int r0 = 0; r0 < N && !st; r0 += a->logit_rows) { /* one pass when the forward kept every logit */
+        int rows = N - r0 < a->logit_rows ? N - r0 : a->logit_rows;
+        if (a->logit_rows < N) mm_f(m, &st, a->logits, a->lnf + (size_t)r0 * C, m->w.lm_head, NULL, rows, C, V);
+        jr_logprob_forward(lp + r0, a->logits, targets + r0, rows, V, 1.0f / temperature);
+        if (ent) jr_entropy_forward(ent + r0, a->logits, targets + r0, rows, V, (float)(1.0 / temperature));
+    }
+    return st;
+}
+
+jr_status jr_model_logprobs(const jr_model *m, const jr_acts *a, const int32_t *targets, float temperature, float *lp) {
+    return jr_model_logprobs_ent(m, a, targets, temperature, lp, NULL);
 }
 
 static void zero(float *p, size_t n) { memset(p, 0, sizeof(float) * n); }
@@ -185,10 +212,15 @@ jr_status jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, flo
     const jr_weights *w = &m->w;
     jr_weights *g = &m->g;
 
-    /* head: logits -> dlogits in place, lm_head and final norm */
-    jr_logprob_backward_inplace(a->logits, dlp, targets, N, d.V, 1.0f / temperature);
+    /* head: logits -> dlogits in place, lm_head and final norm (chunked: each chunk's logits again) */
     zero(dln, (size_t)N * d.C);
-    mm_b(m, &st, dln, g->lm_head, NULL, a->logits, a->lnf, w->lm_head, N, d.C, d.V);
+    for (int r0 = 0; r0 < N; r0 += a->logit_rows) {
+        int rows = N - r0 < a->logit_rows ? N - r0 : a->logit_rows;
+        const float *lnf = a->lnf + (size_t)r0 * d.C;
+        if (a->logit_rows < N) mm_f(m, &st, a->logits, lnf, w->lm_head, NULL, rows, d.C, d.V);
+        jr_logprob_backward_inplace(a->logits, dlp + r0, targets + r0, rows, d.V, 1.0f / temperature);
+        mm_b(m, &st, dln + (size_t)r0 * d.C, g->lm_head, NULL, a->logits, lnf, w->lm_head, rows, d.C, d.V);
+    }
     zero(dres, (size_t)N * d.C);
     jr_rmsnorm_backward(dres, g->final_norm, dln, a->res_out, w->final_norm, a->lnf_rstd, N, d.C);
 
@@ -243,7 +275,7 @@ jr_status jr_model_nll(jr_model *m, jr_acts *a, const int32_t *ids, const int32_
         if (targets[n] >= m->cfg.vocab_size)
             return jr_fail(JR_EINVAL, "loss: target id %d at row %d position %d is outside the vocabulary [0, %d)",
                            targets[n], n / T, n % T, m->cfg.vocab_size);
-    jr_model_logprobs(m, a, targets, 1.0f, lp);
+    if ((st = jr_model_logprobs(m, a, targets, 1.0f, lp))) return st;
     double s = 0;
     long cnt = 0;
     for (int n = 0; n < N; n++)

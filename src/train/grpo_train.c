@@ -183,7 +183,8 @@ typedef struct {
     jr_textgen tg;
     jr_reward *rw;
     jr_data *data;
-    jr_acts acts;
+    jr_acts acts;           /* logits in chunks (jr_acts_opts), never B x T x V at once */
+    float *ent;             /* (B, T_max) entropies of the micro-batch in the update */
     int T_max;
     FILE *progress;
     /* one-step-ahead generation: gen_m holds the weights the background rollout samples from */
@@ -560,33 +561,22 @@ static jr_status build_micro(grpo *g, const rollout *r, const float *adv, const 
     return JR_OK;
 }
 
-/* Log-probs of micro-batch x's targets under model m into lp (B,T). */
-static jr_status micro_logprobs(grpo *g, jr_model *m, micro *x, float *lp) {
+/* Log-probs of micro-batch x's targets under model m into lp (B,T); with ent (B,T) also the entropy
+ * of softmax(logits / T) at every target (the logits are chunked: jr_acts_opts). */
+static jr_status micro_logprobs(grpo *g, jr_model *m, micro *x, float *lp, float *ent) {
     jr_status st = jr_model_forward(m, &g->acts, x->ids, x->nb, x->T);
     if (st) return st;
-    jr_model_logprobs(m, &g->acts, x->targets, (float)g->temperature, lp);
-    return JR_OK;
+    return jr_model_logprobs_ent(m, &g->acts, x->targets, (float)g->temperature, lp, ent);
 }
 
-/* Mean entropy of softmax(logits / T) over the masked positions of the last forward (summed into *sum). */
-static void entropy_sum(grpo *g, const micro *x, double *sum, double *cnt) {
-    int V = g->m.cfg.vocab_size;
-    double inv = 1.0 / g->temperature;
+/* Entropy over the masked positions of active rows (summed into *sum, counted into *cnt). */
+static void entropy_sum(const micro *x, const float *ent, double *sum, double *cnt) {
     for (int b = 0; b < x->nb; b++) {
         if (!x->active[b]) continue;
         for (int t = 0; t < x->T; t++) {
             size_t k = (size_t)b * x->T + t;
             if (x->mask[k] == 0) continue;
-            const float *z = g->acts.logits + k * (size_t)V;
-            double mx = -INFINITY;
-            for (int v = 0; v < V; v++) if (z[v] * inv > mx) mx = z[v] * inv;
-            double se = 0, sez = 0;
-            for (int v = 0; v < V; v++) {
-                double u = z[v] * inv - mx, e = exp(u);
-                se += e;
-                sez += e * u;
-            }
-            *sum += log(se) - sez / se;
+            *sum += ent[k];
             *cnt += 1;
         }
     }
@@ -615,9 +605,9 @@ static jr_status policy_step(grpo *g, micro *mb, int n_mb, int use_old, double l
         int any = 0;
         for (int b = 0; b < x->nb; b++) any |= x->active[b];
         if (!any) continue;
-        jr_status st = micro_logprobs(g, &g->m, x, x->lp);
+        jr_status st = micro_logprobs(g, &g->m, x, x->lp, g->ent);
         if (st) return st;
-        entropy_sum(g, x, &ent, &ent_n);
+        entropy_sum(x, g->ent, &ent, &ent_n);
         jr_policy_loss_stats ps;
         st = jr_policy_loss(&ps, x->dlp, x->lp, use_old ? x->old : NULL, g->beta > 0 ? x->ref : NULL, x->mask, x->adv,
                             x->active, x->nb, x->T, &pc);
@@ -729,6 +719,7 @@ static void grpo_free(grpo *g) {
     rollout_free(&g->pend);
     if (g->has_gen) jr_model_free(&g->gen_m);
     jr_acts_free(&g->acts);
+    free(g->ent);
     jr_textgen_close(&g->tg);
     jr_reward_close(g->rw);
     jr_data_close(g->data);
@@ -877,7 +868,8 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
         else if (jr_model_train_flops(&g.m, g.B, g.T_max) * ((g.P * g.G + g.B - 1) / g.B) < 2e9) jr_nn_set_threads(1);
     }
     if ((st = jr_model_alloc_grads(&g.m))) goto done;
-    if ((st = jr_acts_init(&g.acts, &g.m, g.B, g.T_max))) goto done;
+    if ((st = jr_acts_init_opts(&g.acts, &g.m, g.B, g.T_max, &(jr_acts_opts){JR_LOGIT_ROWS_AUTO}))) goto done;
+    if (!(g.ent = jr_malloc(sizeof(float) * (size_t)g.B * g.T_max))) { st = JR_ENOMEM; goto done; }
     if (g.async) { /* the generation weights: a second copy of the model, refreshed before each rollout */
         if ((st = jr_model_from_config(&g.gen_m, c))) goto done;
         g.has_gen = 1;
@@ -963,7 +955,7 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
             for (int k = 0; k < n_mb && !st && (g.mu > 1 || g.async); k++) {
                 micro *x = &mb[k];
                 if (!(x->old = jr_malloc(sizeof(float) * (size_t)x->nb * x->T))) st = JR_ENOMEM;
-                else st = micro_logprobs(&g, g.async ? &g.gen_m : &g.m, x, x->old);
+                else st = micro_logprobs(&g, g.async ? &g.gen_m : &g.m, x, x->old, NULL);
             }
             /* the next generation batch starts now, from the weights before this update */
             if (!st && g.async && step + g.mu < steps) st = launch_rollout(&g, step + g.mu);
@@ -974,7 +966,7 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
                 if (!st && g.beta > 0) {
                     if (!(x->ref = jr_malloc(sizeof(float) * nt))) { st = JR_ENOMEM; break; }
                     if (g.use_lora) jr_lora_off(&g.lora);
-                    st = micro_logprobs(&g, g.use_lora ? &g.m : &g.ref, x, x->ref);
+                    st = micro_logprobs(&g, g.use_lora ? &g.m : &g.ref, x, x->ref, NULL);
                     if (g.use_lora) jr_lora_on(&g.lora);
                 }
             }
