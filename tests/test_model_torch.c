@@ -85,7 +85,7 @@ static void fixture_close(fixture *f) {
     free(f->ids); free(f->targets); free(f->lengths);
 }
 
-static void check_model(const char *name, jr_compute comp) {
+static void check_model_in(const char *name, jr_compute comp, const jr_acts_opts *ao) {
     const tols *tl = comp == JR_COMPUTE_BF16 ? &BF16_TOL : &F32_TOL;
     double worst_g = 0, worst_lp = 0, worst_adam = 0, worst_l2 = 0; /* relative to the tolerances' scales */
     char dir[1024];
@@ -97,7 +97,7 @@ static void check_model(const char *name, jr_compute comp) {
     CHECK_OK(jr_model_load(&m, dir));
     if (jt_failed_case) { fixture_close(&f); return; }
     m.compute = comp;
-    CHECK_OK(jr_acts_init(&a, &m, f.B, f.T));
+    CHECK_OK(jr_acts_init_opts(&a, &m, f.B, f.T, ao));
     CHECK_OK(jr_model_alloc_grads(&m));
     int N = f.B * f.T, V = m.cfg.vocab_size;
     long n_tok = 0;
@@ -236,6 +236,20 @@ static void check_model(const char *name, jr_compute comp) {
     fixture_close(&f);
 }
 
+static void check_model(const char *name, jr_compute comp) {
+    jr_acts_opts o = {0, 0};
+    check_model_in(name, comp, &o);
+}
+/* The trainers' activations: fused attention (no T x T probabilities kept), every logit kept so
+ * that they can be compared here (chunking is checked by chunked_logits_equal_full_*). */
+static void check_fused(const char *name, jr_compute comp) {
+    jr_acts_opts o = {0, 1};
+    check_model_in(name, comp, &o);
+}
+TEST(llama_gqa_fused) { check_fused("llama_gqa", JR_COMPUTE_F32); }
+TEST(qwen3_qknorm_fused) { check_fused("qwen3_qknorm", JR_COMPUTE_F32); }
+TEST(qwen3_tied_bias_fused) { check_fused("qwen3_tied_bias", JR_COMPUTE_F32); }
+
 TEST(llama_gqa) { check_model("llama_gqa", JR_COMPUTE_F32); }
 TEST(qwen2_bias) { check_model("qwen2_bias", JR_COMPUTE_F32); }
 TEST(qwen3_qknorm) { check_model("qwen3_qknorm", JR_COMPUTE_F32); }
@@ -269,7 +283,7 @@ static void check_chunked(jr_compute comp) {
     m.compute = comp;
     int N = f.B * f.T;
     jr_acts full, ch;
-    jr_acts_opts o = {5}; /* 5 rows: chunks that split sequences, and a short last one */
+    jr_acts_opts o = {5, 0}; /* 5 rows: chunks that split sequences, and a short last one */
     CHECK_OK(jr_acts_init(&full, &m, f.B, f.T));
     CHECK_OK(jr_acts_init_opts(&ch, &m, f.B, f.T, &o));
     CHECK(ch.logit_rows == 5 && full.logit_rows == N && N % 5 != 0);
@@ -310,6 +324,9 @@ TEST(chunked_logits_equal_full_bf16) {
 }
 
 int main(void) {
+    RUN(llama_gqa_fused);
+    RUN(qwen3_qknorm_fused);
+    RUN(qwen3_tied_bias_fused);
     RUN(chunked_logits_equal_full_fp32);
     RUN(chunked_logits_equal_full_bf16);
     RUN(llama_gqa);

@@ -92,7 +92,8 @@ typedef struct jr_acts {
     float **q, **k, **v;              /* (N,Hq*D), (N,Hkv*D), (N,Hkv*D) projections (q/k before norm/rope) */
     float **qr, **kr;                 /* (N,Hq*D), (N,Hkv*D) after q/k norm and rope (what attention reads) */
     float **qn_rstd, **kn_rstd;       /* (N*Hq), (N*Hkv) q/k norm statistics (Qwen3) */
-    float **att;                      /* (B,Hq,T,T) attention probabilities */
+    float **att;                      /* (B,Hq,T,T) attention probabilities; fused: (B,Hq,T) log-sum-exp */
+    int fused;                        /* fused attention (jr_acts_opts) */
     float **ao;                       /* (N,Hq*D) attention output before o_proj */
     float **res_mid;                  /* (N,C) residual after attention */
     float **ln2, **ln2_rstd;          /* (N,C), (N) */
@@ -119,6 +120,8 @@ jr_status jr_acts_init(jr_acts *a, const jr_model *m, int B_max, int T_max);
  * 16). 0: every logit kept (jr_acts_init). */
 typedef struct jr_acts_opts {
     int logit_rows;
+    int fused_attention;  /* 1: jr_attention_fused_* (no T x T probabilities kept; att holds the
+                           * (B,Hq,T) log-sum-exp instead; the backward recomputes) */
 } jr_acts_opts;
 #define JR_LOGIT_ROWS_AUTO (-1)
 #define JR_LOGIT_CHUNK_BYTES (64L << 20)

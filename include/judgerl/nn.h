@@ -67,6 +67,15 @@ void jr_attention_forward(float *out, float *att, const float *q, const float *k
 void jr_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *att, const float *q,
                            const float *k, const float *v, int B, int T, int Hq, int Hkv, int D);
 
+/* Fused causal GQA attention: the same results (to fp32 rounding) without any T x T buffer. The
+ * forward keeps lse (B,Hq,T), the log-sum-exp of each row's scaled scores; the backward recomputes
+ * each block of probabilities from q, k and lse. Scratch: 2 x 64 x T floats per thread. Return 0,
+ * or -1 when that scratch cannot be allocated (outputs then incomplete). */
+int jr_attention_fused_forward(float *out, float *lse, const float *q, const float *k, const float *v, int B, int T,
+                               int Hq, int Hkv, int D);
+int jr_attention_fused_backward(float *dq, float *dk, float *dv, const float *dout, const float *lse, const float *q,
+                                const float *k, const float *v, int B, int T, int Hq, int Hkv, int D);
+
 /* out (N,F) = silu(gate) * up. */
 void jr_swiglu_forward(float *out, const float *gate, const float *up, int N, int F);
 /* dgate, dup (N,F) += from dout (N,F). */

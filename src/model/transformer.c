@@ -58,9 +58,9 @@ jr_status jr_acts_init_opts(jr_acts *a, const jr_model *m, int B_max, int T_max,
     if (lrows > N) lrows = N;
     size_t W = maxz(maxz((size_t)d.F, (size_t)d.QD), (size_t)d.C);
     /* floats per layer */
+    size_t att = (size_t)B_max * d.Hq * T_max * (o->fused_attention ? 1 : (size_t)T_max); /* probabilities or lse */
     size_t per_layer = N * (3 * (size_t)d.C + 2 * (size_t)d.QD + 3 * (size_t)d.KD + (size_t)d.QD + 3 * (size_t)d.F) +
-                       2 * N + (d.qk_norm ? N * (size_t)(d.Hq + d.Hkv) : 0) + (size_t)B_max * d.Hq * T_max * T_max +
-                       N * (size_t)d.C; /* res_mid */
+                       2 * N + (d.qk_norm ? N * (size_t)(d.Hq + d.Hkv) : 0) + att + N * (size_t)d.C; /* res_mid */
     size_t half = (size_t)d.D / 2;
     size_t total = per_layer * L + N * (2 * (size_t)d.C + 1) + lrows * (size_t)d.V + 2 * (size_t)T_max * half +
                    2 * N * (size_t)d.C + 5 * N * W;
@@ -78,6 +78,7 @@ jr_status jr_acts_init_opts(jr_acts *a, const jr_model *m, int B_max, int T_max,
     a->bytes = sizeof(float) * total;
     a->B_max = B_max; a->T_max = T_max;
     a->logit_rows = (int)lrows;
+    a->fused = o->fused_attention != 0;
     float ***arr[] = {&a->res_in, &a->ln1, &a->ln1_rstd, &a->q, &a->k, &a->v, &a->qr, &a->kr, &a->qn_rstd,
                       &a->kn_rstd, &a->att, &a->ao, &a->res_mid, &a->ln2, &a->ln2_rstd, &a->gate, &a->up, &a->sw};
     float **ptrs = a->block;
@@ -95,7 +96,7 @@ jr_status jr_acts_init_opts(jr_acts *a, const jr_model *m, int B_max, int T_max,
         a->kr[l] = TAKE(N * d.KD);
         a->qn_rstd[l] = d.qk_norm ? TAKE(N * d.Hq) : NULL;
         a->kn_rstd[l] = d.qk_norm ? TAKE(N * d.Hkv) : NULL;
-        a->att[l] = TAKE((size_t)B_max * d.Hq * T_max * T_max);
+        a->att[l] = TAKE(att);
         a->ao[l] = TAKE(N * d.QD);
         a->res_mid[l] = TAKE(N * d.C);
         a->ln2[l] = TAKE(N * d.C);
@@ -163,7 +164,11 @@ jr_status jr_model_forward(jr_model *m, jr_acts *a, const int32_t *ids, int B, i
         }
         jr_rope_forward(a->qr[l], qin, a->pos, a->cos_t, a->sin_t, N, d.Hq, d.D);
         jr_rope_forward(a->kr[l], kin, a->pos, a->cos_t, a->sin_t, N, d.Hkv, d.D);
-        jr_attention_forward(a->ao[l], a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D);
+        if (!a->fused)
+            jr_attention_forward(a->ao[l], a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D);
+        else if (jr_attention_fused_forward(a->ao[l], a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D) &&
+                 !st)
+            st = jr_fail(JR_ENOMEM, "forward: no memory for the attention scratch");
         mm_f(m, &st, a->res_mid[l], a->ao[l], lw->wo, lw->bo, N, d.QD, d.C);
         jr_add_inplace(a->res_mid[l], a->res_in[l], (long)N * d.C);
         jr_rmsnorm_forward(a->ln2[l], a->ln2_rstd[l], a->res_mid[l], lw->mlp_norm, N, d.C, d.eps);
@@ -242,7 +247,11 @@ jr_status jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, flo
         zero(dao, (size_t)N * d.QD);
         mm_b(m, &st, dao, gw->wo, gw->bo, dres, a->ao[l], lw->wo, N, d.QD, d.C);
         zero(dq, (size_t)N * d.QD); zero(dk, (size_t)N * d.KD); zero(dv, (size_t)N * d.KD);
-        jr_attention_backward(dq, dk, dv, dao, a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D);
+        if (!a->fused)
+            jr_attention_backward(dq, dk, dv, dao, a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D);
+        else if (jr_attention_fused_backward(dq, dk, dv, dao, a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv,
+                                             d.D) && !st)
+            st = jr_fail(JR_ENOMEM, "backward: no memory for the attention scratch");
         float *dqn = s[0], *dkn = s[4]; /* gradients before rope */
         (void)dkr;
         zero(dqn, (size_t)N * d.QD); zero(dkn, (size_t)N * d.KD);

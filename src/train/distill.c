@@ -153,7 +153,7 @@ jr_status jr_distill_run(const jr_config *c, FILE *progress, volatile sig_atomic
     lp = jr_malloc(sizeof(float) * (size_t)B * cap);
     if (!rows || !results || !seq || !ids || !tg || !len || !lp) { st = JR_ENOMEM; goto done; }
     if ((st = jr_model_alloc_grads(&d.m))) goto done;
-    if ((st = jr_acts_init_opts(&d.acts, &d.m, B, cap, &(jr_acts_opts){JR_LOGIT_ROWS_AUTO}))) goto done;
+    if ((st = jr_acts_init_opts(&d.acts, &d.m, B, cap, &(jr_acts_opts){JR_LOGIT_ROWS_AUTO, 1}))) goto done;
     if ((st = jr_runlog_open(&rl, out_dir, res->resumed ? ts.step : -1, jr_cfg_bool(c, "trainer.tensorboard")))) goto done;
     res->first_step = ts.step + 1;
 

@@ -868,7 +868,7 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
         else if (jr_model_train_flops(&g.m, g.B, g.T_max) * ((g.P * g.G + g.B - 1) / g.B) < 2e9) jr_nn_set_threads(1);
     }
     if ((st = jr_model_alloc_grads(&g.m))) goto done;
-    if ((st = jr_acts_init_opts(&g.acts, &g.m, g.B, g.T_max, &(jr_acts_opts){JR_LOGIT_ROWS_AUTO}))) goto done;
+    if ((st = jr_acts_init_opts(&g.acts, &g.m, g.B, g.T_max, &(jr_acts_opts){JR_LOGIT_ROWS_AUTO, 1}))) goto done;
     if (!(g.ent = jr_malloc(sizeof(float) * (size_t)g.B * g.T_max))) { st = JR_ENOMEM; goto done; }
     if (g.async) { /* the generation weights: a second copy of the model, refreshed before each rollout */
         if ((st = jr_model_from_config(&g.gen_m, c))) goto done;

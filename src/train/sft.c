@@ -270,7 +270,7 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t
     if (threads > 0) jr_nn_set_threads(threads);
     else if (jr_model_train_flops(&s.m, s.B, s.max_len) * s.accum < 2e9) jr_nn_set_threads(1);
     if ((st = jr_model_alloc_grads(&s.m))) goto done;
-    if ((st = jr_acts_init_opts(&s.acts, &s.m, s.B, s.max_len, &(jr_acts_opts){JR_LOGIT_ROWS_AUTO}))) goto done;
+    if ((st = jr_acts_init_opts(&s.acts, &s.m, s.B, s.max_len, &(jr_acts_opts){JR_LOGIT_ROWS_AUTO, 1}))) goto done;
     s.mb = jr_calloc((size_t)s.accum, sizeof *s.mb);
     s.lp = jr_malloc(sizeof(float) * (size_t)s.B * s.max_len);
     if (!s.mb || !s.lp) { st = JR_ENOMEM; goto done; }
