@@ -8,7 +8,7 @@
 
 CC      ?= cc
 CXX     ?= c++
-PKGS    := libcurl jansson yaml-0.1 libpcre2-8 libutf8proc sqlite3 openblas libmicrohttpd
+PKGS    := libcurl jansson yaml-0.1 libpcre2-8 libutf8proc sqlite3 openblas libmicrohttpd zlib
 # oneDNN (libdnnl-dev, bf16 matmuls) ships no pkg-config file: -ldnnl in LIBS
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -50,13 +50,15 @@ build: $(OUT)/judgerl $(TEST_BIN)
 asan:
 	@$(MAKE) --no-print-directory BUILD=asan build
 
-$(OUT)/obj/%.o: %.c $(HEADERS)
+# Each object records the headers it includes (-MMD -MP: build/<b>/obj/**/*.d), so a header
+# change rebuilds only what includes it.
+$(OUT)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -c $< -o $@
+	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
-$(OUT)/obj/%.o: %.cc $(HEADERS)
+$(OUT)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
-	$(CXX) $(BASECXX) $(MODE_FLAGS) -c $< -o $@
+	$(CXX) $(BASECXX) $(MODE_FLAGS) -MMD -MP -c $< -o $@
 
 $(OUT)/libjudgerl.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -65,9 +67,9 @@ $(OUT)/libjudgerl.a: $(LIB_OBJ)
 $(OUT)/judgerl: $(CLI_OBJ) $(OUT)/libjudgerl.a
 	$(CC) $(MODE_FLAGS) -fopenmp $^ -o $@ $(LIBS)
 
-$(OUT)/tests/%: tests/%.c $(OUT)/libjudgerl.a $(HEADERS)
+$(OUT)/tests/%: tests/%.c $(OUT)/libjudgerl.a
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -Itests $< $(OUT)/libjudgerl.a -o $@ $(LIBS)
+	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -MMD -MP -Itests $< $(OUT)/libjudgerl.a -o $@ $(LIBS)
 
 # libFuzzer targets: every fuzz/fuzz_*.c, built with clang against a fuzz-instrumented library.
 # Run one with e.g. build/fuzz/fuzz_yaml_config -max_total_time=60
@@ -108,3 +110,6 @@ check-warnings:
 
 clean:
 	rm -rf build
+
+# Header dependencies recorded by -MMD (absent on the first build, when everything is built anyway).
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d)

@@ -229,6 +229,24 @@ def test_key():
     cache = os.path.join(TMP, "key.sqlite")
     leak = secret_leaks(secret, [out, cache, cache + "-wal", cache + "-shm", cfg], [so, se, r.stdout, r.stderr])
     report("key_never_written", leak is None, "found in %s" % leak)
+    # a judge that quotes the key in a successful answer: scored, and the key is in no output,
+    # cache, detail or log (non-stream and stream)
+    rows3 = [{"id": i, "prompt": "echo q%d" % i, "response": "r%d score=5 @echokey" % i} for i in range(6)]
+    inp3, out3 = os.path.join(TMP, "key3.jsonl"), os.path.join(TMP, "key3.out.jsonl")
+    write_rows(inp3, rows3)
+    cfg3 = config("key3", port, "  api_key_env: JUDGE_TEST_KEY\n")
+    rc, so, se = grade(cfg3, inp3, out3, env={"JUDGE_TEST_KEY": secret})
+    res3 = read_out(out3)
+    cache3 = os.path.join(TMP, "key3.sqlite")
+    leak = secret_leaks(secret, [out3, cache3, cache3 + "-wal"], [so, se])
+    report("key_echoed_in_a_successful_answer_is_redacted", rc == 0 and len(res3) == 6 and all(r.get("reward") == 5 for r in res3)
+           and "[redacted]" in json.dumps(res3) and leak is None, "rc=%d leak=%s %s %s" % (rc, leak, se[-200:], json.dumps(res3[:1])[:300]))
+    out4 = os.path.join(TMP, "key4.out.jsonl")
+    cfg4 = config("key4", port, "  api_key_env: JUDGE_TEST_KEY\n  stream: true\n")
+    rc, so, se = grade(cfg4, inp3, out4, env={"JUDGE_TEST_KEY": secret})
+    cache4 = os.path.join(TMP, "key4.sqlite")
+    leak = secret_leaks(secret, [out4, cache4, cache4 + "-wal"], [so, se])
+    report("key_echoed_in_a_streamed_answer_is_redacted", rc == 0 and len(read_out(out4)) == 6 and leak is None, "rc=%d leak=%s %s" % (rc, leak, se[-200:]))
     wrong = "sk-wrong-SECRET-27182818"
     out2 = os.path.join(TMP, "key2.out.jsonl")
     rows2 = [{"id": i, "prompt": "other q%d" % i, "response": "r%d score=4" % i} for i in range(10)]

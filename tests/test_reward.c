@@ -147,7 +147,7 @@ TEST(config_errors) {
     if (!st) { jr_reward_close(r); jr_config_free(&cfg); }
 }
 
-static jr_rw_rc eval_chars(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_chars(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *s = json_string_value(json_object_get(row, "response"));
     if (!s) {
         out->reason = strdup("no response");

@@ -30,6 +30,28 @@ void jr_afile_abort(jr_afile *af);
 /* Writes len bytes to path atomically (jr_afile under the hood). */
 jr_status jr_write_atomic(const char *path, const void *data, size_t len);
 
+/* A directory replaced as a whole: its new content is written into `tmp` (a sibling,
+ * DIR/../.tmp-NAME) and jr_adir_commit swaps it in with one atomic rename (RENAME_EXCHANGE when
+ * the old directory exists), so after a kill at any moment `path` is either the old complete
+ * directory or the new complete one. */
+typedef struct jr_adir {
+    char *path;   /* final directory */
+    char *tmp;    /* write the new content here */
+} jr_adir;
+
+/* Creates an empty tmp (clearing one left by an earlier crash). An existing `path` must be a
+ * directory that is empty or holds `marker` (e.g. "config.json"; NULL: any directory), so a
+ * wrong -o cannot replace an unrelated directory. */
+jr_status jr_adir_open(jr_adir *d, const char *path, const char *marker);
+/* Swaps tmp in as path, fsyncs the parent and removes the previous content. Frees d's strings;
+ * on error path is unchanged and tmp is removed. */
+jr_status jr_adir_commit(jr_adir *d);
+/* Removes tmp; path is unchanged. Safe on a zeroed or committed d. */
+void jr_adir_abort(jr_adir *d);
+
+/* Removes a directory tree (files and subdirectories; symlinks are removed, not followed). */
+void jr_remove_tree(const char *path);
+
 /* Creates a directory and its parents (like mkdir -p). Existing directories are fine. */
 jr_status jr_mkdirs(const char *path);
 

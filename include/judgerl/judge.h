@@ -11,8 +11,66 @@
 #include "judgerl/status.h"
 
 /* The judge's options (judge.*), documented in docs/JUDGE.md. Protocols add their own rows here
- * under judge.NAME.* (e.g. judge.rubric.batch) and read them in their open(). */
+ * under judge.NAME.* (e.g. judge.rubric.batch) and their fields to jr_judge_opts. */
 extern const jr_cfg_field jr_judge_cfg[];
+
+/* ===================================== options =========================================== */
+/* Everything the client and the protocols read, typed. Strings and JSON values are borrowed
+ * (from the config for jr_judge_opts_from_config, static storage for jr_judge_opts_init): keep
+ * them alive until the last jr_judge_add_protocol. A NULL string means "none" / "shipped". */
+
+#define JR_JUDGE_MAX_ENDPOINTS 64
+
+typedef struct jr_judge_endpoint_opts {
+    const char *url;   /* base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1 */
+    const char *model; /* model name sent in each request */
+    int concurrency;   /* requests in flight on it (0 = jr_judge_opts.concurrency) */
+} jr_judge_endpoint_opts;
+
+typedef struct jr_judge_opts {
+    const char *protocol;      /* judge.protocol: the default protocol (handle 0) */
+    const char *template_path; /* judge.template (pointwise), NULL = the shipped one */
+    int chat;                  /* judge.api: 1 = chat/completions, 0 = completions */
+    int n_endpoints;
+    jr_judge_endpoint_opts endpoints[JR_JUDGE_MAX_ENDPOINTS];
+    const char *api_key_env;   /* name of the variable holding the key (never the key), or NULL */
+    int stream;
+    double temperature;
+    int max_tokens;
+    const json_t *extra_body;  /* a JSON object merged into every body, or NULL */
+    double timeout_s, connect_timeout_s;
+    int max_attempts, parse_attempts;
+    double backoff_base_s, backoff_max_s, retry_after_max_s;
+    int concurrency;           /* per endpoint */
+    double rpm, tpm;           /* per endpoint; 0 = unlimited */
+    int cache;                 /* 0: no cache; 1: cache_path, else the default location */
+    const char *cache_path;    /* an explicit SQLite file (judge.cache: PATH), or NULL */
+    const char *cache_dir;     /* where the default cache lives (the run's or output's directory);
+                                  set by the caller, never by the config */
+    double max_unscored_frac;  /* callers stop when more than this share is unscored */
+    uint64_t seed;             /* retry jitter */
+    const char *cfg_dir;       /* directory of relative template paths; NULL: source's directory */
+    const char *source;        /* the config's name, for messages (may be NULL) */
+    /* protocols (judge.NAME.*) */
+    struct { int scale, normalize; const char *system; } pointwise;
+    struct { const char *template_path, *system; double correct, incorrect; int shortcircuit; } reference;
+    struct { int batched, fallback, not_present, clip_sample; const char *template_path, *batch_template; } rubric;
+    struct { const char *template_path, *system, *other_field; int swap; double win, tie, loss; } pairwise;
+    struct {
+        const char *template_path, *system;
+        const json_t *labels, *values; /* JSON lists: strings; numbers ([] = 1 for the first label) */
+        int confidence;                /* 0 auto, 1 logprobs, 2 verbal */
+        int top_logprobs;
+        double threshold;
+    } label;
+    struct { const char *template_path, *system; int all_pass; } verif;
+} jr_judge_opts;
+
+/* The tables' defaults (no endpoints). */
+void jr_judge_opts_init(jr_judge_opts *o);
+/* Fills o from a config loaded with jr_judge_cfg (and jr_protocols_cfg: without it the protocol
+ * fields keep their defaults). cache_dir is left NULL. Fails naming a key the config lacks. */
+jr_status jr_judge_opts_from_config(jr_judge_opts *o, const jr_config *c);
 
 /* ================================ protocol interface ==================================== */
 /* A protocol turns one row (a JSON object: id, prompt, response, reference, rubric, ...) into
@@ -59,6 +117,7 @@ typedef struct jr_judge_response {
     const json_t *logprobs;    /* when asked: [{"token", "logprob", "top_logprobs": [{"token",
                                   "logprob"}, ...]}, ...] for chat and completions alike; else NULL */
     int cached;                /* 1 when served from the cache */
+    long total_tokens;         /* the server's usage.total_tokens; -1 when absent (and for cache hits) */
 } jr_judge_response;
 
 /* parse()'s verdict on one response. */
@@ -99,10 +158,10 @@ typedef struct jr_judge_outcome {
 /* A protocol: a table of functions with a name, registered in src/judge/protocol.c. */
 typedef struct jr_protocol {
     const char *name; /* the judge.protocol value */
-    /* Creates the protocol's state from the config (its judge.NAME.* keys, judge.template, ...).
-     * `cfg_dir` is the config file's directory (to resolve relative paths), may be NULL.
+    /* Creates the protocol's state from the options (its fields of `o`, o->template_path, ...).
+     * `cfg_dir` is the directory relative template paths start from, may be NULL.
      * On error *state is NULL and the message names the key or file. */
-    jr_status (*open)(const jr_config *cfg, const char *cfg_dir, void **state);
+    jr_status (*open)(const jr_judge_opts *o, const char *cfg_dir, void **state);
     void (*close)(void *state);
     /* Appends round 0's calls for `row` (at least one). A row lacking what the protocol needs
      * is an error naming the field (the submit fails; nothing is queued). */
@@ -186,11 +245,15 @@ typedef struct jr_judge_stats {
     double unscored_frac;    /* unscored / done (0 when none done) */
 } jr_judge_stats;
 
-/* Opens a judge from a config loaded with jr_judge_cfg (read during open and
- * jr_judge_add_protocol only: keep it alive until the last add_protocol). Opens the protocol (judge.protocol), the
- * cache (judge.cache), reads the API key from the variable named by judge.api_key_env (the key is
- * kept in memory only: never printed, logged, cached or written) and starts one I/O thread that
- * drives every request through libcurl's multi interface. On error *out is NULL. */
+/* Opens a judge: opens the protocol (o->protocol), the cache, reads the API key from the variable
+ * named by o->api_key_env (the key is kept in memory only: never printed, logged, cached or
+ * written) and starts one I/O thread that drives every request through libcurl's multi
+ * interface. `o` is copied; what it borrows must live until the last jr_judge_add_protocol.
+ * On error *out is NULL. */
+jr_status jr_judge_open_opts(jr_judge **out, const jr_judge_opts *o);
+
+/* Convenience for commands: jr_judge_opts_from_config, then jr_judge_open_opts. `cfg` must live
+ * until the last jr_judge_add_protocol. */
 jr_status jr_judge_open(jr_judge **out, const jr_config *cfg);
 
 /* Opens another protocol on the same client (same endpoints, limits and cache); *proto is the

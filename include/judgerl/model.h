@@ -164,13 +164,25 @@ double jr_model_train_flops(const jr_model *m, int B, int T);
  * for a fresh random model, drawn with model.init_std and run.seed), and model.compute. */
 extern const jr_cfg_field jr_model_cfg[];
 
-/* model.compute of a loaded config, resolved (jr_model_compute_resolve). A trainer that restores a
- * model from a checkpoint sets m->compute from it, as jr_model_from_config does. */
-jr_compute jr_model_compute_from_config(const jr_config *c);
+/* Where a model comes from: an HF directory, or a config.json for a fresh random model. */
+typedef struct jr_model_opts {
+    const char *path;   /* model.path: HF directory (config.json + safetensors) */
+    const char *init;   /* model.init: config.json of a random model (exactly one of path, init) */
+    float init_std;     /* model.init_std */
+    uint64_t seed;      /* run.seed: draws the random init */
+    jr_compute compute; /* model.compute, resolved (jr_model_compute_resolve): m->compute of the model;
+                         * a trainer restoring a checkpoint sets m->compute from it too */
+    const char *source; /* the config's name, for messages (may be NULL) */
+} jr_model_opts;
 
-/* Builds the model a loaded config asks for (model.path, else model.init; exactly one of them),
- * with m->compute from model.compute.
+/* Fills o from the model.* table and run.seed (strings borrowed from c). */
+jr_status jr_model_opts_from_config(jr_model_opts *o, const jr_config *c);
+
+/* Builds the model o asks for (o->path, else o->init; exactly one of them).
  * On error *m is zeroed and the message names the key and file. */
+jr_status jr_model_open(jr_model *m, const jr_model_opts *o);
+
+/* Convenience for commands and trainers: jr_model_opts_from_config, then jr_model_open. */
 jr_status jr_model_from_config(jr_model *m, const jr_config *c);
 
 #endif

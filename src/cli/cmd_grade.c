@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "judgerl/sandbox.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
@@ -186,7 +187,7 @@ int cmd_grade(int argc, char **argv) {
         else if (a[0] != '-' && strchr(a, '=')) over[n_over++] = argv[i];
         else { free(over); return cli_usage(cmd, "unexpected argument '%s'", a); }
     }
-    const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, NULL};
+    const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, NULL};
     jr_config cfg;
     jr_status st = jr_config_load(&cfg, cfg_path, n_over, over, tables);
     free(over);
@@ -202,8 +203,10 @@ int cmd_grade(int argc, char **argv) {
         jr_config_free(&cfg);
         return cli_usage(cmd, "--config, --input and --output are required");
     }
-    if (json_array_size(jr_cfg_json(&cfg, "reward.components"))) { /* reward registry (docs/PROTOCOLS.md) */
-        int r = cli_grade_reward(cmd, &cfg, in_path, out_path, quiet, retry_unscored);
+    jr_reward_opts ro;
+    if ((st = jr_reward_opts_from_config(&ro, &cfg))) { jr_config_free(&cfg); return cli_fail(cmd, st); }
+    if (ro.n_components) { /* reward registry (docs/PROTOCOLS.md) */
+        int r = cli_grade_reward(cmd, &ro, in_path, out_path, quiet, retry_unscored);
         jr_config_free(&cfg);
         return r;
     }
@@ -218,7 +221,7 @@ int cmd_grade(int argc, char **argv) {
     if (st) { rc = cli_fail(cmd, st); goto out; }
     long total = 0;
     for (size_t i = 0; i < in_len; i++) if (input[i] == '\n' || (i + 1 == in_len)) total++;
-    st = jr_judge_open(&j, &cfg);
+    st = jr_judge_open_opts(&j, &ro.judge);
     if (st) { rc = cli_fail(cmd, st); goto out; }
     fd = open(out_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) { rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: cannot open for appending: %s", out_path, strerror(errno))); goto out; }
@@ -228,13 +231,12 @@ int cmd_grade(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     int show = force_progress || (!quiet && isatty(2));
     long conc_total = 0;
-    json_t *eps = jr_cfg_json(&cfg, "judge.endpoints");
-    for (size_t e = 0; e < json_array_size(eps); e++) {
-        long c = (long)json_integer_value(json_object_get(json_array_get(eps, e), "concurrency"));
-        conc_total += c > 0 ? c : (long)jr_cfg_int(&cfg, "judge.concurrency");
+    for (int e = 0; e < ro.judge.n_endpoints; e++) {
+        long c = ro.judge.endpoints[e].concurrency;
+        conc_total += c > 0 ? c : ro.judge.concurrency;
     }
     uint64_t window = (uint64_t)(conc_total * 4 < 64 ? 64 : conc_total * 4);
-    double max_frac = jr_cfg_float(&cfg, "judge.max_unscored_frac");
+    double max_frac = ro.judge.max_unscored_frac;
     long n_skipped = 0, n_done = 0, n_unscored = n_prev_unscored, n_ok = 0, n_rows = 0, lineno = 0;
     size_t pos = 0;
     double t0 = mono(), last_draw = 0;

@@ -12,7 +12,8 @@ int cmd_merge(int argc, char **argv) {
         printf("usage: judgerl merge --model DIR --adapter ADAPTER_DIR -o OUT\n"
                "Loads the base model DIR (an HF directory), adds alpha / r * B A of every adapted projection of\n"
                "the PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors, as `judgerl train` with\n"
-               "lora.enabled writes to run.out_dir/adapter) and writes the merged model to OUT (float32).\n");
+               "lora.enabled writes to run.out_dir/adapter) and writes the merged model to OUT (float32), built\n"
+               "beside OUT and swapped in atomically (an existing OUT must be empty or a model directory).\n");
         return CLI_OK;
     }
     const char *model = NULL, *adapter = NULL, *out = NULL;
@@ -28,7 +29,11 @@ int cmd_merge(int argc, char **argv) {
     jr_model m;
     jr_status st = jr_model_load(&m, model);
     if (st) return cli_fail("merge", st);
-    if (!(st = jr_lora_merge_into(&m, adapter)) && !(st = jr_mkdirs(out))) st = jr_model_save(&m, out, NULL);
+    /* OUT is built beside itself and swapped in whole: a kill leaves the old OUT or the new one */
+    jr_adir ad = {0};
+    if (!(st = jr_lora_merge_into(&m, adapter)) && !(st = jr_adir_open(&ad, out, "config.json")) && !(st = jr_model_save(&m, ad.tmp, NULL)))
+        st = jr_adir_commit(&ad);
+    else jr_adir_abort(&ad);
     jr_model_free(&m);
     if (st) return cli_fail("merge", st);
     printf("%s: %s merged into %s\n", out, adapter, model);

@@ -44,7 +44,7 @@ static char *out_line(const jr_reward *r, const jr_reward_result *res, const jso
     return s;
 }
 
-int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const char *out_path, int quiet,
+int cli_grade_reward(const char *cmd, const jr_reward_opts *ro, const char *in_path, const char *out_path, int quiet,
                      int retry_unscored) {
     char *input = NULL;
     size_t in_len = 0;
@@ -61,11 +61,11 @@ int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const
     if (st) { rc = cli_fail(cmd, st); goto out; }
     long total = 0;
     for (size_t i = 0; i < in_len; i++) if (input[i] == '\n' || i + 1 == in_len) total++;
-    if ((st = jr_reward_open(&r, cfg))) { rc = cli_fail(cmd, st); goto out; }
+    if ((st = jr_reward_open_opts(&r, ro))) { rc = cli_fail(cmd, st); goto out; }
     int np = jr_reward_n_parts(r);
     sums = calloc((size_t)np, sizeof *sums);
     counts = calloc((size_t)np, sizeof *counts);
-    long window = 4 * jr_cfg_int(cfg, "judge.concurrency");
+    long window = 4L * ro->judge.concurrency;
     if (window < 64) window = 64;
     rows = calloc((size_t)window, sizeof *rows);
     res = calloc((size_t)window, sizeof *res);
@@ -76,7 +76,7 @@ int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    double max_frac = jr_cfg_float(cfg, "judge.max_unscored_frac");
+    double max_frac = ro->judge.max_unscored_frac;
     long n_skipped = 0, n_done = 0, n_unscored = n_prev_unscored, n_ok = 0, n_rows = 0, lineno = 0, judge_calls = 0;
     size_t pos = 0;
     double t0 = mono();

@@ -16,6 +16,8 @@ static const command commands[] = {
     {"generate", cmd_generate, "sample completions from a model directory (prompt, chat or JSONL)"},
     {"serve", cmd_serve, "OpenAI-compatible HTTP server for a model directory"},
     {"grade", cmd_grade, "grade a JSONL file with an LLM judge (resumable, cached)"},
+    {"eval", cmd_eval, "eval code: HumanEval-style pass@k of code samples run in the sandbox"},
+    {"workflow", cmd_workflow, "seed 2's workflows: check one, run it on problems against an executor model"},
     {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
     {"report", cmd_report, "write RUN_DIR/report.html (inline SVG) and print the demo summary"},
     {"seed1", cmd_seed1, "seed 1 reproduced: 8-ball classifier, classifier judges, judge distillation"},

@@ -1,8 +1,11 @@
 /* fsutil.c - whole-file reads, atomic writes (temp file, fsync, rename) and directory helpers */
 #include "judgerl/fsutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -147,4 +150,101 @@ char *jr_path_join(const char *dir, const char *name) {
     p[a] = '/';
     memcpy(p + a + 1, name, b + 1);
     return p;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)ftw;
+    if (flag == FTW_DP) rmdir(p);
+    else unlink(p);
+    return 0;
+}
+
+void jr_remove_tree(const char *path) {
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return;
+    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* 1 when dir is an empty directory. */
+static int dir_empty(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *e;
+    int empty = 1;
+    while (empty && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = 0;
+    closedir(d);
+    return empty;
+}
+
+jr_status jr_adir_open(jr_adir *d, const char *path, const char *marker) {
+    memset(d, 0, sizeof *d);
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode)) return jr_fail(JR_EINVAL, "%s: exists and is not a directory", path);
+        if (marker && !dir_empty(path)) {
+            char *m = jr_path_join(path, marker);
+            int has = m && jr_path_exists(m);
+            free(m);
+            if (!has) return jr_fail(JR_EINVAL, "%s: refusing to replace a non-empty directory without %s (not an output of this command)", path, marker);
+        }
+    }
+    char *parent = dir_of(path);
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t n = strlen(base) + 8;
+    char *name = jr_malloc(n);
+    if (name) snprintf(name, n, ".tmp-%s", base);
+    d->path = jr_strdup(path);
+    d->tmp = parent && name ? jr_path_join(parent, name) : NULL;
+    free(parent);
+    free(name);
+    if (!d->path || !d->tmp) { jr_adir_abort(d); return JR_ENOMEM; }
+    if (!*base) { jr_status st = jr_fail(JR_EINVAL, "%s: name the output directory without a trailing '/'", path); jr_adir_abort(d); return st; }
+    jr_remove_tree(d->tmp); /* left by an earlier crash */
+    jr_status st = jr_mkdirs(d->tmp);
+    if (st) jr_adir_abort(d);
+    return st;
+}
+
+jr_status jr_adir_commit(jr_adir *d) {
+    jr_status st = JR_OK;
+    int had_old = jr_path_exists(d->path);
+    if (had_old) {
+        /* atomic swap: tmp <-> path; the old content ends up at tmp */
+        if (renameat2(AT_FDCWD, d->tmp, AT_FDCWD, d->path, RENAME_EXCHANGE) != 0) {
+            if (errno != EINVAL && errno != ENOSYS) {
+                st = jr_fail(JR_EIO, "%s: cannot swap in %s: %s", d->path, d->tmp, strerror(errno));
+            } else {
+                /* the file system cannot exchange: replace the old directory by two renames (a
+                 * kill between them leaves no `path`, the new content stays complete at tmp) */
+                size_t n = strlen(d->path) + 8;
+                char *old = jr_malloc(n);
+                if (!old) st = JR_ENOMEM;
+                else {
+                    snprintf(old, n, "%s.old", d->path);
+                    jr_remove_tree(old);
+                    if (rename(d->path, old) || rename(d->tmp, d->path))
+                        st = jr_fail(JR_EIO, "%s: cannot replace with %s: %s", d->path, d->tmp, strerror(errno));
+                    else jr_remove_tree(old);
+                    free(old);
+                }
+            }
+        }
+    } else if (rename(d->tmp, d->path) != 0) {
+        st = jr_fail(JR_EIO, "%s: cannot rename %s to it: %s", d->path, d->tmp, strerror(errno));
+    }
+    if (!st) {
+        char *parent = dir_of(d->path);
+        if (parent) { st = jr_fsync_dir(parent); free(parent); }
+    }
+    jr_adir_abort(d); /* removes tmp: the old content after a swap, the unused new one on error */
+    return st;
+}
+
+void jr_adir_abort(jr_adir *d) {
+    if (d->tmp) jr_remove_tree(d->tmp);
+    free(d->path);
+    free(d->tmp);
+    d->path = d->tmp = NULL;
 }

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "judge/cache.h"
+#include "judge/redact.h"
 #include "judge/response.h"
 #include "judgerl/judge.h"
 #include "judgerl/fsutil.h"
@@ -83,7 +84,7 @@ struct jr_judge {
     const jr_protocol *proto[MAX_PROTOS];
     void *pstate[MAX_PROTOS];
     int n_proto;
-    const jr_config *cfg;
+    jr_judge_opts o;  /* a copy; what it borrows lives until the last add_protocol */
     char *cfg_dir;
     endpoint *ep;
     int n_ep, rr;
@@ -126,30 +127,8 @@ static double now_s(void) {
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-/* Replaces every occurrence of the API key in s by "[redacted]" (in place when shorter). */
-static char *redact(const jr_judge *j, char *s) {
-    if (!s || !j->api_key || strlen(j->api_key) < 4) return s;
-    size_t kl = strlen(j->api_key);
-    char *hit;
-    while ((hit = strstr(s, j->api_key))) {
-        size_t tail = strlen(hit + kl);
-        const char *rep = "[redacted]";
-        size_t rl = strlen(rep);
-        if (rl <= kl) {
-            memcpy(hit, rep, rl);
-            memmove(hit + rl, hit + kl, tail + 1);
-        } else {
-            size_t off = (size_t)(hit - s);
-            char *n = realloc(s, strlen(s) - kl + rl + 1);
-            if (!n) { memset(hit, '*', kl); continue; }
-            s = n;
-            hit = s + off;
-            memmove(hit + rl, hit + kl, tail + 1);
-            memcpy(hit, rep, rl);
-        }
-    }
-    return s;
-}
+/* The API key out of a text the client keeps (judge/redact.c). */
+static char *redact(const jr_judge *j, char *s) { return jr_redact_secret(s, j->api_key); }
 
 static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 static char *fmt(const char *f, ...) {
@@ -306,11 +285,13 @@ static void finish_call(jr_judge *j, job *jb, int ok, double value, json_t *deta
 }
 
 /* Hands an answer (from the server or the cache) to the protocol's parser. */
-static void handle_answer(jr_judge *j, job *jb, const char *content, const char *finish, json_t *logprobs, int cached) {
+static void handle_answer(jr_judge *j, job *jb, const char *raw_content, const char *finish, json_t *logprobs, int cached, long total_tokens) {
     sample *s = jb->s;
+    /* an answer quoting the API key: the key goes nowhere (detail, cache, row, logs) */
+    char *content = jr_redacted_copy(raw_content ? raw_content : "", j->api_key);
     const jr_protocol *p = j->proto[s->proto];
-    char *text = jr_judge_strip_reasoning(content);
-    jr_judge_response resp = {text ? text : "", content, finish ? finish : "", logprobs, cached};
+    char *text = content ? jr_judge_strip_reasoning(content) : NULL;
+    jr_judge_response resp = {text ? text : "", content ? content : "", finish ? finish : "", logprobs, cached, total_tokens};
     double value = NAN;
     json_t *detail = NULL;
     char why[512] = "";
@@ -321,10 +302,11 @@ static void handle_answer(jr_judge *j, job *jb, const char *content, const char 
     if (rc == JR_PARSE_OK) {
         if (!cached && j->cache) {
             char *lp = logprobs ? json_dumps(logprobs, JSON_COMPACT) : NULL;
-            jr_cache_put(j->cache, jb->key, j->ep[0].model, content, finish ? finish : "", lp);
+            jr_cache_put(j->cache, jb->key, j->ep[0].model, content ? content : "", finish ? finish : "", lp);
             free(lp);
         }
         finish_call(j, jb, 1, value, detail, NULL, cached);
+        free(content);
         return;
     }
     json_decref(detail);
@@ -335,9 +317,11 @@ static void handle_answer(jr_judge *j, job *jb, const char *content, const char 
         j->st.retries += !cached;
         pthread_mutex_unlock(&j->mu);
         push_ready(j, jb, 1);
+        free(content);
         return;
     }
     finish_call(j, jb, 0, NAN, NULL, fmt("parse failure after %d answer%s: %s", jb->parse_fails, jb->parse_fails > 1 ? "s" : "", why), 0);
+    free(content);
 }
 
 /* Builds the request body of call `index` and either answers it from the cache or queues it. */
@@ -400,7 +384,7 @@ static void start_call(jr_judge *j, sample *s, int index) {
         pthread_mutex_unlock(&j->mu);
         if (hit == 1) {
             json_t *lp = lps ? json_loads(lps, 0, NULL) : NULL;
-            handle_answer(j, jb, content, finish, lp, 1);
+            handle_answer(j, jb, content, finish, lp, 1, -1);
             json_decref(lp);
             free(content);
             free(finish);
@@ -582,7 +566,7 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
         free(jb->resp);
         jb->resp = NULL;
         jb->resp_len = jb->resp_cap = 0;
-        handle_answer(j, jb, a.content, a.finish, a.logprobs, 0);
+        handle_answer(j, jb, a.content, a.finish, a.logprobs, 0, a.total_tokens);
         jr_answer_free(&a);
         return;
     }
@@ -805,20 +789,17 @@ static void wake(jr_judge *j) {
 
 /* ---- public API --------------------------------------------------------------------------- */
 
-static jr_status open_cache(jr_judge *j, const jr_config *cfg) {
-    json_t *v = jr_cfg_json(cfg, "judge.cache");
+static jr_status open_cache(jr_judge *j, const jr_judge_opts *o) {
     char *path = NULL;
-    if (json_is_false(v) || json_is_null(v)) return JR_OK;
-    if (json_is_true(v)) {
+    if (!o->cache) return JR_OK;
+    if (o->cache_path) {
+        path = jr_strdup(o->cache_path);
+    } else {
         const char *d = getenv("JUDGERL_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
         if (d && *d) path = jr_path_join(d, "judge.sqlite");
         else if (x && *x) path = fmt("%s/judgerl/judge.sqlite", x);
         else if (h && *h) path = fmt("%s/.cache/judgerl/judge.sqlite", h);
         else return jr_fail(JR_EINVAL, "judge.cache=true but neither JUDGERL_CACHE_DIR, XDG_CACHE_HOME nor HOME is set: give judge.cache a path");
-    } else if (json_is_string(v) && json_string_length(v)) {
-        path = jr_strdup(json_string_value(v));
-    } else {
-        return jr_fail(JR_EINVAL, "%s: judge.cache: expected true, false or the path of an SQLite file", cfg->source);
     }
     if (!path) return JR_ENOMEM;
     jr_status st = jr_cache_open(&j->cache, path);
@@ -830,7 +811,7 @@ static jr_status add_impl(jr_judge *j, const jr_protocol *p, int *idx) {
     const char *name = p->name;
     if (j->n_proto >= MAX_PROTOS) return jr_fail(JR_EINVAL, "judge: more than %d protocols on one client", MAX_PROTOS);
     void *state = NULL;
-    jr_status st = p->open(j->cfg, j->cfg_dir, &state);
+    jr_status st = p->open(&j->o, j->cfg_dir, &state);
     if (st) return jr_fail_ctx(st, "judge.protocol=%s", name);
     j->proto[j->n_proto] = p;
     j->pstate[j->n_proto] = state;
@@ -847,50 +828,56 @@ static jr_status add_proto(jr_judge *j, const char *name, int *idx) {
 
 jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
     *out = NULL;
+    jr_judge_opts o;
+    jr_status st = jr_judge_opts_from_config(&o, cfg);
+    return st ? st : jr_judge_open_opts(out, &o);
+}
+
+jr_status jr_judge_open_opts(jr_judge **out, const jr_judge_opts *o) {
+    *out = NULL;
     pthread_once(&curl_once, curl_init_once);
     jr_judge *j = jr_calloc(1, sizeof *j);
     if (!j) return JR_ENOMEM;
     j->epfd = j->evfd = -1;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
-    j->cfg = cfg;
+    j->o = *o;
     jr_status st = JR_OK;
-    const char *src = cfg->source ? cfg->source : "";
-    const char *slash = strrchr(src, '/');
-    j->cfg_dir = slash ? strndup(src, (size_t)(slash - src)) : jr_strdup(".");
-    j->chat = !strcmp(jr_cfg_str(cfg, "judge.api"), "chat");
-    j->stream = jr_cfg_bool(cfg, "judge.stream");
-    j->temperature = jr_cfg_float(cfg, "judge.temperature");
-    j->max_tokens = (int)jr_cfg_int(cfg, "judge.max_tokens");
-    j->timeout_ms = (long)(jr_cfg_float(cfg, "judge.timeout_s") * 1000 + 0.5);
-    j->connect_ms = (long)(jr_cfg_float(cfg, "judge.connect_timeout_s") * 1000 + 0.5);
+    const char *src = o->source ? o->source : "judge";
+    const char *slash = o->source ? strrchr(o->source, '/') : NULL;
+    j->cfg_dir = o->cfg_dir ? jr_strdup(o->cfg_dir) : slash ? strndup(o->source, (size_t)(slash - o->source)) : jr_strdup(".");
+    j->chat = o->chat;
+    j->stream = o->stream;
+    j->temperature = o->temperature;
+    j->max_tokens = o->max_tokens;
+    j->timeout_ms = (long)(o->timeout_s * 1000 + 0.5);
+    j->connect_ms = (long)(o->connect_timeout_s * 1000 + 0.5);
     if (j->timeout_ms < 1) j->timeout_ms = 1;
     if (j->connect_ms < 1) j->connect_ms = 1;
-    j->max_attempts = (int)jr_cfg_int(cfg, "judge.max_attempts");
-    j->parse_attempts = (int)jr_cfg_int(cfg, "judge.parse_attempts");
-    j->backoff_base = jr_cfg_float(cfg, "judge.backoff_base_s");
-    j->backoff_max = jr_cfg_float(cfg, "judge.backoff_max_s");
-    j->retry_after_max = jr_cfg_float(cfg, "judge.retry_after_max_s");
-    j->rpm = jr_cfg_float(cfg, "judge.rpm");
-    j->tpm = jr_cfg_float(cfg, "judge.tpm");
-    jr_rng_seed2(&j->rng, (uint64_t)jr_cfg_int(cfg, "judge.seed"), 0x6a75646765ULL);
-    json_t *eb = jr_cfg_json(cfg, "judge.extra_body");
-    if (!json_is_object(eb) && !json_is_null(eb)) { st = jr_fail(JR_EINVAL, "%s: judge.extra_body: expected a mapping of request fields", src); goto fail; }
-    j->extra_body = json_is_object(eb) ? json_deep_copy(eb) : NULL;
-    json_t *eps = jr_cfg_json(cfg, "judge.endpoints");
-    j->n_ep = (int)json_array_size(eps);
-    if (j->n_ep == 0) { st = jr_fail(JR_EINVAL, "%s: judge.endpoints is empty: add at least one {url, model} (e.g. url: http://127.0.0.1:8000/v1)", src); goto fail; }
+    j->max_attempts = o->max_attempts > 0 ? o->max_attempts : 1;
+    j->parse_attempts = o->parse_attempts > 0 ? o->parse_attempts : 1;
+    j->backoff_base = o->backoff_base_s;
+    j->backoff_max = o->backoff_max_s;
+    j->retry_after_max = o->retry_after_max_s;
+    j->rpm = o->rpm;
+    j->tpm = o->tpm;
+    jr_rng_seed2(&j->rng, o->seed, 0x6a75646765ULL);
+    const json_t *eb = o->extra_body;
+    if (eb && !json_is_object(eb)) { st = jr_fail(JR_EINVAL, "%s: judge.extra_body: expected a mapping of request fields", src); goto fail; }
+    j->extra_body = eb ? json_deep_copy(eb) : NULL;
+    j->n_ep = o->n_endpoints;
+    if (j->n_ep <= 0) { st = jr_fail(JR_EINVAL, "%s: judge.endpoints is empty: add at least one {url, model} (e.g. url: http://127.0.0.1:8000/v1)", src); goto fail; }
     j->ep = jr_calloc((size_t)j->n_ep, sizeof *j->ep);
     if (!j->ep) { st = JR_ENOMEM; goto fail; }
-    int conc = (int)jr_cfg_int(cfg, "judge.concurrency");
+    int conc = o->concurrency > 0 ? o->concurrency : 1;
     for (int i = 0; i < j->n_ep; i++) {
-        json_t *e = json_array_get(eps, (size_t)i);
-        const char *url = json_string_value(json_object_get(e, "url"));
-        const char *model = json_string_value(json_object_get(e, "model"));
+        const char *url = o->endpoints[i].url;
+        const char *model = o->endpoints[i].model;
         if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))) {
             st = jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].url=%s: expected an http:// or https:// URL", src, i, url ? url : "null");
             goto fail;
         }
+        if (!model) { st = jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model: required", src, i); goto fail; }
         if (i > 0 && strcmp(model, j->ep[0].model)) {
             st = jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model=%s differs from endpoints[0].model=%s: endpoints are servers of one judge", src, i, model, j->ep[0].model);
             goto fail;
@@ -903,12 +890,12 @@ jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
         else j->ep[i].url = fmt("%.*s%s", (int)ul, url, suffix);
         j->ep[i].model = jr_strdup(model);
         if (!j->ep[i].url || !j->ep[i].model) { st = JR_ENOMEM; goto fail; }
-        int c = (int)json_integer_value(json_object_get(e, "concurrency"));
+        int c = o->endpoints[i].concurrency;
         j->ep[i].conc = c > 0 ? c : conc;
         j->ep[i].rtok = j->rpm / 60.0 > 1 ? j->rpm / 60.0 : 1;
         j->ep[i].ttok = j->tpm / 60.0;
     }
-    const char *kenv = jr_cfg_str(cfg, "judge.api_key_env");
+    const char *kenv = o->api_key_env;
     j->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     j->hdrs = curl_slist_append(j->hdrs, "Expect:");
     if (kenv && *kenv) {
@@ -930,9 +917,9 @@ jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
         free(h);
     }
     if (!j->hdrs) { st = JR_ENOMEM; goto fail; }
-    st = add_proto(j, jr_cfg_str(cfg, "judge.protocol"), NULL);
+    st = add_proto(j, o->protocol, NULL);
     if (st) goto fail;
-    st = open_cache(j, cfg);
+    st = open_cache(j, o);
     if (st) goto fail;
     j->cap_pool = 64;
     j->pool = jr_calloc((size_t)j->cap_pool, sizeof *j->pool);

@@ -1,5 +1,9 @@
-/* judge_cfg.c - the judge's table of options (judge.*); protocols add their judge.NAME.* rows here */
+/* judge_cfg.c - the judge's table of options (judge.*) and its typed options (jr_judge_opts) */
+#include <pthread.h>
+#include <string.h>
+
 #include "judgerl/judge.h"
+#include "judgerl/protocols.h"
 
 static const jr_cfg_field endpoint_cfg[] = {
     {"url", JR_CFG_STRING, NULL, "base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1", NULL, NULL, 0, 0},
@@ -37,3 +41,112 @@ const jr_cfg_field jr_judge_cfg[] = {
     {"judge.pointwise.normalize", JR_CFG_BOOL, "false", "reward = (score - 1) / (scale - 1) instead of the raw score", NULL, NULL, 0, 0},
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
+
+/* ---- typed options ------------------------------------------------------------------------- */
+
+/* The judge.* fields of o from c. */
+static void fill_judge(jr_judge_opts *o, const jr_config *c) {
+    o->source = c->source;
+    o->protocol = jr_cfg_str(c, "judge.protocol");
+    o->template_path = jr_cfg_str(c, "judge.template");
+    const char *api = jr_cfg_str(c, "judge.api");
+    o->chat = !api || strcmp(api, "completions");
+    json_t *eps = jr_cfg_json(c, "judge.endpoints");
+    o->n_endpoints = 0;
+    for (size_t i = 0; i < json_array_size(eps) && i < JR_JUDGE_MAX_ENDPOINTS; i++, o->n_endpoints++) {
+        json_t *e = json_array_get(eps, i);
+        o->endpoints[i].url = json_string_value(json_object_get(e, "url"));
+        o->endpoints[i].model = json_string_value(json_object_get(e, "model"));
+        o->endpoints[i].concurrency = (int)json_integer_value(json_object_get(e, "concurrency"));
+    }
+    if (json_array_size(eps) > JR_JUDGE_MAX_ENDPOINTS) o->n_endpoints = -1; /* reported by the caller */
+    o->api_key_env = jr_cfg_str(c, "judge.api_key_env");
+    o->stream = jr_cfg_bool(c, "judge.stream");
+    o->temperature = jr_cfg_float(c, "judge.temperature");
+    o->max_tokens = (int)jr_cfg_int(c, "judge.max_tokens");
+    json_t *eb = jr_cfg_json(c, "judge.extra_body");
+    o->extra_body = json_is_null(eb) ? NULL : eb;
+    o->timeout_s = jr_cfg_float(c, "judge.timeout_s");
+    o->connect_timeout_s = jr_cfg_float(c, "judge.connect_timeout_s");
+    o->max_attempts = (int)jr_cfg_int(c, "judge.max_attempts");
+    o->parse_attempts = (int)jr_cfg_int(c, "judge.parse_attempts");
+    o->backoff_base_s = jr_cfg_float(c, "judge.backoff_base_s");
+    o->backoff_max_s = jr_cfg_float(c, "judge.backoff_max_s");
+    o->retry_after_max_s = jr_cfg_float(c, "judge.retry_after_max_s");
+    o->concurrency = (int)jr_cfg_int(c, "judge.concurrency");
+    o->rpm = jr_cfg_float(c, "judge.rpm");
+    o->tpm = jr_cfg_float(c, "judge.tpm");
+    json_t *cache = jr_cfg_json(c, "judge.cache");
+    o->cache = !json_is_false(cache) && !json_is_null(cache);
+    o->cache_path = json_string_value(cache);
+    if (json_is_string(cache) && !json_string_length(cache)) o->cache_path = NULL;
+    o->max_unscored_frac = jr_cfg_float(c, "judge.max_unscored_frac");
+    o->seed = (uint64_t)jr_cfg_int(c, "judge.seed");
+    o->pointwise.scale = (int)jr_cfg_int(c, "judge.pointwise.scale");
+    o->pointwise.normalize = jr_cfg_bool(c, "judge.pointwise.normalize");
+    o->pointwise.system = jr_cfg_str(c, "judge.pointwise.system");
+}
+
+static int is(const jr_config *c, const char *key, const char *value) {
+    const char *v = jr_cfg_str(c, key);
+    return v && !strcmp(v, value);
+}
+
+/* The judge.NAME.* fields of the protocols in protocols.h. */
+static void fill_protocols(jr_judge_opts *o, const jr_config *c) {
+    o->reference.template_path = jr_cfg_str(c, "judge.reference.template");
+    o->reference.system = jr_cfg_str(c, "judge.reference.system");
+    o->reference.correct = jr_cfg_float(c, "judge.reference.correct");
+    o->reference.incorrect = jr_cfg_float(c, "judge.reference.incorrect");
+    o->reference.shortcircuit = jr_cfg_bool(c, "judge.reference.shortcircuit");
+    o->rubric.batched = is(c, "judge.rubric.mode", "batched");
+    o->rubric.template_path = jr_cfg_str(c, "judge.rubric.template");
+    o->rubric.batch_template = jr_cfg_str(c, "judge.rubric.batch_template");
+    o->rubric.fallback = jr_cfg_bool(c, "judge.rubric.fallback");
+    o->rubric.not_present = is(c, "judge.rubric.on_failure", "not_present");
+    o->rubric.clip_sample = jr_cfg_bool(c, "judge.rubric.clip_sample");
+    o->pairwise.template_path = jr_cfg_str(c, "judge.pairwise.template");
+    o->pairwise.system = jr_cfg_str(c, "judge.pairwise.system");
+    o->pairwise.other_field = jr_cfg_str(c, "judge.pairwise.other_field");
+    o->pairwise.swap = jr_cfg_bool(c, "judge.pairwise.swap");
+    o->pairwise.win = jr_cfg_float(c, "judge.pairwise.win");
+    o->pairwise.tie = jr_cfg_float(c, "judge.pairwise.tie");
+    o->pairwise.loss = jr_cfg_float(c, "judge.pairwise.loss");
+    o->label.template_path = jr_cfg_str(c, "judge.label.template");
+    o->label.system = jr_cfg_str(c, "judge.label.system");
+    o->label.labels = jr_cfg_json(c, "judge.label.labels");
+    o->label.values = jr_cfg_json(c, "judge.label.values");
+    o->label.confidence = is(c, "judge.label.confidence", "logprobs") ? 1 : is(c, "judge.label.confidence", "verbal") ? 2 : 0;
+    o->label.top_logprobs = (int)jr_cfg_int(c, "judge.label.top_logprobs");
+    o->label.threshold = jr_cfg_float(c, "judge.label.threshold");
+    o->verif.template_path = jr_cfg_str(c, "judge.verif.template");
+    o->verif.system = jr_cfg_str(c, "judge.verif.system");
+    o->verif.all_pass = is(c, "judge.verif.rule_reduction", "all_pass");
+}
+
+static jr_config defaults;
+static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
+static void load_defaults(void) {
+    const jr_cfg_field *const tables[] = {jr_judge_cfg, jr_protocols_cfg, NULL};
+    if (jr_config_load_string(&defaults, "", "<judge defaults>", 0, NULL, tables)) memset(&defaults, 0, sizeof defaults);
+}
+
+void jr_judge_opts_init(jr_judge_opts *o) {
+    memset(o, 0, sizeof *o);
+    pthread_once(&defaults_once, load_defaults);
+    fill_judge(o, &defaults);
+    fill_protocols(o, &defaults);
+    o->source = NULL;
+    (void)jr_cfg_check(&defaults); /* the tables are ours: nothing can be missing */
+}
+
+jr_status jr_judge_opts_from_config(jr_judge_opts *o, const jr_config *c) {
+    jr_judge_opts_init(o);
+    fill_judge(o, c);
+    if (jr_cfg_has(c, "judge.reference")) fill_protocols(o, c);
+    jr_status st = jr_cfg_check(c);
+    if (st) return st;
+    if (o->n_endpoints < 0)
+        return jr_fail(JR_EINVAL, "%s: judge.endpoints: more than %d endpoints", c->source, JR_JUDGE_MAX_ENDPOINTS);
+    return JR_OK;
+}

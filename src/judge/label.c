@@ -201,19 +201,18 @@ static void lb_close(void *state) {
     free(l);
 }
 
-static jr_status lb_open(const jr_config *cfg, const char *cfg_dir, void **state) {
+static jr_status lb_open(const jr_judge_opts *o, const char *cfg_dir, void **state) {
     *state = NULL;
     label *l = jr_calloc(1, sizeof *l);
     if (!l) return JR_ENOMEM;
-    json_t *labels = jr_cfg_json(cfg, "judge.label.labels"), *values = jr_cfg_json(cfg, "judge.label.values");
+    const json_t *labels = o->label.labels, *values = o->label.values;
     size_t n = json_array_size(labels);
-    const char *mode = jr_cfg_str(cfg, "judge.label.confidence");
-    l->mode = !strcmp(mode, "logprobs") ? CONF_LOGPROBS : !strcmp(mode, "verbal") ? CONF_VERBAL : CONF_AUTO;
-    l->top = (int)jr_cfg_int(cfg, "judge.label.top_logprobs");
-    l->completions = !strcmp(jr_cfg_str(cfg, "judge.api"), "completions");
-    l->threshold = jr_cfg_float(cfg, "judge.label.threshold");
+    l->mode = o->label.confidence == 1 ? CONF_LOGPROBS : o->label.confidence == 2 ? CONF_VERBAL : CONF_AUTO;
+    l->top = o->label.top_logprobs;
+    l->completions = !o->chat;
+    l->threshold = o->label.threshold;
     int oom = 0;
-    l->system = proto_opt_str(cfg, "judge.label.system", &oom);
+    l->system = proto_opt_str(o->label.system, &oom);
     l->labels = jr_calloc(n ? n : 1, sizeof *l->labels);
     l->values = jr_calloc(n ? n : 1, sizeof *l->values);
     jr_status st = oom || !l->labels || !l->values ? JR_ENOMEM : JR_OK;
@@ -233,7 +232,7 @@ static jr_status lb_open(const jr_config *cfg, const char *cfg_dir, void **state
         else if (!json_is_number(v)) st = jr_fail(JR_EINVAL, "judge.label.values[%zu]: expected a number", i);
         else l->values[i] = json_number_value(v);
     }
-    if (!st) st = proto_template(cfg, cfg_dir, "judge.label.template", "templates/label.txt", &l->tmpl);
+    if (!st) st = proto_template(o->label.template_path, cfg_dir, "judge.label.template", "templates/label.txt", &l->tmpl);
     if (st) { lb_close(l); return st; }
     *state = l;
     return JR_OK;

@@ -161,35 +161,47 @@ const jr_cfg_field jr_model_cfg[] = {
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
 
-jr_compute jr_model_compute_from_config(const jr_config *c) {
-    return jr_model_compute_resolve(jr_cfg_str(c, "model.compute"));
-}
-
 jr_compute jr_model_compute_resolve(const char *name) {
     if (name && !strcmp(name, "float32")) return JR_COMPUTE_F32;
     if (name && !strcmp(name, "bfloat16")) return JR_COMPUTE_BF16;
     return jr_nn_bf16_native() ? JR_COMPUTE_BF16 : JR_COMPUTE_F32;
 }
 
+jr_status jr_model_opts_from_config(jr_model_opts *o, const jr_config *c) {
+    memset(o, 0, sizeof *o);
+    o->path = jr_cfg_str(c, "model.path");
+    o->init = jr_cfg_str(c, "model.init");
+    o->init_std = (float)jr_cfg_float(c, "model.init_std");
+    o->seed = (uint64_t)jr_cfg_int(c, "run.seed");
+    o->compute = jr_model_compute_resolve(jr_cfg_str(c, "model.compute"));
+    o->source = c->source;
+    return jr_cfg_check(c);
+}
 
 jr_status jr_model_from_config(jr_model *m, const jr_config *c) {
     memset(m, 0, sizeof *m);
-    const char *path = jr_cfg_str(c, "model.path"), *init = jr_cfg_str(c, "model.init");
+    jr_model_opts o;
+    jr_status st = jr_model_opts_from_config(&o, c);
+    return st ? st : jr_model_open(m, &o);
+}
+
+jr_status jr_model_open(jr_model *m, const jr_model_opts *o) {
+    memset(m, 0, sizeof *m);
+    const char *path = o->path, *init = o->init;
     if ((path != NULL) == (init != NULL))
         return jr_fail(JR_EINVAL, "%s: set exactly one of model.path (an HF directory) and model.init (a config.json "
-                                  "for a random model)", c->source);
-    jr_compute comp = jr_model_compute_from_config(c);
+                                  "for a random model)", o->source ? o->source : "model");
     if (path) {
         jr_status st = jr_model_load(m, path);
-        if (!st) m->compute = comp;
+        if (!st) m->compute = o->compute;
         return st;
     }
     jr_model_config cfg;
     jr_status st = jr_model_config_load(&cfg, init);
     if (st) return jr_fail_ctx(st, "model.init");
-    st = jr_model_init_random(m, &cfg, (uint64_t)jr_cfg_int(c, "run.seed"), (float)jr_cfg_float(c, "model.init_std"));
+    st = jr_model_init_random(m, &cfg, o->seed, o->init_std);
     jr_model_config_free(&cfg);
     if (st) return jr_fail_ctx(st, "model.init %s", init);
-    m->compute = comp;
+    m->compute = o->compute;
     return JR_OK;
 }

@@ -20,6 +20,7 @@ struct jr_gen_req {
     int *reported; /* text tokens already reported per sequence */
     int n_done;
     int released_slots;
+    char *error; /* a constraint that could not be evaluated within its budget (the request fails) */
 };
 
 struct jr_gen {
@@ -89,6 +90,7 @@ static void req_free(jr_gen_req *r) {
     for (int i = 0; r->cs && i < r->n; i++) jr_cstate_free(&r->cs[i]);
     free(r->seqs);
     free(r->cs);
+    free(r->error);
     free(r->prompt);
     free(r->slots);
     free(r->rng);
@@ -254,6 +256,11 @@ static jr_status choose(jr_gen *g, jr_gen_req *r, int i, const float *row) {
     if (p->constraint) {
         int complete = 0;
         int count = jr_constraint_mask(p->constraint, &r->cs[i], g->mask, &complete);
+        if (count < 0) { /* the constraint's budget ran out: this request fails, the others go on */
+            if (!r->error) r->error = strdup(jr_errmsg());
+            for (int k = 0; k < r->n; k++) finish(r, k, "error");
+            return JR_OK;
+        }
         if (complete && !p->ignore_eos)
             for (int e = 0; e < g->v.n_eos; e++)
                 if (g->v.eos[e] >= 0 && g->v.eos[e] < n_valid && !g->mask[g->v.eos[e]]) { g->mask[g->v.eos[e]] = 1; count++; }
@@ -359,6 +366,11 @@ int jr_gen_req_n(const jr_gen_req *r) { return r->n; }
 const jr_gen_seq *jr_gen_req_seq(const jr_gen_req *r, int i) { return &r->seqs[i]; }
 int jr_gen_req_prompt_len(const jr_gen_req *r) { return r->n_prompt; }
 int jr_gen_req_done(const jr_gen_req *r) { return r->n_done == r->n; }
+const char *jr_gen_req_error(const jr_gen_req *r) {
+    if (r->error) return r->error;
+    const char *f = r->n > 0 ? r->seqs[0].finish_reason : NULL;
+    return f && !strcmp(f, "error") ? "the output constraint failed (out of memory for its message)" : NULL;
+}
 
 void jr_gen_cancel(jr_gen *g, jr_gen_req *r) {
     (void)g;
@@ -396,6 +408,10 @@ jr_status jr_generate(jr_lm *lm, const jr_gen_vocab *vocab, int n_prompts, const
         if ((st = jr_gen_step(g))) goto fail;
         for (int q = 0; q < next; q++) {
             if (!reqs[q] || !jr_gen_req_done(reqs[q])) continue;
+            if (jr_gen_req_error(reqs[q])) {
+                st = jr_fail(JR_EINVAL, "prompt %d: %s", q, jr_gen_req_error(reqs[q]));
+                goto fail;
+            }
             for (int i = 0; i < n; i++) {
                 outs[(size_t)q * (size_t)n + (size_t)i] = reqs[q]->seqs[i];
                 memset(&reqs[q]->seqs[i], 0, sizeof reqs[q]->seqs[i]);
