@@ -51,6 +51,33 @@ void jr_attention_forward(float *out, float *att, const float *q, const float *k
         }
 }
 
+/* The gradients from one block of rows r0..r1-1 of one query head: P (its probabilities, row t at
+ * P + (t - r0) * ldp, columns 0..r1-1), S scratch of (r1 - r0) x r1; q/k/v/dout/dq/dk/dv blocks of
+ * the head (row strides ldq for q, dout, dq and ldk for k, v, dk, dv). */
+static void block_grads(float *dqb, float *dkb, float *dvb, const float *P, int ldp, float *S, const float *qb,
+                        const float *kb, const float *vb, const float *gb, int r0, int r1, int D, int ldq, int ldk,
+                        float scale) {
+    int rb = r1 - r0;
+    /* dv[0:r1] += P[r0:r1, 0:r1]^T dout[r0:r1] */
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, D, rb, 1.0f, P, ldp, gb + (long)r0 * ldq, ldq, 1.0f, dvb,
+                ldk);
+    /* dP = dout[r0:r1] v[0:r1]^T, then dS = P * (dP - rowsum(P * dP)) * scale */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rb, r1, D, 1.0f, gb + (long)r0 * ldq, ldq, vb, ldk, 0.0f, S,
+                r1);
+    for (int t = r0; t < r1; t++) {
+        const float *p = P + (long)(t - r0) * ldp;
+        float *s = S + (long)(t - r0) * r1, dot = 0;
+        for (int j = 0; j <= t; j++) dot += p[j] * s[j];
+        for (int j = 0; j <= t; j++) s[j] = p[j] * (s[j] - dot) * scale;
+        for (int j = t + 1; j < r1; j++) s[j] = 0;
+    }
+    /* dq[r0:r1] += dS k[0:r1]; dk[0:r1] += dS^T q[r0:r1] */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rb, D, r1, 1.0f, S, r1, kb, ldk, 1.0f, dqb + (long)r0 * ldq,
+                ldq);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, D, rb, 1.0f, S, r1, qb + (long)r0 * ldq, ldq, 1.0f, dkb,
+                ldk);
+}
+
 // dq (B,T,Hq,D), dk, dv (B,T,Hkv,D), dout (B,T,Hq,D), att (B,Hq,T,T), q, k, v as in the forward.
 // One task per (batch, kv head) so that the query heads sharing a kv head add into dk/dv in turn.
 void jr_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *att, const float *q,
@@ -71,25 +98,8 @@ void jr_attention_backward(float *dq, float *dk, float *dv, const float *dout, c
                     float *dqb = dq + (long)b * T * ldq + (long)h * D;
                     const float *P = att + ((long)b * Hq + h) * T * T;
                     for (int r0 = 0; r0 < T; r0 += R) {
-                        int r1 = r0 + R < T ? r0 + R : T, rb = r1 - r0;
-                        /* dv[0:r1] += P[r0:r1, 0:r1]^T dout[r0:r1] */
-                        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, D, rb, 1.0f, P + (long)r0 * T, T,
-                                    gb + (long)r0 * ldq, ldq, 1.0f, dvb, ldk);
-                        /* dP = dout[r0:r1] v[0:r1]^T, then dS = P * (dP - rowsum(P * dP)) * scale */
-                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rb, r1, D, 1.0f, gb + (long)r0 * ldq, ldq, vb,
-                                    ldk, 0.0f, S, r1);
-                        for (int t = r0; t < r1; t++) {
-                            const float *p = P + (long)t * T;
-                            float *s = S + (long)(t - r0) * r1, dot = 0;
-                            for (int j = 0; j <= t; j++) dot += p[j] * s[j];
-                            for (int j = 0; j <= t; j++) s[j] = p[j] * (s[j] - dot) * scale;
-                            for (int j = t + 1; j < r1; j++) s[j] = 0;
-                        }
-                        /* dq[r0:r1] += dS k[0:r1]; dk[0:r1] += dS^T q[r0:r1] */
-                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rb, D, r1, 1.0f, S, r1, kb, ldk, 1.0f,
-                                    dqb + (long)r0 * ldq, ldq);
-                        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, D, rb, 1.0f, S, r1, qb + (long)r0 * ldq,
-                                    ldq, 1.0f, dkb, ldk);
+                        int r1 = r0 + R < T ? r0 + R : T;
+                        block_grads(dqb, dkb, dvb, P + (long)r0 * T, T, S, qb, kb, vb, gb, r0, r1, D, ldq, ldk, scale);
                     }
                 }
             }
@@ -179,21 +189,7 @@ int jr_attention_fused_backward(float *dq, float *dk, float *dv, const float *do
                             for (int j = 0; j <= t; j++) row[j] = expf(row[j] - lb[t]);
                             for (int j = t + 1; j < r1; j++) row[j] = 0;
                         }
-                        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, D, rb, 1.0f, P, r1, gb + (long)r0 * ldq,
-                                    ldq, 1.0f, dvb, ldk);
-                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rb, r1, D, 1.0f, gb + (long)r0 * ldq, ldq, vb,
-                                    ldk, 0.0f, S, r1);
-                        for (int t = r0; t < r1; t++) {
-                            const float *p = P + (long)(t - r0) * r1;
-                            float *s = S + (long)(t - r0) * r1, dot = 0;
-                            for (int j = 0; j <= t; j++) dot += p[j] * s[j];
-                            for (int j = 0; j <= t; j++) s[j] = p[j] * (s[j] - dot) * scale;
-                            for (int j = t + 1; j < r1; j++) s[j] = 0;
-                        }
-                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rb, D, r1, 1.0f, S, r1, kb, ldk, 1.0f,
-                                    dqb + (long)r0 * ldq, ldq);
-                        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, D, rb, 1.0f, S, r1, qb + (long)r0 * ldq,
-                                    ldq, 1.0f, dkb, ldk);
+                        block_grads(dqb, dkb, dvb, P, r1, S, qb, kb, vb, gb, r0, r1, D, ldq, ldk, scale);
                     }
                 }
             }
