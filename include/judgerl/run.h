@@ -66,6 +66,8 @@ typedef struct jr_model_source {
     jr_status (*load)(void *ud, jr_model *m);
     void *ud;
     const char *name;
+    jr_compute compute; /* the matmul type load gives its models (model.compute); a run resumed from a
+                         * checkpoint gets it too (a checkpoint keeps weights, not the compute type) */
 } jr_model_source;
 
 /* A model source over a loaded config (jr_model_from_config: model.path or model.init; c must outlive

@@ -69,10 +69,11 @@ static jr_status open_parts(jr_grpo_trainer *g, const jr_grpo_setup *s) {
         return st;
     double flops = jr_model_train_flops(&r->m, g->B, g->T_max) * ((g->P * g->G + g->B - 1) / g->B);
     if ((st = jr_run_start(r, flops, &g->tg.tok))) return st;
-    if ((st = jr_acts_init(&g->acts, &r->m, g->B, g->T_max))) return st;
+    if ((st = jr_acts_init_opts(&g->acts, &r->m, g->B, g->T_max, &(jr_acts_opts){JR_LOGIT_ROWS_AUTO, 1}))) return st;
     g->adv = jr_calloc((size_t)g->P * g->G, sizeof *g->adv);
     g->active = jr_calloc((size_t)g->P * g->G, 1);
-    if (!g->adv || !g->active) return JR_ENOMEM;
+    g->ent = jr_malloc(sizeof(float) * (size_t)g->B * g->T_max);
+    if (!g->adv || !g->active || !g->ent) return JR_ENOMEM;
     r->eval = (jr_run_eval){r->to.eval_every, 0, "eval/reward", jr_data_n_val(g->data) ? grpo_eval_reward : NULL, g};
     return JR_OK;
 }
@@ -286,6 +287,7 @@ jr_status jr_grpo_close(jr_grpo_trainer *g, jr_status st) {
     free(g->active);
     if (g->has_gen) jr_model_free(&g->gen_m);
     jr_acts_free(&g->acts);
+    free(g->ent);
     jr_textgen_close(&g->tg);
     jr_data_close(g->data);
     if (g->has_ref) jr_model_free(&g->ref);

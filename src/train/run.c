@@ -124,7 +124,8 @@ void jr_lora_opts_from_config(jr_lora_opts *o, const jr_config *c) {
 static jr_status load_from_config(void *ud, jr_model *m) { return jr_model_from_config(m, ud); }
 
 void jr_model_source_opts_from_config(jr_model_source *s, const jr_config *c) {
-    *s = (jr_model_source){load_from_config, (void *)c, jr_cfg_str(c, "model.path")};
+    *s = (jr_model_source){load_from_config, (void *)c, jr_cfg_str(c, "model.path"),
+                           jr_model_compute_resolve(jr_cfg_str(c, "model.compute"))};
 }
 
 /* ---- the harness ---- */
@@ -143,8 +144,12 @@ static jr_status write_model(void *ud, const char *dir) {
 static jr_status load_state(jr_run *r, const char *ckpt, unsigned targets) {
     const jr_trainer_opts *t = &r->to;
     jr_status st;
-    if (ckpt && !r->use_lora) st = jr_ckpt_load(ckpt, &r->m, &r->opt, &r->ts, t->beta1, t->beta2, t->eps, t->weight_decay);
-    else st = r->src.load(r->src.ud, &r->m);
+    if (ckpt && !r->use_lora) {
+        st = jr_ckpt_load(ckpt, &r->m, &r->opt, &r->ts, t->beta1, t->beta2, t->eps, t->weight_decay);
+        r->m.compute = r->src.compute;
+    } else {
+        st = r->src.load(r->src.ud, &r->m);
+    }
     if (st) return st;
     r->trained = &r->m;
     if (r->use_lora) {
