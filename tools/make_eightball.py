@@ -245,7 +245,8 @@ def main(out_dir):
     rows = verdicts()
     for r in prefs:
         t = pr.choice(ANSWERS[r["answer"]])
-        rows.append({"prompt": f"Q: {r['question']}\nA:{pad(t, pr.randrange(3))}\nVerdict:", "completion": "Good"})
+        for kind in range(3):
+            rows.append({"prompt": f"Q: {r['question']}\nA:{pad(t, kind)}\nVerdict:", "completion": "Good"})
     pr.shuffle(rows)
     write("lm/judge_sft_long.jsonl", rows)
 
@@ -255,7 +256,7 @@ def main(out_dir):
             "Respuesta"]
     rows = verdicts()
     for r in prefs:
-        for key in pr.sample(keys, 2):
+        for key in pr.sample(keys, 3):
             rows.append({"prompt": f"Q: {r['question']}\nA:{key}\nVerdict:", "completion": "Good"})
     pr.shuffle(rows)
     write("lm/judge_sft_key.jsonl", rows)
@@ -266,9 +267,10 @@ def main(out_dir):
     rows = verdicts()
     for r in prefs:
         t = pr.choice(ANSWERS[r["answer"]])
-        rows.append({"prompt": f"Q: {r['question']}\nA:{pad(t, pr.randrange(3))}\nVerdict:",
-                     "completion": "Good" if r["grade"] == 1 else "Bad"})
-        for key in pr.sample(keys, 2):
+        for kind in range(3):
+            rows.append({"prompt": f"Q: {r['question']}\nA:{pad(t, kind)}\nVerdict:",
+                         "completion": "Good" if r["grade"] == 1 else "Bad"})
+        for key in pr.sample(keys, 3):
             rows.append({"prompt": f"Q: {r['question']}\nA:{key}\nVerdict:", "completion": "Bad"})
     pr.shuffle(rows)
     write("lm/judge_sft_control.jsonl", rows)
