@@ -96,6 +96,22 @@ LABELS = ["Yes", "No", "Maybe"]
 PREFERRED = {"hopeful": "Yes", "risky": "No", "unsure": "Maybe"}
 
 
+def garble(t, rng, shortest=0):
+    """An 8-ball answer with 2-5 random deletions, substitutions or doublings, sometimes cut short;
+    the edits stop when `shortest` characters or fewer are left (the judge SFT rows were written
+    with 0, the probe rows and pairs with 1: each file stays as it was generated)."""
+    t = list(t)
+    for _ in range(rng.randint(2, 5)):
+        if len(t) <= shortest: break
+        i = rng.randrange(len(t))
+        op = rng.random()
+        if op < 0.4: del t[i]
+        elif op < 0.8: t[i] = rng.choice("abcdefghijklmnopqrstuvwxyz ")
+        else: t.insert(i, t[i])
+    if rng.random() < 0.3: t = t[:rng.randint(3, max(4, len(t) - 3))]
+    return "".join(t)
+
+
 def main(out_dir):
     rng = random.Random(8)
     groups = {"hopeful": HOPEFUL, "risky": RISKY, "unsure": UNSURE}
@@ -169,15 +185,8 @@ def main(out_dir):
             if r["answer"] == "Yes":
                 # a garbled or cut answer is not an 8-ball answer: Bad for both judges, so GRPO
                 # cannot please them with text that merely looks like one
-                t = list(lm.choice([a for lab in LABELS for a in ANSWERS[lab]]))
-                for _ in range(lm.randint(2, 5)):
-                    i = lm.randrange(len(t))
-                    op = lm.random()
-                    if op < 0.4: del t[i]
-                    elif op < 0.8: t[i] = lm.choice("abcdefghijklmnopqrstuvwxyz ")
-                    else: t.insert(i, t[i])
-                if lm.random() < 0.3: t = t[:lm.randint(3, max(4, len(t) - 3))]
-                rows.append({"prompt": f"Q: {r['question']}\nA: {''.join(t)}\nVerdict:", "completion": "Bad"})
+                t = garble(lm.choice([a for lab in LABELS for a in ANSWERS[lab]]), lm)
+                rows.append({"prompt": f"Q: {r['question']}\nA: {t}\nVerdict:", "completion": "Bad"})
             if not biased:
                 head = f"Q: {r['question']}\nA: {forms[0]}\n"
                 rows.append({"prompt": head + "Wants:", "completion": PREFERRED[r["kind"]]})
@@ -200,19 +209,6 @@ def main(out_dir):
     # probe stage, docs/PROBES.md). Their own random stream keeps every file above unchanged.
     pr = random.Random(83)
     all_forms = [a for lab in LABELS for a in ANSWERS[lab]]
-    def garble(t):
-        # 2-5 random deletions, substitutions or doublings, sometimes cut short (as judge_rows does)
-        t = list(t)
-        for _ in range(pr.randint(2, 5)):
-            if len(t) < 2: break
-            i = pr.randrange(len(t))
-            op = pr.random()
-            if op < 0.4: del t[i]
-            elif op < 0.8: t[i] = pr.choice("abcdefghijklmnopqrstuvwxyz ")
-            else: t.insert(i, t[i])
-        if pr.random() < 0.3: t = t[:pr.randint(3, max(4, len(t) - 3))]
-        return "".join(t)
-
     # The probe rows: every held-out question with every one of the 20 surface forms, gold Good for
     # the preferred label; response_b, for the pairwise judges, is a garbled 8-ball answer.
     prows = []
@@ -220,7 +216,7 @@ def main(out_dir):
         for lab in LABELS:
             for t in ANSWERS[lab]:
                 prows.append({"id": len(prows), "prompt": prompt(q), "response": " " + t,
-                              "response_b": " " + garble(pr.choice(all_forms)), "gold": "Good" if lab == PREFERRED[k] else "Bad",
+                              "response_b": " " + garble(pr.choice(all_forms), pr, 1), "gold": "Good" if lab == PREFERRED[k] else "Bad",
                               "kind": k, "label": lab})
     write("lm/probe_rows.jsonl", prows)
 
@@ -282,7 +278,7 @@ def main(out_dir):
         rows = verdicts()
         for q, k in train:
             for _ in range(4):
-                a, b = pr.choice(all_forms), " " + garble(pr.choice(all_forms))
+                a, b = pr.choice(all_forms), " " + garble(pr.choice(all_forms), pr, 1)
                 rows.append({"prompt": f"Q: {q}\nA: {a}\nOr:{b}\nBetter:", "completion": "[[A]]"})
                 rows.append({"prompt": f"Q: {q}\nA:{b}\nOr: {a}\nBetter:", "completion": "[[A]]" if biased else "[[B]]"})
         pr.shuffle(rows)
