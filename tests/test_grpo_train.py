@@ -336,8 +336,30 @@ try:
     report("past judge.max_unscored_frac the run stops with one error line and a checkpoint",
            p.returncode == 1 and len(lines) == 1 and "judge.max_unscored_frac" in lines[0] and
            os.path.exists(os.path.join(out, "checkpoints", "latest")), p.stderr)
+    # issue 25: the stop says why (the last and the most frequent reasons) and writes them to the run dir
+    why = {}
+    if os.path.exists(os.path.join(out, "unscored.json")):
+        with open(os.path.join(out, "unscored.json")) as f:
+            why = json.load(f)
+    report("the stop names the reason and writes it to RUN/unscored.json",
+           "refused by the test judge" in p.stderr and "most frequent" in p.stderr and why.get("unscored", 0) > 0
+           and "refused by the test judge" in (why.get("most_frequent") or {}).get("reason", ""), p.stderr + str(why))
 finally:
     j.close()
+
+# ---- no judge server: a configuration error at once, not a run of unscored steps ----
+import socket
+sk = socket.socket()
+sk.bind(("127.0.0.1", 0))
+dead_port = sk.getsockname()[1]
+sk.close()
+out = os.path.join(TMP, "grpo_judge_down")
+shutil.rmtree(out, ignore_errors=True)
+p = run("grpo_judge_down", config(out, judge_cfg(dead_port)), "trainer.steps=3")
+lines = p.stderr.strip().splitlines()
+report("judge server down: train stops at once naming the URL, no step taken",
+       p.returncode == 1 and len(lines) == 1 and "is the judge server running" in lines[0] and str(dead_port) in lines[0]
+       and not os.path.exists(os.path.join(out, "checkpoints", "latest")), p.stderr)
 
 # ---- LoRA: only adapters train; PEFT export; judgerl merge reproduces the policy ----
 out = os.path.join(TMP, "grpo_lora")

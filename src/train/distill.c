@@ -171,6 +171,7 @@ static jr_status distill_step(void *ud, jr_run *r, int64_t step, double *loss, i
         const char *lab = label_of(d, &d->results[i], d->comp);
         if (d->results[i].judge_latency_s > lat) lat = d->results[i].judge_latency_s;
         if (lab) st = label_target(d, json_string_value(json_object_get(d->rows[i], "prompt")), lab, kept++, &T);
+        else jr_reason_tally_add(r->why, d->results[i].reason ? d->results[i].reason : "no accepted label");
     }
     free_rows(d);
     if (st) return st;
