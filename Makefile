@@ -9,12 +9,13 @@
 CC      ?= cc
 CXX     ?= c++
 PKGS    := libcurl jansson yaml-0.1 libpcre2-8 libutf8proc sqlite3 openblas libmicrohttpd zlib
+# oneDNN (libdnnl-dev, bf16 matmuls) ships no pkg-config file: -ldnnl in LIBS
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN    := -Wall -Wextra -Wno-unused-parameter
 BASE    := -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -fopenmp $(WARN) $(EXTRA_CFLAGS)
 BASECXX := -std=c++17 -D_GNU_SOURCE -Iinclude -Isrc $(WARN) $(EXTRA_CFLAGS)
-LIBS     = $(PKG_LIBS) -lcld2 -lstdc++ -lm -lpthread -fopenmp
+LIBS     = $(PKG_LIBS) -ldnnl -lcld2 -lstdc++ -lm -lpthread -fopenmp
 
 REL_FLAGS  := -O2 -g -march=native -DNDEBUG
 ASAN_FLAGS := -O1 -g -march=native -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
