@@ -69,6 +69,9 @@ typedef struct jr_eval_score {
 
 typedef struct jr_eval_acc jr_eval_acc;
 
+/* A row's data source: its "data_source" string, else its "type", else "all". */
+const char *jr_eval_row_source(const json_t *row);
+
 /* An accumulator over samples; part names are copied. pass@k: a component passes when its value is
  * >= pass_threshold; ks as in jr_eval_opts. NULL when out of memory. */
 jr_eval_acc *jr_eval_acc_new(int n_parts, const char *const *part_names, double pass_threshold, const int *ks, int n_ks);

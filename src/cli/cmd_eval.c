@@ -244,13 +244,18 @@ static int eval_models(int argc, char **argv) {
         o.samples = samples;
         o.adapter = adapter;
         o.out_dir = out;
-        char *cj = model ? jr_path_join(model, "config.json") : NULL;
-        int run_dir = model && cj && !jr_path_exists(cj);
+        /* a run directory (checkpoints/step-*) as --model (full checkpoints) or as --adapter (LoRA checkpoints) */
+        char *cj = model ? jr_path_join(model, "config.json") : NULL, *aj = adapter ? jr_path_join(adapter, "adapter_config.json") : NULL;
+        int run_model = model && cj && !jr_path_exists(cj), run_adapter = adapter && aj && !jr_path_exists(aj);
         free(cj);
-        if (run_dir && (st = jr_eval_checkpoints(model, &ckpts, &n_ckpt))) rc = cli_fail(cmd, st);
+        free(aj);
+        int run_dir = run_model || run_adapter;
+        if (run_model && run_adapter) rc = cli_usage(cmd, "give one run directory: --model BASE --adapter RUN_DIR for LoRA runs");
+        else if (run_dir && (st = jr_eval_checkpoints(run_model ? model : adapter, &ckpts, &n_ckpt))) rc = cli_fail(cmd, st);
         for (int c = 0; rc == CLI_OK && c < (run_dir ? n_ckpt : 1); c++) {
             char *sub = NULL;
-            o.model = run_dir ? ckpts[c] : model;
+            o.model = run_model ? ckpts[c] : model;
+            o.adapter = run_adapter ? ckpts[c] : adapter;
             if (run_dir && out) {
                 const char *base = strrchr(ckpts[c], '/');
                 if (!(sub = jr_path_join(out, base ? base + 1 : ckpts[c]))) { rc = cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory")); break; }

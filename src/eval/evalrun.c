@@ -232,7 +232,11 @@ static json_t *reward_block(const jr_eval_acc *a, int src) {
         json_object_set_new(cb, "scored", json_integer(t->cscored[k]));
         size_t m = 0;
         for (size_t g = 0; n && c && g < a->n_groups; g++)
-            if (src < 0 || a->groups[g].source == src) { n[m] = a->groups[g].n[k]; c[m] = a->groups[g].c[k]; m++; }
+            if ((src < 0 || a->groups[g].source == src) && a->groups[g].n[k] > 0) { /* a prompt with no scored sample is in the unscored counts */
+                n[m] = a->groups[g].n[k];
+                c[m] = a->groups[g].c[k];
+                m++;
+            }
         json_object_set_new(cb, "prompts", json_integer((json_int_t)m));
         for (int i = 0; i < a->n_ks && m; i++) {
             double v = jr_pass_at_k_mean(n, c, m, a->ks[i]); /* NAN when some prompt has fewer than k scored samples */
@@ -364,7 +368,7 @@ void jr_eval_summary_print(const json_t *summary, FILE *f) {
 
 /* ---- the whole evaluation ---- */
 
-static const char *row_source(const json_t *row) {
+const char *jr_eval_row_source(const json_t *row) {
     const char *s = json_string_value(json_object_get(row, "data_source"));
     if (!s) s = json_string_value(json_object_get(row, "type"));
     return s ? s : "all";
@@ -372,6 +376,11 @@ static const char *row_source(const json_t *row) {
 
 /* Generates o->n samples of every row: out gets rows * n sample rows (row + sample, response, finish_reason). */
 static jr_status generate_samples(const jr_eval_opts *o, json_t *rows, json_t *out) {
+    char *cj = jr_path_join(o->model, "config.json"), *aj = jr_path_join(o->model, "adapter_config.json");
+    int lora_only = cj && aj && !jr_path_exists(cj) && jr_path_exists(aj);
+    free(cj);
+    free(aj);
+    if (lora_only) return jr_fail(JR_EINVAL, "%s holds a LoRA adapter, not a model: give --model BASE --adapter DIR (a LoRA run directory works there too)", o->model);
     jr_textgen t;
     jr_status st = jr_textgen_open(&t, o->model, o->tokenizer, 1, 2);
     if (st) return st;
@@ -539,7 +548,7 @@ jr_status jr_eval_run(const jr_eval_opts *o, json_t **summary) {
         double vals[JR_REWARD_MAX_COMPONENTS];
         uint8_t vsc[JR_REWARD_MAX_COMPONENTS];
         char why[512];
-        s.source = row_source(row);
+        s.source = jr_eval_row_source(row);
         s.group = json_string_value(json_object_get(row, "_group"));
         if (rw) {
             s.has_reward = 1;
