@@ -42,6 +42,10 @@ typedef struct jr_eval_opts {
     jr_reward_opts reward;
 } jr_eval_opts;
 
+/* Parses "1,10,100" into ks (at most cap); the count, or -1 when s is not positive integers separated by
+ * commas (or has more than cap). */
+int jr_eval_parse_ks(const char *s, int *ks, int cap);
+
 /* Fills the eval.* part of o from a config loaded with jr_eval_cfg; the reward part from the same
  * config when it lists reward.components (load it with jr_reward_cfg, jr_judge_cfg, jr_protocols_cfg,
  * jr_sandbox_cfg too). model/adapter/samples/data/out_dir are left NULL. */

@@ -55,18 +55,6 @@ static const char *eval_usage =
     "  sandbox.KEY=VALUE    sandbox options (docs/EVAL.md), e.g. sandbox.memory_mb=4096;\n"
     "                       sandbox.unsafe=true runs the code WITHOUT bubblewrap\n";
 
-static int parse_ks(const char *s, int *ks, int cap) {
-    int n = 0;
-    while (*s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v < 1 || v > 1000000 || n >= cap || (*end && *end != ',')) return -1;
-        ks[n++] = (int)v;
-        s = *end ? end + 1 : end;
-    }
-    return n;
-}
-
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -97,7 +85,7 @@ static int eval_code(int argc, char **argv) {
         else if (!strcmp(a, "--results")) o.results = v;
         else if (!strcmp(a, "--timeout-s")) timeout = v;
         else if (!strcmp(a, "--k")) {
-            if ((o.n_ks = parse_ks(v, ks, 32)) < 1) { free(over); return cli_usage(cmd, "--k '%s': give positive integers separated by commas", v); }
+            if ((o.n_ks = jr_eval_parse_ks(v, ks, 32)) < 1) { free(over); return cli_usage(cmd, "--k '%s': give positive integers separated by commas", v); }
         } else if (!strcmp(a, "--parallel")) {
             char *end;
             long p = strtol(v, &end, 10);

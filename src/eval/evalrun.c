@@ -30,7 +30,7 @@ const jr_cfg_field jr_eval_cfg[] = {
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
 
-static int parse_ks(const char *s, int *ks, int cap) {
+int jr_eval_parse_ks(const char *s, int *ks, int cap) {
     int n = 0;
     while (s && *s) {
         char *end;
@@ -58,7 +58,7 @@ jr_status jr_eval_opts_from_config(jr_eval_opts *o, const jr_config *c) {
     const char *k = jr_cfg_str(c, "eval.k");
     jr_status st = jr_cfg_check(c);
     if (st) return st;
-    if ((o->n_ks = parse_ks(k, o->ks, JR_EVAL_MAX_K)) < 1)
+    if ((o->n_ks = jr_eval_parse_ks(k, o->ks, JR_EVAL_MAX_K)) < 1)
         return jr_fail(JR_EINVAL, "%s: eval.k '%s': give up to %d positive integers separated by commas", c->source,
                        k ? k : "", JR_EVAL_MAX_K);
     if (jr_cfg_has(c, "reward.components")) {
