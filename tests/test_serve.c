@@ -319,6 +319,51 @@ TEST(guided_choice_and_regex_from_a_random_model) {
     json_decref(j);
 }
 
+/* vLLM >= 0.10.2's dialect: structured_outputs {choice | regex}; under a constraint the reported
+ * log-probs are those of the constrained distribution the token was drawn from (every top
+ * alternative is an allowed token and their probabilities sum to at most 1). */
+TEST(structured_outputs_and_constrained_logprobs) {
+    for (int k = 0; k < 4; k++) {
+        int st;
+        json_t *j = post_json("/v1/chat/completions",
+                              "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"verdict?\"}],\"temperature\":1.5,"
+                              "\"logprobs\":true,\"top_logprobs\":5,\"structured_outputs\":{\"choice\":[\"Yes\",\"No\",\"Maybe\"]}}", &st);
+        const char *t = j ? choice_text(j, 0, 1) : NULL;
+        CHECK_MSG(st == 200 && t && (!strcmp(t, "Yes") || !strcmp(t, "No") || !strcmp(t, "Maybe")), "got '%s'", t ? t : "(null)");
+        json_t *e = json_array_get(json_object_get(json_object_get(json_array_get(json_object_get(j, "choices"), 0), "logprobs"), "content"), 0);
+        json_t *top = json_object_get(e, "top_logprobs");
+        /* the byte tokenizer: the first byte is one of Y, N, M */
+        CHECK(json_array_size(top) == 3);
+        double sum = 0;
+        for (size_t i = 0; i < json_array_size(top); i++) {
+            const char *tok = json_string_value(json_object_get(json_array_get(top, i), "token"));
+            CHECK_MSG(tok && (!strcmp(tok, "Y") || !strcmp(tok, "N") || !strcmp(tok, "M")), "alternative '%s'", tok ? tok : "(null)");
+            sum += exp(json_number_value(json_object_get(json_array_get(top, i), "logprob")));
+        }
+        CHECK_NEAR(sum, 1.0, 1e-4, 0);
+        json_decref(j);
+    }
+    int st;
+    json_t *j = post_json("/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"score:\",\"structured_outputs\":{\"regex\":\"[1-9]/10\"}}", &st);
+    const char *t = j ? choice_text(j, 0, 0) : NULL;
+    CHECK_MSG(st == 200 && t && strlen(t) == 4 && !strcmp(t + 1, "/10"), "got '%s'", t ? t : "(null)");
+    json_decref(j);
+    struct { const char *body, *needle; } bad[] = {
+        {"\"structured_outputs\":{\"choice\":[\"a\"]},\"guided_choice\":[\"b\"]", "give only one"},
+        {"\"structured_outputs\":{\"json\":{\"type\":\"object\"}}", "structured_outputs.json"},
+        {"\"structured_outputs\":{\"choice\":[\"a\"],\"regex\":\"b\"}", "give only one"},
+        {"\"structured_outputs\":[1]", "must be an object"},
+        {"\"structured_outputs\":{\"choice\":[]}", "structured_outputs.choice"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char body[512], *r;
+        snprintf(body, sizeof body, "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],%s}", bad[i].body);
+        int code = http("POST", "/v1/chat/completions", body, NULL, &r);
+        CHECK_MSG(code == 400 && strstr(r, bad[i].needle), "case %zu: %d %.200s", i, code, r);
+        free(r);
+    }
+}
+
 /* With the byte tokenizer every byte is a token: a stream of multi-byte characters must still
  * arrive whole in each chunk (a split character would show as U+FFFD). */
 TEST(stream_never_splits_utf8_and_stop_token_ids) {
@@ -424,6 +469,17 @@ TEST(catastrophic_guided_regex_returns_400_quickly) {
     CHECK_MSG(took < 2.0, "took %.2f s", took);
     free(r);
     CHECK(http("POST", "/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"ok\",\"max_tokens\":3,\"guided_regex\":\"[ab]+\"}", NULL, NULL) == 200);
+}
+
+/* A logit_bias id outside the vocabulary is a 400 naming it, not silently ignored. */
+TEST(logit_bias_out_of_range_is_400) {
+    char *r = NULL;
+    int st = http("POST", "/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"x\",\"max_tokens\":2,\"logit_bias\":{\"1000000000\":5}}", NULL, &r);
+    CHECK_MSG(st == 400 && r && strstr(r, "logit_bias: token id 1000000000 is not below the vocabulary size"), "%d %.300s", st, r ? r : "");
+    free(r);
+    char body[200];
+    snprintf(body, sizeof body, "{\"model\":\"tiny\",\"prompt\":\"x\",\"max_tokens\":2,\"logit_bias\":{\"%d\":5}}", NV - 1);
+    CHECK(http("POST", "/v1/completions", body, NULL, NULL) == 200);
 }
 
 TEST(seeded_same_alone_and_concurrent_and_queue_full_429) {
@@ -702,9 +758,11 @@ int main(void) {
     RUN(stream_equals_non_stream_with_the_same_seed);
     RUN(n_choices_and_text_completions_logprobs);
     RUN(guided_choice_and_regex_from_a_random_model);
+    RUN(structured_outputs_and_constrained_logprobs);
     RUN(stream_never_splits_utf8_and_stop_token_ids);
     RUN(malformed_requests_get_their_status_and_the_server_stays_up);
     RUN(catastrophic_guided_regex_returns_400_quickly);
+    RUN(logit_bias_out_of_range_is_400);
     RUN(seeded_same_alone_and_concurrent_and_queue_full_429);
     stop();
     /* one slot, a queue of one, and an API key */

@@ -21,10 +21,25 @@ extern const jr_cfg_field jr_judge_cfg[];
 
 #define JR_JUDGE_MAX_ENDPOINTS 64
 
+/* What kind of server an endpoint is (judge.endpoints[].kind): decides how judge.constraint is
+ * sent and the defaults of stream and concurrency (docs/JUDGE.md, "Servers"). */
+typedef enum {
+    JR_KIND_AUTO = 0, /* detected at open from /v1/models, /version, /props, /api/version */
+    JR_KIND_VLLM,
+    JR_KIND_LLAMACPP,
+    JR_KIND_SGLANG,
+    JR_KIND_OLLAMA,
+    JR_KIND_OPENAI,
+    JR_KIND_JUDGERL,
+    JR_KIND_UNKNOWN   /* detection found nothing it knows: a generic OpenAI-compatible server */
+} jr_server_kind;
+
 typedef struct jr_judge_endpoint_opts {
     const char *url;   /* base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1 */
     const char *model; /* model name sent in each request */
     int concurrency;   /* requests in flight on it (0 = jr_judge_opts.concurrency) */
+    jr_server_kind kind;
+    int max_connections; /* HTTP connections to it (0 = its concurrency); in flight never exceeds it */
 } jr_judge_endpoint_opts;
 
 typedef struct jr_judge_opts {
@@ -34,23 +49,29 @@ typedef struct jr_judge_opts {
     int n_endpoints;
     jr_judge_endpoint_opts endpoints[JR_JUDGE_MAX_ENDPOINTS];
     const char *api_key_env;   /* name of the variable holding the key (never the key), or NULL */
-    int stream;
+    int stream;                /* 1, 0, or -1 = auto (1 when every endpoint is llama.cpp) */
+    const json_t *constraint;  /* judge.constraint: {choice: [...]} | {regex: "..."} | {json_schema: {...}}, or NULL */
     double temperature;
     int max_tokens;
     const json_t *extra_body;  /* a JSON object merged into every body, or NULL */
     double timeout_s, connect_timeout_s;
     int max_attempts, parse_attempts;
     double backoff_base_s, backoff_max_s, retry_after_max_s;
-    int concurrency;           /* per endpoint */
+    int concurrency;           /* per endpoint; 0 = by kind: llama.cpp's total_slots + 1, else 64 */
     double rpm, tpm;           /* per endpoint; 0 = unlimited */
-    int cache;                 /* 0: no cache; 1: cache_path, else the default location */
-    const char *cache_path;    /* an explicit SQLite file (judge.cache: PATH), or NULL */
-    const char *cache_dir;     /* where the default cache lives (the run's or output's directory);
-                                  set by the caller, never by the config */
+    int cache;                 /* 0: no cache; 1: cache_path, else cache_dir/judge_cache.sqlite */
+    const char *cache_path;    /* an explicit SQLite file (judge.cache: PATH): may be shared by runs */
+    const char *cache_dir;     /* where the default cache lives: the run's directory (run.out_dir,
+                                  filled by jr_judge_opts_from_config when the config has it) or the
+                                  output's (judgerl grade); NULL with no cache_path: no cache */
     double max_unscored_frac;  /* callers stop when more than this share is unscored */
     uint64_t seed;             /* retry jitter */
     const char *cfg_dir;       /* directory of relative template paths; NULL: source's directory */
     const char *source;        /* the config's name, for messages (may be NULL) */
+    /* Called with one line for each warning (the server's model id differs from the configured
+     * name, ...), from jr_judge_open_opts; NULL: written to stderr as "judgerl: warning: ...". */
+    void (*on_warning)(void *ud, const char *msg);
+    void *warning_ud;
     /* protocols (judge.NAME.*) */
     struct { int scale, normalize; const char *system; } pointwise;
     struct { const char *template_path, *system; double correct, incorrect; int shortcircuit; } reference;
@@ -62,6 +83,8 @@ typedef struct jr_judge_opts {
         int confidence;                /* 0 auto, 1 logprobs, 2 verbal */
         int top_logprobs;
         double threshold;
+        double max_logprob_gap;        /* chosen token this far below the best: logprobs_unreliable */
+        int accept_unreliable;         /* 1: score unreliable verdicts with confidence null */
     } label;
     struct { const char *template_path, *system; int all_pass; } verif;
 } jr_judge_opts;
@@ -287,6 +310,37 @@ void jr_judge_stats_get(jr_judge *j, jr_judge_stats *s);
  * or URL), the message ("http://.../chat/completions: HTTP 401: <server message>"), else NULL.
  * Valid until close. Callers should stop: every other request will fail the same way. */
 const char *jr_judge_fatal(jr_judge *j);
+
+/* The judge's identity as its cache keys carry it: "fingerprint:HEX" (judgerl serve), or per
+ * endpoint "URL id=.. root=.. max_model_len=.." from GET /models, then the model name. Valid
+ * until close. */
+const char *jr_judge_identity_text(const jr_judge *j);
+
+/* The smallest context (max_model_len) an endpoint reported in /models, 0 when unknown. */
+long jr_judge_max_model_len(const jr_judge *j);
+
+/* ---- why samples are unscored -------------------------------------------------------------- */
+
+/* Counts unscored reasons so that every message about unscored rows can say the last one and the
+ * most frequent one. Reasons are grouped with their digits masked ("HTTP 400: ... 812 tokens" and
+ * "... 901 tokens" count as one), the first text of a group is kept. Not thread-safe. */
+typedef struct jr_reason_tally jr_reason_tally;
+jr_reason_tally *jr_reason_tally_new(void);          /* NULL on ENOMEM */
+void jr_reason_tally_add(jr_reason_tally *t, const char *reason);
+long jr_reason_tally_count(const jr_reason_tally *t); /* reasons added */
+/* "last: R; most frequent (k of n): R2" ("" when none); valid until the next add or free. */
+const char *jr_reason_tally_summary(jr_reason_tally *t);
+/* {"unscored": n, "last": R, "most_frequent": {"reason": R2, "count": k}, "top": [{reason, count}, ...]} */
+json_t *jr_reason_tally_json(const jr_reason_tally *t);
+void jr_reason_tally_free(jr_reason_tally *t);
+/* The endpoints: how many, and one line per endpoint for the log ("http://.../chat/completions:
+ * llamacpp b4759 (GET /v1/models: owned_by llamacpp; GET /props: total_slots 1, ...); 2 in flight,
+ * 2 connections, streaming"), valid until close. Callers log it once after open. */
+int jr_judge_n_endpoints(const jr_judge *j);
+const char *jr_judge_endpoint_info(const jr_judge *j, int i);
+/* Requests in flight at most, over every endpoint (each endpoint's concurrency after its kind's
+ * default and its max_connections). */
+int jr_judge_capacity(const jr_judge *j);
 
 /* Stops the I/O thread (requests in flight are abandoned), closes the cache and frees
  * everything, uncollected results included. Safe on NULL. */

@@ -146,6 +146,11 @@ const char *jr_reward_part_name(const jr_reward *r, int i);
 double jr_reward_part_weight(const jr_reward *r, int i);
 const char *jr_reward_part_fn(const jr_reward *r, int i); /* the reward function's name */
 
+/* Why rows were unscored, over every row scored since open: "last: R; most frequent (k of n): R2"
+ * ("" when none; valid until the next score). Every message about unscored rows carries it. */
+const char *jr_reward_unscored_summary(jr_reward *r);
+long jr_reward_unscored_count(const jr_reward *r);
+
 /* The judge client (NULL when no component uses the judge), e.g. for jr_judge_stats_get. */
 jr_judge *jr_reward_judge(jr_reward *r);
 

@@ -42,6 +42,7 @@ int cmd_ifeval(int argc, char **argv);
 int cmd_grade(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_bench_grade(int argc, char **argv);
 int cmd_bench_train(int argc, char **argv);
@@ -60,6 +61,8 @@ int cmd_workflow(int argc, char **argv);
  * registry when the config lists reward.components (grade_reward.c). */
 #include <jansson.h>
 #include "judgerl/reward.h"
+/* 1 when a verdict's detail has reason logprobs_unreliable (counted in grade's summary). */
+int cli_grade_unreliable(const json_t *detail);
 jr_status cli_grade_load_done(const char *path, json_t *done, long *n_unscored, int retry_unscored, long *n_dropped);
 int cli_grade_reward(const char *cmd, const jr_reward_opts *ro, const char *in_path, const char *out_path, int quiet,
                      int retry_unscored);

@@ -26,6 +26,7 @@ static const command commands[] = {
     {"tokenizer", cmd_tokenizer, "tokenizer train: byte-level BPE from a text corpus"},
     {"forward", cmd_forward, "one forward/backward pass over token ids: loss, logits and gradients"},
     {"merge", cmd_merge, "fold a PEFT LoRA adapter into a full model directory"},
+    {"export", cmd_export, "write a model directory as GGUF for llama.cpp / ollama"},
     {"inspect", cmd_inspect, "read-only summary of a model directory or safetensors file"},
     {"convert", cmd_convert, "rewrite a model directory in another dtype or shard size"},
     {"dataset", cmd_dataset, "check a JSONL dataset: rows, fields, bad lines, train/validation split"},

@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "judge/dialect.h"
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
 
@@ -9,6 +10,8 @@ static const jr_cfg_field endpoint_cfg[] = {
     {"url", JR_CFG_STRING, NULL, "base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1", NULL, NULL, 0, 0},
     {"model", JR_CFG_STRING, NULL, "model name sent in each request (part of the cache key)", NULL, NULL, 0, 0},
     {"concurrency", JR_CFG_INT, "0", "requests in flight on this endpoint (0 = judge.concurrency)", NULL, NULL, 0, 65536},
+    {"kind", JR_CFG_ENUM, "auto", "the server: auto (detected from /v1/models, /version, /props, /api/version), vllm, llamacpp, sglang, ollama, openai, judgerl; decides how judge.constraint is sent and the defaults of judge.stream and judge.concurrency", "auto|vllm|llamacpp|sglang|ollama|openai|judgerl", NULL, 0, 0},
+    {"max_connections", JR_CFG_INT, "0", "HTTP connections to this endpoint (CURLMOPT_MAX_HOST_CONNECTIONS); requests in flight never exceed it (0 = the endpoint's concurrency)", NULL, NULL, 0, 65536},
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
 
@@ -18,7 +21,8 @@ const jr_cfg_field jr_judge_cfg[] = {
     {"judge.api", JR_CFG_ENUM, "chat", "chat: POST {url}/chat/completions; completions: POST {url}/completions", "chat|completions", NULL, 0, 0},
     {"judge.endpoints", JR_CFG_OBJLIST, "[]", "servers of one judge [{url, model, concurrency}]; requests go to the least loaded", NULL, endpoint_cfg, 0, 0},
     {"judge.api_key_env", JR_CFG_STRING, "null", "name of the environment variable holding the API key (never the key); null = no Authorization header", NULL, NULL, 0, 0},
-    {"judge.stream", JR_CFG_BOOL, "false", "ask for server-sent events (for endpoints that only stream)", NULL, NULL, 0, 0},
+    {"judge.stream", JR_CFG_ANY, "auto", "ask for server-sent events: true, false, or auto (true for llama.cpp, whose plain answers are slow; false otherwise)", NULL, NULL, 0, 0},
+    {"judge.constraint", JR_CFG_ANY, "null", "constrain the judge's answers: {choice: [...]}, {regex: \"...\"} or {json_schema: {...}}, sent in each server kind's own fields; an answer outside it is a parse failure", NULL, NULL, 0, 0},
     {"judge.temperature", JR_CFG_FLOAT, "0.0", "sampling temperature of the judge", NULL, NULL, 0, 2},
     {"judge.max_tokens", JR_CFG_INT, "512", "max_tokens of each judge answer", NULL, NULL, 1, 1e7},
     {"judge.extra_body", JR_CFG_ANY, "{}", "fields merged into every request body, e.g. {chat_template_kwargs: {enable_thinking: false}}", NULL, NULL, 0, 0},
@@ -29,10 +33,10 @@ const jr_cfg_field jr_judge_cfg[] = {
     {"judge.backoff_base_s", JR_CFG_FLOAT, "1.0", "retry n waits uniform(0, min(backoff_max_s, backoff_base_s * 2^(n-1))) (full jitter)", NULL, NULL, 0, 1e6},
     {"judge.backoff_max_s", JR_CFG_FLOAT, "60.0", "cap of the backoff before jitter", NULL, NULL, 0, 1e6},
     {"judge.retry_after_max_s", JR_CFG_FLOAT, "300.0", "longest Retry-After honoured (a retry waits at least the server's Retry-After, up to this)", NULL, NULL, 0, 1e6},
-    {"judge.concurrency", JR_CFG_INT, "64", "requests in flight per endpoint", NULL, NULL, 1, 65536},
+    {"judge.concurrency", JR_CFG_INT, "0", "requests in flight per endpoint; 0 = auto: llama.cpp's total_slots + 1 (its HTTP threads are -np + 2), else 64", NULL, NULL, 0, 65536},
     {"judge.rpm", JR_CFG_FLOAT, "0.0", "requests per minute per endpoint (token bucket); 0 = unlimited", NULL, NULL, 0, 1e9},
     {"judge.tpm", JR_CFG_FLOAT, "0.0", "tokens per minute per endpoint (token bucket: prompt bytes/4 + max_tokens, corrected by the server's usage); 0 = unlimited", NULL, NULL, 0, 1e12},
-    {"judge.cache", JR_CFG_ANY, "true", "true (~/.cache/judgerl/judge.sqlite, or $JUDGERL_CACHE_DIR/judge.sqlite), false, or the path of an SQLite file", NULL, NULL, 0, 0},
+    {"judge.cache", JR_CFG_ANY, "true", "true: judge_cache.sqlite in the run's directory (train) or beside the output (grade); false; or the path of an SQLite file (a cache shared across runs). Keys carry the judge's identity (docs/JUDGE.md)", NULL, NULL, 0, 0},
     {"judge.max_unscored_frac", JR_CFG_FLOAT, "0.1", "stop cleanly when more than this share of rows (grade) or of a step's samples (train) is unscored", NULL, NULL, 0, 1},
     {"judge.seed", JR_CFG_INT, "0", "seed of the retry jitter", NULL, NULL, 0, 0},
     /* pointwise protocol */
@@ -58,10 +62,16 @@ static void fill_judge(jr_judge_opts *o, const jr_config *c) {
         o->endpoints[i].url = json_string_value(json_object_get(e, "url"));
         o->endpoints[i].model = json_string_value(json_object_get(e, "model"));
         o->endpoints[i].concurrency = (int)json_integer_value(json_object_get(e, "concurrency"));
+        int kind = jr_server_kind_parse(json_string_value(json_object_get(e, "kind")));
+        o->endpoints[i].kind = kind > 0 ? (jr_server_kind)kind : JR_KIND_AUTO;
+        o->endpoints[i].max_connections = (int)json_integer_value(json_object_get(e, "max_connections"));
     }
     if (json_array_size(eps) > JR_JUDGE_MAX_ENDPOINTS) o->n_endpoints = -1; /* reported by the caller */
     o->api_key_env = jr_cfg_str(c, "judge.api_key_env");
-    o->stream = jr_cfg_bool(c, "judge.stream");
+    json_t *sv = jr_cfg_json(c, "judge.stream"); /* true, false or "auto"; anything else: refused at open */
+    o->stream = json_is_boolean(sv) ? json_is_true(sv) : json_is_string(sv) && !strcmp(json_string_value(sv), "auto") ? -1 : -2;
+    json_t *cv = jr_cfg_json(c, "judge.constraint");
+    o->constraint = json_is_null(cv) ? NULL : cv;
     o->temperature = jr_cfg_float(c, "judge.temperature");
     o->max_tokens = (int)jr_cfg_int(c, "judge.max_tokens");
     json_t *eb = jr_cfg_json(c, "judge.extra_body");
@@ -80,6 +90,7 @@ static void fill_judge(jr_judge_opts *o, const jr_config *c) {
     o->cache = !json_is_false(cache) && !json_is_null(cache);
     o->cache_path = json_string_value(cache);
     if (json_is_string(cache) && !json_string_length(cache)) o->cache_path = NULL;
+    if (jr_cfg_has(c, "run.out_dir")) o->cache_dir = jr_cfg_str(c, "run.out_dir");
     o->max_unscored_frac = jr_cfg_float(c, "judge.max_unscored_frac");
     o->seed = (uint64_t)jr_cfg_int(c, "judge.seed");
     o->pointwise.scale = (int)jr_cfg_int(c, "judge.pointwise.scale");
@@ -119,6 +130,8 @@ static void fill_protocols(jr_judge_opts *o, const jr_config *c) {
     o->label.confidence = is(c, "judge.label.confidence", "logprobs") ? 1 : is(c, "judge.label.confidence", "verbal") ? 2 : 0;
     o->label.top_logprobs = (int)jr_cfg_int(c, "judge.label.top_logprobs");
     o->label.threshold = jr_cfg_float(c, "judge.label.threshold");
+    o->label.max_logprob_gap = jr_cfg_float(c, "judge.label.max_logprob_gap");
+    o->label.accept_unreliable = is(c, "judge.label.unreliable", "accept");
     o->verif.template_path = jr_cfg_str(c, "judge.verif.template");
     o->verif.system = jr_cfg_str(c, "judge.verif.system");
     o->verif.all_pass = is(c, "judge.verif.rule_reduction", "all_pass");
@@ -148,5 +161,6 @@ jr_status jr_judge_opts_from_config(jr_judge_opts *o, const jr_config *c) {
     if (st) return st;
     if (o->n_endpoints < 0)
         return jr_fail(JR_EINVAL, "%s: judge.endpoints: more than %d endpoints", c->source, JR_JUDGE_MAX_ENDPOINTS);
+    if (o->stream == -2) return jr_fail(JR_EINVAL, "%s: judge.stream: expected true, false or auto", c->source);
     return JR_OK;
 }

@@ -247,6 +247,12 @@ static int in_list(int32_t t, const int32_t *ids, int n) {
     return 0;
 }
 
+/* log softmax(row / t)[tok], over the ids the constraint allows when mask is given. */
+static float logprob_of(const float *row, int n_logits, int n_valid, const uint8_t *mask, float t, int32_t tok) {
+    if (!mask) return jr_logprob_at(row, n_logits, t, tok);
+    return (float)((double)row[tok] / (double)t - jr_logsumexp_allowed(row, n_valid, t, mask));
+}
+
 /* Chooses sequence i's next token from its logits row and applies every stop rule. */
 static jr_status choose(jr_gen *g, jr_gen_req *r, int i, const float *row) {
     jr_gen_seq *s = &r->seqs[i];
@@ -279,12 +285,13 @@ static jr_status choose(jr_gen *g, jr_gen_req *r, int i, const float *row) {
     s->tok_off[k] = s->text_len;
     if (p->logprobs) {
         float t = p->sample.temperature > 0.0f ? p->sample.temperature : 1.0f;
-        s->logprobs[k] = jr_logprob_at(row, g->lm->n_logits, t, tok);
-        s->raw_logprobs[k] = t == 1.0f ? s->logprobs[k] : jr_logprob_at(row, g->lm->n_logits, 1.0f, tok);
+        /* under a constraint: log-probs in the constrained distribution the token was drawn from */
+        s->logprobs[k] = logprob_of(row, g->lm->n_logits, n_valid, mask, t, tok);
+        s->raw_logprobs[k] = t == 1.0f ? s->logprobs[k] : logprob_of(row, g->lm->n_logits, n_valid, mask, 1.0f, tok);
     }
     if (p->top_logprobs > 0) {
         s->top_k = p->top_logprobs;
-        int got = jr_top_logprobs(row, g->lm->n_logits, n_valid, p->top_logprobs,
+        int got = jr_top_logprobs(row, g->lm->n_logits, n_valid, mask, p->top_logprobs,
                                   s->top_ids + (size_t)k * (size_t)p->top_logprobs,
                                   s->top_lps + (size_t)k * (size_t)p->top_logprobs);
         for (int c = got; c < p->top_logprobs; c++) {
