@@ -29,7 +29,7 @@ typedef struct jr_eval_opts {
     int n;                   /* samples per prompt */
     int max_tokens;
     double temperature;      /* < 0: the model's generation_config.json, else 1 */
-    double top_p;            /* < 0: generation_config.json, else 1 */
+    double top_p;            /* <= 0: generation_config.json, else 1 */
     int top_k;               /* < 0: generation_config.json, else 0 (off) */
     double min_p;
     uint64_t seed;

@@ -269,6 +269,7 @@ static int eval_models(int argc, char **argv) {
 
 int cmd_eval(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "code")) return eval_code(argc - 1, argv + 1);
+    if (argc >= 2 && argv[1][0] != '-') return cli_usage("eval", "unknown subcommand '%s' (available: code; or evaluate a model: judgerl eval --model DIR --data ROWS.jsonl ...)", argv[1]);
     if (argc >= 2 && strcmp(argv[1], "-h") && strcmp(argv[1], "--help")) return eval_models(argc, argv);
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         fputs(eval_usage, argc < 2 ? stderr : stdout);
