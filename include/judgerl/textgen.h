@@ -62,4 +62,9 @@ jr_status jr_textgen_encode(jr_textgen *t, const char *text, size_t len, int32_t
 jr_status jr_textgen_encode_chat(jr_textgen *t, int n, const char *const *roles, const char *const *contents,
                                  int32_t **ids, int *n_ids);
 
+/* A dataset row's prompt: its "prompt" string (jr_textgen_encode) or its "messages" list of {role,
+ * content} (jr_textgen_encode_chat). *ids malloc'ed; an error names the missing field. */
+#include <jansson.h>
+jr_status jr_textgen_encode_row(jr_textgen *t, const json_t *row, int32_t **ids, int *n);
+
 #endif

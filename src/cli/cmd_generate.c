@@ -34,27 +34,6 @@ static int parse_num(const char *cmd, const char *flag, const char *v, double lo
     return 0;
 }
 
-/* Turns one input row (or --prompt / --chat) into prompt ids. */
-static jr_status row_prompt(jr_textgen *t, json_t *row, int32_t **ids, int *n) {
-    json_t *p = json_object_get(row, "prompt"), *m = json_object_get(row, "messages");
-    if (json_is_string(p)) return jr_textgen_encode(t, json_string_value(p), json_string_length(p), ids, n);
-    if (!json_is_array(m) || !json_array_size(m)) return jr_fail(JR_EINVAL, "the row has neither a \"prompt\" string nor a \"messages\" list");
-    size_t k = json_array_size(m);
-    const char **roles = calloc(k, sizeof *roles), **contents = calloc(k, sizeof *contents);
-    if (!roles || !contents) { free(roles); free(contents); return jr_fail(JR_ENOMEM, "out of memory"); }
-    jr_status st = JR_OK;
-    for (size_t i = 0; i < k && !st; i++) {
-        json_t *msg = json_array_get(m, i);
-        roles[i] = json_string_value(json_object_get(msg, "role"));
-        contents[i] = json_string_value(json_object_get(msg, "content"));
-        if (!roles[i] || !contents[i]) st = jr_fail(JR_EINVAL, "messages[%zu]: needs \"role\" and \"content\" strings", i);
-    }
-    if (!st) st = jr_textgen_encode_chat(t, (int)k, roles, contents, ids, n);
-    free(roles);
-    free(contents);
-    return st;
-}
-
 int cmd_generate(int argc, char **argv) {
     const char *cmd = "generate";
     if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
@@ -148,7 +127,7 @@ int cmd_generate(int argc, char **argv) {
     if (!ids || !lens || !outs) { st = jr_fail(JR_ENOMEM, "out of memory for %zu prompts", np); goto done; }
     for (size_t p = 0; p < np; p++) {
         json_t *r = json_array_get(rows, p);
-        if ((st = row_prompt(&t, r, &ids[p], &lens[p]))) {
+        if ((st = jr_textgen_encode_row(&t, r, &ids[p], &lens[p]))) {
             json_t *ln = json_object_get(r, "_line");
             if (ln) jr_fail_ctx(st, "%s:%d", input, (int)json_integer_value(ln));
             goto done;

@@ -1,4 +1,5 @@
 /* textgen.c - a model ready to generate text: weights, KV cache, tokenizer, eos ids, prompt rendering */
+#include <jansson.h>
 #include "judgerl/textgen.h"
 
 #include <math.h>
@@ -189,4 +190,24 @@ jr_status jr_textgen_encode_chat(jr_textgen *t, int n, const char *const *roles,
     *ids = o;
     *n_ids = (int)k;
     return JR_OK;
+}
+
+jr_status jr_textgen_encode_row(jr_textgen *t, const json_t *row, int32_t **ids, int *n) {
+    json_t *p = json_object_get(row, "prompt"), *m = json_object_get(row, "messages");
+    if (json_is_string(p)) return jr_textgen_encode(t, json_string_value(p), json_string_length(p), ids, n);
+    if (!json_is_array(m) || !json_array_size(m)) return jr_fail(JR_EINVAL, "the row has neither a \"prompt\" string nor a \"messages\" list");
+    size_t k = json_array_size(m);
+    const char **roles = calloc(k, sizeof *roles), **contents = calloc(k, sizeof *contents);
+    if (!roles || !contents) { free(roles); free(contents); return jr_fail(JR_ENOMEM, "out of memory"); }
+    jr_status st = JR_OK;
+    for (size_t i = 0; i < k && !st; i++) {
+        json_t *msg = json_array_get(m, i);
+        roles[i] = json_string_value(json_object_get(msg, "role"));
+        contents[i] = json_string_value(json_object_get(msg, "content"));
+        if (!roles[i] || !contents[i]) st = jr_fail(JR_EINVAL, "messages[%zu]: needs \"role\" and \"content\" strings", i);
+    }
+    if (!st) st = jr_textgen_encode_chat(t, (int)k, roles, contents, ids, n);
+    free(roles);
+    free(contents);
+    return st;
 }

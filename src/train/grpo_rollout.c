@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "grpo_internal.h"
+#include "judgerl/evalrun.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/generate.h"
 
@@ -389,14 +390,21 @@ jr_status grpo_join_rollout(jr_grpo_trainer *g, grpo_rollout *r, grpo_rollout_st
 
 /* The evaluation hook: the mean reward of G completions for each validation prompt (P at a time, seeds
  * fixed by the chunk, so every evaluation of the same weights gives the same number). */
+static void eval_put(void *ud, const char *key, double value) { jr_runlog_add(ud, key, value); }
+
+/* The eval hook: num_generations samples of every validation prompt, tabulated as `judgerl eval` does
+ * (jr_eval_acc: per-component means, pass@1 and pass@G with pass = value >= 1, per data source,
+ * unscored counts) and logged under eval/; *mean is the mean reward (the harness logs eval/reward). */
 jr_status grpo_eval_reward(void *ud, double *mean) {
     jr_grpo_trainer *g = ud;
     size_t nv = jr_data_n_val(g->data);
     jr_env_result *res = jr_calloc((size_t)g->P * g->G, sizeof *res);
+    int ks[2] = {1, g->G};
+    jr_eval_acc *acc = jr_eval_acc_new(g->K, g->env->part_names, 1.0, ks, g->G > 1 ? 2 : 1);
     grpo_rollout_stats rs = {0};
     double sum = 0;
     long cnt = 0;
-    jr_status st = res ? JR_OK : JR_ENOMEM;
+    jr_status st = res && acc ? JR_OK : JR_ENOMEM;
     for (size_t v0 = 0; v0 < nv && !st; v0 += (size_t)g->P) {
         int np = nv - v0 < (size_t)g->P ? (int)(nv - v0) : g->P;
         grpo_rollout r;
@@ -411,11 +419,25 @@ jr_status grpo_eval_reward(void *ud, double *mean) {
         for (int i = 0; i < r.n; i++) {
             if (!st) take_rewards(g, &r.s[i], &res[i]);
             if (!st && r.s[i].scored) { sum += r.s[i].reward; cnt++; }
+            if (!st) {
+                char group[32];
+                snprintf(group, sizeof group, "%zu", v0 + (size_t)r.s[i].group);
+                jr_eval_score es = {.source = jr_eval_row_source(r.p[r.s[i].group].row), .group = group, .has_reward = 1,
+                                    .reward_scored = r.s[i].scored, .reward = r.s[i].reward, .reason = r.s[i].reason,
+                                    .vals = r.s[i].vals, .vscored = r.s[i].vscored};
+                st = jr_eval_acc_add(acc, &es);
+            }
             jr_env_result_free(&res[i]);
         }
         grpo_rollout_free(&r);
     }
     free(res);
+    if (!st) {
+        json_t *summary = jr_eval_acc_summary(acc);
+        jr_eval_summary_flat(summary, "eval/", 1, eval_put, g->run.rl);
+        json_decref(summary);
+    }
+    jr_eval_acc_free(acc);
     *mean = cnt ? sum / cnt : NAN;
     return st;
 }
