@@ -23,7 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     jr_label_parse(text, labels, 3, &v, &d);
     json_t *lp = json_loads(text, 0, NULL);
     if (lp) {
-        jr_label_logprob_confidence(lp, labels, 3, &v, &d, NULL);
+        char why[128];
+        jr_label_logprob_confidence(lp, labels, 3, 5.0, &v, &d, NULL, why, sizeof why);
         json_decref(lp);
     }
     json_decref(jr_verdict_json(text));
