@@ -61,3 +61,31 @@ if JR_PROGRESS=off "$JR_BIN" train "$JR_TMP/grpo.yaml" run.out_dir="$JR_TMP/ev" 
    [ "$(grep -c '"eval/reward":' "$JR_TMP/ev/metrics.jsonl")" -eq 2 ]; then
   ok grpo_eval_every_logs_heldout_reward
 else fail grpo_eval_every_logs_heldout_reward "$(tail -c 300 "$JR_TMP/e.err") $(head -c 300 "$JR_TMP/ev/metrics.jsonl" 2>&1)"; fi
+
+# 5. a LoRA run's checkpoint (the PEFT adapter + the tokenizer files) works with generate and serve as
+# it is: its base_model_name_or_path is loaded and the adapter folded in memory, the same tokens as the
+# merged model
+if JR_PROGRESS=off "$JR_BIN" train "$JR_TMP/grpo.yaml" run.out_dir="$JR_TMP/lora" lora.enabled=true lora.rank=4 \
+     trainer.lr=5e-2 >/dev/null 2>"$JR_TMP/l.err"; then
+  LC="$JR_TMP/lora/checkpoints/step-00000002"
+  a=$("$JR_BIN" generate --model "$LC" --prompt "the cat" --max-tokens 6 --seed 5 --temperature 1 2>"$JR_TMP/lg.err")
+  "$JR_BIN" merge --model "$M" --adapter "$LC" -o "$JR_TMP/merged" >/dev/null 2>&1
+  b=$("$JR_BIN" generate --model "$JR_TMP/merged" --prompt "the cat" --max-tokens 6 --seed 5 --temperature 1 2>/dev/null)
+  c=$("$JR_BIN" generate --model "$M" --prompt "the cat" --max-tokens 6 --seed 5 --temperature 1 2>/dev/null)
+  if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "model: $M + LoRA adapter $LC" "$JR_TMP/lg.err" &&
+     echo "$a" | grep -q '"prompt_tokens":2[,}]'; then
+    ok generate_on_a_lora_checkpoint_folds_its_adapter
+  else fail generate_on_a_lora_checkpoint_folds_its_adapter "ckpt: $a | merged: $b | base: $c | $(cat "$JR_TMP/lg.err")"; fi
+  # the adapter changed the weights: with 2 steps at lr 5e-2 the sampled tokens differ from the base's
+  if [ "$a" != "$c" ]; then ok lora_checkpoint_is_not_the_base
+  else fail lora_checkpoint_is_not_the_base "checkpoint and base gave the same completion: $a"; fi
+  # a base that is gone: one line naming judgerl merge
+  sed "s#$M#$JR_TMP/nowhere#" "$LC/adapter_config.json" >"$JR_TMP/ac.json" && cp -r "$LC" "$JR_TMP/orphan" &&
+    cp "$JR_TMP/ac.json" "$JR_TMP/orphan/adapter_config.json"
+  if ! "$JR_BIN" generate --model "$JR_TMP/orphan" --prompt x 2>"$JR_TMP/o.err" >/dev/null &&
+     [ "$(wc -l <"$JR_TMP/o.err")" -eq 1 ] && grep -q 'judgerl merge' "$JR_TMP/o.err"; then
+    ok lora_checkpoint_without_its_base_is_one_line
+  else fail lora_checkpoint_without_its_base_is_one_line "$(cat "$JR_TMP/o.err")"; fi
+else
+  fail generate_on_a_lora_checkpoint_folds_its_adapter "LoRA run failed: $(tail -c 300 "$JR_TMP/l.err")"
+fi

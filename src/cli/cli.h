@@ -4,6 +4,7 @@
 
 #include "judgerl/config.h"
 #include "judgerl/status.h"
+#include "judgerl/textgen.h"
 
 /* Exit codes: 0 ok, 1 failure (bad input, I/O, network), 2 usage error, 3 internal error. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_BUG = 3 };
@@ -22,6 +23,14 @@ int cli_wants_help(int argc, char **argv);
  * (CLI_OK on success). */
 int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, const jr_cfg_field *const *tables,
                     jr_config *cfg, int *print_only);
+
+/* jr_textgen_open for `generate` and `serve`: `model` is a model directory, or a LoRA checkpoint
+ * (adapter_config.json + adapter weights + tokenizer files, as a LoRA run's checkpoints/step-N),
+ * whose base_model_name_or_path is loaded and the adapter folded into it in memory, with the
+ * checkpoint's tokenizer unless tok_spec names one. desc gets what was loaded ("BASE + LoRA adapter
+ * DIR"). A base that is not a model directory here is an error naming `judgerl merge`. */
+jr_status cli_textgen_open(jr_textgen *t, const char *model, const char *tok_spec, int n_slots, int max_ctx, char *desc,
+                           size_t desc_len);
 
 /* Subcommands: each takes argv from its own name on and returns an exit code. */
 int cmd_version(int argc, char **argv);

@@ -117,7 +117,8 @@ int cmd_generate(int argc, char **argv) {
     }
 
     jr_textgen t;
-    jr_status st = jr_textgen_open(&t, model, tokenizer, 1, 2); /* the cache is sized once the prompts are known */
+    char mdesc[1024];
+    jr_status st = cli_textgen_open(&t, model, tokenizer, 1, 2, mdesc, sizeof mdesc); /* the cache is sized once the prompts are known */
     if (st) { json_decref(rows); return cli_fail(cmd, st); }
     size_t np = json_array_size(rows);
     int32_t **ids = calloc(np, sizeof *ids);
@@ -202,6 +203,7 @@ int cmd_generate(int argc, char **argv) {
         fflush(stdout);
     }
 done:
+    if (!st && !rc && strcmp(mdesc, model)) fprintf(stderr, "judgerl generate: model: %s\n", mdesc);
     if (!st && !rc) fprintf(stderr, "judgerl generate: tokenizer: %s\n", t.tok_desc); /* after the output: an error stays one line */
     for (size_t p = 0; ids && p < np; p++) free(ids[p]);
     for (size_t k = 0; outs && k < np * (size_t)n; k++) jr_gen_seq_free(&outs[k]);

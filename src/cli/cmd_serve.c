@@ -132,10 +132,12 @@ int cmd_serve(int argc, char **argv) {
     if (st) return cli_fail(cmd, st);
     fprintf(stderr, "judgerl serve: listening on http://%s:%d (loading %s)\n", host, jr_server_port(s), model);
     jr_textgen t;
-    if ((st = jr_textgen_open(&t, model, tokenizer, (int)parallel, (int)ctx))) {
+    char mdesc[1024];
+    if ((st = cli_textgen_open(&t, model, tokenizer, (int)parallel, (int)ctx, mdesc, sizeof mdesc))) {
         jr_server_stop(s, 0);
         return cli_fail(cmd, st);
     }
+    if (strcmp(mdesc, model)) fprintf(stderr, "judgerl serve: model: %s\n", mdesc);
     fprintf(stderr, "judgerl serve: tokenizer: %s\n", t.tok_desc);
     char fingerprint[65];
     jr_textgen_fingerprint(&t, fingerprint);
