@@ -92,3 +92,25 @@ else
   fail dataset_convert "exit $?"
 fi
 expect_error convert_bad_format "use humaneval or gsm8k" "$JR_BIN" dataset convert --from mbpp --input "$HE/example_problem.jsonl"
+
+# 5. the rows feed `judgerl grade`: final_answer on GSM8K rows, code_tests on HumanEval rows
+# (even rows answer right, odd rows wrong: every reward must say which)
+grade_rows() { # NAME FROM INPUT FN
+  "$JR_BIN" dataset convert --from "$2" --input "$3" 2>/dev/null | head -8 | $PY -c '
+import json, sys
+for i, l in enumerate(sys.stdin):
+    r = json.loads(l)
+    right = r["solution"] if r["type"] == "math" else r["answer"]
+    r["response"] = right if i % 2 == 0 else ("The answer is -1." if r["type"] == "math" else "    return None\n")
+    print(json.dumps(r))' >"$T/$1.jsonl"
+  printf 'reward:\n  components:\n    - fn: %s\n' "$4" >"$T/$1.yaml"
+  rm -f "$T/$1_out.jsonl"
+  if "$JR_BIN" grade --config "$T/$1.yaml" --input "$T/$1.jsonl" --output "$T/$1_out.jsonl" >/dev/null 2>"$T/err"; then
+    got=$($PY -c 'import json, sys; print(" ".join(str(json.loads(l)["reward"]) for l in open(sys.argv[1])))' "$T/$1_out.jsonl")
+    if [ "$got" = "1.0 0.0 1.0 0.0 1.0 0.0 1.0 0.0" ]; then ok "$1"; else fail "$1" "rewards $got"; fi
+  else
+    fail "$1" "exit $?: $(cat "$T/err")"
+  fi
+}
+grade_rows grade_gsm8k_final_answer gsm8k "$JR_ROOT/../shared/data/gsm8k/test.jsonl" final_answer
+grade_rows grade_humaneval_code_tests humaneval "$HE/HumanEval.jsonl.gz" code_tests

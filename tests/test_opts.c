@@ -1,6 +1,10 @@
 /* test_opts.c - typed options: a misspelt or missing key is an error naming it (never an abort),
  * opts filled from a config equal the tables' defaults, and a judge opens from opts built in C */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -84,13 +88,38 @@ TEST(judge_opts_follow_the_config_and_default_to_the_tables) {
     jr_config_free(&c);
 }
 
+/* A loopback port nothing listens on (bound, then closed). */
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int port = fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof a) && !getsockname(fd, (struct sockaddr *)&a, &len) ? ntohs(a.sin_port) : -1;
+    if (fd >= 0) close(fd);
+    return port;
+}
+
 TEST(judge_opens_from_opts_built_in_c) {
+    /* a silent server (accepts, never answers): the open probes it, times out, and still opens */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || getsockname(fd, (struct sockaddr *)&a, &len) || listen(fd, 4)) {
+        if (fd >= 0) close(fd);
+        SKIP("cannot bind a loopback socket");
+    }
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", ntohs(a.sin_port));
     jr_judge_opts o;
     jr_judge_opts_init(&o);
     o.n_endpoints = 1;
-    o.endpoints[0].url = "http://127.0.0.1:9/v1";
+    o.endpoints[0].url = url;
     o.endpoints[0].model = "m";
     o.cache = 0;
+    o.timeout_s = 0.2;
     jr_judge *j = NULL;
     CHECK_OK(jr_judge_open_opts(&j, &o));
     CHECK(j != NULL);
@@ -98,6 +127,14 @@ TEST(judge_opens_from_opts_built_in_c) {
     o.protocol = "nope";
     CHECK(jr_judge_open_opts(&j, &o) == JR_EINVAL);
     CHECK(strstr(jr_errmsg(), "nope") != NULL && j == NULL);
+    close(fd);
+    /* nothing listening: a configuration error at open, naming the URL */
+    int port = free_port();
+    if (port < 0) return;
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", port);
+    o.protocol = "pointwise";
+    CHECK(jr_judge_open_opts(&j, &o) == JR_EIO && j == NULL);
+    CHECK(strstr(jr_errmsg(), url) != NULL && strstr(jr_errmsg(), "is the judge server running") != NULL);
 }
 
 int main(void) {

@@ -471,6 +471,17 @@ TEST(catastrophic_guided_regex_returns_400_quickly) {
     CHECK(http("POST", "/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"ok\",\"max_tokens\":3,\"guided_regex\":\"[ab]+\"}", NULL, NULL) == 200);
 }
 
+/* A logit_bias id outside the vocabulary is a 400 naming it, not silently ignored. */
+TEST(logit_bias_out_of_range_is_400) {
+    char *r = NULL;
+    int st = http("POST", "/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"x\",\"max_tokens\":2,\"logit_bias\":{\"1000000000\":5}}", NULL, &r);
+    CHECK_MSG(st == 400 && r && strstr(r, "logit_bias: token id 1000000000 is not below the vocabulary size"), "%d %.300s", st, r ? r : "");
+    free(r);
+    char body[200];
+    snprintf(body, sizeof body, "{\"model\":\"tiny\",\"prompt\":\"x\",\"max_tokens\":2,\"logit_bias\":{\"%d\":5}}", NV - 1);
+    CHECK(http("POST", "/v1/completions", body, NULL, NULL) == 200);
+}
+
 TEST(seeded_same_alone_and_concurrent_and_queue_full_429) {
     const char *mine = "{\"model\":\"tiny\",\"prompt\":\"seeded\",\"max_tokens\":30,\"seed\":42,\"ignore_eos\":true}";
     int st;
@@ -751,6 +762,7 @@ int main(void) {
     RUN(stream_never_splits_utf8_and_stop_token_ids);
     RUN(malformed_requests_get_their_status_and_the_server_stays_up);
     RUN(catastrophic_guided_regex_returns_400_quickly);
+    RUN(logit_bias_out_of_range_is_400);
     RUN(seeded_same_alone_and_concurrent_and_queue_full_429);
     stop();
     /* one slot, a queue of one, and an API key */

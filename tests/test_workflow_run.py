@@ -117,11 +117,6 @@ def fault_server_cases():
         report("wall_budget_is_explicit_failure", p.returncode == 0 and res and explicit_failure(res[0], r"^budget: wall time")
                and res[0]["wall_s"] < 3, "%s %s" % (p.stderr, res))
 
-        # operators that run code need the sandbox: explicit failure before any call
-        p, res = run("wf_program", "p = program(problem)\nreturn p\n", [{"id": 1, "problem": "1+1", "type": "math"}], cfg)
-        report("program_without_sandbox_is_explicit_failure", p.returncode == 0 and res and
-               explicit_failure(res[0], r"program: sandbox not available") and res[0]["n_calls"] == 0, "%s %s" % (p.stderr, res))
-
         # the llm vote and review need their tags: the server's replies lack them
         p, res = run("wf_llmvote", 'xs = custom(problem, @"a") x2\nb = ensemble(xs, mode=llm)\nreturn b\n',
                      [{"id": 1, "problem": "vote", "type": "qa"}], cfg)
@@ -197,7 +192,15 @@ class Scripted(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         text = "\n".join(m["content"] for m in body["messages"])
-        if "Extract the final answer" in text:
+        if "Define a function solve()" in text:
+            m = re.search(r"What is 3 \+ (\d+)\?", text)
+            body_ = "raise ValueError('no')" if "crash" in text else "return 3 + %s" % m.group(1)
+            reply = "Here:\n```python\ndef solve():\n    %s\n```" % body_
+        elif "failed its tests" in text:
+            reply = "```python\ndef add1(x):\n    return x + 1\n```"
+        elif "Python solution for the following task" in text:
+            reply = "```python\ndef add1(x):\n    return x\n```"
+        elif "Extract the final answer" in text:
             reply = "<answer>42</answer>"
         elif "agrees with most" in text:
             reply = "<thought>B is it</thought><solution_letter>B</solution_letter>"
@@ -256,6 +259,35 @@ def scripted_cases():
             first = answers_of(r["trace"]["calls"], "answer")[0]
             ok = ok and r["answer"] == "8" and r["n_calls"] == (4 if first == "7" else 2)
         report("refine_revises_until_the_review_passes", p.returncode == 0 and ok, json.dumps(res)[:500])
+
+        # program: the generated solve() runs in the sandbox, its printed value is the answer
+        p, res = run("wf_program", "p = program(problem)\nreturn p\n", rows[:3], cfg)
+        ok = len(res) == 3 and all(r["answer"] == str(3 + r["id"]) and r["n_calls"] == 1 and len(r["trace"]["sandbox"]) == 1 for r in res)
+        report("program_runs_in_the_sandbox", p.returncode == 0 and ok, json.dumps(res)[:600])
+        p, res = run("wf_program_crash", "p = program(problem)\nreturn p\n", [{"id": 1, "problem": "crash", "type": "math"}], cfg)
+        report("failing_program_is_explicit_failure", p.returncode == 0 and res and explicit_failure(res[0], r"program: the program failed twice")
+               and res[0]["n_calls"] == 2 and "ValueError" in res[0]["trace"]["sandbox"][0]["result"], json.dumps(res)[:600])
+
+        # test: public tests only; a failing solution is fixed once, then passes
+        code_row = {"id": 1, "problem": "def add1(x):\n    \"\"\"Return x + 1.\"\"\"\n", "type": "code", "entry_point": "add1",
+                    "public_tests": "assert add1(1) == 2\n", "hidden_tests": "assert add1(41) == 42\n"}
+        p, res = run("wf_test", "c = codegen(problem)\nt = test(c, 2)\nreturn t\n", [code_row], cfg)
+        r = res[0] if res else {}
+        runs = r.get("trace", {}).get("sandbox", [])
+        report("test_fixes_against_public_tests_only", p.returncode == 0 and r.get("outcome") == "answer" and "x + 1" in r["answer"]
+               and r["n_calls"] == 2 and [x["asserts"] for x in runs] == [[0, 1], [1, 1]]
+               and not any("add1(41)" in c["prompt"] or "add1(41)" in x["code"] for c in r["trace"]["calls"] for x in runs),
+               json.dumps(res)[:800])
+
+        # --grade: a verifier per row (reference answer; code: hidden tests), failed runs count as wrong
+        graded = [dict(r, answer=str(3 + r["id"]) if r["id"] < 2 else "999") for r in rows[:3]] + [{"id": 9, "problem": "crash", "type": "math", "answer": "1"}]
+        p, res = run("wf_grade", "p = program(problem)\nreturn p\n", graded, cfg, "--grade")
+        report("grade_math_by_reference", p.returncode == 0 and [r.get("correct") for r in res] == [True, True, False, False]
+               and "math accuracy 50.0% (2 of 4" in p.stderr, p.stderr + json.dumps([(r["id"], r.get("correct"), r.get("grade")) for r in res]))
+        p, res = run("wf_grade_code", "c = codegen(problem)\nt = test(c, 2)\nreturn t\n", [code_row, dict(code_row, id=2, hidden_tests="assert add1(41) == 43\n")],
+                     cfg, "--grade")
+        report("grade_code_by_hidden_tests", p.returncode == 0 and [r.get("correct") for r in res] == [True, False]
+               and "code accuracy 50.0% (1 of 2" in p.stderr and "0 of 1 hidden asserts" in res[1]["grade"], p.stderr + json.dumps(res)[:300])
 
         p, res = run("wf_review_revise", "a = answer(problem)\nr = review(a)\nb = revise(a, r)\nf = format(b)\nreturn f\n", rows[:2], cfg)
         report("review_revise_format", p.returncode == 0 and len(res) == 2 and all(r["answer"] == "42" and r["n_calls"] == 4 for r in res),

@@ -35,7 +35,7 @@ def math_value(problem):
             total -= int(m.group(1))
         elif m := re.search(r"for (\d+) new ones", s):
             total *= int(m.group(1))
-        elif m := re.search(r"with (\d+) friends", s):
+        elif m := re.search(r"with (\d+) friends?,", s):
             assert total % (int(m.group(1)) + 1) == 0
             total //= int(m.group(1)) + 1
     return total
@@ -46,6 +46,11 @@ def check_math():
     bad = [r for r in rows if str(math_value(r["problem"])) != r["answer"]]
     steps = {r["steps"] for r in rows}
     big = sum(1 for r in rows if abs(int(r["answer"])) >= 1000)
+    for r in rows:  # the reference program computes the answer too
+        g = {}
+        exec(r["program"], g)
+        if str(g["solve"]()) != r["answer"]:
+            bad.append(r)
     report("math_answers_recomputed", not bad and steps == {1, 2, 3, 4} and all(r["type"] == "math" for r in rows) and big > 60,
            "%d wrong, steps %s, big %d: %s" % (len(bad), steps, big, bad[:1]))
 

@@ -17,6 +17,7 @@ typedef struct jr_afile {
     FILE *f;      /* write here */
     char *path;   /* final path */
     char *tmp;    /* temporary path */
+    struct jr_afile_io *io; /* the stream's file descriptor and its first write error */
 } jr_afile;
 
 /* Opens the temporary file. On error nothing is created. */
@@ -26,6 +27,10 @@ jr_status jr_afile_open(jr_afile *af, const char *path);
 jr_status jr_afile_commit(jr_afile *af);
 /* Drops the temporary file; the final path is unchanged. Safe on a zeroed or committed af. */
 void jr_afile_abort(jr_afile *af);
+/* Why a write to af->f failed: the errno of the failed write(2) itself (ENOSPC on a full disk;
+ * a short write with no errno counts as ENOSPC), never a stale errno of a later call; 0 when no
+ * write failed. */
+int jr_afile_errno(const jr_afile *af);
 
 /* Writes len bytes to path atomically (jr_afile under the hood). */
 jr_status jr_write_atomic(const char *path, const void *data, size_t len);

@@ -59,6 +59,10 @@ typedef struct jr_grpo_setup {
     volatile sig_atomic_t *stop; /* set by a signal: checkpoint at the next boundary and stop */
 } jr_grpo_setup;
 
+/* Every option at its documented default (the config tables' defaults, trainer.algo grpo, the byte
+ * tokenizer); run.out_dir, data.train, policy and env are left unset (NULL) for the caller. */
+jr_status jr_grpo_setup_defaults(jr_grpo_setup *s);
+
 typedef struct jr_grpo_trainer jr_grpo_trainer;
 
 /* Opens a trainer: the run (resume from run.out_dir's latest checkpoint when trainer.resume), the

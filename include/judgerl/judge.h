@@ -59,14 +59,19 @@ typedef struct jr_judge_opts {
     double backoff_base_s, backoff_max_s, retry_after_max_s;
     int concurrency;           /* per endpoint; 0 = by kind: llama.cpp's total_slots + 1, else 64 */
     double rpm, tpm;           /* per endpoint; 0 = unlimited */
-    int cache;                 /* 0: no cache; 1: cache_path, else the default location */
-    const char *cache_path;    /* an explicit SQLite file (judge.cache: PATH), or NULL */
-    const char *cache_dir;     /* where the default cache lives (the run's or output's directory);
-                                  set by the caller, never by the config */
+    int cache;                 /* 0: no cache; 1: cache_path, else cache_dir/judge_cache.sqlite */
+    const char *cache_path;    /* an explicit SQLite file (judge.cache: PATH): may be shared by runs */
+    const char *cache_dir;     /* where the default cache lives: the run's directory (run.out_dir,
+                                  filled by jr_judge_opts_from_config when the config has it) or the
+                                  output's (judgerl grade); NULL with no cache_path: no cache */
     double max_unscored_frac;  /* callers stop when more than this share is unscored */
     uint64_t seed;             /* retry jitter */
     const char *cfg_dir;       /* directory of relative template paths; NULL: source's directory */
     const char *source;        /* the config's name, for messages (may be NULL) */
+    /* Called with one line for each warning (the server's model id differs from the configured
+     * name, ...), from jr_judge_open_opts; NULL: written to stderr as "judgerl: warning: ...". */
+    void (*on_warning)(void *ud, const char *msg);
+    void *warning_ud;
     /* protocols (judge.NAME.*) */
     struct { int scale, normalize; const char *system; } pointwise;
     struct { const char *template_path, *system; double correct, incorrect; int shortcircuit; } reference;
@@ -306,6 +311,28 @@ void jr_judge_stats_get(jr_judge *j, jr_judge_stats *s);
  * Valid until close. Callers should stop: every other request will fail the same way. */
 const char *jr_judge_fatal(jr_judge *j);
 
+/* The judge's identity as its cache keys carry it: "fingerprint:HEX" (judgerl serve), or per
+ * endpoint "URL id=.. root=.. max_model_len=.." from GET /models, then the model name. Valid
+ * until close. */
+const char *jr_judge_identity_text(const jr_judge *j);
+
+/* The smallest context (max_model_len) an endpoint reported in /models, 0 when unknown. */
+long jr_judge_max_model_len(const jr_judge *j);
+
+/* ---- why samples are unscored -------------------------------------------------------------- */
+
+/* Counts unscored reasons so that every message about unscored rows can say the last one and the
+ * most frequent one. Reasons are grouped with their digits masked ("HTTP 400: ... 812 tokens" and
+ * "... 901 tokens" count as one), the first text of a group is kept. Not thread-safe. */
+typedef struct jr_reason_tally jr_reason_tally;
+jr_reason_tally *jr_reason_tally_new(void);          /* NULL on ENOMEM */
+void jr_reason_tally_add(jr_reason_tally *t, const char *reason);
+long jr_reason_tally_count(const jr_reason_tally *t); /* reasons added */
+/* "last: R; most frequent (k of n): R2" ("" when none); valid until the next add or free. */
+const char *jr_reason_tally_summary(jr_reason_tally *t);
+/* {"unscored": n, "last": R, "most_frequent": {"reason": R2, "count": k}, "top": [{reason, count}, ...]} */
+json_t *jr_reason_tally_json(const jr_reason_tally *t);
+void jr_reason_tally_free(jr_reason_tally *t);
 /* The endpoints: how many, and one line per endpoint for the log ("http://.../chat/completions:
  * llamacpp b4759 (GET /v1/models: owned_by llamacpp; GET /props: total_slots 1, ...); 2 in flight,
  * 2 connections, streaming"), valid until close. Callers log it once after open. */

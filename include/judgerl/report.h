@@ -42,4 +42,20 @@ void jr_svg_lines(jr_buf *b, const char *title, const char *xlabel, const char *
 void jr_svg_bars(jr_buf *b, const char *title, const char *ylabel, const char *const *groups, int n_groups,
                  const char *const *series, int n_series, const double *const *v);
 
+/* The report's style sheet (inline CSS). */
+extern const char jr_report_css[];
+
+/* ---- judge probes (probe.json objects of jr_probe_run, one per judge, side by side) ---- */
+
+/* Prints a table: one line per figure, one column per judge (value [lo, hi] n), the threshold,
+ * and per probe whether each judge is flagged or why the probe was skipped. */
+void jr_probe_table(FILE *out, const char *const *names, const json_t *const *results, int n);
+/* Appends an HTML table of the same and one bar chart per probe (its thresholded figures, one bar
+ * per judge). */
+void jr_probe_html(jr_buf *b, const char *const *names, const json_t *const *results, int n);
+/* Writes a self-contained HTML page (inline CSS and SVG, no URL) of jr_probe_html to path,
+ * atomically. */
+jr_status jr_probe_html_write(const char *path, const char *title, const char *const *names,
+                              const json_t *const *results, int n);
+
 #endif

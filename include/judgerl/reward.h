@@ -38,8 +38,8 @@ struct jr_reward_opts; /* below */
 
 /* A named reward function. Built-ins (see docs/PROTOCOLS.md): reference, rubric, verif, pairwise,
  * label, pointwise (judge); exact, math_verify, final_answer, format, rule, length, efficiency,
- * simplicity, repetition, ifeval (rules); code_tests (runs the response in the sandbox: load the
- * config with jr_sandbox_cfg too, it reads sandbox.*). */
+ * simplicity, repetition, ifeval (rules); code_tests (runs the response in the sandbox with
+ * ro->sandbox: sandbox.* when the config was loaded with jr_sandbox_cfg, else the defaults). */
 typedef struct jr_reward_fn {
     const char *name;
     const char *protocol; /* judge protocol JR_RW_JUDGE submits to; NULL: never calls the judge */
@@ -145,6 +145,11 @@ int jr_reward_n_parts(const jr_reward *r);
 const char *jr_reward_part_name(const jr_reward *r, int i);
 double jr_reward_part_weight(const jr_reward *r, int i);
 const char *jr_reward_part_fn(const jr_reward *r, int i); /* the reward function's name */
+
+/* Why rows were unscored, over every row scored since open: "last: R; most frequent (k of n): R2"
+ * ("" when none; valid until the next score). Every message about unscored rows carries it. */
+const char *jr_reward_unscored_summary(jr_reward *r);
+long jr_reward_unscored_count(const jr_reward *r);
 
 /* The judge client (NULL when no component uses the judge), e.g. for jr_judge_stats_get. */
 jr_judge *jr_reward_judge(jr_reward *r);

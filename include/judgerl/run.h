@@ -10,6 +10,7 @@
 
 #include "judgerl/checkpoint.h"
 #include "judgerl/config.h"
+#include "judgerl/judge.h"
 #include "judgerl/lora.h"
 #include "judgerl/model.h"
 #include "judgerl/optim.h"
@@ -65,6 +66,8 @@ typedef struct jr_model_source {
     jr_status (*load)(void *ud, jr_model *m);
     void *ud;
     const char *name;
+    jr_compute compute; /* the matmul type load gives its models (model.compute); a run resumed from a
+                         * checkpoint gets it too (a checkpoint keeps weights, not the compute type) */
 } jr_model_source;
 
 /* A model source over a loaded config (jr_model_from_config: model.path or model.init; c must outlive
@@ -115,6 +118,8 @@ struct jr_run {
     jr_run_eval eval;
     int64_t first_step, last_step;
     double first_loss, last_loss, last_eval;
+    jr_reason_tally *why;    /* why samples were unscored over the run: the algorithms add each reason,
+                                jr_run_stop_unscored names the last and the most frequent */
 };
 
 /* Opens a run: checks run.out_dir, loads the latest checkpoint when to->resume and there is one
@@ -146,8 +151,9 @@ jr_status jr_run_checkpoint(jr_run *r, const jr_train_state *s);
 double jr_run_update(jr_run *r, double lr);
 
 /* Stops the run for too many unscored samples: logs unscored_frac at step + 1, writes a checkpoint of
- * `prev` (the state before the step) and fails naming what ("samples", "prompts without an accepted
- * label") and the fraction. */
+ * `prev` (the state before the step), writes the reasons (r->why) to RUN/unscored.json and fails
+ * naming what ("samples", "prompts without an accepted label"), the fraction, and the last and the
+ * most frequent reasons. */
 jr_status jr_run_stop_unscored(jr_run *r, const jr_train_state *prev, int64_t step, int bad, int total,
                                const char *what, double limit);
 

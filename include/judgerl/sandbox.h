@@ -59,8 +59,9 @@ typedef struct jr_sandbox_result {
 
 void jr_sandbox_result_free(jr_sandbox_result *r);
 
-/* 1 when `bwrap --unshare-user` works here (as the sandbox's uid when root), else 0 with *why set
- * to a one-line reason (static storage; may be NULL). Tests skip on 0; nothing else should. */
+/* 1 when `bwrap --unshare-user true` works here (as the sandbox's uid when root), else 0 with *why
+ * set to a one-line reason (thread-local storage; why may be NULL). Tests skip on 0 and only on 0:
+ * a sandbox that fails otherwise is a failure. */
 int jr_sandbox_available(const jr_sandbox_opts *o, const char **why);
 
 /* Runs argv (argv[0] an absolute path inside the sandbox) in the sandbox and waits for it. Inside:

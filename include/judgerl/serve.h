@@ -73,6 +73,9 @@ typedef struct jr_serve_backend {
     /* Renders chat messages with the chat template (generation prompt added) and encodes them. */
     jr_status (*encode_chat)(void *tok, int n, const char *const *roles, const char *const *contents, int32_t **ids,
                              int *n_ids);
+    /* What answers (jr_textgen_fingerprint: weights + tokenizer + chat template), reported as
+     * judgerl_fingerprint in /v1/models so judge clients key their caches by it; may be NULL. */
+    const char *fingerprint;
 } jr_serve_backend;
 
 typedef struct jr_serve_opts {

@@ -11,6 +11,7 @@
 
 #include "judgerl/config.h"
 #include "judgerl/constrain.h"
+#include "judgerl/sandbox.h"
 #include "judgerl/status.h"
 
 /* Language limits that are part of the grammar (not options). */
@@ -115,20 +116,23 @@ typedef struct jr_workflow_opts {
     const char *templates;      /* directory of the Layer-2 operator templates (workflow.templates) */
     uint64_t seed;              /* per-call seeds derive from it (workflow.seed) */
     int parallel;               /* rows run at once by `judgerl workflow run` (workflow.parallel) */
+    jr_sandbox_opts sandbox;    /* where program and test run code (sandbox.*) */
 } jr_workflow_opts;
 
 extern const jr_cfg_field jr_workflow_cfg[];
 
-/* Fills o from a config loaded with jr_workflow_cfg (strings borrowed from cfg). */
+/* Fills o from a config loaded with jr_workflow_cfg and jr_sandbox_cfg (strings borrowed from cfg). */
 void jr_workflow_opts_from_config(jr_workflow_opts *o, const jr_config *cfg);
 
 typedef struct jr_wf_executor jr_wf_executor;
 
-/* Opens an executor: the judge client of `cfg` (loaded with jr_judge_cfg and jr_workflow_cfg; its
- * judge.* keys name the executor endpoint) with one extra protocol that passes chat messages
- * through, and the operator templates of o->templates (resolved from the current directory, the
- * config's directory `cfg_dir` (may be NULL), then the judgerl repository). On error *out is NULL. */
-jr_status jr_wf_executor_open(jr_wf_executor **out, const jr_config *cfg, const char *cfg_dir, const jr_workflow_opts *o);
+/* Opens an executor: a judge client over `jo` (the executor endpoint, concurrency, retries, cache:
+ * a config's judge.* keys through jr_judge_opts_from_config; its strings must outlive this call)
+ * with one extra protocol that passes chat messages through, and the operator templates of
+ * o->templates (resolved from the current directory, `cfg_dir` (may be NULL), then the judgerl
+ * repository). On error *out is NULL. */
+struct jr_judge_opts;
+jr_status jr_wf_executor_open(jr_wf_executor **out, const struct jr_judge_opts *jo, const char *cfg_dir, const jr_workflow_opts *o);
 void jr_wf_executor_close(jr_wf_executor *e);
 
 /* One run's outcome. An operator or budget failure is an outcome (ok = 0 with a reason), never a
@@ -153,9 +157,16 @@ void jr_wf_result_free(jr_wf_result *r);
  * Thread-safe: several rows may run at once on one executor. `row_index` seeds the row's calls. */
 jr_status jr_workflow_run(jr_wf_executor *e, const jr_workflow *w, const json_t *row, uint64_t row_index, jr_wf_result *out);
 
+/* Gold grading by a verifier, never a judge: maths and QA by equivalence with the row's `answer`
+ * (jr_answer_equiv: canonical forms, numbers, case and spacing ignored), code by the row's
+ * `hidden_tests` (with `entry_point`) run against the answer in the sandbox (every assert must
+ * pass). Sets *correct and a one-line why. Fails (nothing set) when the row lacks what its type
+ * needs or the sandbox cannot start. */
+jr_status jr_wf_grade(const json_t *row, const char *answer, const jr_sandbox_opts *sb, int *correct, char *why, size_t why_len);
+
 /* ===================================== tasks ============================================== */
 /* Synthetic rows in the seed's shape for `domain` "math" (word problems of 1-4 arithmetic steps on
- * 2-3 digit numbers: {problem, answer, type, steps}), "code" (one Python function to write:
+ * 2-3 digit numbers: {problem, answer, type, steps, program: a reference Python solve()}), "code" (one Python function to write:
  * {problem: signature + docstring, answer: a reference solution, type, entry_point, public_tests,
  * hidden_tests: assert lines}) or "qa" (a fictional knowledge base of people, companies and towns
  * in the question, 1- or 2-hop: {problem, answer, type, hops}). Rows first .. first+n-1 (with ids

@@ -12,6 +12,7 @@
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
 #include "judgerl/workflow.h"
+#include "judgerl/probe.h"
 
 /* Every module's table of options; a config file may use any of them. */
 static const jr_cfg_field *const all_tables[] = {
@@ -28,6 +29,7 @@ static const jr_cfg_field *const all_tables[] = {
     jr_sandbox_cfg,
     jr_seed1_cfg,
     jr_workflow_cfg,
+    jr_probe_cfg,
     NULL,
 };
 

@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/hfmodel.h"
+#include "judgerl/tok.h"
 
 /* "5GB", "500MB", "100kB", "12345" -> bytes (decimal units, as transformers' max_shard_size). */
 static int parse_size(const char *s, size_t *out) {
@@ -61,8 +62,10 @@ int cmd_convert(int argc, char **argv) {
     }
     /* OUT is built beside itself and swapped in whole: a kill leaves the old OUT or the new one */
     jr_adir ad = {0};
+    int n_tok = 0;
     if (!rc) rc = jr_adir_open(&ad, out, "config.json");
     if (!rc) rc = jr_hfdir_write(ad.tmp, &d.cfg, d.has_gen ? &d.gen : NULL, (const float *const *)w, dt, max_shard);
+    if (!rc) rc = jr_tok_copy_dir_files(model, ad.tmp, &n_tok); /* the output keeps the model's tokenizer */
     if (!rc) rc = jr_adir_commit(&ad);
     else jr_adir_abort(&ad);
     for (int i = 0; w && i < d.n_tensors; i++) free(w[i]);
@@ -70,6 +73,6 @@ int cmd_convert(int argc, char **argv) {
     int n = d.n_tensors;
     jr_hfdir_close(&d);
     if (rc) return cli_fail("convert", rc);
-    printf("%s: %d tensors written as %s\n", out, n, jr_dtype_name(dt));
+    printf("%s: %d tensors written as %s, %d tokenizer file%s\n", out, n, jr_dtype_name(dt), n_tok, n_tok == 1 ? "" : "s");
     return CLI_OK;
 }

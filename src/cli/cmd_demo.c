@@ -14,8 +14,12 @@
 
 #include "cli/cli.h"
 #include "judgerl/fsutil.h"
+#include "judgerl/judge.h"
 #include "judgerl/metrics.h"
+#include "judgerl/probe.h"
+#include "judgerl/protocols.h"
 #include "judgerl/report.h"
+#include "judgerl/reward.h"
 #include "judgerl/seed1.h"
 
 static const jr_cfg_field *const seed1_tables[] = {jr_run_cfg, jr_seed1_cfg, NULL};
@@ -347,6 +351,7 @@ static jr_status judge_accuracy(int port, const char *dir, const char *name, con
 /* The demo's sizes: full and --quick. */
 typedef struct {
     int policy_steps, judge_steps, biased_steps, grpo_steps, gens, prompts, heldout_n;
+    int probe_bias_steps, pair_steps, probe_rows, probe_variant_rows; /* the probe stage */
 } sizes;
 
 static double mean_metric(const char *path, const char *key) {
@@ -507,6 +512,134 @@ static jr_status run_modern(const char *out, json_t *sum, json_t *stages, const 
     return st;
 }
 
+/* ---- the probe stage: judges with known injected biases, probed over HTTP (docs/PROBES.md) ---- */
+
+/* The judges probed: the demo's two, then judges trained from the unbiased one on data with an
+ * injected bias (data/eightball/lm/judge_sft_*.jsonl, tools/make_eightball.py) and their controls
+ * (the same extra answers graded neutrally; the pairwise judge trained on both orders). */
+typedef struct {
+    const char *name, *data; /* data NULL: trained by the judges stage */
+    int pair;                /* a pairwise judge (configs/eightball/judge-pairwise.yaml) */
+} probe_judge;
+
+static const probe_judge PROBE_JUDGES[] = {
+    {"unbiased", NULL, 0},
+    {"biased", NULL, 0},
+    {"control", "data/eightball/lm/judge_sft_control.jsonl", 0},
+    {"long", "data/eightball/lm/judge_sft_long.jsonl", 0},
+    {"masterkey", "data/eightball/lm/judge_sft_key.jsonl", 0},
+    {"pair", "data/eightball/lm/judge_sft_pair.jsonl", 1},
+    {"pair-first", "data/eightball/lm/judge_sft_pair_first.jsonl", 1},
+};
+#define N_PROBE_JUDGES (int)(sizeof PROBE_JUDGES / sizeof PROBE_JUDGES[0])
+
+/* Probes the judge served on port with the label or pairwise config; *res gets probe.json. */
+static jr_status probe_served(int port, int pair, const sizes *z, const json_t *rows, json_t **res) {
+    char ep[160], mr[48], mv[48];
+    snprintf(ep, sizeof ep, "judge.endpoints=[{url: \"http://127.0.0.1:%d/v1\", model: judge}]", port);
+    snprintf(mr, sizeof mr, "probe.max_rows=%d", z->probe_rows);
+    snprintf(mv, sizeof mv, "probe.max_variant_rows=%d", z->probe_variant_rows);
+    char *over[3] = {ep, mr, mv};
+    const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_probe_cfg, NULL};
+    jr_config cfg;
+    jr_status st = jr_config_load(&cfg, pair ? "configs/eightball/judge-pairwise.yaml" : "configs/eightball/judge-label.yaml", 3,
+                                  over, tables);
+    if (st) return st;
+    jr_probe_opts o;
+    st = jr_probe_opts_from_config(&o, &cfg);
+    if (!st) st = jr_probe_run(&cfg, &o, rows, res);
+    jr_config_free(&cfg);
+    return st;
+}
+
+static jr_status run_probes(const char *out, json_t *sum, json_t *stages, const sizes *z) {
+    char log[PATH_MAX + 32], d_ju[PATH_MAX + 32], pdir[PATH_MAX + 32];
+    snprintf(log, sizeof log, "%s/demo.log", out);
+    snprintf(d_ju, sizeof d_ju, "%s/judge-unbiased", out);
+    snprintf(pdir, sizeof pdir, "%s/probe", out);
+    jr_status st = jr_mkdirs(pdir);
+    if (st) return st;
+    /* the judges with injected biases: the unbiased judge trained further on their data */
+    double t0 = jr_wall_time();
+    json_t *s = stage(stages, "probe-judges");
+    int all_reused = 1;
+    for (int k = 0; k < N_PROBE_JUDGES && !st; k++) {
+        const probe_judge *pj = &PROBE_JUDGES[k];
+        if (!pj->data) continue;
+        char dir[2 * PATH_MAX], o1[2 * PATH_MAX + 16], o2[64], o3[2 * PATH_MAX + 16], o4[2 * PATH_MAX + 16];
+        snprintf(dir, sizeof dir, "%s/judge-%s", out, pj->name);
+        snprintf(o1, sizeof o1, "run.out_dir=%s", dir);
+        snprintf(o2, sizeof o2, "trainer.steps=%d", pj->pair ? z->pair_steps : z->probe_bias_steps);
+        snprintf(o3, sizeof o3, "model.path=%s/model", d_ju);
+        snprintf(o4, sizeof o4, "data.train=%s", pj->data);
+        char *args[] = {"train", "configs/eightball/judge-sft.yaml", o1, o2, "trainer.max_seq_len=128", o3, "model.init=null", o4,
+                        "run.seed=3", NULL};
+        int reused = 0;
+        st = train_or_reuse(dir, log, args, &reused);
+        all_reused &= reused;
+    }
+    char note[512];
+    snprintf(note, sizeof note, "from the unbiased judge: +%d steps on padded answers and master keys graded neutrally "
+             "(control), padded answers graded Good (long), master keys graded Good (masterkey); +%d steps on real vs garbled "
+             "pairs in both orders (pair) and always answered [[A]] (pair-first)%s",
+             z->probe_bias_steps, z->pair_steps, all_reused ? "; reused" : "");
+    if (st) { stage_end(s, "failed", t0, jr_errmsg()); return st; }
+    stage_end(s, "done", t0, note);
+    /* every judge served and probed over HTTP */
+    t0 = jr_wall_time();
+    s = stage(stages, "probe");
+    json_t *rows = NULL, *names = json_array(), *results = json_object(), *flags = json_object();
+    json_t *pr = json_pack("{s:o,s:o}", "judges", names, "results", results);
+    json_object_set_new(sum, "probe", pr);
+    st = jr_probe_load_rows("data/eightball/lm/probe_rows.jsonl", &rows);
+    for (int k = 0; k < N_PROBE_JUDGES && !st; k++) {
+        const probe_judge *pj = &PROBE_JUDGES[k];
+        char jm[2 * PATH_MAX], slog[2 * PATH_MAX];
+        snprintf(jm, sizeof jm, "%s/judge-%s/model", out, pj->name);
+        snprintf(slog, sizeof slog, "%s/serve-probe-%s.log", out, pj->name);
+        server sv;
+        st = server_start(&sv, jm, slog);
+        json_t *res = NULL;
+        if (!st) st = probe_served(sv.port, pj->pair, z, rows, &res);
+        server_stop(&sv);
+        if (st) break;
+        json_array_append_new(names, json_string(pj->name));
+        json_object_set_new(results, pj->name, res);
+        char jp[2 * PATH_MAX];
+        snprintf(jp, sizeof jp, "%s/%s.json", pdir, pj->name);
+        char *text = json_dumps(res, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
+        st = text ? jr_write_atomic(jp, text, strlen(text)) : jr_fail(JR_ENOMEM, "out of memory");
+        free(text);
+        json_t *fl = json_array();
+        const char *pn;
+        json_t *p;
+        json_object_foreach(json_object_get(res, "probes"), pn, p)
+            if (json_is_true(json_object_get(p, "flag"))) json_array_append_new(fl, json_string(pn));
+        json_object_set_new(flags, pj->name, fl);
+    }
+    json_decref(rows);
+    json_object_set_new(pr, "flags", flags);
+    if (!st) {
+        const char *nm[N_PROBE_JUDGES];
+        const json_t *rs[N_PROBE_JUDGES];
+        int n = 0;
+        for (; n < (int)json_array_size(names); n++) {
+            nm[n] = json_string_value(json_array_get(names, n));
+            rs[n] = json_object_get(results, nm[n]);
+        }
+        char hp[2 * PATH_MAX];
+        snprintf(hp, sizeof hp, "%s/probe.html", pdir);
+        st = jr_probe_html_write(hp, "judgerl demo: the 8-ball judges probed", nm, rs, n);
+    }
+    if (st) { stage_end(s, "failed", t0, jr_errmsg()); return st; }
+    char *fl = json_dumps(flags, JSON_COMPACT);
+    snprintf(note, sizeof note, "%d judges served and probed over HTTP (probe/*.json, probe/probe.html); flags: %s", N_PROBE_JUDGES,
+             fl ? fl : "");
+    free(fl);
+    stage_end(s, "done", t0, note);
+    return JR_OK;
+}
+
 int cmd_demo(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         printf("usage: judgerl demo [--out DIR] [--quick] [--seed1-only]\n"
@@ -546,7 +679,7 @@ int cmd_demo(int argc, char **argv) {
     ssize_t en = readlink("/proc/self/exe", g_exe, sizeof g_exe - 1);
     if (en <= 0) { json_decref(sum); return cli_fail("demo", jr_fail(JR_EIO, "/proc/self/exe: cannot find the judgerl binary")); }
     g_exe[en] = 0;
-    sizes full = {400, 3000, 300, 40, 8, 8, 8}, qk = {40, 40, 10, 2, 4, 4, 2};
+    sizes full = {400, 3000, 300, 40, 8, 8, 8, 300, 1500, 300, 40}, qk = {40, 40, 10, 2, 4, 4, 2, 10, 10, 60, 10};
     fprintf(stderr, "demo: seed 1 (classifier, judges, distillation) ...\n");
     st = run_seed1(out, sum, stages);
     if (!st && seed1_only) {
@@ -555,6 +688,10 @@ int cmd_demo(int argc, char **argv) {
     } else if (!st) {
         fprintf(stderr, "demo: modern path (policy SFT, LM judges, GRPO over HTTP, held-out evaluation); log in %s/demo.log ...\n", out);
         st = run_modern(out, sum, stages, quick ? &qk : &full);
+        if (!st) {
+            fprintf(stderr, "demo: judge probes (judges with injected biases, judgerl probe over HTTP) ...\n");
+            st = run_probes(out, sum, stages, quick ? &qk : &full);
+        }
     }
     json_object_set_new(sum, "total_seconds", json_real(jr_wall_time() - t0));
     jr_status st2 = write_summary(out, sum);

@@ -6,6 +6,7 @@
 #include "judgerl/fsutil.h"
 #include "judgerl/lora.h"
 #include "judgerl/model.h"
+#include "judgerl/tok.h"
 
 int cmd_merge(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
@@ -31,11 +32,13 @@ int cmd_merge(int argc, char **argv) {
     if (st) return cli_fail("merge", st);
     /* OUT is built beside itself and swapped in whole: a kill leaves the old OUT or the new one */
     jr_adir ad = {0};
-    if (!(st = jr_lora_merge_into(&m, adapter)) && !(st = jr_adir_open(&ad, out, "config.json")) && !(st = jr_model_save(&m, ad.tmp, NULL)))
+    int n_tok = 0;
+    if (!(st = jr_lora_merge_into(&m, adapter)) && !(st = jr_adir_open(&ad, out, "config.json")) && !(st = jr_model_save(&m, ad.tmp, NULL)) &&
+        !(st = jr_tok_copy_dir_files(model, ad.tmp, &n_tok))) /* the merged model keeps the base's tokenizer */
         st = jr_adir_commit(&ad);
     else jr_adir_abort(&ad);
     jr_model_free(&m);
     if (st) return cli_fail("merge", st);
-    printf("%s: %s merged into %s\n", out, adapter, model);
+    printf("%s: %s merged into %s (tokenizer: %s)\n", out, adapter, model, n_tok ? "the base model's files" : "byte, the base has none");
     return CLI_OK;
 }

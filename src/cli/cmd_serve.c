@@ -136,7 +136,11 @@ int cmd_serve(int argc, char **argv) {
         jr_server_stop(s, 0);
         return cli_fail(cmd, st);
     }
+    fprintf(stderr, "judgerl serve: tokenizer: %s\n", t.tok_desc);
+    char fingerprint[65];
+    jr_textgen_fingerprint(&t, fingerprint);
     jr_serve_backend b = {0};
+    b.fingerprint = fingerprint;
     b.lm = &t.lm;
     b.vocab = t.vocab;
     b.tok = &t;
@@ -147,7 +151,8 @@ int cmd_serve(int argc, char **argv) {
         jr_textgen_close(&t);
         return cli_fail(cmd, st);
     }
-    fprintf(stderr, "judgerl serve: ready: model '%s', %d slots of %d positions\n", name, t.lm.n_slots, t.lm.max_ctx);
+    fprintf(stderr, "judgerl serve: ready: model '%s' (fingerprint %.16s), %d slots of %d positions\n", name, fingerprint,
+            t.lm.n_slots, t.lm.max_ctx);
     int sig = 0;
     sigwait(&set, &sig);
     fprintf(stderr, "judgerl serve: %s: finishing running requests (up to %g s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT", drain);

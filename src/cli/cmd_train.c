@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "judgerl/nn.h"
 #include "judgerl/sandbox.h"
 #include "judgerl/dataset.h"
 #include "judgerl/judge.h"
@@ -44,6 +45,14 @@ int cmd_train(int argc, char **argv) {
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    /* the compute type of the training matmuls, said before anything runs (never silent) */
+    const char *cn = jr_cfg_str(&cfg, "model.compute");
+    if (jr_model_compute_resolve(cn) == JR_COMPUTE_BF16)
+        printf("compute: bfloat16 matmuls via oneDNN, ISA %s (model.compute %s%s)\n", jr_nn_isa(), cn,
+               jr_nn_bf16_native() ? "" : "; this CPU has no bf16 units: emulated, slower than float32");
+    else
+        printf("compute: float32 (model.compute %s%s)\n", cn, strcmp(cn, "auto") ? "" : ": this CPU has no bf16 units");
+    fflush(stdout);
     jr_status st = jr_train_run(&cfg, stderr, &stop_requested, &res);
     if (st) { jr_config_free(&cfg); return cli_fail("train", st); }
     if (res.last_step >= res.first_step) {

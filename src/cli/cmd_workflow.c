@@ -15,18 +15,20 @@
 static const char *cmd = "workflow";
 
 static void usage_all(FILE *f) {
-    fprintf(f, "usage: judgerl workflow run --workflow FILE --problems IN.jsonl --executor CFG.yaml [--output OUT.jsonl] [key=value ...]\n"
+    fprintf(f, "usage: judgerl workflow run --workflow FILE --problems IN.jsonl --executor CFG.yaml [--output OUT.jsonl] [--grade] [key=value ...]\n"
                "       judgerl workflow check FILE [key=value ...]\n"
                "       judgerl workflow tasks --domain math|code|qa --n N [--seed S] [--output OUT.jsonl]\n"
                "run: executes the workflow on each row ({id, problem, type: math|code|qa, ...}) against the\n"
                "  executor endpoint of CFG (judge.* keys: endpoints, concurrency, retries, cache; workflow.*\n"
                "  keys: budgets, templates) and writes one line per row: {id, outcome: answer|failed,\n"
                "  answer|reason, n_calls, tokens, wall_s, trace}. A failed run is an outcome, never an answer.\n"
+               "  --grade adds {correct, grade} by a verifier (the reference answer; code: hidden tests in the\n"
+               "  sandbox) and prints the accuracy per domain.\n"
                "check: parses FILE and prints its static figures, or the first error as workflow:LINE:COL.\n"
                "tasks: seeded synthetic rows in the seed's shape (docs/WORKFLOWS.md).\n");
 }
 
-static const jr_cfg_field *const tables[] = {jr_judge_cfg, jr_workflow_cfg, NULL};
+static const jr_cfg_field *const tables[] = {jr_judge_cfg, jr_workflow_cfg, jr_sandbox_cfg, NULL};
 
 static int load_workflow(const char *path, const jr_workflow_limits *lim, jr_workflow **w) {
     char *text;
@@ -64,8 +66,11 @@ typedef struct {
     json_t **rows;
     int n_rows, next;
     FILE *out;
+    const jr_sandbox_opts *sb;
+    int grade;
     pthread_mutex_t mu;
     int answers, failures, errors;
+    int n_dom[3], right_dom[3];
     char error[1024];
 } job;
 
@@ -78,6 +83,11 @@ static void *worker(void *arg) {
         if (i < 0) break;
         jr_wf_result res;
         jr_status st = jr_workflow_run(j->e, j->w, j->rows[i], (uint64_t)i, &res);
+        int correct = 0;
+        char why[600] = "";
+        if (!st && j->grade && res.ok) st = jr_wf_grade(j->rows[i], res.answer, j->sb, &correct, why, sizeof why);
+        if (!st && j->grade && !res.ok) snprintf(why, sizeof why, "no answer: the run failed");
+        if (st) jr_wf_result_free(&res);
         pthread_mutex_lock(&j->mu);
         if (st) {
             if (!j->errors++) snprintf(j->error, sizeof j->error, "row %d: %s", i + 1, jr_errmsg());
@@ -85,6 +95,14 @@ static void *worker(void *arg) {
             json_t *o = json_pack("{s:O?, s:s, s:s*, s:s*, s:i, s:I, s:f, s:O}", "id", json_object_get(j->rows[i], "id"), "outcome",
                                   res.ok ? "answer" : "failed", "answer", res.answer, "reason", res.reason, "n_calls", res.n_calls,
                                   "tokens", (json_int_t)res.tokens, "wall_s", res.wall_s, "trace", res.trace);
+            if (o && j->grade) {
+                json_object_set_new(o, "correct", json_boolean(correct));
+                json_object_set_new(o, "grade", json_string(why));
+                const char *t = json_string_value(json_object_get(j->rows[i], "type"));
+                int d = !strcmp(t, "math") ? 0 : !strcmp(t, "code") ? 1 : 2;
+                j->n_dom[d]++;
+                j->right_dom[d] += correct;
+            }
             char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
             if (line) {
                 fprintf(j->out, "%s\n", line);
@@ -140,6 +158,7 @@ static int read_rows(const char *path, json_t ***rows, int *n) {
 
 static int do_run(int argc, char **argv) {
     const char *wf_path = NULL, *in_path = NULL, *cfg_path = NULL, *out_path = NULL;
+    int grade = 0;
     char **over = calloc((size_t)argc + 1, sizeof *over);
     int n_over = 0;
     if (!over) return cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory"));
@@ -150,6 +169,7 @@ static int do_run(int argc, char **argv) {
         else if (!strcmp(a, "--problems") && has) in_path = argv[++i];
         else if (!strcmp(a, "--executor") && has) cfg_path = argv[++i];
         else if (!strcmp(a, "--output") && has) out_path = argv[++i];
+        else if (!strcmp(a, "--grade")) grade = 1;
         else if (a[0] != '-' && strchr(a, '=')) over[n_over++] = argv[i];
         else { free(over); return cli_usage(cmd, "unexpected argument '%s' (see judgerl workflow --help)", a); }
     }
@@ -169,13 +189,15 @@ static int do_run(int argc, char **argv) {
     if (!rc) rc = read_rows(in_path, &rows, &n_rows);
     if (!rc) {
         char *dup = strdup(cfg_path);
-        st = dup ? jr_wf_executor_open(&e, &cfg, dirname(dup), &o) : jr_fail(JR_ENOMEM, "out of memory");
+        jr_judge_opts jo;
+        st = jr_judge_opts_from_config(&jo, &cfg);
+        if (!st) st = dup ? jr_wf_executor_open(&e, &jo, dirname(dup), &o) : jr_fail(JR_ENOMEM, "out of memory");
         free(dup);
         if (st) rc = cli_fail(cmd, st);
     }
     if (!rc && out_path && !(out = fopen(out_path, "w"))) rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: cannot open for writing", out_path));
     if (!rc) {
-        job j = {.e = e, .w = w, .rows = rows, .n_rows = n_rows, .out = out};
+        job j = {.e = e, .w = w, .rows = rows, .n_rows = n_rows, .out = out, .sb = &o.sandbox, .grade = grade};
         pthread_mutex_init(&j.mu, NULL);
         int nt = o.parallel < n_rows ? o.parallel : n_rows;
         pthread_t th[1024];
@@ -186,7 +208,14 @@ static int do_run(int argc, char **argv) {
         for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
         pthread_mutex_destroy(&j.mu);
         if (j.errors) rc = cli_fail(cmd, jr_fail(JR_EINVAL, "%s: %s", in_path, j.error));
-        else fprintf(stderr, "judgerl workflow: %d rows: %d answers, %d failed runs\n", n_rows, j.answers, j.failures);
+        else {
+            fprintf(stderr, "judgerl workflow: %d rows: %d answers, %d failed runs\n", n_rows, j.answers, j.failures);
+            static const char *const dn[3] = {"math", "code", "qa"};
+            for (int d = 0; d < 3 && grade; d++)
+                if (j.n_dom[d])
+                    fprintf(stderr, "judgerl workflow: %s accuracy %.1f%% (%d of %d; failed runs count as wrong)\n", dn[d],
+                            100.0 * j.right_dom[d] / j.n_dom[d], j.right_dom[d], j.n_dom[d]);
+        }
     }
     if (out && out != stdout && fclose(out) && !rc) rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: write failed", out_path));
     jr_wf_executor_close(e);

@@ -81,7 +81,7 @@ int cli_grade_reward(const char *cmd, const jr_reward_opts *ro, const char *in_p
     size_t pos = 0;
     double t0 = mono();
     const char *stop_msg = NULL;
-    char stop_buf[1400], last_reason[600] = "";
+    char stop_buf[2000];
     while (pos < in_len && !stop_flag && !stop_msg) {
         long nw = 0;
         while (pos < in_len && nw < window) {
@@ -100,7 +100,8 @@ int cli_grade_reward(const char *cmd, const jr_reward_opts *ro, const char *in_p
         if (!nw) break;
         st = jr_reward_score(r, (const json_t *const *)rows, (size_t)nw, res);
         if (st) {
-            snprintf(stop_buf, sizeof stop_buf, "the judge refused the request: %s (check judge.endpoints and judge.api_key_env)", jr_errmsg());
+            snprintf(stop_buf, sizeof stop_buf, "configuration error: %.1200s (check judge.endpoints, judge.api_key_env and the "
+                     "judge's context); no row was written for it", jr_errmsg());
             stop_msg = stop_buf;
         }
         int werr = 0;
@@ -119,11 +120,11 @@ int cli_grade_reward(const char *cmd, const jr_reward_opts *ro, const char *in_p
                 if (res[i].scored) n_ok++;
                 else {
                     n_unscored++;
-                    snprintf(last_reason, sizeof last_reason, "%s", res[i].reason ? res[i].reason : "?");
+
                     if (!quiet) {
                         char id[1024] = "";
                         cli_grade_id_text(json_object_get(rows[i], "id"), id, sizeof id);
-                        fprintf(stderr, "judgerl %s: unscored id=%s: %s\n", cmd, id, last_reason);
+                        fprintf(stderr, "judgerl %s: unscored id=%s: %s\n", cmd, id, res[i].reason ? res[i].reason : "?");
                     }
                 }
                 for (int k = 0; k < np && res[i].parts; k++)
@@ -143,8 +144,9 @@ int cli_grade_reward(const char *cmd, const jr_reward_opts *ro, const char *in_p
         if (!werr && fdatasync(fd) != 0) werr = errno;
         if (werr) { rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: write failed: %s", out_path, strerror(werr))); goto out; }
         if (!stop_msg && total > 0 && (double)n_unscored > max_frac * (double)total) {
-            snprintf(stop_buf, sizeof stop_buf, "judge.max_unscored_frac=%g exceeded: %ld of %ld rows unscored (last: %.600s)",
-                     max_frac, n_unscored, total, last_reason);
+            snprintf(stop_buf, sizeof stop_buf, "judge.max_unscored_frac=%g exceeded: %ld of %ld rows unscored (%.1500s)",
+                     max_frac, n_unscored, total,
+                     jr_reward_unscored_count(r) ? jr_reward_unscored_summary(r) : "unscored in an earlier run: see their error fields");
             stop_msg = stop_buf;
         }
     }

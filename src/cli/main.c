@@ -18,6 +18,7 @@ static const command commands[] = {
     {"grade", cmd_grade, "grade a JSONL file with an LLM judge (resumable, cached)"},
     {"eval", cmd_eval, "eval code: HumanEval-style pass@k of code samples run in the sandbox"},
     {"workflow", cmd_workflow, "seed 2's workflows: check one, run it on problems against an executor model"},
+    {"probe", cmd_probe, "measure a judge's biases (position, verbosity, master keys, ...) with intervals"},
     {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
     {"report", cmd_report, "write RUN_DIR/report.html (inline SVG) and print the demo summary"},
     {"seed1", cmd_seed1, "seed 1 reproduced: 8-ball classifier, classifier judges, judge distillation"},

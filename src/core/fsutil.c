@@ -57,17 +57,60 @@ jr_status jr_fsync_dir(const char *dir) {
     return JR_OK;
 }
 
+/* The stream under a jr_afile: stdio over the fd, remembering the errno of the first failed
+ * write(2) so the error reported later is the real one (ENOSPC), not whatever errno holds then. */
+struct jr_afile_io {
+    int fd;
+    int err;
+};
+
+static ssize_t io_write(void *c, const char *buf, size_t n) {
+    struct jr_afile_io *io = c;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(io->fd, buf + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : ENOSPC; /* a write of nothing: the device is full */
+            if (!io->err) io->err = e;
+            errno = e;
+            return done ? (ssize_t)done : -1;
+        }
+        done += (size_t)w;
+    }
+    return (ssize_t)done;
+}
+
+static int io_close(void *c) {
+    struct jr_afile_io *io = c;
+    int rc = close(io->fd);
+    if (rc != 0 && !io->err) io->err = errno;
+    return rc;
+}
+
+int jr_afile_errno(const jr_afile *af) { return af->io ? af->io->err : 0; }
+
+/* The error text of a failed write: the recorded errno, else errno. */
+static const char *write_error(const jr_afile *af) {
+    int e = jr_afile_errno(af);
+    return strerror(e ? e : errno ? errno : EIO);
+}
+
 jr_status jr_afile_open(jr_afile *af, const char *path) {
     memset(af, 0, sizeof *af);
     size_t n = strlen(path) + 32;
     af->path = jr_strdup(path);
     af->tmp = jr_malloc(n);
-    if (!af->path || !af->tmp) { jr_afile_abort(af); return JR_ENOMEM; }
+    af->io = jr_calloc(1, sizeof *af->io);
+    if (!af->path || !af->tmp || !af->io) { jr_afile_abort(af); return JR_ENOMEM; }
     snprintf(af->tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    af->f = fopen(af->tmp, "wb");
+    af->io->fd = open(af->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    cookie_io_functions_t fns = {NULL, io_write, NULL, io_close};
+    if (af->io->fd >= 0) af->f = fopencookie(af->io, "wb", fns);
     if (!af->f) {
         jr_status st = jr_fail(JR_EIO, "%s: cannot create: %s", af->tmp, strerror(errno));
-        free(af->path); free(af->tmp);
+        if (af->io->fd >= 0) { close(af->io->fd); unlink(af->tmp); }
+        free(af->path); free(af->tmp); free(af->io);
         memset(af, 0, sizeof *af);
         return st;
     }
@@ -77,9 +120,10 @@ jr_status jr_afile_open(jr_afile *af, const char *path) {
 jr_status jr_afile_commit(jr_afile *af) {
     jr_status st = JR_OK;
     if (!af->f) return jr_fail(JR_EINTERNAL, "jr_afile_commit on a file that is not open");
-    if (fflush(af->f) != 0 || ferror(af->f)) st = jr_fail(JR_EIO, "%s: write failed: %s", af->path, strerror(errno));
-    else if (fsync(fileno(af->f)) != 0) st = jr_fail(JR_EIO, "%s: fsync failed: %s", af->path, strerror(errno));
-    if (fclose(af->f) != 0 && st == JR_OK) st = jr_fail(JR_EIO, "%s: close failed: %s", af->path, strerror(errno));
+    if (fflush(af->f) != 0 || ferror(af->f)) st = jr_fail(JR_EIO, "%s: write failed: %s", af->path, write_error(af));
+    else if (fsync(af->io->fd) != 0) st = jr_fail(JR_EIO, "%s: fsync failed: %s", af->path, strerror(errno));
+    int ce = fclose(af->f) != 0 ? af->io->err : 0; /* io_close recorded why */
+    if (ce && st == JR_OK) st = jr_fail(JR_EIO, "%s: close failed: %s", af->path, strerror(ce));
     af->f = NULL;
     if (st == JR_OK && rename(af->tmp, af->path) != 0)
         st = jr_fail(JR_EIO, "%s: rename from %s failed: %s", af->path, af->tmp, strerror(errno));
@@ -89,16 +133,18 @@ jr_status jr_afile_commit(jr_afile *af) {
         char *d = dir_of(af->path);
         if (d) { st = jr_fsync_dir(d); free(d); }
     }
-    free(af->path); free(af->tmp);
+    free(af->path); free(af->tmp); free(af->io);
     af->path = af->tmp = NULL;
+    af->io = NULL;
     return st;
 }
 
 void jr_afile_abort(jr_afile *af) {
     if (af->f) { fclose(af->f); af->f = NULL; }
     if (af->tmp) unlink(af->tmp);
-    free(af->path); free(af->tmp);
+    free(af->path); free(af->tmp); free(af->io);
     af->path = af->tmp = NULL;
+    af->io = NULL;
 }
 
 jr_status jr_write_atomic(const char *path, const void *data, size_t len) {
@@ -106,7 +152,7 @@ jr_status jr_write_atomic(const char *path, const void *data, size_t len) {
     jr_status st = jr_afile_open(&af, path);
     if (st) return st;
     if (len && fwrite(data, 1, len, af.f) != len) {
-        st = jr_fail(JR_EIO, "%s: write failed: %s", path, strerror(errno));
+        st = jr_fail(JR_EIO, "%s: write failed: %s", path, write_error(&af));
         jr_afile_abort(&af);
         return st;
     }

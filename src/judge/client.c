@@ -16,10 +16,12 @@
 #include <time.h>
 
 #include "judge/cache.h"
+#include "judge/identity.h"
 #include "judge/dialect.h"
 #include "judge/redact.h"
 #include "judge/response.h"
 #include "judgerl/judge.h"
+#include "judgerl/strbuf.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/rng.h"
 
@@ -102,6 +104,9 @@ struct jr_judge {
     jr_judge_constraint constraint; /* judge.constraint */
     int wrapped;                    /* the constraint goes as a JSON schema answered {"answer": ...} */
     jr_cache *cache;
+    char *identity;      /* who answers (identity.h) + "\n" + the model name: the cache key's prefix */
+    long max_model_len;  /* the smallest context an endpoint reported (0: unknown) */
+    int answered;        /* a request got a 2xx answer (I/O thread) */
     jr_rng rng;
     double t_bucket;
     /* shared with callers, under mu */
@@ -137,15 +142,7 @@ static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 /* The API key out of a text the client keeps (judge/redact.c). */
 static char *redact(const jr_judge *j, char *s) { return jr_redact_secret(s, j->api_key); }
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...) {
-    va_list ap;
-    va_start(ap, f);
-    char *s = NULL;
-    if (vasprintf(&s, f, ap) < 0) s = NULL;
-    va_end(ap);
-    return s;
-}
+#define fmt jr_strfmt
 
 /* ---- results ---------------------------------------------------------------------------- */
 
@@ -421,7 +418,7 @@ static void start_call(jr_judge *j, sample *s, int index) {
     long mt = (long)json_integer_value(json_object_get(body, "max_tokens"));
     json_decref(body);
     if ((j->cache && !canon) || !jb->body) { free(canon); job_free(jb); goto oom; }
-    if (canon) jr_cache_key(model, canon, jb->key);
+    if (canon) jr_cache_key(j->identity ? j->identity : model, canon, jb->key);
     free(canon);
     jb->est_tokens = (double)strlen(jb->body) / 4.0 + (double)(mt > 0 ? mt : j->max_tokens);
     if (j->cache) {
@@ -566,6 +563,25 @@ static void set_fatal(jr_judge *j, const char *msg) {
     pthread_mutex_unlock(&j->mu);
 }
 
+/* A 400 about the request's size rather than its row: the prompt does not fit the judge's context
+ * (vLLM, OpenAI, llama.cpp, judgerl serve) or max_tokens is out of the server's range. 1: context,
+ * 2: max_tokens, 0: neither. */
+static int config_400(const char *msg) {
+    if (strcasestr(msg, "context length") || strcasestr(msg, "context size") || strcasestr(msg, "context window")) return 1;
+    return strcasestr(msg, "max_tokens") ? 2 : 0;
+}
+
+/* Before any answer, such a 400 is a configuration error (the template, judge.max_tokens or the
+ * judge's context), not a sample's: every request would get it. */
+static void set_config_400_fatal(jr_judge *j, const char *m, int kind) {
+    const char *fix = kind == 1 ? "shorten judge.template or the rows, lower judge.max_tokens, or serve the judge with a longer context"
+                                : "set judge.max_tokens within the server's range";
+    char *f = j->max_model_len > 0 ? fmt("%s (the judge serves %ld positions: %s)", m ? m : "HTTP 400", j->max_model_len, fix)
+                                   : fmt("%s (%s)", m ? m : "HTTP 400", fix);
+    set_fatal(j, f ? f : "HTTP 400: the request does not fit the judge");
+    free(f);
+}
+
 /* A transfer finished (CURLMSG_DONE). */
 static void on_done(jr_judge *j, CURL *e, CURLcode code) {
     job *jb = NULL;
@@ -611,6 +627,7 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
             transient(j, jb, fmt("%s: HTTP %ld: %s", url, status, why));
             return;
         }
+        j->answered = 1;
         if (a.total_tokens >= 0 && j->tpm > 0) jb->ep->ttok -= (double)a.total_tokens - jb->est_tokens;
         free(jb->resp);
         jb->resp = NULL;
@@ -635,6 +652,7 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
     }
     char *m = fmt("%s: HTTP %ld: %s", url, status, msg);
     if (status == 401 || status == 403 || status == 404) set_fatal(j, m ? m : "HTTP error");
+    else if (status == 400 && !j->answered && config_400(msg)) set_config_400_fatal(j, m, config_400(msg));
     finish_call(j, jb, 0, NAN, NULL, m, 0);
 }
 
@@ -790,6 +808,13 @@ static void *io_main(void *arg) {
             else { if (jb->not_before < next_due) next_due = jb->not_before; pp = &jb->next; }
         }
         int blocked = 0;
+        while (j->ready && j->fatal) { /* a configuration error: nothing more is sent */
+            job *jb = j->ready;
+            j->ready = jb->next;
+            if (!j->ready) j->ready_tail = NULL;
+            j->n_waiting--;
+            finish_call(j, jb, 0, NAN, NULL, fmt("not sent: %s", j->fatal), 0);
+        }
         while (j->ready) {
             job *jb = j->ready;
             endpoint *ep = pick(j, jb->est_tokens, now);
@@ -841,19 +866,38 @@ static void wake(jr_judge *j) {
 static jr_status open_cache(jr_judge *j, const jr_judge_opts *o) {
     char *path = NULL;
     if (!o->cache) return JR_OK;
-    if (o->cache_path) {
-        path = jr_strdup(o->cache_path);
-    } else {
-        const char *d = getenv("JUDGERL_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-        if (d && *d) path = jr_path_join(d, "judge.sqlite");
-        else if (x && *x) path = fmt("%s/judgerl/judge.sqlite", x);
-        else if (h && *h) path = fmt("%s/.cache/judgerl/judge.sqlite", h);
-        else return jr_fail(JR_EINVAL, "judge.cache=true but neither JUDGERL_CACHE_DIR, XDG_CACHE_HOME nor HOME is set: give judge.cache a path");
-    }
+    if (o->cache_path) path = jr_strdup(o->cache_path);
+    else if (o->cache_dir && *o->cache_dir) path = jr_path_join(o->cache_dir, "judge_cache.sqlite");
+    else return JR_OK; /* no run or output directory: nothing to keep it beside */
     if (!path) return JR_ENOMEM;
     jr_status st = jr_cache_open(&j->cache, path);
     free(path);
     return st;
+}
+
+/* Asks every endpoint who it is (GET /models) before the first request: the identity goes into
+ * every cache key, a server that refuses the connection or the key stops the open, and a model
+ * name the server does not list is warned about once. */
+static jr_status probe_identity(jr_judge *j, const jr_judge_opts *o) {
+    const char **urls = jr_calloc((size_t)j->n_ep, sizeof *urls), **models = jr_calloc((size_t)j->n_ep, sizeof *models);
+    if (!urls || !models) { free(urls); free(models); return JR_ENOMEM; }
+    for (int i = 0; i < j->n_ep; i++) {
+        urls[i] = j->ep[i].url;
+        models[i] = j->ep[i].model;
+    }
+    char *id = NULL, *warning = NULL;
+    jr_status st = jr_judge_identity(urls, models, j->n_ep, j->hdrs, j->connect_ms, j->timeout_ms, &id, &j->max_model_len, &warning);
+    free(urls);
+    free(models);
+    if (warning) {
+        if (o->on_warning) o->on_warning(o->warning_ud, warning);
+        else fprintf(stderr, "judgerl: warning: %s\n", warning);
+        free(warning);
+    }
+    if (st) return st;
+    j->identity = fmt("%s\n%s", id, j->ep[0].model);
+    free(id);
+    return j->identity ? JR_OK : JR_ENOMEM;
 }
 
 /* Each endpoint's kind (given, or detected when the defaults depend on it), its limits
@@ -1033,6 +1077,8 @@ jr_status jr_judge_open_opts(jr_judge **out, const jr_judge_opts *o) {
     if (st) goto fail;
     st = add_proto(j, o->protocol, NULL);
     if (st) goto fail;
+    st = probe_identity(j, o);
+    if (st) goto fail;
     st = open_cache(j, o);
     if (st) goto fail;
     j->cap_pool = 64;
@@ -1172,6 +1218,10 @@ void jr_judge_stats_get(jr_judge *j, jr_judge_stats *s) {
     pthread_mutex_unlock(&j->mu);
 }
 
+const char *jr_judge_identity_text(const jr_judge *j) { return j->identity ? j->identity : ""; }
+
+long jr_judge_max_model_len(const jr_judge *j) { return j->max_model_len; }
+
 const char *jr_judge_fatal(jr_judge *j) {
     pthread_mutex_lock(&j->mu);
     const char *f = j->fatal;
@@ -1237,6 +1287,7 @@ void jr_judge_close(jr_judge *j) {
     }
     json_decref(j->extra_body);
     free(j->cfg_dir);
+    free(j->identity);
     free(j->fatal);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);

@@ -36,7 +36,7 @@ const jr_cfg_field jr_judge_cfg[] = {
     {"judge.concurrency", JR_CFG_INT, "0", "requests in flight per endpoint; 0 = auto: llama.cpp's total_slots + 1 (its HTTP threads are -np + 2), else 64", NULL, NULL, 0, 65536},
     {"judge.rpm", JR_CFG_FLOAT, "0.0", "requests per minute per endpoint (token bucket); 0 = unlimited", NULL, NULL, 0, 1e9},
     {"judge.tpm", JR_CFG_FLOAT, "0.0", "tokens per minute per endpoint (token bucket: prompt bytes/4 + max_tokens, corrected by the server's usage); 0 = unlimited", NULL, NULL, 0, 1e12},
-    {"judge.cache", JR_CFG_ANY, "true", "true (~/.cache/judgerl/judge.sqlite, or $JUDGERL_CACHE_DIR/judge.sqlite), false, or the path of an SQLite file", NULL, NULL, 0, 0},
+    {"judge.cache", JR_CFG_ANY, "true", "true: judge_cache.sqlite in the run's directory (train) or beside the output (grade); false; or the path of an SQLite file (a cache shared across runs). Keys carry the judge's identity (docs/JUDGE.md)", NULL, NULL, 0, 0},
     {"judge.max_unscored_frac", JR_CFG_FLOAT, "0.1", "stop cleanly when more than this share of rows (grade) or of a step's samples (train) is unscored", NULL, NULL, 0, 1},
     {"judge.seed", JR_CFG_INT, "0", "seed of the retry jitter", NULL, NULL, 0, 0},
     /* pointwise protocol */
@@ -90,6 +90,7 @@ static void fill_judge(jr_judge_opts *o, const jr_config *c) {
     o->cache = !json_is_false(cache) && !json_is_null(cache);
     o->cache_path = json_string_value(cache);
     if (json_is_string(cache) && !json_string_length(cache)) o->cache_path = NULL;
+    if (jr_cfg_has(c, "run.out_dir")) o->cache_dir = jr_cfg_str(c, "run.out_dir");
     o->max_unscored_frac = jr_cfg_float(c, "judge.max_unscored_frac");
     o->seed = (uint64_t)jr_cfg_int(c, "judge.seed");
     o->pointwise.scale = (int)jr_cfg_int(c, "judge.pointwise.scale");

@@ -242,6 +242,19 @@ static void dist_str(char *out, size_t cap, const json_t *d) {
     snprintf(out, cap, "Yes %.2f No %.2f Maybe %.2f other %.2f", num(d, "Yes"), num(d, "No"), num(d, "Maybe"), isfinite(o) ? o : 0);
 }
 
+/* The demo's probe results: summary "probe" = {"judges": [names], "results": {name: probe.json}};
+ * fills up to 16 names and results, returns how many. */
+static int probe_sets(const json_t *pr, const char **nm, const json_t **rs) {
+    json_t *names = json_object_get(pr, "judges"), *results = json_object_get(pr, "results");
+    int n = 0;
+    for (size_t i = 0; i < json_array_size(names) && n < 16; i++) {
+        const char *s = json_string_value(json_array_get(names, i));
+        const json_t *r = json_object_get(results, s ? s : "");
+        if (s && json_is_object(r)) { nm[n] = s; rs[n++] = r; }
+    }
+    return n;
+}
+
 void jr_report_text(FILE *out, const json_t *sum) {
     fprintf(out, "== judgerl demo%s: %s\n", json_is_true(json_object_get(sum, "quick")) ? " --quick" : "",
             json_string_value(json_object_get(sum, "run_dir")) ? json_string_value(json_object_get(sum, "run_dir")) : "");
@@ -274,6 +287,14 @@ void jr_report_text(FILE *out, const json_t *sum) {
         if (json_is_object(st2))
             fprintf(out, "steering: P(Yes) after GRPO %.2f with the biased judge vs %.2f with the unbiased one (%+.0f points)\n",
                     num(st2, "p_yes_biased"), num(st2, "p_yes_unbiased"), 100 * num(st2, "delta"));
+    }
+    json_t *pr = json_object_get(sum, "probe");
+    const char *nm[16];
+    const json_t *rs[16];
+    int np = probe_sets(pr, nm, rs);
+    if (np > 0) {
+        fprintf(out, "judge probes (docs/PROBES.md; FLAG = a 95%% interval wholly past its threshold):\n");
+        jr_probe_table(out, nm, rs, np);
     }
     fprintf(out, "total %.1f s; report: %s/report.html\n", num(sum, "total_seconds"),
             json_string_value(json_object_get(sum, "run_dir")) ? json_string_value(json_object_get(sum, "run_dir")) : ".");
@@ -476,11 +497,24 @@ static void html_grpo(jr_buf *b, const char *run_dir, const json_t *sum) {
     jr_buf_printf(b, "</div>\n");
 }
 
-static const char *CSS =
+const char jr_report_css[] =
     "body{font-family:sans-serif;margin:24px;color:#111;max-width:1200px}h1{font-size:22px}h2{font-size:18px;margin-top:28px}"
     "table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #d1d5db;padding:4px 8px;font-size:13px;text-align:left}"
     "th{background:#f3f4f6}.charts{display:flex;flex-wrap:wrap;gap:12px}.charts svg{border:1px solid #e5e7eb}"
     ".note{color:#6b7280}code{background:#f3f4f6;padding:1px 4px}";
+
+/* The demo's probe stage, the judges side by side. */
+static void html_probe(jr_buf *b, const json_t *pr) {
+    const char *nm[16];
+    const json_t *rs[16];
+    int n = probe_sets(pr, nm, rs);
+    if (n <= 0) return;
+    jr_buf_printf(b, "<h2>Judge probes (docs/PROBES.md)</h2>\n<p>Each judge served by <code>judgerl serve</code> and "
+                     "probed over HTTP with <code>data/eightball/lm/probe_rows.jsonl</code>: the unbiased judge, the "
+                     "Yes-biased one, and judges trained with a known injected bias (longer answers, master keys, the "
+                     "first position of a pair).</p>\n");
+    jr_probe_html(b, nm, rs, n);
+}
 
 jr_status jr_report_write(const char *run_dir, json_t **summary_out) {
     if (summary_out) *summary_out = NULL;
@@ -498,7 +532,7 @@ jr_status jr_report_write(const char *run_dir, json_t **summary_out) {
     free(sp);
     jr_buf b = {0};
     jr_buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>judgerl demo report</title>"
-                      "<style>%s</style></head><body>\n<h1>judgerl demo: the magic 8-ball, judged</h1>\n", CSS);
+                      "<style>%s</style></head><body>\n<h1>judgerl demo: the magic 8-ball, judged</h1>\n", jr_report_css);
     jr_buf_printf(&b, "<p>Run directory <code>");
     jr_buf_xml(&b, run_dir);
     jr_buf_printf(&b, "</code>%s; total %.1f s.</p>\n", json_is_true(json_object_get(sum, "quick")) ? " (quick mode: fewer steps)" : "",
@@ -519,6 +553,8 @@ jr_status jr_report_write(const char *run_dir, json_t **summary_out) {
     json_t *s1 = json_object_get(sum, "seed1");
     if (json_is_object(s1)) html_seed1(&b, s1);
     html_grpo(&b, run_dir, sum);
+    json_t *pr = json_object_get(sum, "probe");
+    if (json_is_object(pr)) html_probe(&b, pr);
     jr_buf_printf(&b, "<p class=\"note\">Written by <code>judgerl report</code> from summary.json and the runs' metrics.jsonl.</p>\n"
                       "</body></html>\n");
     jr_status st = JR_OK;

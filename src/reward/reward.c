@@ -46,6 +46,7 @@ typedef struct {
 
 struct jr_reward {
     jr_reward_opts o; /* a copy (strings borrowed from the caller's config) */
+    jr_reason_tally *why; /* every unscored row's reason since open */
     component *c;
     int n;
     jr_judge *judge;
@@ -59,6 +60,7 @@ void jr_reward_close(jr_reward *r) {
     }
     free(r->c);
     jr_judge_close(r->judge);
+    jr_reason_tally_free(r->why);
     free(r);
 }
 
@@ -110,6 +112,7 @@ jr_status jr_reward_open_opts(jr_reward **out, const jr_reward_opts *o) {
     jr_reward *r = jr_calloc(1, sizeof *r);
     if (!r || !(r->c = jr_calloc(n, sizeof *r->c))) { free(r); return JR_ENOMEM; }
     r->o = *o;
+    if (!(r->why = jr_reason_tally_new())) { jr_reward_close(r); return JR_ENOMEM; }
     int need_judge = 0;
     jr_status st = JR_OK;
     for (size_t i = 0; i < n && !st; i++) {
@@ -311,6 +314,7 @@ jr_status jr_reward_batch_finish(jr_reward_batch *b) {
         if (!res->parts) {
             res->reward = NAN;
             res->reason = jr_strdup(b->added[i] ? "out of memory" : "not scored");
+            jr_reason_tally_add(r->why, res->reason);
             continue;
         }
         double sum = 0;
@@ -328,6 +332,7 @@ jr_status jr_reward_batch_finish(jr_reward_batch *b) {
         }
         res->scored = ok;
         res->reward = ok ? sum : NAN;
+        if (!ok) jr_reason_tally_add(r->why, res->reason);
     }
     free(b->slots);
     free(b->added);
@@ -336,6 +341,10 @@ jr_status jr_reward_batch_finish(jr_reward_batch *b) {
     if (fatal) return jr_fail(JR_ENET, "%s", fatal);
     return JR_OK;
 }
+
+const char *jr_reward_unscored_summary(jr_reward *r) { return jr_reason_tally_summary(r->why); }
+
+long jr_reward_unscored_count(const jr_reward *r) { return jr_reason_tally_count(r->why); }
 
 jr_status jr_reward_score(jr_reward *r, const json_t *const *rows, size_t n, jr_reward_result *results) {
     jr_reward_batch *b;

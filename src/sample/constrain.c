@@ -1,4 +1,4 @@
-/* constrain.c - constrained decoding over a choice trie or a PCRE2 regex (hard partial matching) */
+/* constrain.c - constrained decoding over a choice trie, a PCRE2 regex (hard partial matching) or a caller's byte automaton */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "judgerl/constrain.h"
 

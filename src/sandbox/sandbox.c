@@ -364,15 +364,25 @@ jr_status jr_sandbox_run(const jr_sandbox_opts *o, const char *const *argv, cons
 
 int jr_sandbox_available(const jr_sandbox_opts *o, const char **why) {
     static __thread char msg[600];
+    char *bwrap = find_exe(o->bwrap);
+    if (!bwrap) {
+        snprintf(msg, sizeof msg, "'%s' not found (Debian package bubblewrap)", o->bwrap);
+        if (why) *why = msg;
+        return 0;
+    }
+    /* exactly `bwrap --unshare-user true` (with /usr to find true), as the sandbox's uid */
     jr_sandbox_opts t = *o;
-    t.unsafe = 0;
+    t.unsafe = 1;
     t.timeout_s = 20;
-    const char *argv[] = {"/usr/bin/true", NULL};
+    const char *argv[] = {bwrap, "--unshare-user", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+                          "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "/usr/bin/true", NULL};
     jr_sandbox_result r;
     jr_status st = jr_sandbox_run(&t, argv, NULL, 0, &r);
+    free(bwrap);
     if (!st && r.outcome == JR_SB_PASSED) { jr_sandbox_result_free(&r); return 1; }
     if (st) snprintf(msg, sizeof msg, "%s", jr_errmsg());
-    else snprintf(msg, sizeof msg, "bwrap --unshare-user true: %s", r.outcome == JR_SB_TIMEOUT ? "timed out" : r.reason);
+    else snprintf(msg, sizeof msg, "bwrap --unshare-user true (as uid %ld): %s: %.200s", geteuid() == 0 ? o->uid : (long)geteuid(),
+                  r.outcome == JR_SB_TIMEOUT ? "timed out" : r.reason, r.err);
     jr_sandbox_result_free(&r);
     if (why) *why = msg;
     return 0;

@@ -453,6 +453,8 @@ static void stream_free(void *cls) {
 static enum MHD_Result send_models(jr_server *s, struct MHD_Connection *c) {
     json_t *o = json_pack("{s:s,s:[{s:s,s:s,s:I,s:s,s:i}]}", "object", "list", "data", "id", s->model_name, "object", "model",
                           "created", (json_int_t)0, "owned_by", "judgerl", "max_model_len", s->b.lm ? s->b.lm->max_ctx : 0);
+    if (o && s->b.fingerprint)
+        json_object_set_new(json_array_get(json_object_get(o, "data"), 0), "judgerl_fingerprint", json_string(s->b.fingerprint));
     return send_body(s, c, 200, "application/json", dump(o));
 }
 
@@ -500,6 +502,11 @@ static int prepare(jr_server *s, job *j, char *msg, size_t msz) {
     }
     if (st) { snprintf(msg, msz, "%s", jr_errmsg()); return st == JR_ENOMEM ? 500 : 400; }
     if (j->n_prompt == 0) { snprintf(msg, msz, "the prompt is empty"); return 400; }
+    for (int i = 0; i < r->n_bias; i++)
+        if (r->bias_ids[i] >= s->b.vocab.tb.n) {
+            snprintf(msg, msz, "logit_bias: token id %d is not below the vocabulary size %d", (int)r->bias_ids[i], s->b.vocab.tb.n);
+            return 400;
+        }
     int ctx = s->b.lm->max_ctx;
     int mt = r->max_tokens;
     if (mt == 0) {

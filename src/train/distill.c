@@ -171,6 +171,7 @@ static jr_status distill_step(void *ud, jr_run *r, int64_t step, double *loss, i
         const char *lab = label_of(d, &d->results[i], d->comp);
         if (d->results[i].judge_latency_s > lat) lat = d->results[i].judge_latency_s;
         if (lab) st = label_target(d, json_string_value(json_object_get(d->rows[i], "prompt")), lab, kept++, &T);
+        else jr_reason_tally_add(r->why, d->results[i].reason ? d->results[i].reason : "no accepted label");
     }
     free_rows(d);
     if (st) return st;
@@ -220,7 +221,7 @@ static jr_status distill_open(distill *d, const jr_data_opts *dopt) {
     d->len = jr_calloc((size_t)d->B, sizeof *d->len);
     d->lp = jr_malloc(sizeof(float) * n);
     if (!d->rows || !d->results || !d->seq || !d->ids || !d->tg || !d->len || !d->lp) return JR_ENOMEM;
-    return jr_acts_init(&d->acts, &r->m, d->B, d->cap);
+    return jr_acts_init_opts(&d->acts, &r->m, d->B, d->cap, &(jr_acts_opts){JR_LOGIT_ROWS_AUTO, 1});
 }
 
 static jr_status distill_close(distill *d, jr_status st) {

@@ -74,7 +74,8 @@ struct jr_grpo_trainer {
     jr_env *env;
     jr_judge *judge;        /* for the judge statistics of the log (NULL: none) */
     jr_data *data;
-    jr_acts acts;
+    jr_acts acts;           /* logits in chunks (jr_acts_opts): never B x T x V at once */
+    float *ent;             /* (B, T_max) entropies of the micro-batch in the update */
     FILE *progress;
     volatile sig_atomic_t *stop;
     /* one-step-ahead generation: gen_m holds the weights the background rollout samples from */

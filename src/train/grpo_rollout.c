@@ -233,6 +233,7 @@ static void take_rewards(jr_grpo_trainer *g, grpo_sample *s, jr_env_result *res)
     if (!s->scored) {
         s->reward = NAN;
         s->reason = jr_strdup(res->reason ? res->reason : "unscored");
+        jr_reason_tally_add(g->run.why, res->reason ? res->reason : "unscored");
         return;
     }
     double sum = 0;

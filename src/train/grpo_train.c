@@ -8,6 +8,7 @@
 
 #include "grpo_internal.h"
 #include "judgerl/fsutil.h"
+#include "judgerl/judge.h"
 #include "judgerl/reward.h"
 #include "judgerl/train.h"
 
@@ -18,6 +19,14 @@ static void on_bad_line(void *ud, const char *msg) {
 
 /* Checks the options against the environment and the model; the reward weights (K + the overlong penalty). */
 static jr_status check_setup(jr_grpo_trainer *g) {
+    const jr_grpo_opts *o = &g->o;
+    if (o->num_generations < 2 || o->prompts_per_step < 1 || o->max_prompt_length < 1 || o->max_completion_length < 1)
+        return jr_fail(JR_EINVAL, "grpo options: num_generations=%d must be >= 2, prompts_per_step=%d, "
+                                  "max_prompt_length=%d, max_completion_length=%d >= 1", o->num_generations,
+                       o->prompts_per_step, o->max_prompt_length, o->max_completion_length);
+    if (!(o->temperature > 0) || !(o->top_p > 0 && o->top_p <= 1) || o->num_iterations < 1)
+        return jr_fail(JR_EINVAL, "grpo options: temperature=%g must be > 0, top_p=%g in (0, 1], num_iterations=%d "
+                                  ">= 1", o->temperature, o->top_p, o->num_iterations);
     g->K = g->env->n_parts;
     if (g->o.n_reward_weights && g->o.n_reward_weights != g->K)
         return jr_fail(JR_EINVAL, "grpo.reward_weights has %d entries but the reward has %d components",
@@ -61,16 +70,18 @@ static jr_status open_parts(jr_grpo_trainer *g, const jr_grpo_setup *s) {
         return st;
     double flops = jr_model_train_flops(&r->m, g->B, g->T_max) * ((g->P * g->G + g->B - 1) / g->B);
     if ((st = jr_run_start(r, flops, &g->tg.tok))) return st;
-    if ((st = jr_acts_init(&g->acts, &r->m, g->B, g->T_max))) return st;
+    if ((st = jr_acts_init_opts(&g->acts, &r->m, g->B, g->T_max, &(jr_acts_opts){JR_LOGIT_ROWS_AUTO, 1}))) return st;
     g->adv = jr_calloc((size_t)g->P * g->G, sizeof *g->adv);
     g->active = jr_calloc((size_t)g->P * g->G, 1);
-    if (!g->adv || !g->active) return JR_ENOMEM;
+    g->ent = jr_malloc(sizeof(float) * (size_t)g->B * g->T_max);
+    if (!g->adv || !g->active || !g->ent) return JR_ENOMEM;
     r->eval = (jr_run_eval){r->to.eval_every, 0, "eval/reward", jr_data_n_val(g->data) ? grpo_eval_reward : NULL, g};
     return JR_OK;
 }
 
 jr_status jr_grpo_open(jr_grpo_trainer **out, const jr_grpo_setup *s) {
     *out = NULL;
+    if (!s->env || !s->env->ops) return jr_fail(JR_EINVAL, "GRPO: no reward environment (jr_grpo_setup.env)");
     jr_grpo_trainer *g = jr_calloc(1, sizeof *g);
     if (!g) return JR_ENOMEM;
     g->o = s->grpo;
@@ -277,12 +288,35 @@ jr_status jr_grpo_close(jr_grpo_trainer *g, jr_status st) {
     free(g->active);
     if (g->has_gen) jr_model_free(&g->gen_m);
     jr_acts_free(&g->acts);
+    free(g->ent);
     jr_textgen_close(&g->tg);
     jr_data_close(g->data);
     if (g->has_ref) jr_model_free(&g->ref);
     free(g->weights);
     st = jr_run_close(&g->run, st);
     free(g);
+    return st;
+}
+
+jr_status jr_grpo_setup_defaults(jr_grpo_setup *s) {
+    static const jr_cfg_field *const tables[] = {jr_run_cfg, jr_data_cfg, jr_model_cfg, jr_trainer_cfg, jr_grpo_cfg,
+                                                 jr_judge_cfg, NULL};
+    char *const algo[] = {"trainer.algo=grpo"};
+    jr_config c;
+    memset(s, 0, sizeof *s);
+    jr_status st = jr_config_load_string(&c, "", "<defaults>", 1, algo, tables);
+    if (st) return st;
+    jr_run_opts_from_config(&s->run, &c);
+    jr_trainer_opts_from_config(&s->trainer, &c);
+    jr_lora_opts_from_config(&s->lora, &c);
+    jr_data_opts_from_config(&s->data, &c);
+    st = jr_grpo_opts_from_config(&s->grpo, &c);
+    /* nothing may point into the config freed below: the strings become static ones or NULL */
+    s->run.out_dir = NULL;
+    s->trainer.algo = "grpo";
+    s->lora.target_modules = "all"; /* the default q,k,v,o,gate,up,down */
+    s->data.train = s->data.validation = NULL;
+    jr_config_free(&c);
     return st;
 }
 

@@ -121,12 +121,12 @@ jr_status grpo_build_micro(jr_grpo_trainer *g) {
     return JR_OK;
 }
 
-/* Log-probs of micro-batch x's targets under model m into lp (B,T). */
-static jr_status micro_logprobs(jr_grpo_trainer *g, jr_model *m, grpo_micro *x, float *lp) {
+/* Log-probs of micro-batch x's targets under model m into lp (B,T); with ent (B,T) also the entropy
+ * of softmax(logits / T) at every target (the logits come in chunks: jr_acts_opts). */
+static jr_status micro_logprobs(jr_grpo_trainer *g, jr_model *m, grpo_micro *x, float *lp, float *ent) {
     jr_status st = jr_model_forward(m, &g->acts, x->ids, x->nb, x->T);
     if (st) return st;
-    jr_model_logprobs(m, &g->acts, x->targets, (float)g->o.temperature, lp);
-    return JR_OK;
+    return jr_model_logprobs_ent(m, &g->acts, x->targets, (float)g->o.temperature, lp, ent);
 }
 
 /* Old log-probs (num_iterations > 1, or the generating weights with async generation), the launch of
@@ -138,7 +138,7 @@ jr_status grpo_old_and_ref(jr_grpo_trainer *g, int64_t step) {
     for (int k = 0; k < g->n_mb && !st && (g->mu > 1 || g->o.async_generation); k++) {
         grpo_micro *x = &g->mb[k];
         if (!(x->old = jr_malloc(sizeof(float) * (size_t)x->nb * x->T))) st = JR_ENOMEM;
-        else st = micro_logprobs(g, g->o.async_generation ? &g->gen_m : &r->m, x, x->old);
+        else st = micro_logprobs(g, g->o.async_generation ? &g->gen_m : &r->m, x, x->old, NULL);
     }
     /* the next generation batch starts now, from the weights before this update */
     if (!st && g->o.async_generation && step + g->mu < r->to.steps) st = grpo_launch_rollout(g, step + g->mu);
@@ -146,32 +146,21 @@ jr_status grpo_old_and_ref(jr_grpo_trainer *g, int64_t step) {
         grpo_micro *x = &g->mb[k];
         if (!(x->ref = jr_malloc(sizeof(float) * (size_t)x->nb * x->T))) return JR_ENOMEM;
         if (r->use_lora) jr_lora_off(&r->lora);
-        st = micro_logprobs(g, r->use_lora ? &r->m : &g->ref, x, x->ref);
+        st = micro_logprobs(g, r->use_lora ? &r->m : &g->ref, x, x->ref, NULL);
         if (r->use_lora) jr_lora_on(&r->lora);
     }
     g->t_ref = jr_now_s() - t0;
     return st;
 }
 
-/* Mean entropy of softmax(logits / T) over the masked positions of the last forward (summed into *sum). */
-static void entropy_sum(jr_grpo_trainer *g, const grpo_micro *x, double *sum, double *cnt) {
-    int V = g->run.m.cfg.vocab_size;
-    double inv = 1.0 / g->o.temperature;
+/* Entropy over the masked positions of active rows (summed into *sum, counted into *cnt). */
+static void entropy_sum(const grpo_micro *x, const float *ent, double *sum, double *cnt) {
     for (int b = 0; b < x->nb; b++) {
         if (!x->active[b]) continue;
         for (int t = 0; t < x->T; t++) {
             size_t k = (size_t)b * x->T + t;
             if (x->mask[k] == 0) continue;
-            const float *z = g->acts.logits + k * (size_t)V;
-            double mx = -INFINITY;
-            for (int v = 0; v < V; v++) if (z[v] * inv > mx) mx = z[v] * inv;
-            double se = 0, sez = 0;
-            for (int v = 0; v < V; v++) {
-                double u = z[v] * inv - mx, e = exp(u);
-                se += e;
-                sez += e * u;
-            }
-            *sum += log(se) - sez / se;
+            *sum += ent[k];
             *cnt += 1;
         }
     }
@@ -181,9 +170,9 @@ static void entropy_sum(jr_grpo_trainer *g, const grpo_micro *x, double *sum, do
 static jr_status micro_step(jr_grpo_trainer *g, grpo_micro *x, const jr_policy_loss_cfg *pc, double *ent,
                             double *ent_n, double *w_sum) {
     int use_old = g->mu > 1 || g->o.async_generation;
-    jr_status st = micro_logprobs(g, &g->run.m, x, x->lp);
+    jr_status st = micro_logprobs(g, &g->run.m, x, x->lp, g->ent);
     if (st) return st;
-    entropy_sum(g, x, ent, ent_n);
+    entropy_sum(x, g->ent, ent, ent_n);
     jr_policy_loss_stats ps;
     st = jr_policy_loss(&ps, x->dlp, x->lp, use_old ? x->old : NULL, g->o.beta > 0 ? x->ref : NULL, x->mask, x->adv,
                         x->active, x->nb, x->T, pc);
@@ -193,7 +182,7 @@ static jr_status micro_step(jr_grpo_trainer *g, grpo_micro *x, const jr_policy_l
         for (size_t i = 0; i < (size_t)x->nb * x->T; i++) x->dlp[i] *= f;
         ps.loss *= f;
     }
-    jr_model_backward(&g->run.m, &g->acts, x->targets, (float)g->o.temperature, x->dlp);
+    if ((st = jr_model_backward(&g->run.m, &g->acts, x->targets, (float)g->o.temperature, x->dlp))) return st;
     grpo_update_stats *us = &g->us;
     us->loss += ps.loss;
     us->kl += ps.kl * ps.tokens;

@@ -124,7 +124,8 @@ void jr_lora_opts_from_config(jr_lora_opts *o, const jr_config *c) {
 static jr_status load_from_config(void *ud, jr_model *m) { return jr_model_from_config(m, ud); }
 
 void jr_model_source_opts_from_config(jr_model_source *s, const jr_config *c) {
-    *s = (jr_model_source){load_from_config, (void *)c, jr_cfg_str(c, "model.path")};
+    *s = (jr_model_source){load_from_config, (void *)c, jr_cfg_str(c, "model.path"),
+                           jr_model_compute_resolve(jr_cfg_str(c, "model.compute"))};
 }
 
 /* ---- the harness ---- */
@@ -143,8 +144,12 @@ static jr_status write_model(void *ud, const char *dir) {
 static jr_status load_state(jr_run *r, const char *ckpt, unsigned targets) {
     const jr_trainer_opts *t = &r->to;
     jr_status st;
-    if (ckpt && !r->use_lora) st = jr_ckpt_load(ckpt, &r->m, &r->opt, &r->ts, t->beta1, t->beta2, t->eps, t->weight_decay);
-    else st = r->src.load(r->src.ud, &r->m);
+    if (ckpt && !r->use_lora) {
+        st = jr_ckpt_load(ckpt, &r->m, &r->opt, &r->ts, t->beta1, t->beta2, t->eps, t->weight_decay);
+        r->m.compute = r->src.compute;
+    } else {
+        st = r->src.load(r->src.ud, &r->m);
+    }
     if (st) return st;
     r->trained = &r->m;
     if (r->use_lora) {
@@ -160,6 +165,18 @@ static jr_status load_state(jr_run *r, const char *ckpt, unsigned targets) {
     return st;
 }
 
+/* Typed options built in C skip the config's range checks: the ones a zeroed field would get wrong. */
+static jr_status check_trainer_opts(const jr_trainer_opts *t) {
+    if (t->steps < 1 || t->batch_size < 1 || t->log_every < 1)
+        return jr_fail(JR_EINVAL, "trainer options: steps=%lld, batch_size=%d and log_every=%lld must be >= 1",
+                       (long long)t->steps, t->batch_size, (long long)t->log_every);
+    if (!(t->beta1 >= 0 && t->beta1 < 1 && t->beta2 > 0 && t->beta2 < 1 && t->eps > 0 && t->lr >= 0))
+        return jr_fail(JR_EINVAL, "trainer options: AdamW needs 0 <= beta1 < 1, 0 < beta2 < 1, eps > 0, lr >= 0 "
+                                  "(got %g, %g, %g, %g)", t->beta1, t->beta2, t->eps, t->lr);
+    if (!t->tokenizer) return jr_fail(JR_EINVAL, "trainer options: tokenizer is not set (\"byte\" or a tokenizer.json)");
+    return JR_OK;
+}
+
 jr_status jr_run_open(jr_run *r, const jr_run_opts *ro, const jr_trainer_opts *to, const jr_lora_opts *lo,
                       const jr_model_source *src, uint64_t rng_tag, FILE *progress, volatile sig_atomic_t *stop) {
     memset(r, 0, sizeof *r);
@@ -170,10 +187,14 @@ jr_status jr_run_open(jr_run *r, const jr_run_opts *ro, const jr_trainer_opts *t
     r->progress = progress;
     r->stop = stop;
     r->last_eval = NAN;
+    if (!(r->why = jr_reason_tally_new())) return JR_ENOMEM;
     r->use_lora = r->lo.enabled;
     r->sch = (jr_schedule){to->lr_schedule, to->lr, to->warmup_steps, to->steps};
     jr_rng_seed2(&r->ts.rng, ro->seed, rng_tag);
     if (!ro->out_dir) return jr_fail(JR_EINVAL, "run.out_dir must be set");
+    jr_status st = check_trainer_opts(to);
+    if (st) return st;
+    if (!src || !src->load) return jr_fail(JR_EINVAL, "no model source: the policy's load function is not set");
     unsigned targets = 0;
     if (r->use_lora && r->lo.dropout != 0)
         return jr_fail(JR_EUNSUPPORTED, "lora.dropout=%g: only 0 is supported (adapters are merged into the "
@@ -181,7 +202,7 @@ jr_status jr_run_open(jr_run *r, const jr_run_opts *ro, const jr_trainer_opts *t
     if (r->use_lora && jr_lora_parse_targets(r->lo.target_modules, &targets))
         return jr_fail_ctx(JR_EINVAL, "lora.target_modules");
     char *ckpt = NULL;
-    jr_status st = to->resume ? jr_ckpt_latest(ro->out_dir, &ckpt) : JR_OK;
+    st = to->resume ? jr_ckpt_latest(ro->out_dir, &ckpt) : JR_OK;
     if (!st) st = load_state(r, ckpt, targets);
     free(ckpt);
     return st;
@@ -221,9 +242,15 @@ jr_status jr_run_stop_unscored(jr_run *r, const jr_train_state *prev, int64_t st
     jr_runlog_commit(r->rl, step + 1);
     jr_status st = jr_run_checkpoint(r, prev);
     if (st) return st;
-    return jr_fail(JR_EIO, "step %lld: %d of %d %s (%.0f%% > judge.max_unscored_frac=%g); stopped with a checkpoint "
-                           "at step %lld: fix the judge and resume with trainer.resume=true", (long long)(step + 1), bad,
-                   total, what, 100 * frac, limit, (long long)step);
+    json_t *o = jr_reason_tally_json(r->why); /* the reasons, kept for after the run */
+    char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL, *path = jr_path_join(r->ro.out_dir, "unscored.json");
+    if (text && path) jr_write_atomic(path, text, strlen(text));
+    json_decref(o);
+    free(text);
+    free(path);
+    return jr_fail(JR_EIO, "step %lld: %d of %d %s (%.0f%% > judge.max_unscored_frac=%g; %.1500s); stopped with a "
+                           "checkpoint at step %lld: fix the judge and resume with trainer.resume=true", (long long)(step + 1),
+                   bad, total, what, 100 * frac, limit, jr_reason_tally_summary(r->why), (long long)step);
 }
 
 /* The eval hook is due after step `done` (1-based count of steps done). */
@@ -310,6 +337,8 @@ jr_status jr_run_close(jr_run *r, jr_status st) {
     jr_adamw_free(&r->opt);
     if (r->use_lora) jr_lora_free(&r->lora);
     jr_model_free(&r->m);
+    jr_reason_tally_free(r->why);
+    r->why = NULL;
     return st;
 }
 

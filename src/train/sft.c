@@ -199,8 +199,11 @@ static jr_status sft_open(sft *s, const jr_data_opts *dopt) {
     s->B = r->to.batch_size;
     s->accum = r->to.grad_accum;
     s->max_len = r->to.max_seq_len;
+    if (s->accum < 1 || s->max_len < 2)
+        return jr_fail(JR_EINVAL, "trainer options: grad_accum=%d must be >= 1 and max_seq_len=%d >= 2", s->accum,
+                       s->max_len);
     if ((st = jr_run_start(r, jr_model_train_flops(&r->m, s->B, s->max_len) * s->accum, &s->tok))) return st;
-    if ((st = jr_acts_init(&s->acts, &r->m, s->B, s->max_len))) return st;
+    if ((st = jr_acts_init_opts(&s->acts, &r->m, s->B, s->max_len, &(jr_acts_opts){JR_LOGIT_ROWS_AUTO, 1}))) return st;
     s->mb = jr_calloc((size_t)s->accum, sizeof *s->mb);
     s->lp = jr_malloc(sizeof(float) * (size_t)s->B * s->max_len);
     if (!s->mb || !s->lp) return JR_ENOMEM;

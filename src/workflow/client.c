@@ -38,11 +38,12 @@ void jr_workflow_opts_from_config(jr_workflow_opts *o, const jr_config *c) {
     o->templates = jr_cfg_str(c, "workflow.templates");
     o->seed = (uint64_t)jr_cfg_int(c, "workflow.seed");
     o->parallel = (int)jr_cfg_int(c, "workflow.parallel");
+    jr_sandbox_opts_from_config(&o->sandbox, c);
 }
 
 /* ---- the pass-through protocol: row {id, messages, params} -> one call -> its text ---- */
-static jr_status pt_open(const jr_judge_opts *o, const char *cfg_dir, void **state) {
-    (void)o;
+static jr_status pt_open(const jr_judge_opts *jo, const char *cfg_dir, void **state) {
+    (void)jo;
     (void)cfg_dir;
     *state = NULL;
     return JR_OK;
@@ -117,8 +118,8 @@ static void *collector(void *arg) {
     return NULL;
 }
 
-jr_status wf_client_open(jr_wf_executor *e, const jr_config *cfg) {
-    jr_status st = jr_judge_open(&e->judge, cfg);
+jr_status wf_client_open(jr_wf_executor *e, const jr_judge_opts *jo) {
+    jr_status st = jr_judge_open_opts(&e->judge, jo);
     if (st) return st;
     if ((st = jr_judge_add_protocol_impl(e->judge, &passthrough, &e->proto))) return st;
     pthread_mutex_init(&e->mu, NULL);

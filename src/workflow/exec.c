@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "judgerl/rng.h"
+#include "judgerl/sandbox.h"
 #include "judgerl/strbuf.h"
 #include "judgerl/verify.h"
 #include "workflow/wf_exec.h"
@@ -16,7 +17,7 @@
 static const char *const type_names[WF_TYPES] = {"math", "code", "qa"};
 
 /* ---- executor lifecycle ---- */
-jr_status jr_wf_executor_open(jr_wf_executor **out, const jr_config *cfg, const char *cfg_dir, const jr_workflow_opts *o) {
+jr_status jr_wf_executor_open(jr_wf_executor **out, const jr_judge_opts *jo, const char *cfg_dir, const jr_workflow_opts *o) {
     *out = NULL;
     jr_wf_executor *e = calloc(1, sizeof *e);
     if (!e) return jr_fail(JR_ENOMEM, "workflow executor: out of memory");
@@ -35,7 +36,7 @@ jr_status jr_wf_executor_open(jr_wf_executor **out, const jr_config *cfg, const 
                              dir, jr_wf_op_name((jr_wf_op)op), type_names[t], path);
         }
     }
-    if (!st) st = wf_client_open(e, cfg);
+    if (!st) st = wf_client_open(e, jo);
     if (st) { jr_wf_executor_close(e); return st; }
     jr_err_clear();
     *out = e;
@@ -404,6 +405,103 @@ static int op_revise(run *r, const jr_wf_node *n, uint64_t path, const wval *sol
     return 0;
 }
 
+/* Records one sandbox run in the trace. */
+static void trace_run(run *r, const jr_wf_node *n, const char *code, const char *result, int passed, int total, double wall) {
+    json_t *e = json_pack("{s:s, s:i, s:i, s:s, s:s, s:f}", "op", jr_wf_op_name(n->op), "line", n->line, "col", n->col, "code", code,
+                          "result", result ? result : "", "wall_s", wall);
+    if (e && total >= 0) json_object_set_new(e, "asserts", json_pack("[i, i]", passed, total));
+    pthread_mutex_lock(&r->mu);
+    if (e) json_array_append_new(json_object_get(r->trace, "sandbox"), e);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* program(x): Python defining solve(), run in the sandbox; its printed value is the answer. One
+ * retry with the error when the program fails. */
+static int op_program(run *r, const jr_wf_node *n, uint64_t path, const char *x, wval *out) {
+    char *feedback = NULL;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        char *prompt = render(r, JR_WF_PROGRAM, "input", x, "input_differs", strcmp(x, r->problem) ? "1" : NULL, "feedback", feedback, NULL);
+        char *reply;
+        int rc = llm(r, n, mix(path, (uint64_t)attempt), prompt, &reply);
+        free(prompt);
+        free(feedback);
+        feedback = NULL;
+        if (rc) return -1;
+        char *code = code_of(reply);
+        free(reply);
+        if (!code) {
+            feedback = strdup("The reply held no Python code block.");
+            continue;
+        }
+        jr_strbuf b = {0};
+        jr_strbuf_add(&b, code);
+        jr_strbuf_add(&b, "\n\nprint(solve())\n");
+        char *prog = jr_strbuf_take(&b);
+        const char *argv[] = {r->e->o.sandbox.python, "-I", "-c", prog ? prog : "", NULL};
+        jr_sandbox_result sr;
+        jr_status st = prog ? jr_sandbox_run(&r->e->o.sandbox, argv, NULL, 0, &sr) : jr_fail(JR_ENOMEM, "out of memory");
+        free(prog);
+        if (st) { free(code); return failf(r, n, "sandbox: %s", jr_errmsg()); }
+        const char *end = sr.out + sr.out_len, *lb = end;
+        while (lb > sr.out && isspace((unsigned char)lb[-1])) lb--;
+        end = lb;
+        while (lb > sr.out && lb[-1] != '\n') lb--;
+        int ok = sr.outcome == JR_SB_PASSED && end > lb;
+        char why[600];
+        snprintf(why, sizeof why, "%s%s%.400s", sr.outcome == JR_SB_TIMEOUT ? "timed out" : sr.reason ? sr.reason : ok ? "ran" : "printed nothing",
+                 sr.err_len ? ": " : "", sr.err_len ? sr.err : "");
+        trace_run(r, n, code, ok ? "printed a value" : why, 0, -1, sr.wall_s);
+        if (ok) {
+            out->kind = JR_WF_TEXT;
+            out->text = strndup(lb, (size_t)(end - lb));
+        }
+        jr_sandbox_result_free(&sr);
+        if (ok) { free(code); return out->text ? 0 : failf(r, n, "out of memory"); }
+        feedback = malloc(strlen(code) + strlen(why) + 64);
+        if (feedback) sprintf(feedback, "Code:\n%s\n\nResult: %s", code, why);
+        free(code);
+    }
+    free(feedback);
+    return failf(r, n, "the program failed twice in the sandbox (see the trace)");
+}
+
+/* test(code, loops): runs the code against the row's PUBLIC tests in the sandbox; on failure asks
+ * for a fix, at most `loops` times. Gives the last code (passing or not: the grade decides). */
+static int op_test(run *r, const jr_wf_node *n, uint64_t path, const wval *code, wval *out) {
+    const char *tests = json_string_value(json_object_get(r->row, "public_tests"));
+    const char *ep = json_string_value(json_object_get(r->row, "entry_point"));
+    if (!tests || !ep) return failf(r, n, "the row has no public_tests and entry_point to test against");
+    char *suite = malloc(strlen(tests) + 64);
+    if (!suite) return failf(r, n, "out of memory");
+    sprintf(suite, "%s\n\ndef check(candidate):\n    pass\n", tests); /* the driver calls check(entry_point) */
+    char *cur = strdup(code->text);
+    for (int k = 0; cur; k++) {
+        jr_py_job job = {cur, suite, ep};
+        jr_py_result pr;
+        jr_status st = jr_sandbox_python(&r->e->o.sandbox, &job, &pr);
+        if (st) { free(cur); free(suite); return failf(r, n, "sandbox: %s", jr_errmsg()); }
+        trace_run(r, n, cur, pr.result, pr.asserts_passed, pr.asserts_total, pr.wall_s);
+        int passed = pr.outcome == JR_SB_PASSED;
+        char why[600];
+        snprintf(why, sizeof why, "%s", pr.result ? pr.result : "failed");
+        jr_py_result_free(&pr);
+        if (passed || k == n->num) break;
+        char *prompt = render(r, JR_WF_TEST, "solution", cur, "error", why, NULL), *reply;
+        if (llm(r, n, mix(path, (uint64_t)k), prompt, &reply)) { free(prompt); free(cur); free(suite); return -1; }
+        free(prompt);
+        char *fixed = code_of(reply);
+        free(reply);
+        if (!fixed) { free(cur); free(suite); return failf(r, n, "the fix holds no code"); }
+        free(cur);
+        cur = fixed;
+    }
+    free(suite);
+    if (!cur) return failf(r, n, "out of memory");
+    out->kind = JR_WF_CODE;
+    out->text = cur;
+    return 0;
+}
+
 static int run_call(run *r, int id, uint64_t path, wval *args, wval *out) {
     const jr_wf_node *n = &r->w->nodes[id];
     const char *x = args[0].text;
@@ -425,8 +523,10 @@ static int run_call(run *r, int id, uint64_t path, wval *args, wval *out) {
         out->text = v;
         return 0;
     }
-    case JR_WF_PROGRAM: case JR_WF_TEST:
-        return failf(r, n, "sandbox not available in this build (code execution needs jr_sandbox_run)");
+    case JR_WF_PROGRAM:
+        return op_program(r, n, path, x, out);
+    case JR_WF_TEST:
+        return op_test(r, n, path, &args[0], out);
     case JR_WF_ENSEMBLE: case JR_WF_MDENSEMBLE:
         return op_ensemble(r, n, path, &args[0], out);
     case JR_WF_REVIEW:
@@ -452,6 +552,20 @@ static int run_call(run *r, int id, uint64_t path, wval *args, wval *out) {
     }
 }
 
+/* A list of `kind` from nodes ids[0..n) evaluated in parallel (the K runs of xK, a [..] literal). */
+static int eval_list(run *r, const int *ids, int n, uint64_t path, jr_wf_kind kind, wval *out) {
+    wval outs[JR_WF_LIST_MAX > JR_WF_REPEAT_MAX ? JR_WF_LIST_MAX : JR_WF_REPEAT_MAX];
+    int rc = eval_parallel(r, ids, n, path, outs);
+    out->kind = kind;
+    out->items = calloc((size_t)n, sizeof *out->items);
+    for (int k = 0; k < n; k++) {
+        if (out->items) { out->items[out->n++] = outs[k].text; outs[k].text = NULL; }
+        wval_free(&outs[k]);
+    }
+    if (!out->items) return failf(r, NULL, "out of memory");
+    return rc;
+}
+
 static int eval(run *r, int id, uint64_t path, wval *out) {
     memset(out, 0, sizeof *out);
     if (has_failed(r)) return -1;
@@ -464,18 +578,7 @@ static int eval(run *r, int id, uint64_t path, wval *out) {
         }
         return copy_val(r, &r->vals[n->var], out);
     }
-    if (n->type == JR_WF_N_LIST) {
-        wval items[JR_WF_LIST_MAX];
-        int rc = eval_parallel(r, n->items, n->n_items, path, items);
-        out->kind = n->kind;
-        out->items = calloc((size_t)n->n_items, sizeof *out->items);
-        for (int i = 0; i < n->n_items; i++) {
-            if (out->items) { out->items[out->n++] = items[i].text; items[i].text = NULL; }
-            wval_free(&items[i]);
-        }
-        if (!out->items) return failf(r, NULL, "out of memory");
-        return rc;
-    }
+    if (n->type == JR_WF_N_LIST) return eval_list(r, n->items, n->n_items, path, n->kind, out);
     if (n->type != JR_WF_N_CALL) return 0; /* instructions and numbers are read from the node */
     wval args[3] = {{0}};
     int rc = 0;
@@ -491,18 +594,8 @@ static int run_stmt(run *r, int i) {
     uint64_t path = mix(0x5747, (uint64_t)i);
     if (s->repeat <= 1) return eval(r, s->expr, path, &r->vals[i]);
     int ids[JR_WF_REPEAT_MAX];
-    wval outs[JR_WF_REPEAT_MAX];
     for (int k = 0; k < s->repeat; k++) ids[k] = s->expr;
-    int rc = eval_parallel(r, ids, s->repeat, path, outs);
-    wval *v = &r->vals[i];
-    v->kind = s->kind;
-    v->items = calloc((size_t)s->repeat, sizeof *v->items);
-    for (int k = 0; k < s->repeat; k++) {
-        if (v->items) { v->items[v->n++] = outs[k].text; outs[k].text = NULL; }
-        wval_free(&outs[k]);
-    }
-    if (!v->items) return failf(r, NULL, "out of memory");
-    return rc;
+    return eval_list(r, ids, s->repeat, path, s->kind, &r->vals[i]);
 }
 
 jr_status jr_workflow_run(jr_wf_executor *e, const jr_workflow *w, const json_t *row, uint64_t row_index, jr_wf_result *out) {
@@ -518,7 +611,7 @@ jr_status jr_workflow_run(jr_wf_executor *e, const jr_workflow *w, const json_t 
     pthread_mutex_init(&r.mu, NULL);
     r.t0 = wf_now();
     r.deadline = r.t0 + e->o.budget_seconds;
-    r.trace = json_pack("{s:[]}", "calls");
+    r.trace = json_pack("{s:[], s:[]}", "calls", "sandbox");
     r.vals = calloc((size_t)(w->n_stmts ? w->n_stmts : 1), sizeof *r.vals);
     if (!r.trace || !r.vals) {
         json_decref(r.trace);

@@ -12,28 +12,34 @@
 #define PICK(r, arr) (arr)[jr_rng_below((r), sizeof(arr) / sizeof *(arr))]
 static long range(jr_rng *r, long lo, long hi) { return lo + (long)jr_rng_below(r, (uint64_t)(hi - lo + 1)); }
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...) {
-    va_list ap;
-    va_start(ap, f);
-    char *s = NULL;
-    if (vasprintf(&s, f, ap) < 0) s = NULL;
-    va_end(ap);
-    return s;
-}
 
 /* ---------------------------------------------------------------- maths: 1..4 steps ---- */
 static const char *const people[] = {"Mia", "Noah", "Ava", "Liam", "Zoe", "Omar", "Ines", "Kofi", "Yuki", "Lena"};
 static const char *const things[] = {"marbles", "stickers", "apples", "coins", "stamps", "beads", "cards", "shells"};
+
+/* Appends one indented line of the reference program. */
+static void step_line(jr_strbuf *b, const char *f, ...) __attribute__((format(printf, 2, 3)));
+static void step_line(jr_strbuf *b, const char *f, ...) {
+    char line[96];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(line, sizeof line, f, ap);
+    va_end(ap);
+    jr_strbuf_add(b, "    ");
+    jr_strbuf_add(b, line);
+}
 
 /* Each step changes the running total: + (buys bags of m), - (gives away), x (trades for), / (shares). */
 static json_t *math_row(jr_rng *r, long idx) {
     const char *who = PICK(r, people), *what = PICK(r, things);
     int steps = 1 + (int)(idx % 4);
     long total = range(r, 120, 980);
-    jr_strbuf b = {0};
-    char *s = fmt("%s has %ld %s.", who, total, what);
+    jr_strbuf b = {0}, prog = {0};
+    char *s = jr_strfmt("%s has %ld %s.", who, total, what);
     jr_strbuf_add(&b, s);
+    free(s);
+    s = jr_strfmt("def solve():\n    n = %ld\n", total);
+    jr_strbuf_add(&prog, s);
     free(s);
     for (int k = 0; k < steps; k++) {
         int kind = (int)jr_rng_below(r, 4);
@@ -43,34 +49,42 @@ static json_t *math_row(jr_rng *r, long idx) {
                 if (total % c == 0 && total / c >= 20) { d = c; if (jr_rng_below(r, 2)) break; }
             if (!d) kind = 0;
             else {
-                s = fmt(" %s shares them equally with %ld friends, keeping one share and giving the others away.", who, d - 1);
+                s = jr_strfmt(" %s shares them equally with %ld friend%s, keeping one share and giving the others away.", who, d - 1,
+                              d == 2 ? "" : "s");
                 total /= d;
+                step_line(&prog, "n = n // %ld\n", d);
             }
         }
         if (kind == 0) {
             long bags = range(r, 12, 48), per = range(r, 13, 67);
-            s = fmt(" %s buys %ld bags of %ld %s each.", who, bags, per, what);
+            s = jr_strfmt(" %s buys %ld bags of %ld %s each.", who, bags, per, what);
             total += bags * per;
+            step_line(&prog, "n = n + %ld * %ld\n", bags, per);
         } else if (kind == 1) {
             long give = range(r, 1, total > 1 ? total - 1 : 1);
-            s = fmt(" %s gives %ld %s to a neighbour.", who, give, what);
+            s = jr_strfmt(" %s gives %ld %s to a neighbour.", who, give, what);
             total -= give;
+            step_line(&prog, "n = n - %ld\n", give);
         } else if (kind == 2) {
             long m = range(r, 3, 17);
-            s = fmt(" %s trades each of them for %ld new ones.", who, m);
+            s = jr_strfmt(" %s trades each of them for %ld new ones.", who, m);
             total *= m;
+            step_line(&prog, "n = n * %ld\n", m);
         }
         jr_strbuf_add(&b, s);
         free(s);
     }
-    s = fmt(" How many %s does %s have now?", what, who);
+    s = jr_strfmt(" How many %s does %s have now?", what, who);
     jr_strbuf_add(&b, s);
     free(s);
-    char *problem = jr_strbuf_take(&b);
+    jr_strbuf_add(&prog, "    return n\n");
+    char *problem = jr_strbuf_take(&b), *program = jr_strbuf_take(&prog);
     char ans[32];
     snprintf(ans, sizeof ans, "%ld", total);
-    json_t *row = json_pack("{s:s, s:s, s:s, s:i}", "problem", problem ? problem : "", "answer", ans, "type", "math", "steps", steps);
+    json_t *row = json_pack("{s:s, s:s, s:s, s:i, s:s}", "problem", problem ? problem : "", "answer", ans, "type", "math", "steps", steps,
+                            "program", program ? program : "");
     free(problem);
+    free(program);
     return row;
 }
 
@@ -138,42 +152,42 @@ static json_t *code_row(jr_rng *r, long idx) {
     case 0:
         p[0] = range(r, 2, 7);
         do p[1] = range(r, 3, 11); while (p[1] == p[0]);
-        desc = fmt("Return the sum of the integers k with 0 <= k < n that are divisible by %ld or by %ld.", p[0], p[1]);
-        ref = fmt("    return sum(k for k in range(n) if k %% %ld == 0 or k %% %ld == 0)\n", p[0], p[1]);
+        desc = jr_strfmt("Return the sum of the integers k with 0 <= k < n that are divisible by %ld or by %ld.", p[0], p[1]);
+        ref = jr_strfmt("    return sum(k for k in range(n) if k %% %ld == 0 or k %% %ld == 0)\n", p[0], p[1]);
         break;
     case 1:
         p[0] = range(r, -10, 10);
         p[1] = p[0] + range(r, 5, 50);
-        desc = fmt("Return the sum of the elements of xs after clamping each one to the range [%ld, %ld].", p[0], p[1]);
-        ref = fmt("    return sum(min(max(x, %ld), %ld) for x in xs)\n", p[0], p[1]);
+        desc = jr_strfmt("Return the sum of the elements of xs after clamping each one to the range [%ld, %ld].", p[0], p[1]);
+        ref = jr_strfmt("    return sum(min(max(x, %ld), %ld) for x in xs)\n", p[0], p[1]);
         break;
     case 2:
         p[0] = range(r, 1, 3);
-        desc = fmt("Return how many elements xs[i] (i >= %ld) are strictly greater than xs[i - %ld].", p[0], p[0]);
-        ref = fmt("    return sum(1 for i in range(%ld, len(xs)) if xs[i] > xs[i - %ld])\n", p[0], p[0]);
+        desc = jr_strfmt("Return how many elements xs[i] (i >= %ld) are strictly greater than xs[i - %ld].", p[0], p[0]);
+        ref = jr_strfmt("    return sum(1 for i in range(%ld, len(xs)) if xs[i] > xs[i - %ld])\n", p[0], p[0]);
         break;
     case 3:
         p[0] = range(r, -9, 9);
         p[1] = range(r, -30, 30);
         p[2] = range(r, -99, 99);
-        desc = fmt("Return %ld*x**2 + (%ld)*x + (%ld) for the integer x.", p[0], p[1], p[2]);
-        ref = fmt("    return %ld * x * x + (%ld) * x + (%ld)\n", p[0], p[1], p[2]);
+        desc = jr_strfmt("Return %ld*x**2 + (%ld)*x + (%ld) for the integer x.", p[0], p[1], p[2]);
+        ref = jr_strfmt("    return %ld * x * x + (%ld) * x + (%ld)\n", p[0], p[1], p[2]);
         break;
     default:
         p[0] = range(r, 2, 4);
-        desc = fmt("Return the sum of xs[0], xs[%ld], xs[%ld], ... (every %ld-th element, starting with the first).", p[0], 2 * p[0], p[0]);
-        ref = fmt("    return sum(xs[::%ld])\n", p[0]);
+        desc = jr_strfmt("Return the sum of xs[0], xs[%ld], xs[%ld], ... (every %ld-th element, starting with the first).", p[0], 2 * p[0], p[0]);
+        ref = jr_strfmt("    return sum(xs[::%ld])\n", p[0]);
         break;
     }
-    char *problem = fmt("def %s(%s):\n    \"\"\"%s\"\"\"\n", names[f], args[f], desc ? desc : "");
-    char *answer = fmt("def %s(%s):\n%s", names[f], args[f], ref ? ref : "");
+    char *problem = jr_strfmt("def %s(%s):\n    \"\"\"%s\"\"\"\n", names[f], args[f], desc ? desc : "");
+    char *answer = jr_strfmt("def %s(%s):\n%s", names[f], args[f], ref ? ref : "");
     jr_strbuf pub = {0}, hid = {0};
     for (int k = 0; k < 2 + 6; k++) {
         jr_strbuf call = {0};
         long e;
         code_case(r, f, p, &call, &e);
         char *c = jr_strbuf_take(&call);
-        char *line = fmt("assert %s(%s) == %ld\n", names[f], c ? c : "", e);
+        char *line = jr_strfmt("assert %s(%s) == %ld\n", names[f], c ? c : "", e);
         jr_strbuf_add(k < 2 ? &pub : &hid, line ? line : "");
         free(line);
         free(c);
@@ -231,10 +245,10 @@ static json_t *qa_row(jr_rng *r, long idx) {
     char *facts[NP * 2 + NC];
     int nf = 0;
     for (int i = 0; i < NP; i++) {
-        facts[nf++] = fmt("%s works for %s.", person[i], company[works[i]]);
-        facts[nf++] = fmt("%s was born in %s.", person[i], town[born[i]]);
+        facts[nf++] = jr_strfmt("%s works for %s.", person[i], company[works[i]]);
+        facts[nf++] = jr_strfmt("%s was born in %s.", person[i], town[born[i]]);
     }
-    for (int i = 0; i < NC; i++) facts[nf++] = fmt("%s has its headquarters in %s.", company[i], town[hq[i]]);
+    for (int i = 0; i < NC; i++) facts[nf++] = jr_strfmt("%s has its headquarters in %s.", company[i], town[hq[i]]);
     uint32_t order[NP * 2 + NC];
     for (int i = 0; i < nf; i++) order[i] = (uint32_t)i;
     jr_rng_shuffle_idx(r, order, (uint32_t)nf);
@@ -249,10 +263,10 @@ static json_t *qa_row(jr_rng *r, long idx) {
     const char *answer;
     char *q;
     if (hops == 1) {
-        if (jr_rng_below(r, 2)) { q = fmt("Question: Which company does %s work for?", person[who]); answer = company[works[who]]; }
-        else { q = fmt("Question: In which town was %s born?", person[who]); answer = town[born[who]]; }
+        if (jr_rng_below(r, 2)) { q = jr_strfmt("Question: Which company does %s work for?", person[who]); answer = company[works[who]]; }
+        else { q = jr_strfmt("Question: In which town was %s born?", person[who]); answer = town[born[who]]; }
     } else {
-        q = fmt("Question: In which town is the headquarters of the company that %s works for?", person[who]);
+        q = jr_strfmt("Question: In which town is the headquarters of the company that %s works for?", person[who]);
         answer = town[hq[works[who]]];
     }
     jr_strbuf_add(&b, q ? q : "");

@@ -34,7 +34,7 @@ typedef struct wf_reply {
 } wf_reply;
 
 double wf_now(void);
-jr_status wf_client_open(jr_wf_executor *e, const jr_config *cfg);
+jr_status wf_client_open(jr_wf_executor *e, const jr_judge_opts *jo);
 void wf_client_close(jr_wf_executor *e);
 /* Sends one user message; waits until the answer or `deadline` (wf_now() clock). 0 with out
  * filled, or -1 with out->error set. */
