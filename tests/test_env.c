@@ -226,7 +226,7 @@ static jr_status grpo_n(jr_env *env, const char *out, const char *prompts, int s
     s.grpo = (jr_grpo_opts){.num_generations = 4, .prompts_per_step = 8, .max_prompt_length = 16,
                             .max_completion_length = 8, .temperature = 1, .top_p = 1, .epsilon = 0.2,
                             .epsilon_high = -1, .num_iterations = 1, .max_unscored_frac = 0.9, .max_in_flight = 5};
-    s.policy = (jr_model_source){tiny_policy, model_json, NULL};
+    s.policy = (jr_model_source){.load = tiny_policy, .ud = model_json};
     s.data = (jr_data_opts){.train = prompts, .shuffle = 1, .seed = 7};
     s.env = env;
     s.stop = stop;

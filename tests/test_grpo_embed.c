@@ -36,7 +36,7 @@ static double train(const char *out_dir, const char *prompts, int shuffle) {
     s.grpo.max_prompt_length = 16;
     s.grpo.max_completion_length = 8;
     s.grpo.shuffle_rewards = shuffle;
-    s.policy = (jr_model_source){tiny_policy, model_json, NULL};
+    s.policy = (jr_model_source){.load = tiny_policy, .ud = model_json};
     s.data.train = prompts;
     s.data.seed = 1;
     jr_env env;
@@ -77,7 +77,7 @@ TEST(zeroed_options_are_refused_by_name) {
     CHECK(jr_grpo_open(&t, &s) == JR_EINVAL && strstr(jr_errmsg(), "no model source"));
     char model_json[1024];
     snprintf(model_json, sizeof model_json, "%s/configs/models/tiny-byte.json", jt_root());
-    s.policy = (jr_model_source){tiny_policy, model_json, NULL};
+    s.policy = (jr_model_source){.load = tiny_policy, .ud = model_json};
     CHECK(jr_grpo_open(&t, &s) == JR_EINVAL && strstr(jr_errmsg(), "num_generations=0"));
     jr_env_close(&env);
 }

@@ -15,7 +15,7 @@ static const char *usage_text =
     "usage: judgerl serve --model DIR [--host 127.0.0.1] [--port 8000] [--api-key-env NAME] [--parallel N]\n"
     "         [--max-tokens N] [--served-model-name NAME] [--ctx POSITIONS] [--max-queue N] [--max-body BYTES]\n"
     "         [--tokenizer auto|byte|PATH] [--seed S] [--drain-timeout 60] [--request-timeout 0]\n"
-    "         [--header-timeout 10] [--body-timeout 30] [--max-connections 256] [--max-per-client N]\n"
+    "         [--header-timeout 10] [--body-timeout 30] [--max-connections 512] [--max-per-client N]\n"
     "  Serves POST /v1/chat/completions and /v1/completions (stream or not), GET /v1/models, /health\n"
     "  (503 while loading) and /metrics. --api-key-env NAME requires 'Authorization: Bearer $NAME' on\n"
     "  /v1/. --port 0 picks a free port; the address is printed on stderr. SIGTERM or SIGINT stop\n"
@@ -61,7 +61,7 @@ int cmd_serve(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
     const char *model = NULL, *host = "127.0.0.1", *key_env = NULL, *name = NULL, *tokenizer = "auto";
     long port = 8000, parallel = 4, max_tokens = 512, ctx = 0, max_queue = 64, max_body = 1 << 20, seed = 0;
-    long max_conn = 256, per_client = 0;
+    long max_conn = 512, per_client = 0;
     double drain = 60, req_timeout = 0, hdr_timeout = 10, body_timeout = 30;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -789,8 +789,11 @@ jr_status jr_server_start(jr_server **out, const jr_serve_opts *opts) {
     if (s->o.max_tokens <= 0) s->o.max_tokens = 512;
     if (s->o.max_queue <= 0) s->o.max_queue = 64;
     if (!s->o.max_body) s->o.max_body = 1 << 20;
-    if (s->o.max_connections <= 0) s->o.max_connections = 256;
-    if (s->o.max_per_client <= 0) s->o.max_per_client = s->o.max_connections / 4 > 0 ? s->o.max_connections / 4 : 1;
+    if (s->o.max_connections <= 0) s->o.max_connections = 512;
+    /* Half the connections per client address: on loopback every local client (a judge client keeps
+     * up to 64 connections, judgerl probe opens a second one beside it) shares 127.0.0.1, so a
+     * quarter starved two well-behaved clients; half still leaves the other half to the rest. */
+    if (s->o.max_per_client <= 0) s->o.max_per_client = s->o.max_connections / 2 > 0 ? s->o.max_connections / 2 : 1;
     if (s->o.header_timeout <= 0) s->o.header_timeout = 10;
     if (s->o.body_timeout <= 0) s->o.body_timeout = 30;
     pthread_mutex_init(&s->mu, NULL);
@@ -806,7 +809,7 @@ jr_status jr_server_start(jr_server **out, const jr_serve_opts *opts) {
         jr_server_stop(s, 0);
         return st;
     }
-    s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)opts->port, NULL, NULL,
+    s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, (uint16_t)opts->port, NULL, NULL,
                             handler, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a, MHD_OPTION_CONNECTION_LIMIT,
                             (unsigned)s->o.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->o.max_per_client,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
