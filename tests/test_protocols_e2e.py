@@ -334,7 +334,8 @@ def test_label():
         {"id": "broken", "prompt": "Is it? BROKEN"},
         {"id": "lying", "prompt": "Is it? LYING"},
     ]
-    rc, o, s, err = grade("judge_label.yaml", rows, port, "label")
+    # the fault server speaks no dialect: the shipped constraint (sent per server kind) is off here
+    rc, o, s, err = grade("judge_label.yaml", rows, port, "label", "judge.constraint=null")
     report("label: grade exits 0", rc == 0, err)
     if rc != 0 or len(o) != 6:
         return
@@ -355,12 +356,12 @@ def test_label():
            o["broken"]["reward"] is None and len(requests_with(srv, "BROKEN")) == 3, o["broken"])
     b = requests_with(srv, "CONFIDENT-YES")[0]["body"]
     report("label: log-probs are requested", b.get("logprobs") is True and b.get("top_logprobs") == 10, b)
-    rc, o, s, err = grade("judge_label.yaml", rows[5:], port, "label_accept", "judge.label.unreliable=accept")
+    rc, o, s, err = grade("judge_label.yaml", rows[5:], port, "label_accept", "judge.label.unreliable=accept", "judge.constraint=null")
     ly = o.get("lying", {})
     report("label: judge.label.unreliable=accept scores it with confidence null",
            rc == 0 and ly.get("reward") == 1.0 and ly["detail"]["confidence"] is None
            and "confidence" not in ly["scores"] and s.get("logprobs_unreliable") == 1, (ly, s, err))
-    rc, o, s, err = grade("judge_label.yaml", rows[:1], port, "label_cmpl", "judge.api=completions")
+    rc, o, s, err = grade("judge_label.yaml", rows[:1], port, "label_cmpl", "judge.api=completions", "judge.constraint=null")
     y = o.get("yes", {})
     report("label: /v1/completions asks logprobs=k and reads the legacy log-probs",
            rc == 0 and near(y.get("scores", {}).get("confidence"), 0.7 / 0.95)

@@ -1073,9 +1073,9 @@ jr_status jr_judge_open_opts(jr_judge **out, const jr_judge_opts *o) {
     if (!j->hdrs) { st = JR_ENOMEM; goto fail; }
     st = jr_judge_constraint_parse(o->constraint, "judge.constraint", &j->constraint);
     if (st) { jr_fail_ctx(st, "%s", src); goto fail; }
-    st = setup_servers(j, o, src);
+    st = add_proto(j, o->protocol, NULL); /* the protocol's own options first: no network needed */
     if (st) goto fail;
-    st = add_proto(j, o->protocol, NULL);
+    st = setup_servers(j, o, src);
     if (st) goto fail;
     st = probe_identity(j, o);
     if (st) goto fail;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "judgerl/fsutil.h"
 #include "judgerl/strbuf.h"
@@ -85,7 +86,14 @@ void jr_server_detect(const char *api_base, const void *headers, long timeout_ms
     size_t rl = bl >= 3 && !strncmp(api_base + bl - 3, "/v1", 3) ? bl - 3 : bl;
     char url[1024], note[128] = "";
     snprintf(url, sizeof url, "%.*s/models", (int)bl, api_base);
-    json_t *m = get_json(url, headers, timeout_ms, note, sizeof note);
+    json_t *m = NULL;
+    /* a transport failure is asked again twice (a server at its per-client connection limit
+     * while another client's connections close answers a moment later) */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        if (attempt) usleep(attempt == 1 ? 200000 : 600000);
+        m = get_json(url, headers, timeout_ms, note, sizeof note);
+        if (m || !strncmp(note, "HTTP", 4) || !strcmp(note, "not a JSON object")) break;
+    }
     if (!m && strncmp(note, "HTTP", 4) && strcmp(note, "not a JSON object")) {
         /* nothing answers there (refused, timed out): asking its other paths would only wait longer */
         note_add(o, "GET /v1/models: %s%s", note, "");

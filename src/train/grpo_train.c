@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "grpo_internal.h"
 #include "judgerl/fsutil.h"
@@ -344,7 +345,8 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
     jr_grpo_trainer *g = NULL;
     if (!st) st = jr_grpo_open(&g, &s);
     if (g) g->judge = jr_reward_judge(rw);
-    for (int e = 0; g && g->judge && progress && e < jr_judge_n_endpoints(g->judge); e++) /* once: what each server is */
+    /* once, beside the progress bar (a terminal only: errors stay one line): what each server is */
+    for (int e = 0; g && g->judge && progress && isatty(fileno(progress)) && e < jr_judge_n_endpoints(g->judge); e++)
         fprintf(progress, "judge %s\n", jr_judge_endpoint_info(g->judge, e));
     if (!st) {
         jr_run_algo algo = {algo_name(g), grpo_step, g, "reward"};
