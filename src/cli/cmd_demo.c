@@ -607,7 +607,7 @@ static jr_status run_probes(const char *out, json_t *sum, json_t *stages, const 
         json_object_set_new(results, pj->name, res);
         char jp[2 * PATH_MAX];
         snprintf(jp, sizeof jp, "%s/%s.json", pdir, pj->name);
-        char *text = json_dumps(res, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
+        char *text = json_dumps(res, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
         st = text ? jr_write_atomic(jp, text, strlen(text)) : jr_fail(JR_ENOMEM, "out of memory");
         free(text);
         json_t *fl = json_array();
