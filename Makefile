@@ -1,20 +1,21 @@
 # judgerl - build, test and demo. `make demo` and `make test` install missing Debian packages first.
 #   make            release build: build/rel/judgerl
 #   make asan       sanitizer build (ASan + UBSan): build/asan/judgerl
-#   make test       deps + both builds + the whole test suite under both
+#   make test       deps + both builds + the whole test suite under both + fuzz smoke runs
 #   make demo       deps + release build + `judgerl demo`
 #   make fuzz       libFuzzer targets (clang): build/fuzz/
 #   make check-warnings  both builds with -Werror
 
 CC      ?= cc
 CXX     ?= c++
-PKGS    := libcurl jansson yaml-0.1 libpcre2-8 libutf8proc sqlite3 openblas libmicrohttpd
+PKGS    := libcurl jansson yaml-0.1 libpcre2-8 libutf8proc sqlite3 openblas libmicrohttpd zlib
+# oneDNN (libdnnl-dev, bf16 matmuls) ships no pkg-config file: -ldnnl in LIBS
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN    := -Wall -Wextra -Wno-unused-parameter
 BASE    := -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -fopenmp $(WARN) $(EXTRA_CFLAGS)
 BASECXX := -std=c++17 -D_GNU_SOURCE -Iinclude -Isrc $(WARN) $(EXTRA_CFLAGS)
-LIBS     = $(PKG_LIBS) -lcld2 -lstdc++ -lm -lpthread -fopenmp
+LIBS     = $(PKG_LIBS) -ldnnl -lcld2 -lstdc++ -lm -lpthread -fopenmp
 
 REL_FLAGS  := -O2 -g -march=native -DNDEBUG
 ASAN_FLAGS := -O1 -g -march=native -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -40,7 +41,7 @@ FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 HEADERS  := $(wildcard include/judgerl/*.h src/*/*.h tests/*.h)
 
-.PHONY: all build asan deps deps-test test test-fast demo clean fuzz fuzz-targets check-warnings
+.PHONY: all build asan deps deps-test test test-fast demo clean fuzz fuzz-targets fuzz-smoke check-warnings
 .DEFAULT_GOAL := all
 
 all: build
@@ -49,13 +50,15 @@ build: $(OUT)/judgerl $(TEST_BIN)
 asan:
 	@$(MAKE) --no-print-directory BUILD=asan build
 
-$(OUT)/obj/%.o: %.c $(HEADERS)
+# Each object records the headers it includes (-MMD -MP: build/<b>/obj/**/*.d), so a header
+# change rebuilds only what includes it.
+$(OUT)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -c $< -o $@
+	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
-$(OUT)/obj/%.o: %.cc $(HEADERS)
+$(OUT)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
-	$(CXX) $(BASECXX) $(MODE_FLAGS) -c $< -o $@
+	$(CXX) $(BASECXX) $(MODE_FLAGS) -MMD -MP -c $< -o $@
 
 $(OUT)/libjudgerl.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -64,9 +67,15 @@ $(OUT)/libjudgerl.a: $(LIB_OBJ)
 $(OUT)/judgerl: $(CLI_OBJ) $(OUT)/libjudgerl.a
 	$(CC) $(MODE_FLAGS) -fopenmp $^ -o $@ $(LIBS)
 
-$(OUT)/tests/%: tests/%.c $(OUT)/libjudgerl.a $(HEADERS)
+$(OUT)/tests/%: tests/%.c $(OUT)/libjudgerl.a
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -Itests $< $(OUT)/libjudgerl.a -o $@ $(LIBS)
+	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -MMD -MP -Itests $< $(OUT)/libjudgerl.a -o $@ $(LIBS) $(TEST_LDFLAGS)
+
+# The allocation-failure sweep routes judgerl's own malloc/calloc/realloc/strdup/strndup calls
+# and jansson's parser entry points through its counters (link-time wrapping: test-only, the
+# library is unchanged).
+$(OUT)/tests/test_alloc_sweep: TEST_LDFLAGS := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup \
+  -Wl,--wrap=json_loadb,--wrap=json_loads,--wrap=json_load_file
 
 # libFuzzer targets: every fuzz/fuzz_*.c, built with clang against a fuzz-instrumented library.
 # Run one with e.g. build/fuzz/fuzz_yaml_config -max_total_time=60
@@ -86,11 +95,18 @@ deps:
 deps-test:
 	@sh tools/deps.sh test
 
-# The whole suite under the release build and the sanitizer build; ends with one summary line.
+# The whole suite under the release build and the sanitizer build (one summary line), then a short
+# run of every libFuzzer target from its committed corpus (FUZZ_SECONDS each, tools/fuzz_smoke.sh).
+FUZZ_SECONDS ?= 10
 test: deps-test
 	@$(MAKE) --no-print-directory -j2 BUILD=rel build
 	@$(MAKE) --no-print-directory -j2 BUILD=asan build
-	@sh tests/run.sh build/rel build/asan
+	@$(MAKE) --no-print-directory -j2 BUILD=fuzz CC=clang CXX=clang++ fuzz-targets
+	@sh tests/run.sh build/rel build/asan; rc=$$?; sh tools/fuzz_smoke.sh $(FUZZ_SECONDS) || rc=1; exit $$rc
+
+# Only the fuzz smoke runs (after `make fuzz`).
+fuzz-smoke:
+	@sh tools/fuzz_smoke.sh $(FUZZ_SECONDS)
 
 # The suite under the release build only (quick local iteration).
 test-fast:
@@ -107,3 +123,6 @@ check-warnings:
 
 clean:
 	rm -rf build
+
+# Header dependencies recorded by -MMD (absent on the first build, when everything is built anyway).
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d)

@@ -6,7 +6,11 @@ same thread count. Prints one JSON object (tokens_per_s, step_ms). Dev-time only
 The model is tools/torch_twin.py's HF-semantics forward (eager attention with repeat_kv, as
 transformers runs on PyTorch 1.13, which has no fused scaled_dot_product_attention).
 
-Usage: /usr/bin/python3 bench/train_torch.py --config 10m|100m [--batch 8] [--seq 256] [--steps 5] [--threads N]
+--autocast runs forward and loss under torch.autocast("cpu", dtype=torch.bfloat16) (bf16 matmuls,
+fp32 weights and optimizer: the peer of judgerl's model.compute bfloat16).
+
+Usage: /usr/bin/python3 bench/train_torch.py --config 10m|100m|0.5b [--batch 8] [--seq 256] [--steps 5] [--threads N]
+       [--autocast]
 """
 import argparse, json, os, sys, time
 
@@ -19,6 +23,9 @@ CONFIGS = {
                 intermediate_size=768, vocab_size=8192),
     "100m": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, num_key_value_heads=4,
                  intermediate_size=2048, vocab_size=32000),
+    # Qwen2.5-0.5B's shapes (494M parameters, tied)
+    "0.5b": dict(hidden_size=896, num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
+                 intermediate_size=4864, vocab_size=151936),
 }
 
 
@@ -30,6 +37,7 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "0") or 0))
+    ap.add_argument("--autocast", action="store_true")
     a = ap.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
@@ -56,15 +64,16 @@ def main():
     for s in range(a.warmup + a.steps):
         t0 = time.perf_counter()
         opt.zero_grad()
-        logits = torch_twin.forward(c, P, ids, mask)
-        loss = torch.nn.functional.cross_entropy(logits.view(-1, V), tg.view(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast):
+            logits = torch_twin.forward(c, P, ids, mask)
+            loss = torch.nn.functional.cross_entropy(logits.view(-1, V).float(), tg.view(-1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         if s >= a.warmup:
             total += time.perf_counter() - t0
     import resource
-    print(json.dumps(dict(impl="pytorch " + torch.__version__, config=a.config, batch=B, seq=T, steps=a.steps,
+    print(json.dumps(dict(impl="pytorch " + torch.__version__, autocast_bf16=a.autocast, config=a.config, batch=B, seq=T, steps=a.steps,
                           threads=torch.get_num_threads(), step_ms=1e3 * total / a.steps,
                           tokens_per_s=B * T * a.steps / total, loss=loss.item(),
                           peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)))

@@ -56,8 +56,18 @@ static void round_trip(const jr_tokenizer *t, const char *s, size_t n) {
     /* lstrip/rstrip tokens swallow whitespace that decoding cannot restore (as in HF) */
     int strips = memmem(s, n, "<L>", 3) || memmem(s, n, "<R>", 3);
     if (wl >= 0 && !strips && ((size_t)wl != dl || memcmp(want, dec, dl))) {
-        fprintf(stderr, "round trip differs\n");
-        abort();
+        /* Hugging Face splits added tokens with normalized:false ("tok" here) out of the raw text
+         * before normalizing the rest, so NFC applies piece by piece: "tok" + U+0327 stays as is
+         * where NFC of the whole would compose k + U+0327. Then only NFC(decoded) == NFC(x) holds. */
+        utf8proc_uint8_t *dn = NULL;
+        utf8proc_ssize_t dnl = memmem(s, n, "tok", 3) ? utf8proc_map((const utf8proc_uint8_t *)dec, (utf8proc_ssize_t)dl, &dn,
+                                                                     UTF8PROC_STABLE | UTF8PROC_COMPOSE) : -1;
+        int same = dnl == wl && !memcmp(dn, want, (size_t)wl);
+        free(dn);
+        if (!same) {
+            fprintf(stderr, "round trip differs\n");
+            abort();
+        }
     }
     jr_tok_stream st;
     jr_tok_stream_init(&st, t, 0);

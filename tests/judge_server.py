@@ -18,6 +18,8 @@ the order requests arrive in:
   rl=D            answer with x-ratelimit-remaining-requests: 0 and x-ratelimit-reset-requests: D
   @drip           send the answer a few bytes at a time with pauses
   @think          wrap reasoning in <think>...</think> before the verdict
+  @echokey        a successful answer that quotes the Authorization header's key (the client must
+                  redact it from everything it stores or prints)
 Streaming requests ("stream": true) are answered with server-sent events cut at odd places
 (mid-line, mid-JSON), with comments and keep-alives between events, ended by [DONE].
 Every request is logged (JSON lines, `log` path) with its time, prompt key, per-key attempt
@@ -162,6 +164,8 @@ class Handler(BaseHTTPRequestHandler):
             answer = "Feedback: great. [RESULT] 7"
         else:
             answer = "Feedback: scored by the test server. [RESULT] %d" % score
+            if "@echokey" in text:
+                answer = "Feedback: you sent the key %s (twice: %s). [RESULT] %d" % (auth[7:], auth[7:], score)
             if "@think" in text:
                 answer = "<think>The verdict might be [RESULT] 1 but let me reconsider.</think>" + answer
                 reasoning = "internal reasoning [RESULT] 1"

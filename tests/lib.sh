@@ -26,3 +26,19 @@ expect_ok() {
   name=$1; shift
   if "$@" >"$JR_TMP/out" 2>"$JR_TMP/err"; then ok "$name"; else fail "$name" "exit $?: $(head -c 400 "$JR_TMP/err")"; fi
 }
+
+# serve_start ARGS...: starts `judgerl serve ARGS --port 0` in the background (stderr in
+# $JR_TMP/serve.err) and waits until it is ready: sets $pid and $port ($port empty when it did not
+# come up; the caller reports and kills $pid).
+serve_start() {
+  "$JR_BIN" serve "$@" --port 0 2>"$JR_TMP/serve.err" &
+  pid=$!
+  i=0
+  while [ $i -lt 600 ]; do
+    grep -q 'ready' "$JR_TMP/serve.err" 2>/dev/null && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.1; i=$((i + 1))
+  done
+  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$JR_TMP/serve.err" | head -n 1)
+  grep -q ready "$JR_TMP/serve.err" || port=""
+}

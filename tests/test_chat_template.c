@@ -207,6 +207,21 @@ TEST(unsupported_and_broken_templates) {
     CHECK_OK(jr_tok_set_chat_template(t, "{{ messages[0].content.zfill(3) }}"));
     CHECK(jr_chat_render(t, m, 1, &o, &out, &len, NULL, NULL) != JR_OK);
     CHECK(strstr(jr_errmsg(), "unsupported method str.zfill()") != NULL);
+    /* 64-bit integer overflow is an error, not wraparound (Python's ints would give the exact value) */
+    static const char *over[] = {"{{ 22 ** 30 }}", "{{ 9223372036854775807 + 1 }}", "{{ -9223372036854775807 - 2 }}",
+                                 "{{ 4294967296 * 4294967296 }}"};
+    for (int i = 0; i < 4; i++) {
+        CHECK_OK(jr_tok_set_chat_template(t, over[i]));
+        out = NULL;
+        CHECK(jr_chat_render(t, m, 1, &o, &out, &len, NULL, NULL) != JR_OK);
+        CHECK_MSG(strstr(jr_errmsg(), "integer overflow") != NULL, "%s: %s", over[i], jr_errmsg());
+        CHECK(out == NULL);
+    }
+    /* exact powers: (-1) ** 65 = -1 (a 64-step cap once made it 1), 2 ** 62 */
+    CHECK_OK(jr_tok_set_chat_template(t, "{{ (-1) ** 65 }} {{ 2 ** 62 }} {{ 3 ** 0 }}"));
+    CHECK_OK(jr_chat_render(t, m, 1, &o, &out, &len, NULL, NULL));
+    if (out) CHECK_STR(out, "-1 4611686018427387904 1");
+    free(out);
     CHECK_OK(jr_tok_set_chat_template(t, "{{ nothing.here }}"));
     CHECK(jr_chat_render(t, m, 1, &o, &out, &len, NULL, NULL) != JR_OK);
     CHECK(strstr(jr_errmsg(), "undefined") != NULL);

@@ -116,10 +116,43 @@ TEST(yaml_scalars) {
     CHECK(jr_edit_distance("kitten", "sitting") == 3);
 }
 
+
+/* A YAML alias bomb: level 0 is a list of ten strings, level k a list of ten aliases of level k-1. */
+static char *alias_bomb(int levels) {
+    char *y = malloc(4096);
+    size_t o = (size_t)sprintf(y, "a0: &a0 [x,x,x,x,x,x,x,x,x,x]\n");
+    for (int k = 1; k < levels; k++) {
+        o += (size_t)sprintf(y + o, "a%d: &a%d [", k, k);
+        for (int i = 0; i < 10; i++) o += (size_t)sprintf(y + o, "*a%d%s", k - 1, i < 9 ? "," : "]\n");
+    }
+    return y;
+}
+
+/* The 9 x 10 alias bomb (10^9 nodes when expanded) fails at once with a clear message; 10^6 nodes
+ * (6 levels) are refused the same way (the node budget is 100,000). */
+TEST(yaml_alias_bomb_refused) {
+    for (int levels = 6; levels <= 9; levels += 3) {
+        char *y = alias_bomb(levels);
+        json_t *v = NULL;
+        jr_status st = jr_yaml_parse(y, strlen(y), "bomb.yaml", &v);
+        CHECK(st == JR_EFORMAT && v == NULL);
+        CHECK_MSG(strstr(jr_errmsg(), "bomb.yaml") && strstr(jr_errmsg(), "expands to more than 100000 nodes"), "%s", jr_errmsg());
+        json_decref(v);
+        free(y);
+    }
+    /* a config with ordinary aliases still loads */
+    const char *ok = "base: &b {lr: 0.1, steps: 3}\nrun1: *b\nrun2: *b\n";
+    json_t *v = NULL;
+    CHECK_OK(jr_yaml_parse(ok, strlen(ok), "ok.yaml", &v));
+    CHECK(json_real_value(json_object_get(json_object_get(v, "run2"), "lr")) == 0.1);
+    json_decref(v);
+}
+
 int main(void) {
     RUN(defaults_filled);
     RUN(file_and_overrides);
     RUN(errors_name_the_key);
     RUN(yaml_scalars);
+    RUN(yaml_alias_bomb_refused);
     return jt_done();
 }

@@ -422,10 +422,65 @@ TEST(durable_writer_cuts_torn_line) {
     CHECK_MSG(starts_with(jr_errmsg(), "/nonexistent/dir/o.jsonl: cannot open"), "%s", jr_errmsg());
 }
 
+
+/* A line longer than the reader's limit is a bad line named by its number, read no further than
+ * the limit (no allocation of its whole length); the lines after it are read normally. */
+TEST(line_longer_than_the_limit_is_a_bad_line) {
+    size_t big = 5000;
+    char *text = malloc(big + 64);
+    size_t o = (size_t)sprintf(text, "{\"a\":1}\n{\"s\":\"");
+    memset(text + o, 'x', big);
+    o += big;
+    o += (size_t)sprintf(text + o, "\"}\r\n{\"a\":3}\n");
+    char *p = write_file("long.jsonl", text, o);
+    free(text);
+    collected c = {0};
+    jr_jsonl_reader *r;
+    CHECK_OK(jr_jsonl_open(&r, p, JR_BAD_LINE_SKIP, collect, &c));
+    jr_jsonl_set_max_line(r, 1000);
+    int64_t lines[4], n = 0;
+    for (;;) {
+        json_t *row;
+        int64_t ln;
+        CHECK_OK(jr_jsonl_next(r, &row, &ln, NULL));
+        if (!row) break;
+        if (n < 4) lines[n] = ln;
+        n++;
+        json_decref(row);
+    }
+    CHECK(n == 2 && lines[0] == 1 && lines[1] == 3);
+    char want[600];
+    snprintf(want, sizeof want, "%s:2: the line is longer than 1000 bytes", p);
+    CHECK_MSG(c.n == 1 && starts_with(c.msg[0], want), "%d: %s", c.n, c.msg[0]);
+    jr_jsonl_close(r);
+    /* fatal mode: the error names the line; a limit of exactly the line's length accepts it */
+    CHECK_OK(jr_jsonl_open(&r, p, JR_BAD_LINE_FAIL, NULL, NULL));
+    jr_jsonl_set_max_line(r, 1000);
+    json_t *row;
+    CHECK_OK(jr_jsonl_next(r, &row, NULL, NULL));
+    json_decref(row);
+    CHECK(jr_jsonl_next(r, &row, NULL, NULL) == JR_EFORMAT && row == NULL);
+    CHECK_MSG(starts_with(jr_errmsg(), want), "%s", jr_errmsg());
+    jr_jsonl_close(r);
+    CHECK_OK(jr_jsonl_open(&r, p, JR_BAD_LINE_FAIL, NULL, NULL));
+    jr_jsonl_set_max_line(r, big + 9);
+    int rows = 0;
+    for (;;) {
+        CHECK_OK(jr_jsonl_next(r, &row, NULL, NULL));
+        if (!row) break;
+        rows++;
+        json_decref(row);
+    }
+    CHECK(rows == 3);
+    jr_jsonl_close(r);
+    free(p);
+}
+
 int main(void) {
     dir = jt_tmpdir("dataset");
     RUN(bad_lines_skipped_with_line_numbers);
     RUN(bad_line_fatal_names_file_and_line);
+    RUN(line_longer_than_the_limit_is_a_bad_line);
     RUN(invalid_utf8_kinds);
     RUN(crlf_bom_blank_and_long_lines);
     RUN(changed_file_detected);

@@ -5,6 +5,7 @@
 #include "judgerl/generate.h"
 #include "judgerl/kvcache.h"
 #include "judgerl/model.h"
+#include "judgerl/nn.h"
 
 /* Tolerance between the cached incremental forward and the full training forward (both fp32, same
  * kernels, different summation order in attention): |a - b| <= 2e-5 + 2e-5 |b|. */
@@ -118,9 +119,10 @@ TEST(decode_rows_do_not_depend_on_the_batch) {
 
 /* Log-probs the sampler recorded equal the training forward's over prompt + completion at the
  * same temperature (logits / T), for each of n sequences sharing one prefill. */
-static void check_logprobs_vs_training(float temperature, float top_p) {
+static void check_logprobs_vs_training_in(float temperature, float top_p, jr_compute comp, double atol) {
     jr_model m;
     if (random_model(&m, 0.3f)) { CHECK(0); return; }
+    m.compute = comp; /* the trainer's matmuls; the sampler (KV cache) always runs fp32 */
     jr_lm lm;
     CHECK_OK(jr_kv_lm_open(&lm, &m, 4, 64));
     int32_t prompt[6] = {72, 101, 108, 108, 111, 33};
@@ -164,17 +166,38 @@ static void check_logprobs_vs_training(float temperature, float top_p) {
         jr_acts_free(&a);
         jr_gen_seq_free(&out[i]);
     }
-    CHECK_MSG(worst <= ATOL, "T=%g: worst log-prob gap %.3g", temperature, worst);
-    CHECK_MSG(worst_raw <= ATOL, "raw: worst log-prob gap %.3g", worst_raw);
+    CHECK_MSG(worst <= atol, "T=%g: worst log-prob gap %.3g", temperature, worst);
+    CHECK_MSG(worst_raw <= atol, "raw: worst log-prob gap %.3g", worst_raw);
+    if (comp == JR_COMPUTE_BF16)
+        printf("  T=%g: bf16 trainer vs fp32 sampler: worst log-prob gap %.3g (tolerance %.3g)\n", temperature,
+               worst > worst_raw ? worst : worst_raw, atol);
     if (temperature > 0) CHECK(distinct);
     jr_kv_lm_close(&lm);
     jr_model_free(&m);
+}
+
+static void check_logprobs_vs_training(float temperature, float top_p) {
+    check_logprobs_vs_training_in(temperature, top_p, JR_COMPUTE_F32, ATOL);
 }
 
 TEST(sampler_logprobs_equal_training_logprobs) {
     check_logprobs_vs_training(0.7f, 0.9f);
     check_logprobs_vs_training(1.0f, 1.0f);
     check_logprobs_vs_training(0.0f, 1.0f);
+}
+
+/* With model.compute bfloat16 the trainer's log-probs differ from the fp32 sampler's by bf16
+ * rounding only: |a - b| <= BF16_LP_ATOL + 2e-5 |b| (measured worst 0.092 nats at T=0.7 and 0.067
+ * at T=1 on this model, whose weights (std 0.3) make large logits; AVX512-BF16, 2026-11-23). GRPO's
+ * ratio does not see this gap: its old and reference log-probs come from the trainer's own forward
+ * in the same compute type (grpo_train.c micro_logprobs), not from the sampler. */
+#define BF16_LP_ATOL 0.15
+TEST(sampler_logprobs_near_bf16_training_logprobs) {
+    float x[4] = {1, 2, 3, 4}, w[4] = {1, 0, 0, 1}, o[4];
+    if (jr_matmul_bf16_forward(o, x, w, NULL, 2, 2, 2)) SKIP("no oneDNN bf16 matmul here: %s", jr_matmul_bf16_error());
+    printf("  path: %s, oneDNN ISA %s\n", jr_nn_bf16_native() ? "bf16 units" : "NO bf16 units (emulated)", jr_nn_isa());
+    check_logprobs_vs_training_in(0.7f, 0.9f, JR_COMPUTE_BF16, BF16_LP_ATOL);
+    check_logprobs_vs_training_in(1.0f, 1.0f, JR_COMPUTE_BF16, BF16_LP_ATOL);
 }
 
 TEST(seeded_request_same_alone_and_batched_with_31_others) {
@@ -337,6 +360,7 @@ int main(void) {
     RUN(kv_logits_equal_training_forward);
     RUN(decode_rows_do_not_depend_on_the_batch);
     RUN(sampler_logprobs_equal_training_logprobs);
+    RUN(sampler_logprobs_near_bf16_training_logprobs);
     RUN(seeded_request_same_alone_and_batched_with_31_others);
     RUN(stop_strings_eos_length_and_streamed_text);
     RUN(constrained_choice_from_a_random_model);

@@ -148,6 +148,7 @@ TEST(config_errors) {
         {"rope_scaling", "{\"rope_type\":\"llama3\",\"factor\":8.0,\"low_freq_factor\":4.0,\"high_freq_factor\":1.0,\"original_max_position_embeddings\":8192}", "low_freq_factor (4) < high_freq_factor (1)"},
         {"architectures", "[\"GPT2LMHeadModel\"]", "config.json: unsupported architecture 'GPT2LMHeadModel' (judgerl supports LlamaForCausalLM"},
         {"architectures", "[]", "architectures must be a non-empty list"},
+        {"architectures", "null", "config.json: architectures is null (expected a list"},
         {"hidden_size", "\"64\"", "config.json: hidden_size must be an integer"},
         {"hidden_size", "null", "config.json: missing hidden_size"},
         {"hidden_size", "60", "num_attention_heads=8 does not divide hidden_size=60"},

@@ -244,7 +244,7 @@ TEST(close_with_work_in_flight) {
 
 /* A protocol written for this test: two calls per sample (the second asks for top log-probs),
  * then a second round of one more call; combine sums the three verdicts. */
-static jr_status tp_open(const jr_config *cfg, const char *dir, void **state) { (void)cfg; (void)dir; *state = NULL; return JR_OK; }
+static jr_status tp_open(const jr_judge_opts *o, const char *dir, void **state) { (void)o; (void)dir; *state = NULL; return JR_OK; }
 static void tp_close(void *state) { (void)state; }
 static json_t *user_msg(const char *prefix, const json_t *row) {
     char buf[256];

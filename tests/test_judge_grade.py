@@ -229,6 +229,24 @@ def test_key():
     cache = os.path.join(TMP, "key.sqlite")
     leak = secret_leaks(secret, [out, cache, cache + "-wal", cache + "-shm", cfg], [so, se, r.stdout, r.stderr])
     report("key_never_written", leak is None, "found in %s" % leak)
+    # a judge that quotes the key in a successful answer: scored, and the key is in no output,
+    # cache, detail or log (non-stream and stream)
+    rows3 = [{"id": i, "prompt": "echo q%d" % i, "response": "r%d score=5 @echokey" % i} for i in range(6)]
+    inp3, out3 = os.path.join(TMP, "key3.jsonl"), os.path.join(TMP, "key3.out.jsonl")
+    write_rows(inp3, rows3)
+    cfg3 = config("key3", port, "  api_key_env: JUDGE_TEST_KEY\n")
+    rc, so, se = grade(cfg3, inp3, out3, env={"JUDGE_TEST_KEY": secret})
+    res3 = read_out(out3)
+    cache3 = os.path.join(TMP, "key3.sqlite")
+    leak = secret_leaks(secret, [out3, cache3, cache3 + "-wal"], [so, se])
+    report("key_echoed_in_a_successful_answer_is_redacted", rc == 0 and len(res3) == 6 and all(r.get("reward") == 5 for r in res3)
+           and "[redacted]" in json.dumps(res3) and leak is None, "rc=%d leak=%s %s %s" % (rc, leak, se[-200:], json.dumps(res3[:1])[:300]))
+    out4 = os.path.join(TMP, "key4.out.jsonl")
+    cfg4 = config("key4", port, "  api_key_env: JUDGE_TEST_KEY\n  stream: true\n")
+    rc, so, se = grade(cfg4, inp3, out4, env={"JUDGE_TEST_KEY": secret})
+    cache4 = os.path.join(TMP, "key4.sqlite")
+    leak = secret_leaks(secret, [out4, cache4, cache4 + "-wal"], [so, se])
+    report("key_echoed_in_a_streamed_answer_is_redacted", rc == 0 and len(read_out(out4)) == 6 and leak is None, "rc=%d leak=%s %s" % (rc, leak, se[-200:]))
     wrong = "sk-wrong-SECRET-27182818"
     out2 = os.path.join(TMP, "key2.out.jsonl")
     rows2 = [{"id": i, "prompt": "other q%d" % i, "response": "r%d score=4" % i} for i in range(10)]
@@ -323,7 +341,7 @@ def test_sigterm_and_tpm():
 
 def test_shipped_configs():
     root = os.environ.get("JR_ROOT", ".")
-    for name in ["judge_vllm.yaml"]:
+    for name in ["judge_vllm.yaml", "judge_llamacpp.yaml", "judge_ollama.yaml", "judge_openai.yaml"]:
         r = subprocess.run([BIN, "config", os.path.join(root, "configs", name)], capture_output=True, text=True)
         report("shipped_config_" + name, r.returncode == 0, r.stderr)
 
@@ -338,15 +356,18 @@ def test_unscored_limit():
     lines = se.strip().splitlines()
     part = read_out(out)
     report("unscored_limit_stops_cleanly", rc == 1 and len(lines) == 1 and "max_unscored_frac" in se and len(part) < 40, "rc=%d %s" % (rc, se))
+    report("unscored_limit_names_last_and_most_frequent", "most frequent" in se and "no [RESULT] marker" in se, se)
     report("unscored_limit_rows_unique", len(part) == len(set(r["id"] for r in part)), "duplicates")
     rc, so, se = grade(cfg, inp, out, "judge.max_unscored_frac=1")
     out_rows = read_out(out)
     check_exactly_once("unscored_resume_exactly_once", rows, out_rows)
     report("unscored_are_null_not_0", all((r["reward"] is None) == bool(r["id"] % 2) for r in out_rows), str(out_rows[:3]))
     n_uns = sum(1 for r in out_rows if r["status"] == "unscored")
-    rc, so, se = grade(cfg, inp, out, "judge.max_unscored_frac=1", "--retry-unscored")
+    rc, so, se = grade(cfg, inp, out, "judge.max_unscored_frac=1", "--keep-unscored")
+    report("keep_unscored_skips_them", rc == 0 and summary(so).get("graded") == 0 and summary(so).get("skipped") == 40, so + se)
+    rc, so, se = grade(cfg, inp, out, "judge.max_unscored_frac=1")
     out_rows = read_out(out)
-    report("retry_unscored_replaces_rows", rc == 0 and summary(so).get("graded") == n_uns, so + se)
+    report("unscored_rows_retried_by_default", rc == 0 and summary(so).get("graded") == n_uns, so + se)
     check_exactly_once("retry_unscored_exactly_once", rows, out_rows)
     srv.shutdown()
 
@@ -363,12 +384,20 @@ def test_fail_fast():
     # admitted by then (up to the in-flight limit, and on a loaded machine a few more that were
     # admitted before the fatal answer was read) still go out, so the bound is loose: 50 rows.
     report("http_404_not_retried", all(c == 1 for c in counts.values()) and len(srv.state.log) <= 32, "%d requests" % len(srv.state.log))
-    # an unreachable port: connect errors are transient, retried max_attempts times, then unscored
+    # issue 25: a configuration error is not a sample: no unscored row is written for it, and the
+    # rerun with the URL fixed grades every row (it used to skip the rows written unscored and trip
+    # the limit again with an empty reason)
+    report("http_404_writes_no_unscored_rows", read_out(out) == [], str(read_out(out)[:2]))
+    rc, so, se = grade(config("ff", port), inp, out)
+    o = read_out(out)
+    report("config_error_rerun_grades_every_row", rc == 0 and len(o) == 50 and all(r["status"] == "ok" for r in o), so + se)
+    # nothing listening: stops at once (no retries) naming the URL, writing nothing
     dead = config("dead", 1, "  max_attempts: 2\n  max_unscored_frac: 0.5\n")
+    t0 = time.time()
     rc, so, se = grade(dead, inp, os.path.join(TMP, "dead.out.jsonl"))
     o = read_out(os.path.join(TMP, "dead.out.jsonl"))
-    report("connect_refused_unscored_not_0", rc == 1 and "max_unscored_frac" in se and o and all(r["reward"] is None and r["attempts"] == 2 for r in o),
-           se + str(o[:1]))
+    report("connect_refused_stops_at_once", rc == 1 and "is the judge server running" in se and "127.0.0.1:1" in se and o == []
+           and len(se.strip().splitlines()) == 1 and time.time() - t0 < 5, "%.1fs %s %s" % (time.time() - t0, se, o[:1]))
     srv.shutdown()
 
 

@@ -216,6 +216,44 @@ TEST(logprob_fd) {
     free(c.lp); free(c.z); free(c.r); free(dz);
 }
 
+/* Fused attention (no T x T buffer) against the kept-probabilities op: the same outputs and
+ * gradients to fp32 rounding (|a - b| <= 1e-5 max|b| + 1e-5 |b|), for T within one row block, T
+ * splitting into uneven blocks (100 = 64 + 36) and T long enough for smaller blocks (1500 -> 43
+ * rows), with grouped queries. */
+static void fused_vs_plain(int B, int T, int Hq, int Hkv, int D) {
+    long nq = (long)B * T * Hq * D, nk = (long)B * T * Hkv * D;
+    float *q = fresh(nq, 1), *k = fresh(nk, 1), *v = fresh(nk, 1), *go = fresh(nq, 1);
+    float *att = malloc(sizeof(float) * (size_t)B * Hq * T * T), *lse = malloc(sizeof(float) * (size_t)B * Hq * T);
+    float *o1 = calloc((size_t)nq, 4), *o2 = calloc((size_t)nq, 4);
+    float *g1[3] = {calloc((size_t)nq, 4), calloc((size_t)nk, 4), calloc((size_t)nk, 4)};
+    float *g2[3] = {calloc((size_t)nq, 4), calloc((size_t)nk, 4), calloc((size_t)nk, 4)};
+    jr_attention_forward(o1, att, q, k, v, B, T, Hq, Hkv, D);
+    CHECK(jr_attention_fused_forward(o2, lse, q, k, v, B, T, Hq, Hkv, D) == 0);
+    jr_attention_backward(g1[0], g1[1], g1[2], go, att, q, k, v, B, T, Hq, Hkv, D);
+    CHECK(jr_attention_fused_backward(g2[0], g2[1], g2[2], go, lse, q, k, v, B, T, Hq, Hkv, D) == 0);
+    const float *a[4] = {o1, g1[0], g1[1], g1[2]}, *b[4] = {o2, g2[0], g2[1], g2[2]};
+    long n[4] = {nq, nq, nk, nk};
+    const char *name[4] = {"out", "dq", "dk", "dv"};
+    for (int i = 0; i < 4; i++) {
+        double mx = 0, worst = 0;
+        int bad = 0;
+        for (long j = 0; j < n[i]; j++) if (fabs(a[i][j]) > mx) mx = fabs(a[i][j]);
+        for (long j = 0; j < n[i]; j++) {
+            double e = fabs(a[i][j] - b[i][j]);
+            if (e > worst) worst = e;
+            bad += !(e <= 1e-5 * mx + 1e-5 * fabs(a[i][j]));
+        }
+        CHECK_MSG(bad == 0 && mx > 0, "T=%d %s: %d off, worst %.3g of max %.3g", T, name[i], bad, worst, mx);
+    }
+    free(q); free(k); free(v); free(go); free(att); free(lse); free(o1); free(o2);
+    for (int i = 0; i < 3; i++) { free(g1[i]); free(g2[i]); }
+}
+TEST(attention_fused_equals_plain) {
+    fused_vs_plain(2, 7, 4, 2, 8);
+    fused_vs_plain(2, 100, 6, 2, 16);
+    fused_vs_plain(1, 1500, 2, 1, 8);
+}
+
 int main(void) {
     jr_rng_seed(&rng, 1234);
     RUN(matmul_fd);
@@ -223,6 +261,7 @@ int main(void) {
     RUN(rope_fd);
     RUN(attention_fd);
     RUN(attention_long_fd);
+    RUN(attention_fused_equals_plain);
     RUN(swiglu_fd);
     RUN(embedding_fd);
     RUN(logprob_fd);

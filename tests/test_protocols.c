@@ -226,7 +226,7 @@ TEST(label_parse) {
 TEST(label_logprob_renormalisation) {
     /* First token " Yes" (p = 0.5); alternatives: "No" 0.2, "Maybe" 0.1, "yes" 0.05, "The" 0.1.
      * p(Yes) = 0.5 + 0.05, p(No) = 0.2, p(Maybe) = 0.1 -> conf = 0.55 / 0.85. */
-    char buf[1024];
+    char buf[1024], why[320];
     snprintf(buf, sizeof buf,
              "[{\"token\": \"\\n\", \"logprob\": -0.01, \"top_logprobs\": []},"
              " {\"token\": \" Yes\", \"logprob\": %.17g, \"top_logprobs\": ["
@@ -239,8 +239,9 @@ TEST(label_logprob_renormalisation) {
     CHECK(c != NULL);
     int idx = -1;
     double conf = 0, probs[3];
-    CHECK_OK(jr_label_logprob_confidence(c, ynm, 3, &idx, &conf, probs));
+    CHECK_OK(jr_label_logprob_confidence(c, ynm, 3, 3.0, &idx, &conf, probs, why, sizeof why));
     CHECK(idx == 0);
+    CHECK(why[0] == 0);
     CHECK_NEAR(conf, 0.55 / 0.85, 1e-9, 0);
     CHECK_NEAR(probs[1], 0.2 / 0.85, 1e-9, 0);
     CHECK_NEAR(probs[2], 0.1 / 0.85, 1e-9, 0);
@@ -248,24 +249,65 @@ TEST(label_logprob_renormalisation) {
     json_decref(c);
     /* The sampled token is missing from the alternatives: it still counts, once. */
     snprintf(buf, sizeof buf,
+             "[{\"token\": \"Maybe\", \"logprob\": %.17g, \"top_logprobs\": [{\"token\": \"No\", \"logprob\": %.17g},"
+             "{\"token\": \"Yes\", \"logprob\": %.17g}]}]",
+             log(0.3), log(0.6), log(0.05));
+    c = json_loads(buf, 0, NULL);
+    CHECK_OK(jr_label_logprob_confidence(c, ynm, 3, 3.0, &idx, &conf, NULL, why, sizeof why));
+    CHECK(idx == 2);
+    CHECK_NEAR(conf, 0.3 / 0.95, 1e-9, 0);
+    json_decref(c);
+    /* A label absent from the alternatives ("Yes"): its mass is unknown, so no confidence. */
+    snprintf(buf, sizeof buf,
              "[{\"token\": \"Maybe\", \"logprob\": %.17g, \"top_logprobs\": [{\"token\": \"No\", \"logprob\": %.17g}]}]",
              log(0.3), log(0.6));
     c = json_loads(buf, 0, NULL);
-    CHECK_OK(jr_label_logprob_confidence(c, ynm, 3, &idx, &conf, NULL));
+    CHECK_OK(jr_label_logprob_confidence(c, ynm, 3, 3.0, &idx, &conf, NULL, why, sizeof why));
     CHECK(idx == 2);
-    CHECK_NEAR(conf, 0.3 / 0.9, 1e-9, 0);
+    CHECK(isnan(conf));
+    CHECK(strstr(why, "'Yes' is absent") != NULL);
     json_decref(c);
     /* Labels whose first tokens collide ("Ye" starts both): refuse, so the caller falls back. */
     static const char *const yy[] = {"Yes", "Yeah"};
     c = json_loads("[{\"token\": \"Yes\", \"logprob\": -0.1, \"top_logprobs\": [{\"token\": \"Ye\", \"logprob\": -3}]}]", 0, NULL);
-    CHECK(jr_label_logprob_confidence(c, yy, 2, &idx, &conf, NULL) == JR_ENOTFOUND);
+    CHECK(jr_label_logprob_confidence(c, yy, 2, 3.0, &idx, &conf, NULL, why, sizeof why) == JR_ENOTFOUND);
     CHECK(strstr(jr_errmsg(), "distinct") != NULL);
     json_decref(c);
     /* A first token that starts no label, and no log-probs at all. */
     c = json_loads("[{\"token\": \"The\", \"logprob\": -0.1, \"top_logprobs\": []}]", 0, NULL);
-    CHECK(jr_label_logprob_confidence(c, ynm, 3, &idx, &conf, NULL) == JR_ENOTFOUND);
+    CHECK(jr_label_logprob_confidence(c, ynm, 3, 3.0, &idx, &conf, NULL, why, sizeof why) == JR_ENOTFOUND);
     json_decref(c);
-    CHECK(jr_label_logprob_confidence(NULL, ynm, 3, &idx, &conf, NULL) == JR_ENOTFOUND);
+    CHECK(jr_label_logprob_confidence(NULL, ynm, 3, 3.0, &idx, &conf, NULL, why, sizeof why) == JR_ENOTFOUND);
+}
+
+/* issue 24: llama-server with a grammar returns the unconstrained log-probs. The grammar forced
+ * "Yes" at log-prob -13.4 while the model wanted "G" (-0.38) or "The" (-1.16); renormalising
+ * over the labels found gave confidence 1.0. It must be unreliable, never 1.0. */
+TEST(label_lying_logprobs_are_unreliable) {
+    const char *lying = "[{\"token\": \"Yes\", \"logprob\": -13.4, \"top_logprobs\": ["
+                        "{\"token\": \"G\", \"logprob\": -0.38}, {\"token\": \"The\", \"logprob\": -1.16}]}]";
+    json_t *c = json_loads(lying, 0, NULL);
+    int idx = -1;
+    double conf = 0, probs[3] = {0};
+    char why[320];
+    CHECK_OK(jr_label_logprob_confidence(c, ynm, 3, 3.0, &idx, &conf, probs, why, sizeof why));
+    CHECK(idx == 0);
+    CHECK(isnan(conf));
+    CHECK(conf != 1.0);
+    CHECK(strstr(why, "-13.40") && strstr(why, "'G'"));
+    /* the gap alone flags it, even with every label present (here at tiny probabilities) */
+    json_decref(c);
+    c = json_loads("[{\"token\": \"Yes\", \"logprob\": -13.4, \"top_logprobs\": ["
+                   "{\"token\": \"G\", \"logprob\": -0.38}, {\"token\": \"The\", \"logprob\": -1.16},"
+                   "{\"token\": \"No\", \"logprob\": -15.0}, {\"token\": \"Maybe\", \"logprob\": -16.0}]}]", 0, NULL);
+    CHECK_OK(jr_label_logprob_confidence(c, ynm, 3, 3.0, &idx, &conf, probs, why, sizeof why));
+    CHECK(isnan(conf));
+    CHECK(strstr(why, "below the best alternative") != NULL);
+    /* a larger allowed gap (configurable) accepts it: then the labels' own mass decides */
+    CHECK_OK(jr_label_logprob_confidence(c, ynm, 3, 20.0, &idx, &conf, probs, why, sizeof why));
+    CHECK(why[0] == 0);
+    CHECK_NEAR(conf, exp(-13.4) / (exp(-13.4) + exp(-15.0) + exp(-16.0)), 1e-9, 0);
+    json_decref(c);
 }
 
 TEST(verif_parse_and_reward) {
@@ -326,6 +368,7 @@ int main(void) {
     RUN(label_check);
     RUN(label_parse);
     RUN(label_logprob_renormalisation);
+    RUN(label_lying_logprobs_are_unreliable);
     RUN(verif_parse_and_reward);
     RUN(constraints_read);
     return jt_done();

@@ -316,6 +316,9 @@ def label_script(text, body, attempt):
         return {"content": "Maybe", "logprobs": lp("Maybe", 0.35, [("Maybe", 0.35), ("Yes", 0.3), ("No", 0.3)])}
     if "VERBAL-NO" in text:
         return "No\nConfidence: 0.9"
+    if "LYING" in text:  # issue 24: llama-server's unconstrained log-probs under a grammar
+        return {"content": "Yes", "logprobs": [{"token": "Yes", "logprob": -13.4, "top_logprobs": [
+            {"token": "G", "logprob": -0.38}, {"token": "The", "logprob": -1.16}]}]}
     if "NO-CONF" in text:
         return "No"
     return "Perhaps?"
@@ -329,11 +332,16 @@ def test_label():
         {"id": "verbal", "prompt": "Is it late? VERBAL-NO", "response": "It is late."},
         {"id": "noconf", "prompt": "Is it? NO-CONF"},
         {"id": "broken", "prompt": "Is it? BROKEN"},
+        {"id": "lying", "prompt": "Is it? LYING"},
     ]
     rc, o, s, err = grade("judge_label.yaml", rows, port, "label")
     report("label: grade exits 0", rc == 0, err)
-    if rc != 0 or len(o) != 5:
+    if rc != 0 or len(o) != 6:
         return
+    ly = o["lying"]
+    report("label: log-probs computed before the constraint (Yes at -13.4) are unreliable, never 1.0",
+           ly["reward"] is None and ly["detail"]["confidence"] is None and ly["detail"]["reason"] == "logprobs_unreliable"
+           and "logprobs_unreliable" in ly["error"] and s.get("logprobs_unreliable") == 1, (ly, s))
     y = o["yes"]
     report("label: confidence renormalised over the labels' first tokens",
            y["reward"] == 1.0 and near(y["scores"]["confidence"], 0.7 / 0.95) and y["detail"]["source"] == "logprobs", y)
@@ -347,6 +355,11 @@ def test_label():
            o["broken"]["reward"] is None and len(requests_with(srv, "BROKEN")) == 3, o["broken"])
     b = requests_with(srv, "CONFIDENT-YES")[0]["body"]
     report("label: log-probs are requested", b.get("logprobs") is True and b.get("top_logprobs") == 10, b)
+    rc, o, s, err = grade("judge_label.yaml", rows[5:], port, "label_accept", "judge.label.unreliable=accept")
+    ly = o.get("lying", {})
+    report("label: judge.label.unreliable=accept scores it with confidence null",
+           rc == 0 and ly.get("reward") == 1.0 and ly["detail"]["confidence"] is None
+           and "confidence" not in ly["scores"] and s.get("logprobs_unreliable") == 1, (ly, s, err))
     rc, o, s, err = grade("judge_label.yaml", rows[:1], port, "label_cmpl", "judge.api=completions")
     y = o.get("yes", {})
     report("label: /v1/completions asks logprobs=k and reads the legacy log-probs",

@@ -12,14 +12,16 @@
 
 static const jr_cfg_field *const tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, NULL};
 
-/* A loopback port that refuses connections (bound, never listening) while the socket is open. */
-static int refusing_port(int *fd) {
+/* A loopback port that accepts connections into its backlog and never answers, while the socket is open:
+ * every judge request times out (a transient failure). */
+static int silent_port(int *fd) {
     *fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {0};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof a;
-    if (*fd < 0 || bind(*fd, (struct sockaddr *)&a, sizeof a) || getsockname(*fd, (struct sockaddr *)&a, &len)) return -1;
+    if (*fd < 0 || bind(*fd, (struct sockaddr *)&a, sizeof a) || getsockname(*fd, (struct sockaddr *)&a, &len) || listen(*fd, 1))
+        return -1;
     return ntohs(a.sin_port);
 }
 
@@ -27,8 +29,9 @@ static int load_seed2(jr_config *cfg, int port, const char *extra) {
     char path[1024], url[128];
     snprintf(path, sizeof path, "%s/configs/seed2_reward.yaml", jt_root());
     snprintf(url, sizeof url, "judge.endpoints.0.url=http://127.0.0.1:%d/v1", port);
-    char *over[] = {url, "judge.cache=false", "judge.max_attempts=1", "judge.parse_attempts=1", (char *)extra};
-    return jr_config_load(cfg, path, extra ? 5 : 4, over, tables) == JR_OK;
+    char *over[] = {url, "judge.cache=false", "judge.max_attempts=1", "judge.parse_attempts=1", "judge.timeout_s=0.3",
+                    "judge.connect_timeout_s=0.3", (char *)extra};
+    return jr_config_load(cfg, path, extra ? 7 : 6, over, tables) == JR_OK;
 }
 
 static json_t *row(const char *json) {
@@ -38,7 +41,7 @@ static json_t *row(const char *json) {
 }
 
 TEST(seed2_recipe_hand_computed) {
-    int fd, port = refusing_port(&fd);
+    int fd, port = silent_port(&fd);
     if (port < 0) SKIP("cannot bind a loopback socket");
     jr_config cfg;
     if (!load_seed2(&cfg, port, NULL)) { CHECK_OK(JR_EINVAL); close(fd); return; }
@@ -59,7 +62,7 @@ TEST(seed2_recipe_hand_computed) {
          * trigrams of 4 -> repetition -0.5 */
         row("{\"id\": \"r3\", \"problem\": \"2+2\", \"response\": \"so so so so so \\\\boxed{4}\", \"answer\": 4,"
             " \"type\": \"math\", \"latency\": 20, \"operator_count\": [\"custom\", \"review\"]}"),
-        /* a wrong answer needs the judge, which refuses the connection: unscored, never 0 */
+        /* a wrong answer needs the judge, which never answers: unscored, never 0 */
         row("{\"id\": \"r4\", \"problem\": \"2+2\", \"response\": \"\\\\boxed{5}\", \"answer\": \"4\", \"type\": \"math\","
             " \"cost\": 0.001, \"latency\": 1, \"operator_count\": 1}"),
         /* no cost and no latency: efficiency unscored -> the row is unscored */
@@ -147,7 +150,7 @@ TEST(config_errors) {
     if (!st) { jr_reward_close(r); jr_config_free(&cfg); }
 }
 
-static jr_rw_rc eval_chars(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_chars(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *s = json_string_value(json_object_get(row, "response"));
     if (!s) {
         out->reason = strdup("no response");

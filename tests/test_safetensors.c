@@ -3,6 +3,10 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -379,9 +383,56 @@ TEST(dtype_names) {
     CHECK_STR(jr_dtype_name(JR_DT_BOOL), "BOOL");
 }
 
+
+/* A write that fails for lack of space reports the failed write's own errno (here EFBIG from a file
+ * size limit, as ENOSPC on a full disk), not a stale errno left by a later call; nothing is left
+ * behind. Runs in a child process (the limit and SIGXFSZ). */
+TEST(write_failure_reports_the_real_errno) {
+    char *p = jr_path_join(tmp, "limited.txt");
+    char *st = jr_path_join(tmp, "limited.safetensors");
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {65536, 65536};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        char msg[2][600] = {"", ""};
+        jr_afile af;
+        if (jr_afile_open(&af, p) == JR_OK) {
+            static char block[1 << 20];
+            memset(block, 'x', sizeof block);
+            fwrite(block, 1, sizeof block, af.f); /* fails past the limit (unchecked, as a caller may) */
+            errno = ENOENT; /* what a later unrelated call might leave */
+            if (jr_afile_commit(&af) != JR_OK) snprintf(msg[0], sizeof msg[0], "%s", jr_errmsg());
+        }
+        static float big[100000];
+        jr_st_entry e = {"w", 1, {100000}, big, NULL, JR_DT_F32};
+        errno = ENOENT;
+        if (jr_st_write(st, &e, 1, JR_DT_F32) != JR_OK) snprintf(msg[1], sizeof msg[1], "%s", jr_errmsg());
+        if (write(fds[1], msg, sizeof msg) < 0) _exit(2);
+        _exit(0);
+    }
+    close(fds[1]);
+    char msg[2][600] = {"", ""};
+    ssize_t got = read(fds[0], msg, sizeof msg);
+    close(fds[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(got == (ssize_t)sizeof msg);
+    const char *want = strerror(EFBIG);
+    CHECK_MSG(strstr(msg[0], "write failed") && strstr(msg[0], want), "afile: '%s'", msg[0]);
+    CHECK_MSG(strstr(msg[1], "write failed") && strstr(msg[1], want), "safetensors: '%s'", msg[1]);
+    CHECK(!jr_path_exists(p) && !jr_path_exists(st));
+    free(p);
+    free(st);
+}
+
 int main(void) {
     tmp = jt_tmpdir("st");
     RUN(narrowing_matches_torch);
+    RUN(write_failure_reports_the_real_errno);
     RUN(narrowing_by_hand);
     RUN(widening_exhaustive);
     RUN(roundtrip_f32);

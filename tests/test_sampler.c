@@ -86,13 +86,21 @@ TEST(logprobs_are_log_softmax_over_all_rows) {
     for (int i = 0; i < 5; i++) s += exp(L5[i]);
     int32_t ids[3];
     float lps[3];
-    CHECK(jr_top_logprobs(L5, 5, 5, 3, ids, lps) == 3);
+    CHECK(jr_top_logprobs(L5, 5, 5, NULL, 3, ids, lps) == 3);
     CHECK(ids[0] == 1 && ids[1] == 4 && ids[2] == 2);
     CHECK_NEAR(lps[1], 2.9 - log(s), 1e-6, 0);
     /* top alternatives never name a padded id, but are normalised over every row */
-    CHECK(jr_top_logprobs(L5, 5, 3, 5, ids, lps) == 3);
+    CHECK(jr_top_logprobs(L5, 5, 3, NULL, 5, ids, lps) == 3);
     CHECK(ids[0] == 1 && ids[1] == 2 && ids[2] == 0);
     CHECK_NEAR(lps[0], 3.0 - log(s), 1e-6, 0);
+    /* under a constraint's mask: only allowed ids, normalised over them (what the token is drawn from) */
+    const uint8_t allow[5] = {1, 0, 1, 0, 0};
+    double sa = exp(L5[0]) + exp(L5[2]);
+    CHECK(jr_top_logprobs(L5, 5, 5, allow, 3, ids, lps) == 2);
+    CHECK(ids[0] == 2 && ids[1] == 0);
+    CHECK_NEAR(lps[0], L5[2] - log(sa), 1e-6, 0);
+    CHECK_NEAR(exp(lps[0]) + exp(lps[1]), 1.0, 1e-6, 0);
+    CHECK_NEAR(jr_logsumexp_allowed(L5, 5, 1.0f, allow), log(sa), 1e-9, 0);
 }
 
 TEST(same_seed_same_draws) {

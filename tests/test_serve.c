@@ -4,7 +4,13 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "judgerl/bytetok.h"
 #include "judgerl/kvcache.h"
@@ -62,6 +68,8 @@ static size_t on_data(char *d, size_t sz, size_t nm, void *ud) {
     return k;
 }
 
+static long http_timeout_ms = 60000;
+
 static CURL *mk(const char *method, const char *path, const char *body, size_t blen, const char *auth, buf *out, struct curl_slist **h) {
     CURL *c = curl_easy_init();
     char url[256];
@@ -77,7 +85,7 @@ static CURL *mk(const char *method, const char *path, const char *body, size_t b
     }
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, http_timeout_ms);
     return c;
 }
 
@@ -116,21 +124,25 @@ static jr_lm lm;
 static jr_server *srv;
 static int port;
 
-static int start(int parallel, int max_queue, const char *key) {
+/* The model's size and the server's deadlines; start() uses the small defaults. */
+typedef struct { int hidden, layers, ctx, max_tokens; jr_serve_opts o; } server_shape;
+
+static int start_shaped(int parallel, int max_queue, const char *key, const server_shape *sh) {
     for (int i = 0; i < 256; i++) { piece[i][0] = (char)i; tok_bytes[i] = piece[i]; tok_len[i] = 1; }
     jr_model_config c;
     jr_model_config_init(&c, JR_ARCH_LLAMA);
-    c.hidden_size = 32; c.num_hidden_layers = 2; c.num_attention_heads = 4; c.num_key_value_heads = 2;
-    c.head_dim = 8; c.intermediate_size = 64; c.vocab_size = NV + 2; c.max_position_embeddings = 512;
+    c.hidden_size = sh->hidden; c.num_hidden_layers = sh->layers; c.num_attention_heads = 4; c.num_key_value_heads = 2;
+    c.head_dim = sh->hidden / 4; c.intermediate_size = 2 * sh->hidden; c.vocab_size = NV + 2;
+    c.max_position_embeddings = sh->ctx > 512 ? sh->ctx : 512;
     if (jr_model_init_random(&model, &c, 3, 0.2f)) return -1;
-    if (jr_kv_lm_open(&lm, &model, parallel, 384)) return -1;
-    jr_serve_opts o = {0};
+    if (jr_kv_lm_open(&lm, &model, parallel, sh->ctx)) return -1;
+    jr_serve_opts o = sh->o;
     o.host = "127.0.0.1";
     o.port = 0;
     o.api_key = key;
     o.model_name = "tiny";
     o.parallel = parallel;
-    o.max_tokens = 300;
+    o.max_tokens = sh->max_tokens;
     o.max_queue = max_queue;
     o.max_body = 64 * 1024;
     if (jr_server_start(&srv, &o)) return -1;
@@ -149,6 +161,11 @@ static int start(int parallel, int max_queue, const char *key) {
     b.encode = bt_encode;
     b.encode_chat = bt_chat;
     return jr_server_set_backend(srv, &b) ? -1 : 0;
+}
+
+static int start(int parallel, int max_queue, const char *key) {
+    server_shape sh = {32, 2, 384, 300, {0}};
+    return start_shaped(parallel, max_queue, key, &sh);
 }
 
 static void stop(void) {
@@ -302,6 +319,51 @@ TEST(guided_choice_and_regex_from_a_random_model) {
     json_decref(j);
 }
 
+/* vLLM >= 0.10.2's dialect: structured_outputs {choice | regex}; under a constraint the reported
+ * log-probs are those of the constrained distribution the token was drawn from (every top
+ * alternative is an allowed token and their probabilities sum to at most 1). */
+TEST(structured_outputs_and_constrained_logprobs) {
+    for (int k = 0; k < 4; k++) {
+        int st;
+        json_t *j = post_json("/v1/chat/completions",
+                              "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"verdict?\"}],\"temperature\":1.5,"
+                              "\"logprobs\":true,\"top_logprobs\":5,\"structured_outputs\":{\"choice\":[\"Yes\",\"No\",\"Maybe\"]}}", &st);
+        const char *t = j ? choice_text(j, 0, 1) : NULL;
+        CHECK_MSG(st == 200 && t && (!strcmp(t, "Yes") || !strcmp(t, "No") || !strcmp(t, "Maybe")), "got '%s'", t ? t : "(null)");
+        json_t *e = json_array_get(json_object_get(json_object_get(json_array_get(json_object_get(j, "choices"), 0), "logprobs"), "content"), 0);
+        json_t *top = json_object_get(e, "top_logprobs");
+        /* the byte tokenizer: the first byte is one of Y, N, M */
+        CHECK(json_array_size(top) == 3);
+        double sum = 0;
+        for (size_t i = 0; i < json_array_size(top); i++) {
+            const char *tok = json_string_value(json_object_get(json_array_get(top, i), "token"));
+            CHECK_MSG(tok && (!strcmp(tok, "Y") || !strcmp(tok, "N") || !strcmp(tok, "M")), "alternative '%s'", tok ? tok : "(null)");
+            sum += exp(json_number_value(json_object_get(json_array_get(top, i), "logprob")));
+        }
+        CHECK_NEAR(sum, 1.0, 1e-4, 0);
+        json_decref(j);
+    }
+    int st;
+    json_t *j = post_json("/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"score:\",\"structured_outputs\":{\"regex\":\"[1-9]/10\"}}", &st);
+    const char *t = j ? choice_text(j, 0, 0) : NULL;
+    CHECK_MSG(st == 200 && t && strlen(t) == 4 && !strcmp(t + 1, "/10"), "got '%s'", t ? t : "(null)");
+    json_decref(j);
+    struct { const char *body, *needle; } bad[] = {
+        {"\"structured_outputs\":{\"choice\":[\"a\"]},\"guided_choice\":[\"b\"]", "give only one"},
+        {"\"structured_outputs\":{\"json\":{\"type\":\"object\"}}", "structured_outputs.json"},
+        {"\"structured_outputs\":{\"choice\":[\"a\"],\"regex\":\"b\"}", "give only one"},
+        {"\"structured_outputs\":[1]", "must be an object"},
+        {"\"structured_outputs\":{\"choice\":[]}", "structured_outputs.choice"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char body[512], *r;
+        snprintf(body, sizeof body, "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],%s}", bad[i].body);
+        int code = http("POST", "/v1/chat/completions", body, NULL, &r);
+        CHECK_MSG(code == 400 && strstr(r, bad[i].needle), "case %zu: %d %.200s", i, code, r);
+        free(r);
+    }
+}
+
 /* With the byte tokenizer every byte is a token: a stream of multi-byte characters must still
  * arrive whole in each chunk (a split character would show as U+FFFD). */
 TEST(stream_never_splits_utf8_and_stop_token_ids) {
@@ -391,6 +453,35 @@ static void *conc_main(void *a) {
     return NULL;
 }
 
+
+/* The catastrophic pattern of the issue ((a+)+b, the model pushed to 'a' by logit_bias) returns a
+ * 400 naming the cause in well under 2 s (PCRE2's match limit), and the server stays up. */
+TEST(catastrophic_guided_regex_returns_400_quickly) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    char *r = NULL;
+    int st = http("POST", "/v1/completions",
+                  "{\"model\":\"tiny\",\"prompt\":\"x\",\"max_tokens\":40,\"guided_regex\":\"(a+)+b\",\"ignore_eos\":true,"
+                  "\"logit_bias\":{\"97\":100}}", NULL, &r);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    CHECK_MSG(st == 400 && r && strstr(r, "backtrack"), "status %d: %.300s", st, r ? r : "");
+    CHECK_MSG(took < 2.0, "took %.2f s", took);
+    free(r);
+    CHECK(http("POST", "/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"ok\",\"max_tokens\":3,\"guided_regex\":\"[ab]+\"}", NULL, NULL) == 200);
+}
+
+/* A logit_bias id outside the vocabulary is a 400 naming it, not silently ignored. */
+TEST(logit_bias_out_of_range_is_400) {
+    char *r = NULL;
+    int st = http("POST", "/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"x\",\"max_tokens\":2,\"logit_bias\":{\"1000000000\":5}}", NULL, &r);
+    CHECK_MSG(st == 400 && r && strstr(r, "logit_bias: token id 1000000000 is not below the vocabulary size"), "%d %.300s", st, r ? r : "");
+    free(r);
+    char body[200];
+    snprintf(body, sizeof body, "{\"model\":\"tiny\",\"prompt\":\"x\",\"max_tokens\":2,\"logit_bias\":{\"%d\":5}}", NV - 1);
+    CHECK(http("POST", "/v1/completions", body, NULL, NULL) == 200);
+}
+
 TEST(seeded_same_alone_and_concurrent_and_queue_full_429) {
     const char *mine = "{\"model\":\"tiny\",\"prompt\":\"seeded\",\"max_tokens\":30,\"seed\":42,\"ignore_eos\":true}";
     int st;
@@ -458,6 +549,207 @@ TEST(queue_full_gets_429) {
     CHECK_MSG(n429 >= 1 && n200 >= 1 && n200 + n429 == K, "200: %d, 429: %d", n200, n429);
 }
 
+
+/* ---- robustness: a long generation, deadlines, drain, disconnects, slow clients ------------- */
+
+static double mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static const char *long_body = "{\"model\":\"tiny\",\"prompt\":\"x\",\"n\":4,\"max_tokens\":1500,\"ignore_eos\":true}";
+
+/* judgerl_requests_in_flight from /metrics (-1 when /metrics did not answer). */
+static int in_flight(void) {
+    char *r = NULL;
+    int st = http("GET", "/metrics", NULL, NULL, &r), n = -1;
+    const char *p = st == 200 ? strstr(r, "\njudgerl_requests_in_flight ") : NULL;
+    if (p) n = atoi(p + 28);
+    free(r);
+    return n;
+}
+
+static int wait_in_flight(int want, double seconds) {
+    double until = mono() + seconds;
+    int n;
+    while ((n = in_flight()) != want && mono() < until) usleep(20000);
+    return n == want;
+}
+
+typedef struct { long timeout_ms; int status; char *resp; double took; } long_call;
+
+static void *long_main(void *a) {
+    long_call *c = a;
+    CURL *h;
+    buf b = {calloc(1, 1), 0};
+    struct curl_slist *hd;
+    double t0 = mono();
+    h = mk("POST", "/v1/completions", long_body, strlen(long_body), NULL, &b, &hd);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    long code = -1;
+    if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    curl_slist_free_all(hd);
+    curl_easy_cleanup(h);
+    c->status = (int)code;
+    c->resp = b.p;
+    c->took = mono() - t0;
+    return NULL;
+}
+
+/* With a 4 x 1,500-token generation running, /health and /metrics answer at once (the batching
+ * thread does not hold the server lock across a decode step); a client that hangs up has its
+ * request cancelled (the slots come back long before the 1,500 tokens). */
+TEST(health_answers_during_a_long_generation_and_disconnect_cancels) {
+    long_call lc = {2500, 0, NULL, 0};
+    pthread_t th;
+    pthread_create(&th, NULL, long_main, &lc);
+    CHECK_MSG(wait_in_flight(1, 5), "the long request never started");
+    double worst = 0, lat[5];
+    long saved = http_timeout_ms;
+    http_timeout_ms = 2000;
+    for (int k = 0; k < 5; k++) {
+        double t0 = mono();
+        CHECK(http("GET", "/health", NULL, NULL, NULL) == 200);
+        lat[k] = mono() - t0;
+        if (lat[k] > worst) worst = lat[k];
+        usleep(50000);
+    }
+    http_timeout_ms = saved;
+    /* the median of 5 (one may lose the CPU to another process on a loaded machine) */
+    for (int a = 0; a < 5; a++)
+        for (int b = a + 1; b < 5; b++)
+            if (lat[b] < lat[a]) { double t = lat[a]; lat[a] = lat[b]; lat[b] = t; }
+    CHECK_MSG(lat[2] < 0.1, "/health took %.3f s (median of 5; worst %.3f s) while the generation ran", lat[2], worst);
+    CHECK_MSG(in_flight() == 1, "the generation should still be running (make it longer)");
+    pthread_join(th, NULL);
+    CHECK_MSG(lc.status == -1, "the client should have timed out, got %d", lc.status);
+    free(lc.resp);
+    /* the hung-up request is cancelled: the slots are free well before 4 x 1,500 tokens */
+    CHECK_MSG(wait_in_flight(0, 3), "the request of the client that hung up still runs");
+}
+
+TEST(request_timeout_gives_504_and_cancels) {
+    long_call lc = {30000, 0, NULL, 0};
+    long_main(&lc);
+    CHECK_MSG(lc.status == 504 && lc.resp && strstr(lc.resp, "request timeout"), "status %d: %.200s", lc.status, lc.resp ? lc.resp : "");
+    CHECK_MSG(lc.took < 5, "the 1 s request timeout answered after %.1f s", lc.took);
+    free(lc.resp);
+    CHECK(wait_in_flight(0, 2));
+}
+
+static double drain_took;
+static void *stop_main(void *a) {
+    double t0 = mono();
+    jr_server_stop(srv, *(double *)a);
+    drain_took = mono() - t0;
+    return NULL;
+}
+
+/* SIGTERM's drain: new requests get 503 at once; running ones are cancelled (503) at the end of the
+ * drain timeout, so the server stops in bounded time. (Stops the server.) */
+TEST(drain_answers_503_at_once_and_ends_at_its_deadline) {
+    long_call lc = {30000, 0, NULL, 0};
+    pthread_t th, ts;
+    pthread_create(&th, NULL, long_main, &lc);
+    CHECK_MSG(wait_in_flight(1, 5), "the long request never started");
+    double drain = 1.5;
+    pthread_create(&ts, NULL, stop_main, &drain);
+    usleep(200000);
+    double t0 = mono();
+    long saved = http_timeout_ms;
+    http_timeout_ms = 3000;
+    char *r = NULL;
+    int st = http("POST", "/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"late\",\"max_tokens\":2}", NULL, &r);
+    double took = mono() - t0;
+    http_timeout_ms = saved;
+    CHECK_MSG(st == 503 && r && strstr(r, "shutting down"), "during the drain: %d %.200s", st, r ? r : "");
+    CHECK_MSG(took < 0.5, "the 503 came after %.2f s", took);
+    free(r);
+    pthread_join(ts, NULL);
+    pthread_join(th, NULL);
+    CHECK_MSG(drain_took < drain + 3, "stop took %.1f s with a %.1f s drain timeout", drain_took, drain);
+    CHECK_MSG(lc.status == 503 && lc.resp && strstr(lc.resp, "drain"), "the running request: %d %.200s", lc.status, lc.resp ? lc.resp : "");
+    free(lc.resp);
+    jr_kv_lm_close(&lm);
+    jr_model_free(&model);
+}
+
+/* A TCP connection from a given loopback address (127.0.0.x) to the server; -1 on failure. */
+static int connect_from(const char *src) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    inet_pton(AF_INET, src, &a.sin_addr);
+    struct sockaddr_in d = {0};
+    d.sin_family = AF_INET;
+    d.sin_port = htons((uint16_t)port);
+    inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) || connect(fd, (struct sockaddr *)&d, sizeof d)) { close(fd); return -1; }
+    return fd;
+}
+
+/* 1 when the server closed the connection within `seconds` (recv sees end-of-file or a reset). */
+static int closed_by_server(int fd, double seconds, int trickle) {
+    struct timeval tv = {0, 200000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    double until = mono() + seconds;
+    while (mono() < until) {
+        char c[256];
+        ssize_t k = recv(fd, c, sizeof c, 0);
+        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return 1;
+        if (trickle && send(fd, "X", 1, MSG_NOSIGNAL) < 0) return 1;
+    }
+    return 0;
+}
+
+/* 300 slowloris connections (headers never finished) from one client address do not stop a normal
+ * request from another: the per-client cap refuses most of them and the header deadline closes
+ * the rest; a connection trickling one header byte at a time is closed at the deadline. */
+TEST(slowloris_connections_do_not_lock_out_a_normal_request) {
+    enum { K = 300 };
+    int fds[K], opened = 0;
+    int probe = connect_from("127.0.0.2");
+    if (probe < 0) SKIP("cannot bind a socket to 127.0.0.2 here");
+    close(probe);
+    for (int k = 0; k < K; k++) {
+        fds[k] = connect_from("127.0.0.2");
+        if (fds[k] >= 0) {
+            opened++;
+            send(fds[k], "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Slow: ", 48, MSG_NOSIGNAL);
+        }
+    }
+    CHECK(opened > 250);
+    usleep(200000);
+    long saved = http_timeout_ms;
+    http_timeout_ms = 10000;
+    char *r = NULL;
+    double t0 = mono();
+    int st = http("POST", "/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"normal\",\"max_tokens\":4}", NULL, &r);
+    http_timeout_ms = saved;
+    CHECK_MSG(st == 200 && r && strstr(r, "\"choices\""), "the normal request: %d after %.1f s %.200s", st, mono() - t0, r ? r : "");
+    free(r);
+    /* the header deadline (1 s here) closes a connection that sends one byte every 200 ms */
+    int fd = connect_from("127.0.0.3");
+    CHECK(fd >= 0);
+    if (fd >= 0) {
+        send(fd, "GET /health HTTP/1.1\r\n", 22, MSG_NOSIGNAL);
+        CHECK_MSG(closed_by_server(fd, 6, 1), "a trickling connection was not closed at the header deadline");
+        close(fd);
+    }
+    /* a body that never comes (Content-Length: 100, no bytes) is closed at the body deadline */
+    fd = connect_from("127.0.0.4");
+    if (fd >= 0) {
+        const char *h = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n";
+        send(fd, h, strlen(h), MSG_NOSIGNAL);
+        CHECK_MSG(closed_by_server(fd, 6, 0), "a connection that never sent its body was not closed at the body deadline");
+        close(fd);
+    }
+    for (int k = 0; k < K; k++)
+        if (fds[k] >= 0) close(fds[k]);
+}
+
 int main(void) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (start(4, 8, NULL)) { printf("FAIL - start: %s\n", jr_errmsg()); return 1; }
@@ -466,8 +758,11 @@ int main(void) {
     RUN(stream_equals_non_stream_with_the_same_seed);
     RUN(n_choices_and_text_completions_logprobs);
     RUN(guided_choice_and_regex_from_a_random_model);
+    RUN(structured_outputs_and_constrained_logprobs);
     RUN(stream_never_splits_utf8_and_stop_token_ids);
     RUN(malformed_requests_get_their_status_and_the_server_stays_up);
+    RUN(catastrophic_guided_regex_returns_400_quickly);
+    RUN(logit_bias_out_of_range_is_400);
     RUN(seeded_same_alone_and_concurrent_and_queue_full_429);
     stop();
     /* one slot, a queue of one, and an API key */
@@ -475,6 +770,20 @@ int main(void) {
     RUN(api_key_required_on_v1_routes);
     auth_header = "Authorization: Bearer sekret";
     RUN(queue_full_gets_429);
+    stop();
+    auth_header = NULL;
+    /* a model large enough that 4 x 1,500 tokens take many seconds; tight connection deadlines */
+    server_shape big = {256, 6, 1600, 1500, {0}};
+    big.o.header_timeout = 1;
+    big.o.body_timeout = 1;
+    big.o.max_per_client = 16;
+    if (start_shaped(4, 8, NULL, &big)) { printf("FAIL - start: %s\n", jr_errmsg()); return 1; }
+    RUN(health_answers_during_a_long_generation_and_disconnect_cancels);
+    RUN(slowloris_connections_do_not_lock_out_a_normal_request);
+    RUN(drain_answers_503_at_once_and_ends_at_its_deadline);
+    big.o.request_timeout = 1;
+    if (start_shaped(4, 8, NULL, &big)) { printf("FAIL - start: %s\n", jr_errmsg()); return 1; }
+    RUN(request_timeout_gives_504_and_cancels);
     stop();
     curl_global_cleanup();
     return jt_done();

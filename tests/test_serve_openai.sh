@@ -22,16 +22,8 @@ if [ ! -f "$pkg/package.json" ]; then
 fi
 
 export JR_OAI_KEY=openai-client-key
-"$JR_BIN" serve --model "$MODEL" --port 0 --api-key-env JR_OAI_KEY --parallel 4 --served-model-name tiny 2>"$JR_TMP/serve.err" &
-pid=$!
-i=0
-while [ $i -lt 600 ]; do
-  grep -q 'ready' "$JR_TMP/serve.err" 2>/dev/null && break
-  kill -0 $pid 2>/dev/null || break
-  sleep 0.1; i=$((i + 1))
-done
-port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$JR_TMP/serve.err" | head -n 1)
-if [ -z "$port" ] || ! grep -q ready "$JR_TMP/serve.err"; then
+serve_start --model "$MODEL" --api-key-env JR_OAI_KEY --parallel 4 --served-model-name tiny
+if [ -z "$port" ]; then
   fail serve_openai_start "$(cat "$JR_TMP/serve.err")"; kill $pid 2>/dev/null; exit 0
 fi
 node "$JR_ROOT/tests/serve_openai_client.cjs" "$pkg" "http://127.0.0.1:$port/v1" "$JR_OAI_KEY"

@@ -34,8 +34,8 @@ jr_status jr_ckpt_save_with(const char *run_dir, const jr_model *m, const jr_ada
 
 /* Writes a run's final weights as RUN_DIR/NAME: through write(ud, dir) when write is set (LoRA: the
  * PEFT adapter), else m as an HF model directory with tok's tokenizer files (tok may be NULL).
- * The directory is built as RUN_DIR/.tmp-NAME and renamed over RUN_DIR/NAME, so a crash leaves
- * either the previous directory or the complete new one. */
+ * The directory is built as RUN_DIR/.tmp-NAME and swapped in atomically (jr_adir), so a crash
+ * leaves either the previous directory or the complete new one. */
 struct jr_tok;
 jr_status jr_ckpt_save_final(const char *run_dir, const char *name, const jr_model *m,
                              jr_status (*write)(void *ud, const char *dir), void *ud, const struct jr_tok *tok);

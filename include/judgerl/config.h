@@ -50,13 +50,21 @@ jr_status jr_config_load_string(jr_config *c, const char *yaml_text, const char 
 
 void jr_config_free(jr_config *c);
 
-/* Typed getters for keys of the tables. The value exists and has the type after a successful
- * load, so these cannot fail; asking for a key not in the tables is a bug and aborts. */
+/* Typed getters for keys of the tables. After a successful load every key of the loaded tables
+ * exists with its type. A key that is not there (misspelt, or its table was not loaded) or has
+ * another type returns 0 / NULL and is recorded on this thread; jr_cfg_check reports it. They
+ * are meant for the `*_opts_from_config` functions only: library code takes opts structs. */
 int64_t jr_cfg_int(const jr_config *c, const char *key);
 double jr_cfg_float(const jr_config *c, const char *key);
 int jr_cfg_bool(const jr_config *c, const char *key);
 const char *jr_cfg_str(const jr_config *c, const char *key); /* NULL when the value is null */
 json_t *jr_cfg_json(const jr_config *c, const char *key);    /* borrowed */
+/* 1 when `key` has a value in c (its table was loaded); records nothing. */
+int jr_cfg_has(const jr_config *c, const char *key);
+/* JR_EINVAL naming the config and the first key a getter could not serve since the last check on
+ * this thread (then clears it); JR_OK when every read succeeded. Every `*_opts_from_config` ends
+ * with `return jr_cfg_check(c);` so a typo is an error where the config is read. */
+jr_status jr_cfg_check(const jr_config *c);
 
 /* Every effective value as YAML text that jr_config_load reads back (caller frees). */
 char *jr_config_dump(const jr_config *c);

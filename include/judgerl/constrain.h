@@ -27,6 +27,25 @@ jr_status jr_constraint_choice(jr_constraint **out, const jr_token_bytes *v, con
  * does not compile fails with JR_EINVAL and the PCRE2 message. On failure *out is NULL. */
 jr_status jr_constraint_regex(jr_constraint **out, const jr_token_bytes *v, const char *pattern);
 
+/* A byte automaton supplied by a higher layer (e.g. the workflow grammar, workflow.h): a fixed-size
+ * state of state_size bytes, stepped one byte at a time. step returns 0 when the byte leads
+ * nowhere; viable returns 1 when an accepted string can still be reached from the state (a token
+ * is allowed only when it leads to a viable state, so generation never gets stuck); accepting
+ * returns 1 when the output so far is itself accepted. */
+typedef struct jr_byte_automaton {
+    size_t state_size;
+    void *ctx;                 /* passed to every callback; freed with free_ctx (may be NULL) */
+    void (*start)(const void *ctx, void *state);
+    int (*step)(const void *ctx, void *state, unsigned char byte);
+    int (*viable)(const void *ctx, const void *state);
+    int (*accepting)(const void *ctx, const void *state);
+    void (*free_ctx)(void *ctx);
+} jr_byte_automaton;
+
+/* A constraint that accepts what the automaton `a` accepts. Takes ownership of a->ctx (freed with
+ * the constraint, or here on failure). On failure *out is NULL. */
+jr_status jr_constraint_automaton(jr_constraint **out, const jr_token_bytes *v, const jr_byte_automaton *a);
+
 void jr_constraint_free(jr_constraint *c);
 
 /* One sequence's progress through a constraint (the bytes emitted so far). */
@@ -34,8 +53,13 @@ typedef struct jr_cstate {
     char *buf;
     size_t len, cap;
     int node;    /* choice: current trie node */
-    void *match; /* regex: PCRE2 match data, owned */
+    void *match; /* regex: PCRE2 match data; automaton: its state and a scratch copy; owned */
+    void *mctx;  /* regex: PCRE2 match context (the match limit), owned */
+    int failed;  /* regex: the last check hit its limit */
 } jr_cstate;
+
+/* The most one jr_constraint_mask may take (seconds) before it fails. */
+#define JR_CONSTRAINT_STEP_SECONDS 1.0
 
 /* Starts a sequence at the empty output. */
 jr_status jr_cstate_init(jr_cstate *s, const jr_constraint *c);
@@ -43,7 +67,9 @@ void jr_cstate_free(jr_cstate *s);
 
 /* Fills allowed[0..v->n) with 1 for each token that keeps the output valid and sets *complete
  * when the output so far is itself accepted (the caller may then allow end-of-sequence). Returns
- * the number of allowed tokens. */
+ * the number of allowed tokens, or -1 (message set) when a regex check hit PCRE2's match limit
+ * (which grows with the output's length squared: catastrophic backtracking fails within a few
+ * tokens) or the whole mask took more than JR_CONSTRAINT_STEP_SECONDS. */
 int jr_constraint_mask(const jr_constraint *c, jr_cstate *s, uint8_t *allowed, int *complete);
 
 /* Appends token `tok` to the output. Fails with JR_EINVAL (state unchanged) when the token is

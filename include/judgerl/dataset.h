@@ -23,11 +23,20 @@ typedef void (*jr_bad_line_fn)(void *ud, const char *msg);
 
 typedef struct jr_jsonl_reader jr_jsonl_reader;
 
-/* Opens path for reading rows in order. Lines may be of any length and end in LF or CRLF; a UTF-8
+/* The longest line a reader accepts by default (bytes, line ending excluded); see
+ * jr_jsonl_set_max_line. */
+#define JR_JSONL_MAX_LINE_DEFAULT ((size_t)256 << 20)
+
+/* Opens path for reading rows in order. Lines may be up to the reader's maximum line length
+ * (JR_JSONL_MAX_LINE_DEFAULT unless set) and end in LF or CRLF; a longer line is a bad line
+ * ("FILE:LINE: the line is longer than N bytes") read no further than the limit; a UTF-8
  * BOM on line 1 is ignored; blank (whitespace-only) lines are skipped silently and are not bad.
  * on_bad may be NULL (bad lines are then only counted). On error *r is NULL. */
 jr_status jr_jsonl_open(jr_jsonl_reader **r, const char *path, jr_bad_line_policy policy, jr_bad_line_fn on_bad,
                         void *ud);
+
+/* Sets the reader's maximum line length in bytes (0: the default). */
+void jr_jsonl_set_max_line(jr_jsonl_reader *r, size_t max_bytes);
 
 /* Reads the next row: *row gets a new reference to a JSON object (caller decrefs), *line_no its
  * 1-based line number (may be NULL), *offset the byte offset where the line starts (may be NULL).
@@ -132,8 +141,8 @@ typedef struct jr_data_row_info {
 typedef struct jr_data jr_data;
 
 /* Fills o from the data.* table (jr_data_cfg) and run.seed of a loaded config. Strings are borrowed
- * from c. on_bad/ud are left NULL. */
-void jr_data_opts_from_config(jr_data_opts *o, const jr_config *c);
+ * from c. on_bad/ud are left NULL. Fails naming a key the config lacks. */
+jr_status jr_data_opts_from_config(jr_data_opts *o, const jr_config *c);
 
 /* Opens the training file (and the validation file when given) and makes the split: with
  * validation_frac f > 0, round(f * n) rows (at least 1) chosen by the seed are held out, the rest

@@ -17,6 +17,7 @@ typedef struct jr_afile {
     FILE *f;      /* write here */
     char *path;   /* final path */
     char *tmp;    /* temporary path */
+    struct jr_afile_io *io; /* the stream's file descriptor and its first write error */
 } jr_afile;
 
 /* Opens the temporary file. On error nothing is created. */
@@ -26,9 +27,35 @@ jr_status jr_afile_open(jr_afile *af, const char *path);
 jr_status jr_afile_commit(jr_afile *af);
 /* Drops the temporary file; the final path is unchanged. Safe on a zeroed or committed af. */
 void jr_afile_abort(jr_afile *af);
+/* Why a write to af->f failed: the errno of the failed write(2) itself (ENOSPC on a full disk;
+ * a short write with no errno counts as ENOSPC), never a stale errno of a later call; 0 when no
+ * write failed. */
+int jr_afile_errno(const jr_afile *af);
 
 /* Writes len bytes to path atomically (jr_afile under the hood). */
 jr_status jr_write_atomic(const char *path, const void *data, size_t len);
+
+/* A directory replaced as a whole: its new content is written into `tmp` (a sibling,
+ * DIR/../.tmp-NAME) and jr_adir_commit swaps it in with one atomic rename (RENAME_EXCHANGE when
+ * the old directory exists), so after a kill at any moment `path` is either the old complete
+ * directory or the new complete one. */
+typedef struct jr_adir {
+    char *path;   /* final directory */
+    char *tmp;    /* write the new content here */
+} jr_adir;
+
+/* Creates an empty tmp (clearing one left by an earlier crash). An existing `path` must be a
+ * directory that is empty or holds `marker` (e.g. "config.json"; NULL: any directory), so a
+ * wrong -o cannot replace an unrelated directory. */
+jr_status jr_adir_open(jr_adir *d, const char *path, const char *marker);
+/* Swaps tmp in as path, fsyncs the parent and removes the previous content. Frees d's strings;
+ * on error path is unchanged and tmp is removed. */
+jr_status jr_adir_commit(jr_adir *d);
+/* Removes tmp; path is unchanged. Safe on a zeroed or committed d. */
+void jr_adir_abort(jr_adir *d);
+
+/* Removes a directory tree (files and subdirectories; symlinks are removed, not followed). */
+void jr_remove_tree(const char *path);
 
 /* Creates a directory and its parents (like mkdir -p). Existing directories are fine. */
 jr_status jr_mkdirs(const char *path);

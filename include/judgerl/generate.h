@@ -107,6 +107,9 @@ int jr_gen_req_n(const jr_gen_req *r);
 const jr_gen_seq *jr_gen_req_seq(const jr_gen_req *r, int i);
 int jr_gen_req_prompt_len(const jr_gen_req *r);
 int jr_gen_req_done(const jr_gen_req *r);
+/* NULL, or why the request failed (its constraint exceeded its per-step budget): the request's
+ * sequences end with finish_reason "error"; the other requests are unaffected. */
+const char *jr_gen_req_error(const jr_gen_req *r);
 /* Stops a request early (its running sequences end with finish_reason "abort"). */
 void jr_gen_cancel(jr_gen *g, jr_gen_req *r);
 /* Frees a request and returns its slots. */

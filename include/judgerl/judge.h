@@ -11,8 +11,89 @@
 #include "judgerl/status.h"
 
 /* The judge's options (judge.*), documented in docs/JUDGE.md. Protocols add their own rows here
- * under judge.NAME.* (e.g. judge.rubric.batch) and read them in their open(). */
+ * under judge.NAME.* (e.g. judge.rubric.batch) and their fields to jr_judge_opts. */
 extern const jr_cfg_field jr_judge_cfg[];
+
+/* ===================================== options =========================================== */
+/* Everything the client and the protocols read, typed. Strings and JSON values are borrowed
+ * (from the config for jr_judge_opts_from_config, static storage for jr_judge_opts_init): keep
+ * them alive until the last jr_judge_add_protocol. A NULL string means "none" / "shipped". */
+
+#define JR_JUDGE_MAX_ENDPOINTS 64
+
+/* What kind of server an endpoint is (judge.endpoints[].kind): decides how judge.constraint is
+ * sent and the defaults of stream and concurrency (docs/JUDGE.md, "Servers"). */
+typedef enum {
+    JR_KIND_AUTO = 0, /* detected at open from /v1/models, /version, /props, /api/version */
+    JR_KIND_VLLM,
+    JR_KIND_LLAMACPP,
+    JR_KIND_SGLANG,
+    JR_KIND_OLLAMA,
+    JR_KIND_OPENAI,
+    JR_KIND_JUDGERL,
+    JR_KIND_UNKNOWN   /* detection found nothing it knows: a generic OpenAI-compatible server */
+} jr_server_kind;
+
+typedef struct jr_judge_endpoint_opts {
+    const char *url;   /* base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1 */
+    const char *model; /* model name sent in each request */
+    int concurrency;   /* requests in flight on it (0 = jr_judge_opts.concurrency) */
+    jr_server_kind kind;
+    int max_connections; /* HTTP connections to it (0 = its concurrency); in flight never exceeds it */
+} jr_judge_endpoint_opts;
+
+typedef struct jr_judge_opts {
+    const char *protocol;      /* judge.protocol: the default protocol (handle 0) */
+    const char *template_path; /* judge.template (pointwise), NULL = the shipped one */
+    int chat;                  /* judge.api: 1 = chat/completions, 0 = completions */
+    int n_endpoints;
+    jr_judge_endpoint_opts endpoints[JR_JUDGE_MAX_ENDPOINTS];
+    const char *api_key_env;   /* name of the variable holding the key (never the key), or NULL */
+    int stream;                /* 1, 0, or -1 = auto (1 when every endpoint is llama.cpp) */
+    const json_t *constraint;  /* judge.constraint: {choice: [...]} | {regex: "..."} | {json_schema: {...}}, or NULL */
+    double temperature;
+    int max_tokens;
+    const json_t *extra_body;  /* a JSON object merged into every body, or NULL */
+    double timeout_s, connect_timeout_s;
+    int max_attempts, parse_attempts;
+    double backoff_base_s, backoff_max_s, retry_after_max_s;
+    int concurrency;           /* per endpoint; 0 = by kind: llama.cpp's total_slots + 1, else 64 */
+    double rpm, tpm;           /* per endpoint; 0 = unlimited */
+    int cache;                 /* 0: no cache; 1: cache_path, else cache_dir/judge_cache.sqlite */
+    const char *cache_path;    /* an explicit SQLite file (judge.cache: PATH): may be shared by runs */
+    const char *cache_dir;     /* where the default cache lives: the run's directory (run.out_dir,
+                                  filled by jr_judge_opts_from_config when the config has it) or the
+                                  output's (judgerl grade); NULL with no cache_path: no cache */
+    double max_unscored_frac;  /* callers stop when more than this share is unscored */
+    uint64_t seed;             /* retry jitter */
+    const char *cfg_dir;       /* directory of relative template paths; NULL: source's directory */
+    const char *source;        /* the config's name, for messages (may be NULL) */
+    /* Called with one line for each warning (the server's model id differs from the configured
+     * name, ...), from jr_judge_open_opts; NULL: written to stderr as "judgerl: warning: ...". */
+    void (*on_warning)(void *ud, const char *msg);
+    void *warning_ud;
+    /* protocols (judge.NAME.*) */
+    struct { int scale, normalize; const char *system; } pointwise;
+    struct { const char *template_path, *system; double correct, incorrect; int shortcircuit; } reference;
+    struct { int batched, fallback, not_present, clip_sample; const char *template_path, *batch_template; } rubric;
+    struct { const char *template_path, *system, *other_field; int swap; double win, tie, loss; } pairwise;
+    struct {
+        const char *template_path, *system;
+        const json_t *labels, *values; /* JSON lists: strings; numbers ([] = 1 for the first label) */
+        int confidence;                /* 0 auto, 1 logprobs, 2 verbal */
+        int top_logprobs;
+        double threshold;
+        double max_logprob_gap;        /* chosen token this far below the best: logprobs_unreliable */
+        int accept_unreliable;         /* 1: score unreliable verdicts with confidence null */
+    } label;
+    struct { const char *template_path, *system; int all_pass; } verif;
+} jr_judge_opts;
+
+/* The tables' defaults (no endpoints). */
+void jr_judge_opts_init(jr_judge_opts *o);
+/* Fills o from a config loaded with jr_judge_cfg (and jr_protocols_cfg: without it the protocol
+ * fields keep their defaults). cache_dir is left NULL. Fails naming a key the config lacks. */
+jr_status jr_judge_opts_from_config(jr_judge_opts *o, const jr_config *c);
 
 /* ================================ protocol interface ==================================== */
 /* A protocol turns one row (a JSON object: id, prompt, response, reference, rubric, ...) into
@@ -59,6 +140,7 @@ typedef struct jr_judge_response {
     const json_t *logprobs;    /* when asked: [{"token", "logprob", "top_logprobs": [{"token",
                                   "logprob"}, ...]}, ...] for chat and completions alike; else NULL */
     int cached;                /* 1 when served from the cache */
+    long total_tokens;         /* the server's usage.total_tokens; -1 when absent (and for cache hits) */
 } jr_judge_response;
 
 /* parse()'s verdict on one response. */
@@ -99,10 +181,10 @@ typedef struct jr_judge_outcome {
 /* A protocol: a table of functions with a name, registered in src/judge/protocol.c. */
 typedef struct jr_protocol {
     const char *name; /* the judge.protocol value */
-    /* Creates the protocol's state from the config (its judge.NAME.* keys, judge.template, ...).
-     * `cfg_dir` is the config file's directory (to resolve relative paths), may be NULL.
+    /* Creates the protocol's state from the options (its fields of `o`, o->template_path, ...).
+     * `cfg_dir` is the directory relative template paths start from, may be NULL.
      * On error *state is NULL and the message names the key or file. */
-    jr_status (*open)(const jr_config *cfg, const char *cfg_dir, void **state);
+    jr_status (*open)(const jr_judge_opts *o, const char *cfg_dir, void **state);
     void (*close)(void *state);
     /* Appends round 0's calls for `row` (at least one). A row lacking what the protocol needs
      * is an error naming the field (the submit fails; nothing is queued). */
@@ -186,11 +268,15 @@ typedef struct jr_judge_stats {
     double unscored_frac;    /* unscored / done (0 when none done) */
 } jr_judge_stats;
 
-/* Opens a judge from a config loaded with jr_judge_cfg (read during open and
- * jr_judge_add_protocol only: keep it alive until the last add_protocol). Opens the protocol (judge.protocol), the
- * cache (judge.cache), reads the API key from the variable named by judge.api_key_env (the key is
- * kept in memory only: never printed, logged, cached or written) and starts one I/O thread that
- * drives every request through libcurl's multi interface. On error *out is NULL. */
+/* Opens a judge: opens the protocol (o->protocol), the cache, reads the API key from the variable
+ * named by o->api_key_env (the key is kept in memory only: never printed, logged, cached or
+ * written) and starts one I/O thread that drives every request through libcurl's multi
+ * interface. `o` is copied; what it borrows must live until the last jr_judge_add_protocol.
+ * On error *out is NULL. */
+jr_status jr_judge_open_opts(jr_judge **out, const jr_judge_opts *o);
+
+/* Convenience for commands: jr_judge_opts_from_config, then jr_judge_open_opts. `cfg` must live
+ * until the last jr_judge_add_protocol. */
 jr_status jr_judge_open(jr_judge **out, const jr_config *cfg);
 
 /* Opens another protocol on the same client (same endpoints, limits and cache); *proto is the
@@ -224,6 +310,37 @@ void jr_judge_stats_get(jr_judge *j, jr_judge_stats *s);
  * or URL), the message ("http://.../chat/completions: HTTP 401: <server message>"), else NULL.
  * Valid until close. Callers should stop: every other request will fail the same way. */
 const char *jr_judge_fatal(jr_judge *j);
+
+/* The judge's identity as its cache keys carry it: "fingerprint:HEX" (judgerl serve), or per
+ * endpoint "URL id=.. root=.. max_model_len=.." from GET /models, then the model name. Valid
+ * until close. */
+const char *jr_judge_identity_text(const jr_judge *j);
+
+/* The smallest context (max_model_len) an endpoint reported in /models, 0 when unknown. */
+long jr_judge_max_model_len(const jr_judge *j);
+
+/* ---- why samples are unscored -------------------------------------------------------------- */
+
+/* Counts unscored reasons so that every message about unscored rows can say the last one and the
+ * most frequent one. Reasons are grouped with their digits masked ("HTTP 400: ... 812 tokens" and
+ * "... 901 tokens" count as one), the first text of a group is kept. Not thread-safe. */
+typedef struct jr_reason_tally jr_reason_tally;
+jr_reason_tally *jr_reason_tally_new(void);          /* NULL on ENOMEM */
+void jr_reason_tally_add(jr_reason_tally *t, const char *reason);
+long jr_reason_tally_count(const jr_reason_tally *t); /* reasons added */
+/* "last: R; most frequent (k of n): R2" ("" when none); valid until the next add or free. */
+const char *jr_reason_tally_summary(jr_reason_tally *t);
+/* {"unscored": n, "last": R, "most_frequent": {"reason": R2, "count": k}, "top": [{reason, count}, ...]} */
+json_t *jr_reason_tally_json(const jr_reason_tally *t);
+void jr_reason_tally_free(jr_reason_tally *t);
+/* The endpoints: how many, and one line per endpoint for the log ("http://.../chat/completions:
+ * llamacpp b4759 (GET /v1/models: owned_by llamacpp; GET /props: total_slots 1, ...); 2 in flight,
+ * 2 connections, streaming"), valid until close. Callers log it once after open. */
+int jr_judge_n_endpoints(const jr_judge *j);
+const char *jr_judge_endpoint_info(const jr_judge *j, int i);
+/* Requests in flight at most, over every endpoint (each endpoint's concurrency after its kind's
+ * default and its max_connections). */
+int jr_judge_capacity(const jr_judge *j);
 
 /* Stops the I/O thread (requests in flight are abandoned), closes the cache and frees
  * everything, uncollected results included. Safe on NULL. */

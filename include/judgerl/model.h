@@ -27,6 +27,15 @@ typedef struct jr_weights {
     float *lm_head;                   /* (V, C); == embed when tied */
 } jr_weights;
 
+/* What the transformer's matmuls compute in (model.compute). FP32: OpenBLAS sgemm, bit-identical to
+ * every earlier release. BF16: operands rounded to bf16, products accumulated in fp32 (oneDNN,
+ * jr_matmul_bf16_*); weights, gradients and everything else stay fp32. */
+typedef enum { JR_COMPUTE_F32 = 0, JR_COMPUTE_BF16 = 1 } jr_compute;
+
+/* model.compute: "float32" or "bfloat16" as named, anything else ("auto", NULL) bfloat16 when the CPU
+ * has bf16 units (jr_nn_bf16_native) and float32 otherwise. */
+jr_compute jr_model_compute_resolve(const char *name);
+
 /* A model: its config, the tensor list in HF order (hfmodel.h jr_model_tensors) and every
  * parameter in ONE allocation (params[offset[i] .. offset[i] + tensors[i].numel)). Gradients
  * live in one more allocation of the same layout once jr_model_alloc_grads is called; zeroing
@@ -40,6 +49,7 @@ typedef struct jr_model {
     float *params;
     float *grads;                     /* NULL until jr_model_alloc_grads */
     jr_weights w, g;                  /* views of params and grads (g all NULL until allocated) */
+    jr_compute compute;               /* matmuls of jr_model_forward/backward (0 = fp32 after every init) */
 } jr_model;
 
 /* Fills views of `base` (a buffer laid out as m->params) into *v. v->layers must hold
@@ -82,22 +92,40 @@ typedef struct jr_acts {
     float **q, **k, **v;              /* (N,Hq*D), (N,Hkv*D), (N,Hkv*D) projections (q/k before norm/rope) */
     float **qr, **kr;                 /* (N,Hq*D), (N,Hkv*D) after q/k norm and rope (what attention reads) */
     float **qn_rstd, **kn_rstd;       /* (N*Hq), (N*Hkv) q/k norm statistics (Qwen3) */
-    float **att;                      /* (B,Hq,T,T) attention probabilities */
+    float **att;                      /* (B,Hq,T,T) attention probabilities; fused: (B,Hq,T) log-sum-exp */
+    int fused;                        /* fused attention (jr_acts_opts) */
     float **ao;                       /* (N,Hq*D) attention output before o_proj */
     float **res_mid;                  /* (N,C) residual after attention */
     float **ln2, **ln2_rstd;          /* (N,C), (N) */
     float **gate, **up, **sw;         /* (N,I) */
     float *res_out;                   /* (N,C) last residual */
     float *lnf, *lnf_rstd;            /* (N,C), (N) final norm */
-    float *logits;                    /* (N,V); turned into dlogits by the backward */
+    float *logits;                    /* (N,V); turned into dlogits by the backward; when chunked
+                                       * (logit_rows < B_max*T_max): (logit_rows,V) scratch only */
+    int logit_rows;                   /* rows of logits materialised at a time (jr_acts_opts) */
     float *scratch;                   /* backward buffers */
     void *block;                      /* the one allocation behind the per-layer arrays */
     size_t bytes;                     /* bytes allocated (for reports) */
 } jr_acts;
 
 /* Allocates activations for model m and batches up to (B_max, T_max) (RoPE tables included, for
- * positions < T_max, which may exceed max_position_embeddings). On error *a is zeroed. */
+ * positions < T_max, which may exceed max_position_embeddings). On error *a is zeroed.
+ * Every logit is kept (a->logits holds (B*T, V) after a forward). */
 jr_status jr_acts_init(jr_acts *a, const jr_model *m, int B_max, int T_max);
+
+/* Options of jr_acts_init_opts. logit_rows > 0: never hold the (B*T, V) logits at once: the
+ * forward stops at the final norm, jr_model_logprobs computes the logits logit_rows rows at a time
+ * and the backward recomputes each chunk (one more lm_head product per step); a->logits is then
+ * scratch, not the logits. JR_LOGIT_ROWS_AUTO: rows for JR_LOGIT_CHUNK_BYTES of logits (at least
+ * 16). 0: every logit kept (jr_acts_init). */
+typedef struct jr_acts_opts {
+    int logit_rows;
+    int fused_attention;  /* 1: jr_attention_fused_* (no T x T probabilities kept; att holds the
+                           * (B,Hq,T) log-sum-exp instead; the backward recomputes) */
+} jr_acts_opts;
+#define JR_LOGIT_ROWS_AUTO (-1)
+#define JR_LOGIT_CHUNK_BYTES (64L << 20)
+jr_status jr_acts_init_opts(jr_acts *a, const jr_model *m, int B_max, int T_max, const jr_acts_opts *o);
 void jr_acts_free(jr_acts *a);
 
 /* Forward pass over ids (B,T), rows right-padded (pads may hold any valid id; their outputs are
@@ -107,8 +135,13 @@ void jr_acts_free(jr_acts *a);
 jr_status jr_model_forward(jr_model *m, jr_acts *a, const int32_t *ids, int B, int T);
 
 /* Log-probabilities of targets (B*T, -1 = skip -> 0) under softmax(logits / temperature) of the
- * last forward: lp (B*T). temperature > 0 (1 = the model's own distribution). */
-void jr_model_logprobs(const jr_model *m, const jr_acts *a, const int32_t *targets, float temperature, float *lp);
+ * last forward: lp (B*T). temperature > 0 (1 = the model's own distribution). With chunked logits
+ * this runs the lm_head product (so it can fail like the forward; full logits: always JR_OK). */
+jr_status jr_model_logprobs(const jr_model *m, const jr_acts *a, const int32_t *targets, float temperature, float *lp);
+/* The same, plus ent (B*T): the entropy of softmax(logits / temperature) of each row with a target
+ * (jr_entropy_forward; 0 elsewhere), from the same logits chunk (no second lm_head product). */
+jr_status jr_model_logprobs_ent(const jr_model *m, const jr_acts *a, const int32_t *targets, float temperature,
+                                float *lp, float *ent);
 
 /* Backward of sum_n dlp[n] * logprob(targets[n]) over the last forward (dlp and targets (B*T), the
  * same temperature as the log-probs): ADDS the gradient of every parameter into m->grads, so
@@ -128,11 +161,28 @@ jr_status jr_model_nll(jr_model *m, jr_acts *a, const int32_t *ids, const int32_
 double jr_model_train_flops(const jr_model *m, int B, int T);
 
 /* The model.* options: model.path (an HF directory to start from) or model.init (a config.json
- * for a fresh random model, drawn with model.init_std and run.seed). */
+ * for a fresh random model, drawn with model.init_std and run.seed), and model.compute. */
 extern const jr_cfg_field jr_model_cfg[];
 
-/* Builds the model a loaded config asks for (model.path, else model.init; exactly one of them).
+/* Where a model comes from: an HF directory, or a config.json for a fresh random model. */
+typedef struct jr_model_opts {
+    const char *path;   /* model.path: HF directory (config.json + safetensors) */
+    const char *init;   /* model.init: config.json of a random model (exactly one of path, init) */
+    float init_std;     /* model.init_std */
+    uint64_t seed;      /* run.seed: draws the random init */
+    jr_compute compute; /* model.compute, resolved (jr_model_compute_resolve): m->compute of the model;
+                         * a trainer restoring a checkpoint sets m->compute from it too */
+    const char *source; /* the config's name, for messages (may be NULL) */
+} jr_model_opts;
+
+/* Fills o from the model.* table and run.seed (strings borrowed from c). */
+jr_status jr_model_opts_from_config(jr_model_opts *o, const jr_config *c);
+
+/* Builds the model o asks for (o->path, else o->init; exactly one of them).
  * On error *m is zeroed and the message names the key and file. */
+jr_status jr_model_open(jr_model *m, const jr_model_opts *o);
+
+/* Convenience for commands and trainers: jr_model_opts_from_config, then jr_model_open. */
 jr_status jr_model_from_config(jr_model *m, const jr_config *c);
 
 #endif

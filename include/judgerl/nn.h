@@ -2,6 +2,7 @@
 #ifndef JUDGERL_NN_H
 #define JUDGERL_NN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Conventions (STYLE.md, after llm.c): outputs first, then inputs, then sizes. Every backward
@@ -17,6 +18,22 @@ void jr_matmul_forward(float *out, const float *inp, const float *weight, const 
 /* dinp (N,C) += dout . weight; dweight (OC,C) += dout^T . inp; dbias (OC) += column sums of dout. */
 void jr_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                         const float *weight, int N, int C, int OC);
+
+/* bf16 products with fp32 accumulation (oneDNN matmul; matmul_bf16.c). Same shapes and semantics as
+ * jr_matmul_forward/backward (the backward accumulates), but the operands are rounded to bf16 (nearest
+ * even) before the product; dbias is summed in fp32. Return 0, or -1 with jr_matmul_bf16_error() set
+ * (oneDNN has no kernel, out of memory). Calls are serialised by a lock; each runs on the OpenMP
+ * threads (jr_nn_set_threads). Primitives are cached per shape. */
+int jr_matmul_bf16_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
+int jr_matmul_bf16_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                            const float *weight, int N, int C, int OC);
+const char *jr_matmul_bf16_error(void);
+/* oneDNN's implementation name for a forward product of this shape (e.g. "brg:avx512_core_bf16"). */
+void jr_matmul_bf16_impl(char *buf, size_t n, int N, int C, int OC);
+/* 1 when the CPU has bf16 matrix units (AMX-BF16, or AVX-512 with AVX512-BF16), from cpuid. */
+int jr_nn_bf16_native(void);
+/* The ISA oneDNN dispatches to on this CPU (e.g. "avx512_core_bf16", "avx512_core_amx"). */
+const char *jr_nn_isa(void);
 
 /* out (N,C) = wte[ids[n]] with wte (V,C); ids must be in [0,V). */
 void jr_embedding_forward(float *out, const int32_t *ids, const float *wte, int N, int C);
@@ -50,6 +67,15 @@ void jr_attention_forward(float *out, float *att, const float *q, const float *k
 void jr_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *att, const float *q,
                            const float *k, const float *v, int B, int T, int Hq, int Hkv, int D);
 
+/* Fused causal GQA attention: the same results (to fp32 rounding) without any T x T buffer. The
+ * forward keeps lse (B,Hq,T), the log-sum-exp of each row's scaled scores; the backward recomputes
+ * each block of probabilities from q, k and lse. Scratch: 2 x 64 x T floats per thread. Return 0,
+ * or -1 when that scratch cannot be allocated (outputs then incomplete). */
+int jr_attention_fused_forward(float *out, float *lse, const float *q, const float *k, const float *v, int B, int T,
+                               int Hq, int Hkv, int D);
+int jr_attention_fused_backward(float *dq, float *dk, float *dv, const float *dout, const float *lse, const float *q,
+                                const float *k, const float *v, int B, int T, int Hq, int Hkv, int D);
+
 /* out (N,F) = silu(gate) * up. */
 void jr_swiglu_forward(float *out, const float *gate, const float *up, int N, int F);
 /* dgate, dup (N,F) += from dout (N,F). */
@@ -61,6 +87,8 @@ void jr_add_inplace(float *out, const float *inp, long n);
 /* Log-probability of target tokens: lp[n] = logits[n,t]/T - logsumexp(logits[n,:]/T) with
  * t = targets[n] and inv_temp = 1/T; rows with targets[n] < 0 get lp = 0. logits (N,V). */
 void jr_logprob_forward(float *lp, const float *logits, const int32_t *targets, int N, int V, float inv_temp);
+/* Entropy (nats) of softmax(logits[n,:] * inv_temp), in double; rows with targets[n] < 0 get 0. */
+void jr_entropy_forward(float *ent, const float *logits, const int32_t *targets, int N, int V, float inv_temp);
 /* Turns logits (N,V) IN PLACE into dlogits = dlp[n] * inv_temp * (onehot(t) - softmax(logits/T))
  * (overwrites, does not accumulate: the logits are consumed). Rows with targets < 0 or dlp = 0
  * become zero. */

@@ -113,12 +113,15 @@ jr_status jr_label_parse(const char *text, const char *const *labels, size_t n, 
  * markup, each label's probability is the sum of exp(logprob) over the candidate tokens (the
  * sampled one and the top alternatives, each counted once) that are a non-empty prefix of that
  * label (ASCII case and leading spaces ignored). The chosen label is the one the sampled token
- * starts; confidence = p(chosen) / sum over labels. probs (may be NULL) gets the n renormalised
- * probabilities. JR_ENOTFOUND when there are no log-probs, the token starts no label, or a
- * candidate token starts two labels (labels not told apart by their first tokens): fall back to
- * the verbalised confidence. */
-jr_status jr_label_logprob_confidence(const json_t *content, const char *const *labels, size_t n, int *idx,
-                                      double *conf, double *probs);
+ * starts (*idx); confidence = p(chosen) / sum over labels, probs (may be NULL) gets the n
+ * renormalised probabilities. The log-probs are unreliable, and *conf is NAN with the reason in
+ * unreliable[ulen] (probs untouched), when a label has no candidate token (its probability is
+ * unknown) or the sampled token's log-prob is more than max_gap below the best candidate's (the
+ * server computed the log-probs before constraining the output): never renormalise a guess.
+ * JR_ENOTFOUND when there are no log-probs, the token starts no label, or a candidate token starts
+ * two labels (labels not told apart by their first tokens): fall back to the verbalised confidence. */
+jr_status jr_label_logprob_confidence(const json_t *content, const char *const *labels, size_t n, double max_gap,
+                                      int *idx, double *conf, double *probs, char *unreliable, size_t ulen);
 
 /* ---- VerIF ---- */
 

@@ -8,6 +8,7 @@
 
 #include "judgerl/config.h"
 #include "judgerl/judge.h"
+#include "judgerl/sandbox.h"
 #include "judgerl/status.h"
 
 /* The registry's options: reward.components, a list of
@@ -33,18 +34,22 @@ typedef struct jr_rw_out {
     json_t *judge_row; /* JR_RW_JUDGE: the row to submit (a new reference) */
 } jr_rw_out;
 
+struct jr_reward_opts; /* below */
+
 /* A named reward function. Built-ins (see docs/PROTOCOLS.md): reference, rubric, verif, pairwise,
- * label, pointwise (judge); exact, math_verify, format, rule, length, efficiency, simplicity,
- * repetition (rules). */
+ * label, pointwise (judge); exact, math_verify, final_answer, format, rule, length, efficiency,
+ * simplicity, repetition, ifeval (rules); code_tests (runs the response in the sandbox with
+ * ro->sandbox: sandbox.* when the config was loaded with jr_sandbox_cfg, else the defaults). */
 typedef struct jr_reward_fn {
     const char *name;
     const char *protocol; /* judge protocol JR_RW_JUDGE submits to; NULL: never calls the judge */
     const char *doc;      /* one line */
     /* Checks a component's params when the registry opens (NULL: any params). */
     jr_status (*check)(const json_t *params);
-    /* Computes the component for one row. `cfg` is the whole config (judge.* options included).
-     * Must be callable concurrently; must not keep `row`. */
-    jr_rw_rc (*eval)(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out);
+    /* Computes the component for one row. `ro` is the registry's options (ro->judge: judge.reference.*
+     * and the other protocols' fields; ro->sandbox: code_tests). Must be callable concurrently; must
+     * not keep `row`. */
+    jr_rw_rc (*eval)(const struct jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out);
 } jr_reward_fn;
 
 /* The reward function named `name` (built-in or registered), or NULL. */
@@ -55,6 +60,29 @@ const jr_reward_fn *jr_reward_fn_find(const char *name);
 jr_status jr_reward_fn_register(const jr_reward_fn *fn);
 
 /* ---- the registry ---- */
+
+#define JR_REWARD_MAX_COMPONENTS 32
+
+/* One component (reward.components[i]). */
+typedef struct jr_reward_component_opts {
+    const char *name;     /* its name in outputs; NULL = fn */
+    const char *fn;       /* reward function */
+    double weight;
+    int optional;         /* unscored: left out of the sum instead of leaving the row unscored */
+    const json_t *params; /* the function's parameters (an object), may be NULL */
+} jr_reward_component_opts;
+
+/* The registry's options. Borrowed like jr_judge_opts: keep them alive as long as the registry. */
+typedef struct jr_reward_opts {
+    int n_components;
+    jr_reward_component_opts components[JR_REWARD_MAX_COMPONENTS];
+    jr_judge_opts judge;     /* used when a component calls the judge */
+    jr_sandbox_opts sandbox; /* used by code_tests (sandbox.* when the config has them, else defaults) */
+} jr_reward_opts;
+
+/* Fills o from a config loaded with jr_reward_cfg, jr_judge_cfg and jr_protocols_cfg.
+ * o->judge.cache_dir is left NULL (the caller's directory). */
+jr_status jr_reward_opts_from_config(jr_reward_opts *o, const jr_config *c);
 
 typedef struct jr_reward jr_reward;
 
@@ -77,11 +105,14 @@ typedef struct jr_reward_result {
     double judge_latency_s; /* the slowest of its judge results, submit -> result (0 without one) */
 } jr_reward_result;
 
-/* Opens a registry from a config loaded with jr_reward_cfg, jr_judge_cfg and jr_protocols_cfg:
- * checks every component (known fn, params), and opens one judge client (jr_judge_open) with one
- * protocol handle per judge protocol used when any component needs the judge. `cfg` must outlive
- * the registry. On error *out is NULL and the message names the component
- * ("reward.components.2 (format): ..."). */
+/* Opens a registry: checks every component (known fn, params), and opens one judge client
+ * (jr_judge_open_opts with o->judge) with one protocol handle per judge protocol used when any
+ * component needs the judge. `o` is copied; what it borrows must outlive the registry. On error
+ * *out is NULL and the message names the component ("reward.components.2 (format): ..."). */
+jr_status jr_reward_open_opts(jr_reward **out, const jr_reward_opts *o);
+
+/* Convenience for commands: jr_reward_opts_from_config, then jr_reward_open_opts; `cfg` must
+ * outlive the registry. */
 jr_status jr_reward_open(jr_reward **out, const jr_config *cfg);
 
 /* Scores n rows (JSON objects with all their fields). Rule components run here; judge
@@ -114,6 +145,11 @@ int jr_reward_n_parts(const jr_reward *r);
 const char *jr_reward_part_name(const jr_reward *r, int i);
 double jr_reward_part_weight(const jr_reward *r, int i);
 const char *jr_reward_part_fn(const jr_reward *r, int i); /* the reward function's name */
+
+/* Why rows were unscored, over every row scored since open: "last: R; most frequent (k of n): R2"
+ * ("" when none; valid until the next score). Every message about unscored rows carries it. */
+const char *jr_reward_unscored_summary(jr_reward *r);
+long jr_reward_unscored_count(const jr_reward *r);
 
 /* The judge client (NULL when no component uses the judge), e.g. for jr_judge_stats_get. */
 jr_judge *jr_reward_judge(jr_reward *r);

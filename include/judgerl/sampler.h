@@ -45,9 +45,15 @@ float jr_logprob_at(const float *logits, int n_logits, float temperature, int32_
 /* The log-normaliser log sum exp(logits / temperature) over n_logits (temperature <= 0 = 1). */
 double jr_logsumexp(const float *logits, int n_logits, float temperature);
 
-/* The k most likely ids of softmax(logits) (temperature 1, the raw distribution) among ids <
- * n_valid, most likely first (ties: lower id first), with their log-probs normalised over all
- * n_logits. Writes min(k, n_valid) entries and returns that count. */
-int jr_top_logprobs(const float *logits, int n_logits, int n_valid, int k, int32_t *ids, float *lps);
+/* The same over the ids < n_logits with allowed[id] != 0 only (allowed NULL: every id): the
+ * normaliser of a constrained distribution. -INFINITY when nothing is allowed. */
+double jr_logsumexp_allowed(const float *logits, int n_logits, float temperature, const uint8_t *allowed);
+
+/* The k most likely ids of softmax(logits) (temperature 1) among ids < n_valid, most likely first
+ * (ties: lower id first), with their log-probs. allowed NULL: the raw distribution, normalised
+ * over all n_logits. allowed given (a constraint's mask over [0, n_valid)): only allowed ids, with
+ * log-probs normalised over them, i.e. the constrained distribution the token is drawn from.
+ * Writes min(k, candidates) entries and returns that count. */
+int jr_top_logprobs(const float *logits, int n_logits, int n_valid, const uint8_t *allowed, int k, int32_t *ids, float *lps);
 
 #endif

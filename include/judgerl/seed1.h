@@ -2,6 +2,7 @@
 #ifndef JUDGERL_SEED1_H
 #define JUDGERL_SEED1_H
 
+#include <stdint.h>
 #include <jansson.h>
 
 #include "judgerl/config.h"
@@ -9,6 +10,33 @@
 
 /* The options of `judgerl seed1` (keys seed1.*; run.seed and run.out_dir from jr_run_cfg). */
 extern const jr_cfg_field jr_seed1_cfg[];
+
+/* A classifier's shape (seed1.model.* / seed1.judge.*). */
+typedef struct jr_seed1_clf_opts {
+    int embed_dim, num_heads, hidden_dim, max_length;
+} jr_seed1_clf_opts;
+
+/* A training phase (seed1.sft.* / seed1.judge.*). */
+typedef struct jr_seed1_train_opts {
+    int epochs;
+    double lr;
+    int batch_size;
+} jr_seed1_train_opts;
+
+/* Every option of seed 1, typed (strings borrowed from the config). */
+typedef struct jr_seed1_opts {
+    const char *out_dir;  /* run.out_dir */
+    uint64_t seed;        /* run.seed */
+    const char *questions, *reinforce, *heldout, *preferences; /* data files */
+    const char *probe;    /* the question whose logits are shown before/after */
+    int probe_runs;
+    jr_seed1_clf_opts model, judge;         /* policy and judge shapes */
+    jr_seed1_train_opts sft, judge_train;   /* supervised policy, judges */
+    struct { double lr, weight_decay, threshold; int iterations; } distill;
+} jr_seed1_opts;
+
+/* Fills o from a config loaded with jr_run_cfg and jr_seed1_cfg. */
+jr_status jr_seed1_opts_from_config(jr_seed1_opts *o, const jr_config *c);
 
 /* Runs seed 1 end to end under out_dir (created): the policy classifier trained on the questions
  * with their random labels (Adam), the question judge (question -> preferred label) and the
@@ -21,6 +49,6 @@ extern const jr_cfg_field jr_seed1_cfg[];
  * caller decrefs) holds the losses, the judges' accuracies and, per variant, the probe
  * question's averaged logits before/after, steps taken, agreement with the judge and the
  * held-out answer distributions. On error *result is NULL; finished files stay. */
-jr_status jr_seed1_run(const jr_config *cfg, json_t **result);
+jr_status jr_seed1_run(const jr_seed1_opts *o, json_t **result);
 
 #endif

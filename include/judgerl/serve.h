@@ -73,6 +73,9 @@ typedef struct jr_serve_backend {
     /* Renders chat messages with the chat template (generation prompt added) and encodes them. */
     jr_status (*encode_chat)(void *tok, int n, const char *const *roles, const char *const *contents, int32_t **ids,
                              int *n_ids);
+    /* What answers (jr_textgen_fingerprint: weights + tokenizer + chat template), reported as
+     * judgerl_fingerprint in /v1/models so judge clients key their caches by it; may be NULL. */
+    const char *fingerprint;
 } jr_serve_backend;
 
 typedef struct jr_serve_opts {
@@ -84,7 +87,11 @@ typedef struct jr_serve_opts {
     int max_tokens;           /* per request */
     int max_queue;            /* requests waiting beyond the slots before 429 */
     size_t max_body;          /* bytes; larger bodies get 413 */
-    int max_connections;
+    int max_connections;      /* 512 */
+    int max_per_client;       /* connections from one client address (max_connections / 2) */
+    double header_timeout;    /* s to receive a request's headers, from the connection or the previous request (10) */
+    double body_timeout;      /* s to receive a request's body once its headers are in (30) */
+    double request_timeout;   /* s from arrival to the last token; then 504 and the request is cancelled (0 = none) */
     uint64_t seed;            /* streams of requests without a seed */
 } jr_serve_opts;
 
@@ -98,8 +105,9 @@ int jr_server_port(const jr_server *s);
 /* Sets the backend (borrowed until jr_server_stop) and starts the batching thread: from now on
  * /health answers 200 and completions are served. */
 jr_status jr_server_set_backend(jr_server *s, const jr_serve_backend *b);
-/* Stops taking requests (new ones get 503), waits up to timeout_s for queued and running ones to
- * finish, then closes every connection, stops the threads and frees the server. */
+/* Stops taking requests (new ones get 503 at once), waits up to timeout_s (the drain timeout) for
+ * queued and running ones to finish, then cancels what is left (503 to their clients), closes
+ * every connection, stops the threads and frees the server. */
 void jr_server_stop(jr_server *s, double timeout_s);
 
 #endif

@@ -21,4 +21,7 @@ void jr_strbuf_addc(jr_strbuf *b, char c);
 char *jr_strbuf_take(jr_strbuf *b);
 void jr_strbuf_free(jr_strbuf *b);
 
+/* A new string formatted like printf (caller frees); NULL when out of memory. */
+char *jr_strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif

@@ -25,6 +25,7 @@ typedef struct jr_textgen {
     int32_t *piece_len;
     int32_t eos[JR_MAX_EOS + 1];
     jr_generation_config gen; /* the model directory's generation_config.json (fields absent = -1 / NAN) */
+    char tok_desc[1400];     /* which tokenizer and why, for the commands' logs (jr_tok_open_for_model) */
 } jr_textgen;
 
 /* (Re)opens the KV cache with n_slots slots of max_ctx positions: 0 = min(max_position_embeddings,
@@ -34,7 +35,9 @@ jr_status jr_textgen_reserve(jr_textgen *t, int n_slots, int max_ctx);
 
 /* Loads model directory `dir` (config.json + safetensors) with tokenizer `tok_spec`: "auto" (or
  * NULL): dir/tokenizer.json when present (with tokenizer_config.json's chat template), else the
- * byte tokenizer; "byte"; or the path of a tokenizer.json file or of a directory holding one.
+ * byte tokenizer; "byte"; or the path of a tokenizer.json file or of a directory holding one
+ * (jr_tok_open_for_model: a tokenizer with more ids than the model's vocab_size is an error).
+ * t->tok_desc says which tokenizer it took.
  * Opens a KV cache of n_slots sequences of max_ctx positions (see jr_textgen_reserve). On error *t is zeroed and the message names the file or option. */
 jr_status jr_textgen_open(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx);
 
@@ -43,6 +46,11 @@ jr_status jr_textgen_open(jr_textgen *t, const char *dir, const char *tok_spec, 
 jr_status jr_textgen_open_model(jr_textgen *t, const jr_model *m, const char *tok_spec, int n_slots, int max_ctx);
 
 void jr_textgen_close(jr_textgen *t);
+
+/* What answers: SHA-256 (hex) of the model's shape, its weights as loaded and its tokenizer's
+ * files (chat template included). Two servers with the same fingerprint give the same answers
+ * to the same request; `judgerl serve` reports it in /v1/models (judgerl_fingerprint). */
+void jr_textgen_fingerprint(const jr_textgen *t, char out[65]);
 
 /* A completions prompt: byte tokenizer: [bos] + the text's bytes (as SFT trains); tokenizer.json:
  * encode(text, add_special_tokens) as HF does. *ids malloc'ed. */

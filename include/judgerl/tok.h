@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "judgerl/sha256.h"
 #include "judgerl/status.h"
 #include "judgerl/tokenizer.h"
 
@@ -27,9 +28,31 @@ typedef struct jr_tok {
 jr_status jr_tok_open(jr_tok *t, const char *spec);
 void jr_tok_close(jr_tok *t);
 
-/* Copies the tokenizer files (tokenizer.json, and tokenizer_config.json when present beside it)
- * into dir so a model directory written there carries its tokenizer. Nothing to do for "byte". */
+/* Copies the tokenizer files (tokenizer.json, and tokenizer_config.json, special_tokens_map.json,
+ * chat_template.jinja, ... when present beside it) into dir so a model directory written there
+ * carries its tokenizer. Nothing to do for "byte". */
 jr_status jr_tok_copy_files(const jr_tok *t, const char *dir);
+
+/* Copies every tokenizer file present in model_dir (tokenizer.json, tokenizer_config.json,
+ * special_tokens_map.json, chat_template.jinja, vocab.json, merges.txt, ...) into dir: what
+ * `merge` and `convert` use so their outputs keep the model's tokenizer. *n_copied (may be NULL)
+ * gets how many there were (0: the model has none, the byte tokenizer). */
+jr_status jr_tok_copy_dir_files(const char *model_dir, const char *dir, int *n_copied);
+
+/* Adds what t is (its kind and the bytes of each of its files) to a SHA-256 (model fingerprints). */
+void jr_tok_hash(const jr_tok *t, jr_sha256 *h);
+
+/* The tokenizer a model uses: `spec` when given and not "auto"; else model_dir when it holds
+ * tokenizer.json; else "byte". Returns the spec for jr_tok_open (one of the arguments or the
+ * literal "byte") and writes a line saying which and why into desc[desc_len] (for logs). */
+const char *jr_tok_resolve(const char *model_dir, const char *spec, char *desc, size_t desc_len);
+
+/* Opens the tokenizer jr_tok_resolve picks and checks it fits the model: ids past model_vocab
+ * (the model's vocab_size; <= 0 skips the check) are an error naming both sizes (a larger
+ * embedding, as Qwen3's, is fine). desc (may be NULL) gets "WHICH, N ids[, chat template]".
+ * On error *t is zeroed. */
+jr_status jr_tok_open_for_model(jr_tok *t, const char *model_dir, const char *spec, int32_t model_vocab, char *desc,
+                                size_t desc_len);
 
 /* Renders msgs with t's chat template (jr_chat_render, add_generation_prompt off) and encodes the
  * text piecewise (special-token texts parsed): *ids gets the tokens and *loss (same length, may be

@@ -159,11 +159,23 @@ jr_status jr_chat_render(const jr_tokenizer *t, const jr_chat_msg *msgs, size_t 
  *   tokenizer.enable_thinking  Qwen3 thinking switch for chat rendering: default|true|false */
 extern const jr_cfg_field jr_tokenizer_cfg[];
 
-/* Applies tokenizer.chat_template (when set) to t. On error (unreadable file, unsupported
- * template) the message names the file and t keeps its template. */
-jr_status jr_tok_apply_config(jr_tokenizer *t, const jr_config *cfg);
+/* The tokenizer.* options, typed. */
+typedef struct jr_tok_opts {
+    const char *chat_template; /* Jinja file replacing the model's chat template, or NULL */
+    int enable_thinking;       /* for jr_chat_opts: -1 (template default), 0 or 1 */
+} jr_tok_opts;
 
-/* The enable_thinking value for jr_chat_opts from tokenizer.enable_thinking: -1, 0 or 1. */
+/* Fills o from the tokenizer.* table (strings borrowed from c). */
+jr_status jr_tok_opts_from_config(jr_tok_opts *o, const jr_config *c);
+
+/* Applies o->chat_template (when set) to t. On error (unreadable file, unsupported template) the
+ * message names the file and t keeps its template. */
+jr_status jr_tok_apply_opts(jr_tokenizer *t, const jr_tok_opts *o);
+
+/* Conveniences for commands and trainers: jr_tok_opts_from_config, then jr_tok_apply_opts /
+ * the enable_thinking value (-1, 0 or 1; -1 too when the table was not loaded, with the
+ * error recorded for jr_cfg_check). */
+jr_status jr_tok_apply_config(jr_tokenizer *t, const jr_config *cfg);
 int jr_tok_cfg_thinking(const jr_config *cfg);
 
 /* ---- training ---- */

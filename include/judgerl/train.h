@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "judgerl/config.h"
+#include "judgerl/run.h"
 #include "judgerl/status.h"
 
 /* The trainer.* options (algo, steps, batch, optimizer, schedule, checkpoints, resume). */
@@ -35,6 +36,13 @@ typedef struct jr_train_result {
  * the run finishes its current step, writes a checkpoint and returns JR_ECANCELED. On error the
  * message names the row, file or key; checkpoints already written stay valid. */
 jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res);
+
+/* trainer.algo sft (sft.c), called by jr_train_run: rows {"prompt","completion"} or {"messages"}, loss on
+ * the completion / assistant tokens; trainer.eval_every and the end: validation loss (data.validation*). */
+jr_status jr_sft_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res);
+
+/* A harness run's figures as a jr_train_result. */
+void jr_run_result(const jr_run *r, jr_train_result *res);
 
 /* trainer.algo grpo | rloo (grpo_train.c), called by jr_train_run: a config loaded with the run,
  * data, model, trainer, grpo, judge, protocols and reward tables. res->first_loss / last_loss

@@ -12,6 +12,17 @@
  * "answer is" / "Answer:" on its line, else the whole text. */
 char *jr_answer_extract(const char *response);
 
+/* The final answer of a response, GSM8K-aware (caller frees; NULL only when out of memory): what
+ * follows the last "####" on its line, else jr_answer_extract's \boxed{} / "answer is" /
+ * "Answer:", else the last number of the text (sign, thousands commas, decimals), else the text. */
+char *jr_answer_extract_final(const char *response);
+
+/* 1 when the final answer of response (jr_answer_extract_final) is equivalent to reference
+ * (reduced to what follows its "####" when it has one, so a raw GSM8K solution works): by
+ * jr_answer_equiv, or, for a numeric reference, by the first number of the extracted answer
+ * ("$18 per day." matches 18). *got (may be NULL) gets the extracted answer (caller frees). */
+int jr_answer_final_match(const char *response, const char *reference, char **got);
+
 /* The canonical form of an answer (caller frees; NULL only when out of memory). Applied in order:
  * last \boxed{} content; $, \(\), \[\] delimiters dropped; \left \right, spacing commands (\, \!
  * \; \: ~) dropped; \dfrac \tfrac -> \frac and \frac12 -> \frac{1}{2}; \text{x} \textbf{x}

@@ -30,7 +30,7 @@ static double cpu(void) {
 int cmd_bench_generate(int argc, char **argv) {
     const char *cmd = "bench generate", *model = NULL, *cname = NULL, *save = NULL;
     if (cli_wants_help(argc, argv)) {
-        printf("usage: judgerl bench generate (--model DIR | --config 10m|100m) [--batch B] [--prompt P] [--tokens N] [--save DIR]\n"
+        printf("usage: judgerl bench generate (--model DIR | --config 10m|100m|0.5b) [--batch B] [--prompt P] [--tokens N] [--save DIR]\n"
                "Prefills B random prompts of P tokens into a KV cache, then decodes N tokens for all B at once\n"
                "(sampling at temperature 1); prints prefill/decode tokens per second (wall clock and per CPU\n"
                "second), decode_step_ms and the sampler's share. --save DIR also writes the (random) model as an\n"
@@ -50,14 +50,14 @@ int cmd_bench_generate(int argc, char **argv) {
         else if (!strcmp(a, "--save")) save = v;
         else return cli_usage(cmd, "unknown option '%s'", a);
     }
-    if ((model != NULL) == (cname != NULL)) return cli_usage(cmd, "give one of --model DIR or --config 10m|100m");
+    if ((model != NULL) == (cname != NULL)) return cli_usage(cmd, "give one of --model DIR or --config 10m|100m|0.5b");
     if (B < 1 || P < 1 || N < 1) return cli_usage(cmd, "--batch, --prompt, --tokens must be positive");
     jr_model m;
     jr_status st;
     if (model) st = jr_model_load(&m, model);
     else {
         jr_model_config c;
-        if (cli_bench_config(cname, &c)) return cli_usage(cmd, "--config: unknown '%s' (10m or 100m)", cname);
+        if (cli_bench_config(cname, &c)) return cli_usage(cmd, "--config: unknown '%s' (10m, 100m or 0.5b)", cname);
         st = jr_model_init_random(&m, &c, 1, 0.02f);
     }
     if (!st && save) st = jr_model_save(&m, save, NULL); /* the benchmark model, e.g. for bench/serve_load.py */

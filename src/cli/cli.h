@@ -33,6 +33,8 @@ int cmd_tokenizer(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_forward(int argc, char **argv);
 int cmd_dataset(int argc, char **argv);
+int cmd_dataset_convert(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 int cmd_tb_export(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
@@ -40,6 +42,7 @@ int cmd_ifeval(int argc, char **argv);
 int cmd_grade(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_bench_grade(int argc, char **argv);
 int cmd_bench_train(int argc, char **argv);
@@ -51,13 +54,17 @@ int cli_bench_config(const char *name, struct jr_model_config *c);
 int cmd_seed1(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_workflow(int argc, char **argv);
 
 /* `judgerl grade` helpers: reads an existing output (drops a torn last line, records finished ids
  * in `done`, counts unscored rows; with retry_unscored drops them); grades through the reward
  * registry when the config lists reward.components (grade_reward.c). */
 #include <jansson.h>
+#include "judgerl/reward.h"
+/* 1 when a verdict's detail has reason logprobs_unreliable (counted in grade's summary). */
+int cli_grade_unreliable(const json_t *detail);
 jr_status cli_grade_load_done(const char *path, json_t *done, long *n_unscored, int retry_unscored, long *n_dropped);
-int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const char *out_path, int quiet,
+int cli_grade_reward(const char *cmd, const jr_reward_opts *ro, const char *in_path, const char *out_path, int quiet,
                      int retry_unscored);
 /* A row's id as text (a string, or an integer written in decimal); 0 when it is neither. */
 int cli_grade_id_text(const json_t *v, char *out, size_t n);

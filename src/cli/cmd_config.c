@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "judgerl/sandbox.h"
 #include "judgerl/tokenizer.h"
 #include "judgerl/dataset.h"
 #include "judgerl/model.h"
@@ -10,6 +11,7 @@
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
+#include "judgerl/workflow.h"
 #include "judgerl/probe.h"
 
 /* Every module's table of options; a config file may use any of them. */
@@ -24,7 +26,9 @@ static const jr_cfg_field *const all_tables[] = {
     jr_judge_cfg,
     jr_protocols_cfg,
     jr_reward_cfg,
+    jr_sandbox_cfg,
     jr_seed1_cfg,
+    jr_workflow_cfg,
     jr_probe_cfg,
     NULL,
 };

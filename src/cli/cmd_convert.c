@@ -6,7 +6,9 @@
 #include <strings.h>
 
 #include "cli/cli.h"
+#include "judgerl/fsutil.h"
 #include "judgerl/hfmodel.h"
+#include "judgerl/tok.h"
 
 /* "5GB", "500MB", "100kB", "12345" -> bytes (decimal units, as transformers' max_shard_size). */
 static int parse_size(const char *s, size_t *out) {
@@ -30,7 +32,8 @@ int cmd_convert(int argc, char **argv) {
         printf("usage: judgerl convert --model DIR -o OUT [--dtype float32|float16|bfloat16] [--max-shard-size 5GB]\n"
                "Reads a Hugging Face model directory (validated as by `judgerl inspect`) and writes it to OUT with\n"
                "its config kept, weights stored as --dtype (default: float32), split into shards past\n"
-               "--max-shard-size (default 5GB; 0 = one file). Each file is written atomically.\n");
+               "--max-shard-size (default 5GB; 0 = one file). OUT is written as a whole beside itself and swapped\n"
+               "in atomically (an existing OUT must be empty or a model directory): a kill leaves the old or the new.\n");
         return CLI_OK;
     }
     const char *model = NULL, *out = NULL, *dtype_s = "float32", *shard_s = "5GB";
@@ -57,12 +60,19 @@ int cmd_convert(int argc, char **argv) {
         if (!(w[i] = malloc((size_t)d.tensors[i].numel * sizeof(float) + 1))) rc = jr_fail(JR_ENOMEM, "out of memory");
         else rc = jr_hfdir_read_f32(&d, i, w[i]);
     }
-    if (!rc) rc = jr_hfdir_write(out, &d.cfg, d.has_gen ? &d.gen : NULL, (const float *const *)w, dt, max_shard);
+    /* OUT is built beside itself and swapped in whole: a kill leaves the old OUT or the new one */
+    jr_adir ad = {0};
+    int n_tok = 0;
+    if (!rc) rc = jr_adir_open(&ad, out, "config.json");
+    if (!rc) rc = jr_hfdir_write(ad.tmp, &d.cfg, d.has_gen ? &d.gen : NULL, (const float *const *)w, dt, max_shard);
+    if (!rc) rc = jr_tok_copy_dir_files(model, ad.tmp, &n_tok); /* the output keeps the model's tokenizer */
+    if (!rc) rc = jr_adir_commit(&ad);
+    else jr_adir_abort(&ad);
     for (int i = 0; w && i < d.n_tensors; i++) free(w[i]);
     free(w);
     int n = d.n_tensors;
     jr_hfdir_close(&d);
     if (rc) return cli_fail("convert", rc);
-    printf("%s: %d tensors written as %s\n", out, n, jr_dtype_name(dt));
+    printf("%s: %d tensors written as %s, %d tokenizer file%s\n", out, n, jr_dtype_name(dt), n_tok, n_tok == 1 ? "" : "s");
     return CLI_OK;
 }

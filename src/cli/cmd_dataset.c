@@ -15,6 +15,7 @@ static void usage(void) {
     printf("usage: judgerl dataset [CONFIG.yaml] [key=value ...] [--print-config]\n"
            "       judgerl dataset --input FILE.jsonl [--validation FILE.jsonl | --validation-frac F] [--seed N]\n"
            "                       [--on-bad-line skip|fail] [--max-rows N] [--show N] [--json]\n"
+           "       judgerl dataset convert --from humaneval|gsm8k --input FILE [--output OUT.jsonl]   (see its --help)\n"
            "Reads a JSONL dataset the way training does (data.* options, run.seed) and prints its row\n"
            "count, the fields seen, bad lines, the train/validation split and the first rows of the\n"
            "epoch-0 training order. Skipped bad lines are warned on stderr as FILE:LINE: problem; with\n"
@@ -69,6 +70,7 @@ static json_t *file_stats(const char *path, int64_t lines, int64_t rows, int64_t
 }
 
 int cmd_dataset(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "convert")) return cmd_dataset_convert(argc - 1, argv + 1);
     if (cli_wants_help(argc, argv)) { usage(); return CLI_OK; }
     /* Turn the flags into config overrides, keep positional arguments and overrides as they are. */
     char **args = calloc((size_t)argc + 1, sizeof *args);

@@ -82,7 +82,9 @@ static jr_status run_seed1(const char *out, json_t *sum, json_t *stages) {
     jr_status st = jr_config_load(&cfg, "configs/eightball-seed1.yaml", 1, over, seed1_tables);
     if (st) { stage_end(s, "failed", t0, jr_errmsg()); return st; }
     json_t *res;
-    st = jr_seed1_run(&cfg, &res);
+    jr_seed1_opts o;
+    st = jr_seed1_opts_from_config(&o, &cfg);
+    if (!st) st = jr_seed1_run(&o, &res);
     jr_config_free(&cfg);
     if (st) { stage_end(s, "failed", t0, jr_errmsg()); return st; }
     json_object_set_new(sum, "seed1", res);

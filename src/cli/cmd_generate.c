@@ -223,6 +223,7 @@ int cmd_generate(int argc, char **argv) {
         fflush(stdout);
     }
 done:
+    if (!st && !rc) fprintf(stderr, "judgerl generate: tokenizer: %s\n", t.tok_desc); /* after the output: an error stays one line */
     for (size_t p = 0; ids && p < np; p++) free(ids[p]);
     for (size_t k = 0; outs && k < np * (size_t)n; k++) jr_gen_seq_free(&outs[k]);
     free(ids);

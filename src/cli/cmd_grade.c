@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "judgerl/sandbox.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
@@ -121,6 +122,12 @@ jr_status cli_grade_load_done(const char *path, json_t *done, long *n_unscored, 
     return st;
 }
 
+/* 1 when a verdict's detail says its log-probs could not give an honest confidence (label). */
+int cli_grade_unreliable(const json_t *detail) {
+    const char *r = json_string_value(json_object_get(detail, "reason"));
+    return r && !strcmp(r, "logprobs_unreliable");
+}
+
 static void progress(double t0, long done, long total, long unscored, const jr_judge_stats *s, int final) {
     double el = mono() - t0, rate = el > 0 ? done / el : 0;
     double eta = rate > 0 ? (total - done) / rate : 0;
@@ -160,14 +167,16 @@ int cmd_grade(int argc, char **argv) {
                "Each finished row is appended to OUT.jsonl and fsynced:\n"
                "  {id, reward (null when unscored), scores, status: ok|unscored, attempts, cached, latency_s, error, detail}\n"
                "Rerunning resumes: rows already in OUT.jsonl are skipped (a torn last line is dropped), so every\n"
-               "row is written exactly once; --retry-unscored grades unscored rows again (they are replaced).\n"
+               "row is written exactly once; unscored rows are graded again (replaced) unless --keep-unscored.\n"
+               "judge.cache: true keeps the judge's answers in judge_cache.sqlite beside OUT.jsonl (docs/JUDGE.md).\n"
                "Prints a JSON summary on stdout; a progress bar on stderr when it is a terminal (--progress forces it).\n"
-               "Stops with exit 1 when judge.max_unscored_frac of the rows are unscored or the server refuses\n"
-               "the key, model or URL (HTTP 401/403/404).\n");
+               "Stops with exit 1 when judge.max_unscored_frac of the rows are unscored, and at once, writing no row\n"
+               "for it, on a configuration error: the server is not running, refuses the key, model or URL (HTTP\n"
+               "401/403/404), or the first prompts do not fit its context.\n");
         return CLI_OK;
     }
     const char *cfg_path = NULL, *in_path = NULL, *out_path = NULL;
-    int print_only = 0, quiet = 0, force_progress = 0, retry_unscored = 0, n_over = 0;
+    int print_only = 0, quiet = 0, force_progress = 0, retry_unscored = 1, n_over = 0;
     char **over = calloc((size_t)argc + 1, sizeof *over);
     if (!over) return cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory"));
     for (int i = 1; i < argc; i++) {
@@ -182,11 +191,12 @@ int cmd_grade(int argc, char **argv) {
         else if (!strcmp(a, "--print-config")) print_only = 1;
         else if (!strcmp(a, "--quiet")) quiet = 1;
         else if (!strcmp(a, "--progress")) force_progress = 1;
-        else if (!strcmp(a, "--retry-unscored")) retry_unscored = 1;
+        else if (!strcmp(a, "--retry-unscored")) retry_unscored = 1; /* the default; kept for old scripts */
+        else if (!strcmp(a, "--keep-unscored")) retry_unscored = 0;
         else if (a[0] != '-' && strchr(a, '=')) over[n_over++] = argv[i];
         else { free(over); return cli_usage(cmd, "unexpected argument '%s'", a); }
     }
-    const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, NULL};
+    const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, NULL};
     jr_config cfg;
     jr_status st = jr_config_load(&cfg, cfg_path, n_over, over, tables);
     free(over);
@@ -202,8 +212,15 @@ int cmd_grade(int argc, char **argv) {
         jr_config_free(&cfg);
         return cli_usage(cmd, "--config, --input and --output are required");
     }
-    if (json_array_size(jr_cfg_json(&cfg, "reward.components"))) { /* reward registry (docs/PROTOCOLS.md) */
-        int r = cli_grade_reward(cmd, &cfg, in_path, out_path, quiet, retry_unscored);
+    jr_reward_opts ro;
+    if ((st = jr_reward_opts_from_config(&ro, &cfg))) { jr_config_free(&cfg); return cli_fail(cmd, st); }
+    char cache_dir[4096];
+    const char *slash = strrchr(out_path, '/');
+    snprintf(cache_dir, sizeof cache_dir, "%.*s", slash ? (int)(slash - out_path) : 1, slash ? out_path : ".");
+    if (!cache_dir[0]) snprintf(cache_dir, sizeof cache_dir, "/");
+    ro.judge.cache_dir = cache_dir; /* the default cache lives beside the output */
+    if (ro.n_components) { /* reward registry (docs/PROTOCOLS.md) */
+        int r = cli_grade_reward(cmd, &ro, in_path, out_path, quiet, retry_unscored);
         jr_config_free(&cfg);
         return r;
     }
@@ -211,14 +228,16 @@ int cmd_grade(int argc, char **argv) {
     size_t in_len = 0;
     json_t *done = json_object(), *seen = json_object(), *ids = json_array(); /* ids: owns each submitted row's id */
     jr_judge *j = NULL;
+    jr_reason_tally *why = jr_reason_tally_new();
     int fd = -1, rc = CLI_OK;
     long n_prev_unscored = 0, n_dropped = 0;
     st = jr_read_file(in_path, &input, &in_len);
     if (!st) st = cli_grade_load_done(out_path, done, &n_prev_unscored, retry_unscored, &n_dropped);
+    if (!st && !why) st = jr_fail(JR_ENOMEM, "out of memory");
     if (st) { rc = cli_fail(cmd, st); goto out; }
     long total = 0;
     for (size_t i = 0; i < in_len; i++) if (input[i] == '\n' || (i + 1 == in_len)) total++;
-    st = jr_judge_open(&j, &cfg);
+    st = jr_judge_open_opts(&j, &ro.judge);
     if (st) { rc = cli_fail(cmd, st); goto out; }
     fd = open(out_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) { rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: cannot open for appending: %s", out_path, strerror(errno))); goto out; }
@@ -227,22 +246,17 @@ int cmd_grade(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     int show = force_progress || (!quiet && isatty(2));
-    long conc_total = 0;
-    json_t *eps = jr_cfg_json(&cfg, "judge.endpoints");
-    for (size_t e = 0; e < json_array_size(eps); e++) {
-        long c = (long)json_integer_value(json_object_get(json_array_get(eps, e), "concurrency"));
-        conc_total += c > 0 ? c : (long)jr_cfg_int(&cfg, "judge.concurrency");
-    }
+    long conc_total = jr_judge_capacity(j);
+    for (int e = 0; !quiet && e < jr_judge_n_endpoints(j); e++) fprintf(stderr, "judgerl grade: judge %s\n", jr_judge_endpoint_info(j, e));
     uint64_t window = (uint64_t)(conc_total * 4 < 64 ? 64 : conc_total * 4);
-    double max_frac = jr_cfg_float(&cfg, "judge.max_unscored_frac");
-    long n_skipped = 0, n_done = 0, n_unscored = n_prev_unscored, n_ok = 0, n_rows = 0, lineno = 0;
+    double max_frac = ro.judge.max_unscored_frac;
+    long n_unreliable = 0, n_skipped = 0, n_done = 0, n_unscored = n_prev_unscored, n_ok = 0, n_rows = 0, lineno = 0;
     size_t pos = 0;
     double t0 = mono(), last_draw = 0;
     enum { BATCH = 256 };
     jr_judge_result res[BATCH];
-    char last_reason[512] = "";
     const char *stop_msg = NULL;
-    char stop_buf[1200];
+    char stop_buf[2000];
     for (;;) {
         /* submit while the window has room */
         while (pos < in_len && jr_judge_pending(j) < window && !interrupted) {
@@ -271,10 +285,12 @@ int cmd_grade(int argc, char **argv) {
         if (pos >= in_len && jr_judge_pending(j) == 0) break;
         int n = jr_judge_collect(j, res, BATCH, 200);
         if (n > 0) {
-            /* one write per row (O_APPEND: a row is never interleaved), one fdatasync per batch */
-            int werr = 0;
+            /* one write per row (O_APPEND: a row is never interleaved), one fdatasync per batch; after a
+             * configuration error the unscored rows are not written (a rerun grades them) */
+            int werr = 0, config_error = jr_judge_fatal(j) != NULL;
             for (int i = 0; i < n; i++) {
                 json_t *idv = res[i].user;
+                if (config_error && res[i].status != JR_SCORE_OK) { jr_judge_result_free(&res[i]); continue; }
                 char *line = werr ? NULL : out_line(&res[i], idv);
                 if (line && !werr) {
                     size_t ll = strlen(line);
@@ -283,13 +299,14 @@ int cmd_grade(int argc, char **argv) {
                     if (w != (ssize_t)(ll + 1)) werr = errno ? errno : EIO;
                     free(line);
                 } else if (!werr) werr = ENOMEM;
+                n_unreliable += cli_grade_unreliable(res[i].detail);
                 if (res[i].status == JR_SCORE_OK) n_ok++;
                 else {
                     n_unscored++;
-                    snprintf(last_reason, sizeof last_reason, "%s", res[i].error ? res[i].error : "?");
+                    jr_reason_tally_add(why, res[i].error);
                     if (!quiet) {
                         if (show) fputc('\n', stderr);
-                        fprintf(stderr, "judgerl grade: unscored id=%s: %s\n", res[i].id, last_reason);
+                        fprintf(stderr, "judgerl grade: unscored id=%s: %s\n", res[i].id, res[i].error ? res[i].error : "?");
                     }
                 }
                 n_done++;
@@ -300,13 +317,14 @@ int cmd_grade(int argc, char **argv) {
         }
         const char *fatal = jr_judge_fatal(j);
         if (fatal) {
-            snprintf(stop_buf, sizeof stop_buf, "the judge refused the request: %s (check judge.endpoints and judge.api_key_env)", fatal);
+            snprintf(stop_buf, sizeof stop_buf, "configuration error: %.1200s (check judge.endpoints, judge.api_key_env and the "
+                     "judge's context); no row was written for it", fatal);
             stop_msg = stop_buf;
             break;
         }
         if (total > 0 && (double)n_unscored > max_frac * (double)total) {
-            snprintf(stop_buf, sizeof stop_buf, "judge.max_unscored_frac=%g exceeded: %ld of %ld rows unscored (last: %.600s)", max_frac,
-                     n_unscored, total, last_reason);
+            snprintf(stop_buf, sizeof stop_buf, "judge.max_unscored_frac=%g exceeded: %ld of %ld rows unscored (%.1500s)", max_frac,
+                     n_unscored, total, jr_reason_tally_count(why) ? jr_reason_tally_summary(why) : "unscored in an earlier run: see their error fields");
             stop_msg = stop_buf;
             break;
         }
@@ -321,18 +339,19 @@ int cmd_grade(int argc, char **argv) {
     jr_judge_stats_get(j, &s);
     if (show) progress(t0, n_done, total - n_skipped, n_unscored, &s, 1);
     if (stop_msg) {
-        rc = cli_fail(cmd, jr_fail(JR_ECANCELED, "%s; %ld rows written to %s, rerun the same command to resume", stop_msg, n_done + n_skipped,
-                                   out_path));
+        rc = cli_fail(cmd, jr_fail(JR_ECANCELED, "%s; %ld rows in %s, rerun the same command to resume (unscored rows are graded "
+                                   "again unless --keep-unscored)", stop_msg, n_done + n_skipped, out_path));
         goto out;
     }
     printf("{\"rows\": %ld, \"graded\": %ld, \"skipped\": %ld, \"ok\": %ld, \"unscored\": %ld, \"torn_lines_dropped\": %ld, "
-           "\"requests\": %llu, \"retries\": %llu, \"cache_lookups\": %llu, \"cache_hits\": %llu, \"cache_hit_rate\": %.4f, "
+           "\"logprobs_unreliable\": %ld, \"requests\": %llu, \"retries\": %llu, \"cache_lookups\": %llu, \"cache_hits\": %llu, \"cache_hit_rate\": %.4f, "
            "\"elapsed_s\": %.3f}\n",
-           n_rows, n_done, n_skipped, n_ok, n_unscored - n_prev_unscored, n_dropped, (unsigned long long)s.requests,
+           n_rows, n_done, n_skipped, n_ok, n_unscored - n_prev_unscored, n_dropped, n_unreliable, (unsigned long long)s.requests,
            (unsigned long long)s.retries, (unsigned long long)s.cache_lookups, (unsigned long long)s.cache_hits,
            s.cache_lookups ? (double)s.cache_hits / (double)s.cache_lookups : 0.0, mono() - t0);
 out:
     jr_judge_close(j);
+    jr_reason_tally_free(why);
     json_decref(ids);
     if (fd >= 0) close(fd);
     free(input);

@@ -1,4 +1,5 @@
 /* cmd_ifeval.c - `judgerl ifeval`: scores IFEval responses strict and loose, like the official tool */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,8 +119,9 @@ static jr_status write_results(const char *dir, const char *name, const scored *
         fputs("}\n", af.f);
     }
     if (ferror(af.f)) {
+        int e = jr_afile_errno(&af);
         jr_afile_abort(&af);
-        return jr_fail(JR_EIO, "%s/%s: write failed", dir, name);
+        return jr_fail(JR_EIO, "%s/%s: write failed: %s", dir, name, strerror(e ? e : EIO));
     }
     return jr_afile_commit(&af);
 }

@@ -6,13 +6,15 @@
 #include "judgerl/fsutil.h"
 #include "judgerl/lora.h"
 #include "judgerl/model.h"
+#include "judgerl/tok.h"
 
 int cmd_merge(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         printf("usage: judgerl merge --model DIR --adapter ADAPTER_DIR -o OUT\n"
                "Loads the base model DIR (an HF directory), adds alpha / r * B A of every adapted projection of\n"
                "the PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors, as `judgerl train` with\n"
-               "lora.enabled writes to run.out_dir/adapter) and writes the merged model to OUT (float32).\n");
+               "lora.enabled writes to run.out_dir/adapter) and writes the merged model to OUT (float32), built\n"
+               "beside OUT and swapped in atomically (an existing OUT must be empty or a model directory).\n");
         return CLI_OK;
     }
     const char *model = NULL, *adapter = NULL, *out = NULL;
@@ -28,9 +30,15 @@ int cmd_merge(int argc, char **argv) {
     jr_model m;
     jr_status st = jr_model_load(&m, model);
     if (st) return cli_fail("merge", st);
-    if (!(st = jr_lora_merge_into(&m, adapter)) && !(st = jr_mkdirs(out))) st = jr_model_save(&m, out, NULL);
+    /* OUT is built beside itself and swapped in whole: a kill leaves the old OUT or the new one */
+    jr_adir ad = {0};
+    int n_tok = 0;
+    if (!(st = jr_lora_merge_into(&m, adapter)) && !(st = jr_adir_open(&ad, out, "config.json")) && !(st = jr_model_save(&m, ad.tmp, NULL)) &&
+        !(st = jr_tok_copy_dir_files(model, ad.tmp, &n_tok))) /* the merged model keeps the base's tokenizer */
+        st = jr_adir_commit(&ad);
+    else jr_adir_abort(&ad);
     jr_model_free(&m);
     if (st) return cli_fail("merge", st);
-    printf("%s: %s merged into %s\n", out, adapter, model);
+    printf("%s: %s merged into %s (tokenizer: %s)\n", out, adapter, model, n_tok ? "the base model's files" : "byte, the base has none");
     return CLI_OK;
 }

@@ -23,10 +23,12 @@ int cmd_seed1(int argc, char **argv) {
     if (rc) return rc;
     if (print_only) { jr_config_free(&cfg); return CLI_OK; }
     json_t *res;
-    jr_status st = jr_seed1_run(&cfg, &res);
+    jr_seed1_opts o;
+    jr_status st = jr_seed1_opts_from_config(&o, &cfg);
+    if (!st) st = jr_seed1_run(&o, &res);
     if (st) { jr_config_free(&cfg); return cli_fail("seed1", st); }
     jr_report_seed1_text(stdout, res);
-    printf("results in %s/seed1.json\n", jr_cfg_str(&cfg, "run.out_dir"));
+    printf("results in %s/seed1.json\n", o.out_dir);
     json_decref(res);
     jr_config_free(&cfg);
     return CLI_OK;

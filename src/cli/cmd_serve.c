@@ -14,11 +14,16 @@
 static const char *usage_text =
     "usage: judgerl serve --model DIR [--host 127.0.0.1] [--port 8000] [--api-key-env NAME] [--parallel N]\n"
     "         [--max-tokens N] [--served-model-name NAME] [--ctx POSITIONS] [--max-queue N] [--max-body BYTES]\n"
-    "         [--tokenizer auto|byte|PATH] [--seed S]\n"
+    "         [--tokenizer auto|byte|PATH] [--seed S] [--drain-timeout 60] [--request-timeout 0]\n"
+    "         [--header-timeout 10] [--body-timeout 30] [--max-connections 512] [--max-per-client N]\n"
     "  Serves POST /v1/chat/completions and /v1/completions (stream or not), GET /v1/models, /health\n"
     "  (503 while loading) and /metrics. --api-key-env NAME requires 'Authorization: Bearer $NAME' on\n"
     "  /v1/. --port 0 picks a free port; the address is printed on stderr. SIGTERM or SIGINT stop\n"
-    "  taking requests, finish the running ones (up to 60 s) and exit 0. See docs/SERVE.md.\n";
+    "  taking requests (503), finish the running ones for up to --drain-timeout seconds, cancel the\n"
+    "  rest and exit 0. --request-timeout S cancels a request S seconds after it arrived (504; 0 = no\n"
+    "  limit). A connection must send its headers within --header-timeout and its body within\n"
+    "  --body-timeout seconds; one client address holds at most --max-per-client connections\n"
+    "  (default --max-connections / 4). See docs/SERVE.md.\n";
 
 static jr_status tg_encode(void *tok, const char *text, size_t len, int32_t **ids, int *n) {
     return jr_textgen_encode(tok, text, len, ids, n);
@@ -40,11 +45,24 @@ static int num(const char *cmd, const char *flag, const char *v, long lo, long h
     return 0;
 }
 
+static int seconds(const char *cmd, const char *flag, const char *v, double lo, double *out) {
+    char *end;
+    double x = v ? strtod(v, &end) : 0;
+    if (!v || *end || !(x >= lo) || x > 1e7) {
+        cli_usage(cmd, "%s: expected seconds >= %g, got '%s'", flag, lo, v ? v : "");
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
 int cmd_serve(int argc, char **argv) {
     const char *cmd = "serve";
     if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
     const char *model = NULL, *host = "127.0.0.1", *key_env = NULL, *name = NULL, *tokenizer = "auto";
     long port = 8000, parallel = 4, max_tokens = 512, ctx = 0, max_queue = 64, max_body = 1 << 20, seed = 0;
+    long max_conn = 512, per_client = 0;
+    double drain = 60, req_timeout = 0, hdr_timeout = 10, body_timeout = 30;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
@@ -60,6 +78,12 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--max-queue")) bad = num(cmd, a, v, 1, 1 << 20, &max_queue);
         else if (!strcmp(a, "--max-body")) bad = num(cmd, a, v, 1024, 1L << 30, &max_body);
         else if (!strcmp(a, "--seed")) bad = num(cmd, a, v, 0, 1L << 62, &seed);
+        else if (!strcmp(a, "--max-connections")) bad = num(cmd, a, v, 1, 65536, &max_conn);
+        else if (!strcmp(a, "--max-per-client")) bad = num(cmd, a, v, 1, 65536, &per_client);
+        else if (!strcmp(a, "--drain-timeout")) bad = seconds(cmd, a, v, 0, &drain);
+        else if (!strcmp(a, "--request-timeout")) bad = seconds(cmd, a, v, 0, &req_timeout);
+        else if (!strcmp(a, "--header-timeout")) bad = seconds(cmd, a, v, 0.1, &hdr_timeout);
+        else if (!strcmp(a, "--body-timeout")) bad = seconds(cmd, a, v, 0.1, &body_timeout);
         else return cli_usage(cmd, "unknown argument '%s' (see judgerl serve --help)", a);
         if (bad) return CLI_USAGE;
         if (!v) return cli_usage(cmd, "%s needs a value", a);
@@ -98,6 +122,11 @@ int cmd_serve(int argc, char **argv) {
     o.max_queue = (int)max_queue;
     o.max_body = (size_t)max_body;
     o.seed = (uint64_t)seed;
+    o.max_connections = (int)max_conn;
+    o.max_per_client = (int)per_client;
+    o.request_timeout = req_timeout;
+    o.header_timeout = hdr_timeout;
+    o.body_timeout = body_timeout;
     jr_server *s;
     jr_status st = jr_server_start(&s, &o);
     if (st) return cli_fail(cmd, st);
@@ -107,7 +136,11 @@ int cmd_serve(int argc, char **argv) {
         jr_server_stop(s, 0);
         return cli_fail(cmd, st);
     }
+    fprintf(stderr, "judgerl serve: tokenizer: %s\n", t.tok_desc);
+    char fingerprint[65];
+    jr_textgen_fingerprint(&t, fingerprint);
     jr_serve_backend b = {0};
+    b.fingerprint = fingerprint;
     b.lm = &t.lm;
     b.vocab = t.vocab;
     b.tok = &t;
@@ -118,11 +151,12 @@ int cmd_serve(int argc, char **argv) {
         jr_textgen_close(&t);
         return cli_fail(cmd, st);
     }
-    fprintf(stderr, "judgerl serve: ready: model '%s', %d slots of %d positions\n", name, t.lm.n_slots, t.lm.max_ctx);
+    fprintf(stderr, "judgerl serve: ready: model '%s' (fingerprint %.16s), %d slots of %d positions\n", name, fingerprint,
+            t.lm.n_slots, t.lm.max_ctx);
     int sig = 0;
     sigwait(&set, &sig);
-    fprintf(stderr, "judgerl serve: %s: finishing running requests\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    jr_server_stop(s, 60);
+    fprintf(stderr, "judgerl serve: %s: finishing running requests (up to %g s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT", drain);
+    jr_server_stop(s, drain);
     jr_textgen_close(&t);
     fprintf(stderr, "judgerl serve: stopped\n");
     return CLI_OK;

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "judgerl/nn.h"
+#include "judgerl/sandbox.h"
 #include "judgerl/dataset.h"
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
@@ -18,7 +20,7 @@ static void on_signal(int sig) { (void)sig; stop_requested = 1; }
 
 static const jr_cfg_field *const train_tables[] = {jr_run_cfg,     jr_data_cfg,     jr_model_cfg,
                                                    jr_trainer_cfg, jr_grpo_cfg,     jr_distill_cfg,
-                                                   jr_judge_cfg,   jr_protocols_cfg, jr_reward_cfg, jr_tokenizer_cfg, NULL};
+                                                   jr_judge_cfg,   jr_protocols_cfg, jr_reward_cfg, jr_tokenizer_cfg, jr_sandbox_cfg, NULL};
 
 int cmd_train(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
@@ -43,6 +45,14 @@ int cmd_train(int argc, char **argv) {
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    /* the compute type of the training matmuls, said before anything runs (never silent) */
+    const char *cn = jr_cfg_str(&cfg, "model.compute");
+    if (jr_model_compute_resolve(cn) == JR_COMPUTE_BF16)
+        printf("compute: bfloat16 matmuls via oneDNN, ISA %s (model.compute %s%s)\n", jr_nn_isa(), cn,
+               jr_nn_bf16_native() ? "" : "; this CPU has no bf16 units: emulated, slower than float32");
+    else
+        printf("compute: float32 (model.compute %s%s)\n", cn, strcmp(cn, "auto") ? "" : ": this CPU has no bf16 units");
+    fflush(stdout);
     jr_status st = jr_train_run(&cfg, stderr, &stop_requested, &res);
     if (st) { jr_config_free(&cfg); return cli_fail("train", st); }
     if (res.last_step >= res.first_step) {

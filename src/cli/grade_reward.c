@@ -44,7 +44,7 @@ static char *out_line(const jr_reward *r, const jr_reward_result *res, const jso
     return s;
 }
 
-int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const char *out_path, int quiet,
+int cli_grade_reward(const char *cmd, const jr_reward_opts *ro, const char *in_path, const char *out_path, int quiet,
                      int retry_unscored) {
     char *input = NULL;
     size_t in_len = 0;
@@ -61,11 +61,11 @@ int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const
     if (st) { rc = cli_fail(cmd, st); goto out; }
     long total = 0;
     for (size_t i = 0; i < in_len; i++) if (input[i] == '\n' || i + 1 == in_len) total++;
-    if ((st = jr_reward_open(&r, cfg))) { rc = cli_fail(cmd, st); goto out; }
+    if ((st = jr_reward_open_opts(&r, ro))) { rc = cli_fail(cmd, st); goto out; }
     int np = jr_reward_n_parts(r);
     sums = calloc((size_t)np, sizeof *sums);
     counts = calloc((size_t)np, sizeof *counts);
-    long window = 4 * jr_cfg_int(cfg, "judge.concurrency");
+    long window = 4L * (ro->judge.concurrency > 0 ? ro->judge.concurrency : 64); /* 0: by server kind */
     if (window < 64) window = 64;
     rows = calloc((size_t)window, sizeof *rows);
     res = calloc((size_t)window, sizeof *res);
@@ -76,12 +76,12 @@ int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    double max_frac = jr_cfg_float(cfg, "judge.max_unscored_frac");
-    long n_skipped = 0, n_done = 0, n_unscored = n_prev_unscored, n_ok = 0, n_rows = 0, lineno = 0, judge_calls = 0;
+    double max_frac = ro->judge.max_unscored_frac;
+    long n_unreliable = 0, n_skipped = 0, n_done = 0, n_unscored = n_prev_unscored, n_ok = 0, n_rows = 0, lineno = 0, judge_calls = 0;
     size_t pos = 0;
     double t0 = mono();
     const char *stop_msg = NULL;
-    char stop_buf[1400], last_reason[600] = "";
+    char stop_buf[2000];
     while (pos < in_len && !stop_flag && !stop_msg) {
         long nw = 0;
         while (pos < in_len && nw < window) {
@@ -100,7 +100,8 @@ int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const
         if (!nw) break;
         st = jr_reward_score(r, (const json_t *const *)rows, (size_t)nw, res);
         if (st) {
-            snprintf(stop_buf, sizeof stop_buf, "the judge refused the request: %s (check judge.endpoints and judge.api_key_env)", jr_errmsg());
+            snprintf(stop_buf, sizeof stop_buf, "configuration error: %.1200s (check judge.endpoints, judge.api_key_env and the "
+                     "judge's context); no row was written for it", jr_errmsg());
             stop_msg = stop_buf;
         }
         int werr = 0;
@@ -119,13 +120,15 @@ int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const
                 if (res[i].scored) n_ok++;
                 else {
                     n_unscored++;
-                    snprintf(last_reason, sizeof last_reason, "%s", res[i].reason ? res[i].reason : "?");
+
                     if (!quiet) {
                         char id[1024] = "";
                         cli_grade_id_text(json_object_get(rows[i], "id"), id, sizeof id);
-                        fprintf(stderr, "judgerl %s: unscored id=%s: %s\n", cmd, id, last_reason);
+                        fprintf(stderr, "judgerl %s: unscored id=%s: %s\n", cmd, id, res[i].reason ? res[i].reason : "?");
                     }
                 }
+                for (int k = 0; k < np && res[i].parts; k++)
+                    n_unreliable += cli_grade_unreliable(json_object_get(res[i].parts[k].detail, "judge"));
                 for (int k = 0; k < np; k++) {
                     if (!res[i].parts || !res[i].parts[k].scored) continue;
                     sums[k] += res[i].parts[k].value;
@@ -141,8 +144,9 @@ int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const
         if (!werr && fdatasync(fd) != 0) werr = errno;
         if (werr) { rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: write failed: %s", out_path, strerror(werr))); goto out; }
         if (!stop_msg && total > 0 && (double)n_unscored > max_frac * (double)total) {
-            snprintf(stop_buf, sizeof stop_buf, "judge.max_unscored_frac=%g exceeded: %ld of %ld rows unscored (last: %.600s)",
-                     max_frac, n_unscored, total, last_reason);
+            snprintf(stop_buf, sizeof stop_buf, "judge.max_unscored_frac=%g exceeded: %ld of %ld rows unscored (%.1500s)",
+                     max_frac, n_unscored, total,
+                     jr_reward_unscored_count(r) ? jr_reward_unscored_summary(r) : "unscored in an earlier run: see their error fields");
             stop_msg = stop_buf;
         }
     }
@@ -152,9 +156,10 @@ int cli_grade_reward(const char *cmd, jr_config *cfg, const char *in_path, const
                                    n_done + n_skipped, out_path));
         goto out;
     }
-    json_t *sum = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "rows", (json_int_t)n_rows, "graded", (json_int_t)n_done,
+    json_t *sum = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "rows", (json_int_t)n_rows, "graded", (json_int_t)n_done,
                             "skipped", (json_int_t)n_skipped, "ok", (json_int_t)n_ok, "unscored",
                             (json_int_t)(n_unscored - n_prev_unscored), "torn_lines_dropped", (json_int_t)n_dropped,
+                            "logprobs_unreliable", (json_int_t)n_unreliable,
                             "judge_calls", (json_int_t)judge_calls, "elapsed_s", round((mono() - t0) * 1e3) / 1e3);
     json_t *comps = json_object();
     for (int k = 0; k < np; k++) {

@@ -50,31 +50,44 @@ static json_t *resolve_plain(const char *s) {
     return json_string(s);
 }
 
-static jr_status node_to_json(yaml_document_t *doc, yaml_node_t *node, const char *name, int depth, json_t **out) {
+/* The most nodes a YAML document may expand to (aliases counted at every use): a config has a few
+ * hundred; a 332-byte alias bomb (9 levels of 10 aliases) would expand to 10^9. */
+#define YAML_MAX_NODES 100000
+
+static jr_status node_to_json(yaml_document_t *doc, yaml_node_t *node, const char *name, int depth, long *budget, json_t **out) {
     *out = NULL;
     if (depth > 64) return jr_fail(JR_EFORMAT, "%s: YAML nested too deeply (or a recursive alias)", name);
+    if (--*budget < 0)
+        return jr_fail(JR_EFORMAT, "%s: line %lu: the YAML expands to more than %d nodes (aliases counted at each use: an alias bomb?)",
+                       name, (unsigned long)node->start_mark.line + 1, YAML_MAX_NODES);
     switch (node->type) {
     case YAML_SCALAR_NODE: {
         const char *v = (const char *)node->data.scalar.value;
         if (node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) *out = resolve_plain(v);
         else *out = json_stringn(v, node->data.scalar.length);
-        if (!*out) return jr_fail(JR_EFORMAT, "%s: line %lu: scalar is not valid UTF-8", name,
-                                  (unsigned long)node->start_mark.line + 1);
+        if (!*out) {
+            json_t *t = json_stringn_nocheck(v, node->data.scalar.length); /* NULL: out of memory, not bad UTF-8 */
+            if (!t) return jr_fail(JR_ENOMEM, "%s: line %lu: out of memory", name, (unsigned long)node->start_mark.line + 1);
+            json_decref(t);
+            return jr_fail(JR_EFORMAT, "%s: line %lu: scalar is not valid UTF-8", name, (unsigned long)node->start_mark.line + 1);
+        }
         return JR_OK;
     }
     case YAML_SEQUENCE_NODE: {
         json_t *arr = json_array();
+        if (!arr) return jr_fail(JR_ENOMEM, "%s: out of memory", name);
         for (yaml_node_item_t *it = node->data.sequence.items.start; it < node->data.sequence.items.top; it++) {
             json_t *v;
-            jr_status st = node_to_json(doc, yaml_document_get_node(doc, *it), name, depth + 1, &v);
+            jr_status st = node_to_json(doc, yaml_document_get_node(doc, *it), name, depth + 1, budget, &v);
             if (st) { json_decref(arr); return st; }
-            json_array_append_new(arr, v);
+            if (json_array_append_new(arr, v)) { json_decref(arr); return jr_fail(JR_ENOMEM, "%s: out of memory", name); }
         }
         *out = arr;
         return JR_OK;
     }
     case YAML_MAPPING_NODE: {
         json_t *obj = json_object();
+        if (!obj) return jr_fail(JR_ENOMEM, "%s: out of memory", name);
         for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top; p++) {
             yaml_node_t *k = yaml_document_get_node(doc, p->key);
             if (!k || k->type != YAML_SCALAR_NODE) {
@@ -89,9 +102,12 @@ static jr_status node_to_json(yaml_document_t *doc, yaml_node_t *node, const cha
                                (unsigned long)k->start_mark.line + 1, key);
             }
             json_t *v;
-            jr_status st = node_to_json(doc, yaml_document_get_node(doc, p->value), name, depth + 1, &v);
+            jr_status st = node_to_json(doc, yaml_document_get_node(doc, p->value), name, depth + 1, budget, &v);
             if (st) { json_decref(obj); return st; }
-            json_object_set_new(obj, key, v);
+            if (json_object_set_new(obj, key, v)) {
+                json_decref(obj);
+                return jr_fail(JR_EFORMAT, "%s: line %lu: key '%s' is not valid UTF-8 (or out of memory)", name, (unsigned long)k->start_mark.line + 1, key);
+            }
         }
         *out = obj;
         return JR_OK;
@@ -118,7 +134,10 @@ jr_status jr_yaml_parse(const char *text, size_t len, const char *name, json_t *
     jr_status st = JR_OK;
     yaml_node_t *rootn = yaml_document_get_root_node(&doc);
     if (!rootn) *out = json_null();
-    else st = node_to_json(&doc, rootn, name, 0, out);
+    else {
+        long budget = YAML_MAX_NODES;
+        st = node_to_json(&doc, rootn, name, 0, &budget, out);
+    }
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     return st;
@@ -502,20 +521,42 @@ void jr_config_free(jr_config *c) {
     c->source = NULL;
 }
 
-static json_t *must_get(const jr_config *c, const char *key) {
-    json_t *v = get_path(c->root, key);
-    if (!v) {
-        fprintf(stderr, "judgerl: internal error: config key '%s' is not in the command's tables\n", key);
-        abort();
-    }
-    return v;
+/* The first key a getter could not serve since the last jr_cfg_check on this thread (a key not in
+ * the loaded tables, or of another type): the getters never abort, jr_cfg_check reports it. */
+static _Thread_local char bad_key[400];
+static _Thread_local int n_bad;
+
+static json_t *get_path_or_null(const jr_config *c, const char *key) { return c && c->root ? get_path(c->root, key) : NULL; }
+static int is_str_or_null(const json_t *v) { return json_is_string(v) || json_is_null(v); }
+static int is_int(const json_t *v) { return json_is_integer(v); }
+static int is_num(const json_t *v) { return json_is_number(v); }
+static int is_bool(const json_t *v) { return json_is_boolean(v); }
+static int is_any(const json_t *v) { (void)v; return 1; }
+
+static json_t *get_typed(const jr_config *c, const char *key, const char *want, int (*ok)(const json_t *)) {
+    json_t *v = get_path_or_null(c, key);
+    if (v && ok(v)) return v;
+    if (!n_bad++)
+        snprintf(bad_key, sizeof bad_key, v ? "option %s: expected %s (is it declared with another type?)"
+                                            : "option %s is not in the loaded tables (a misspelt key, or a table the command did not load)",
+                 key, want);
+    return NULL;
 }
 
-int64_t jr_cfg_int(const jr_config *c, const char *key) { return (int64_t)json_integer_value(must_get(c, key)); }
-double jr_cfg_float(const jr_config *c, const char *key) { return json_number_value(must_get(c, key)); }
-int jr_cfg_bool(const jr_config *c, const char *key) { return json_is_true(must_get(c, key)); }
-const char *jr_cfg_str(const jr_config *c, const char *key) { return json_string_value(must_get(c, key)); }
-json_t *jr_cfg_json(const jr_config *c, const char *key) { return must_get(c, key); }
+int64_t jr_cfg_int(const jr_config *c, const char *key) { return (int64_t)json_integer_value(get_typed(c, key, "an integer", is_int)); }
+double jr_cfg_float(const jr_config *c, const char *key) { return json_number_value(get_typed(c, key, "a number", is_num)); }
+int jr_cfg_bool(const jr_config *c, const char *key) { return json_is_true(get_typed(c, key, "a boolean", is_bool)); }
+const char *jr_cfg_str(const jr_config *c, const char *key) { return json_string_value(get_typed(c, key, "a string", is_str_or_null)); }
+json_t *jr_cfg_json(const jr_config *c, const char *key) { return get_typed(c, key, "a value", is_any); }
+int jr_cfg_has(const jr_config *c, const char *key) { return get_path_or_null(c, key) != NULL; }
+
+jr_status jr_cfg_check(const jr_config *c) {
+    if (!n_bad) return JR_OK;
+    int n = n_bad;
+    n_bad = 0;
+    return jr_fail(JR_EINVAL, "%s: %s%s", c && c->source ? c->source : "config", bad_key,
+                   n > 1 ? " (and more keys after it)" : "");
+}
 
 /* ---- dump ------------------------------------------------------------------------------- */
 

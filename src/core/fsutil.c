@@ -1,8 +1,11 @@
 /* fsutil.c - whole-file reads, atomic writes (temp file, fsync, rename) and directory helpers */
 #include "judgerl/fsutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -54,17 +57,60 @@ jr_status jr_fsync_dir(const char *dir) {
     return JR_OK;
 }
 
+/* The stream under a jr_afile: stdio over the fd, remembering the errno of the first failed
+ * write(2) so the error reported later is the real one (ENOSPC), not whatever errno holds then. */
+struct jr_afile_io {
+    int fd;
+    int err;
+};
+
+static ssize_t io_write(void *c, const char *buf, size_t n) {
+    struct jr_afile_io *io = c;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(io->fd, buf + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : ENOSPC; /* a write of nothing: the device is full */
+            if (!io->err) io->err = e;
+            errno = e;
+            return done ? (ssize_t)done : -1;
+        }
+        done += (size_t)w;
+    }
+    return (ssize_t)done;
+}
+
+static int io_close(void *c) {
+    struct jr_afile_io *io = c;
+    int rc = close(io->fd);
+    if (rc != 0 && !io->err) io->err = errno;
+    return rc;
+}
+
+int jr_afile_errno(const jr_afile *af) { return af->io ? af->io->err : 0; }
+
+/* The error text of a failed write: the recorded errno, else errno. */
+static const char *write_error(const jr_afile *af) {
+    int e = jr_afile_errno(af);
+    return strerror(e ? e : errno ? errno : EIO);
+}
+
 jr_status jr_afile_open(jr_afile *af, const char *path) {
     memset(af, 0, sizeof *af);
     size_t n = strlen(path) + 32;
     af->path = jr_strdup(path);
     af->tmp = jr_malloc(n);
-    if (!af->path || !af->tmp) { jr_afile_abort(af); return JR_ENOMEM; }
+    af->io = jr_calloc(1, sizeof *af->io);
+    if (!af->path || !af->tmp || !af->io) { jr_afile_abort(af); return JR_ENOMEM; }
     snprintf(af->tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    af->f = fopen(af->tmp, "wb");
+    af->io->fd = open(af->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    cookie_io_functions_t fns = {NULL, io_write, NULL, io_close};
+    if (af->io->fd >= 0) af->f = fopencookie(af->io, "wb", fns);
     if (!af->f) {
         jr_status st = jr_fail(JR_EIO, "%s: cannot create: %s", af->tmp, strerror(errno));
-        free(af->path); free(af->tmp);
+        if (af->io->fd >= 0) { close(af->io->fd); unlink(af->tmp); }
+        free(af->path); free(af->tmp); free(af->io);
         memset(af, 0, sizeof *af);
         return st;
     }
@@ -74,9 +120,10 @@ jr_status jr_afile_open(jr_afile *af, const char *path) {
 jr_status jr_afile_commit(jr_afile *af) {
     jr_status st = JR_OK;
     if (!af->f) return jr_fail(JR_EINTERNAL, "jr_afile_commit on a file that is not open");
-    if (fflush(af->f) != 0 || ferror(af->f)) st = jr_fail(JR_EIO, "%s: write failed: %s", af->path, strerror(errno));
-    else if (fsync(fileno(af->f)) != 0) st = jr_fail(JR_EIO, "%s: fsync failed: %s", af->path, strerror(errno));
-    if (fclose(af->f) != 0 && st == JR_OK) st = jr_fail(JR_EIO, "%s: close failed: %s", af->path, strerror(errno));
+    if (fflush(af->f) != 0 || ferror(af->f)) st = jr_fail(JR_EIO, "%s: write failed: %s", af->path, write_error(af));
+    else if (fsync(af->io->fd) != 0) st = jr_fail(JR_EIO, "%s: fsync failed: %s", af->path, strerror(errno));
+    int ce = fclose(af->f) != 0 ? af->io->err : 0; /* io_close recorded why */
+    if (ce && st == JR_OK) st = jr_fail(JR_EIO, "%s: close failed: %s", af->path, strerror(ce));
     af->f = NULL;
     if (st == JR_OK && rename(af->tmp, af->path) != 0)
         st = jr_fail(JR_EIO, "%s: rename from %s failed: %s", af->path, af->tmp, strerror(errno));
@@ -86,16 +133,18 @@ jr_status jr_afile_commit(jr_afile *af) {
         char *d = dir_of(af->path);
         if (d) { st = jr_fsync_dir(d); free(d); }
     }
-    free(af->path); free(af->tmp);
+    free(af->path); free(af->tmp); free(af->io);
     af->path = af->tmp = NULL;
+    af->io = NULL;
     return st;
 }
 
 void jr_afile_abort(jr_afile *af) {
     if (af->f) { fclose(af->f); af->f = NULL; }
     if (af->tmp) unlink(af->tmp);
-    free(af->path); free(af->tmp);
+    free(af->path); free(af->tmp); free(af->io);
     af->path = af->tmp = NULL;
+    af->io = NULL;
 }
 
 jr_status jr_write_atomic(const char *path, const void *data, size_t len) {
@@ -103,7 +152,7 @@ jr_status jr_write_atomic(const char *path, const void *data, size_t len) {
     jr_status st = jr_afile_open(&af, path);
     if (st) return st;
     if (len && fwrite(data, 1, len, af.f) != len) {
-        st = jr_fail(JR_EIO, "%s: write failed: %s", path, strerror(errno));
+        st = jr_fail(JR_EIO, "%s: write failed: %s", path, write_error(&af));
         jr_afile_abort(&af);
         return st;
     }
@@ -147,4 +196,101 @@ char *jr_path_join(const char *dir, const char *name) {
     p[a] = '/';
     memcpy(p + a + 1, name, b + 1);
     return p;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)ftw;
+    if (flag == FTW_DP) rmdir(p);
+    else unlink(p);
+    return 0;
+}
+
+void jr_remove_tree(const char *path) {
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return;
+    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* 1 when dir is an empty directory. */
+static int dir_empty(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *e;
+    int empty = 1;
+    while (empty && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = 0;
+    closedir(d);
+    return empty;
+}
+
+jr_status jr_adir_open(jr_adir *d, const char *path, const char *marker) {
+    memset(d, 0, sizeof *d);
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode)) return jr_fail(JR_EINVAL, "%s: exists and is not a directory", path);
+        if (marker && !dir_empty(path)) {
+            char *m = jr_path_join(path, marker);
+            int has = m && jr_path_exists(m);
+            free(m);
+            if (!has) return jr_fail(JR_EINVAL, "%s: refusing to replace a non-empty directory without %s (not an output of this command)", path, marker);
+        }
+    }
+    char *parent = dir_of(path);
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t n = strlen(base) + 8;
+    char *name = jr_malloc(n);
+    if (name) snprintf(name, n, ".tmp-%s", base);
+    d->path = jr_strdup(path);
+    d->tmp = parent && name ? jr_path_join(parent, name) : NULL;
+    free(parent);
+    free(name);
+    if (!d->path || !d->tmp) { jr_adir_abort(d); return JR_ENOMEM; }
+    if (!*base) { jr_status st = jr_fail(JR_EINVAL, "%s: name the output directory without a trailing '/'", path); jr_adir_abort(d); return st; }
+    jr_remove_tree(d->tmp); /* left by an earlier crash */
+    jr_status st = jr_mkdirs(d->tmp);
+    if (st) jr_adir_abort(d);
+    return st;
+}
+
+jr_status jr_adir_commit(jr_adir *d) {
+    jr_status st = JR_OK;
+    int had_old = jr_path_exists(d->path);
+    if (had_old) {
+        /* atomic swap: tmp <-> path; the old content ends up at tmp */
+        if (renameat2(AT_FDCWD, d->tmp, AT_FDCWD, d->path, RENAME_EXCHANGE) != 0) {
+            if (errno != EINVAL && errno != ENOSYS) {
+                st = jr_fail(JR_EIO, "%s: cannot swap in %s: %s", d->path, d->tmp, strerror(errno));
+            } else {
+                /* the file system cannot exchange: replace the old directory by two renames (a
+                 * kill between them leaves no `path`, the new content stays complete at tmp) */
+                size_t n = strlen(d->path) + 8;
+                char *old = jr_malloc(n);
+                if (!old) st = JR_ENOMEM;
+                else {
+                    snprintf(old, n, "%s.old", d->path);
+                    jr_remove_tree(old);
+                    if (rename(d->path, old) || rename(d->tmp, d->path))
+                        st = jr_fail(JR_EIO, "%s: cannot replace with %s: %s", d->path, d->tmp, strerror(errno));
+                    else jr_remove_tree(old);
+                    free(old);
+                }
+            }
+        }
+    } else if (rename(d->tmp, d->path) != 0) {
+        st = jr_fail(JR_EIO, "%s: cannot rename %s to it: %s", d->path, d->tmp, strerror(errno));
+    }
+    if (!st) {
+        char *parent = dir_of(d->path);
+        if (parent) { st = jr_fsync_dir(parent); free(parent); }
+    }
+    jr_adir_abort(d); /* removes tmp: the old content after a swap, the unused new one on error */
+    return st;
+}
+
+void jr_adir_abort(jr_adir *d) {
+    if (d->tmp) jr_remove_tree(d->tmp);
+    free(d->path);
+    free(d->tmp);
+    d->path = d->tmp = NULL;
 }

@@ -1,6 +1,8 @@
 /* strbuf.c - a growable NUL-terminated string whose allocation failure is checked once, at the end */
 #include "judgerl/strbuf.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,4 +38,13 @@ void jr_strbuf_free(jr_strbuf *b) {
     free(b->p);
     b->p = NULL;
     b->n = b->cap = 0;
+}
+
+char *jr_strfmt(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0) s = NULL;
+    va_end(ap);
+    return s;
 }

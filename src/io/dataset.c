@@ -169,7 +169,7 @@ struct jr_data {
     jr_data_pos pos;
 };
 
-void jr_data_opts_from_config(jr_data_opts *o, const jr_config *c) {
+jr_status jr_data_opts_from_config(jr_data_opts *o, const jr_config *c) {
     memset(o, 0, sizeof *o);
     o->train = jr_cfg_str(c, "data.train");
     o->validation = jr_cfg_str(c, "data.validation");
@@ -179,6 +179,7 @@ void jr_data_opts_from_config(jr_data_opts *o, const jr_config *c) {
     o->on_bad_line = p && !strcmp(p, "fail") ? JR_BAD_LINE_FAIL : JR_BAD_LINE_SKIP;
     o->max_rows = jr_cfg_int(c, "data.max_rows");
     o->seed = (uint64_t)jr_cfg_int(c, "run.seed");
+    return jr_cfg_check(c);
 }
 
 static int cmp_u32(const void *a, const void *b) {

@@ -25,7 +25,40 @@ struct jr_jsonl_reader {
     jr_bad_line_policy policy;
     jr_bad_line_fn on_bad;
     void *ud;
+    size_t max_line;
 };
+
+void jr_jsonl_set_max_line(jr_jsonl_reader *r, size_t max_bytes) { r->max_line = max_bytes ? max_bytes : JR_JSONL_MAX_LINE_DEFAULT; }
+
+/* Reads one line (with its '\n' when present) into r->buf, keeping at most max_line + 2 bytes
+ * (line ending room): the rest of a longer line is consumed and *too_long set. Returns the bytes
+ * of the whole line read from the file, or -1 at end of file / on error (errno set). */
+static ssize_t read_line(jr_jsonl_reader *r, size_t *kept, int *too_long) {
+    size_t n = 0, total = 0, limit = r->max_line + 2;
+    *too_long = 0;
+    int c;
+    while ((c = getc_unlocked(r->f)) != EOF) {
+        total++;
+        if (n < limit) {
+            if (n + 2 > r->cap) {
+                size_t cap = r->cap ? r->cap * 2 : 4096;
+                if (cap > limit + 2) cap = limit + 2;
+                char *b = realloc(r->buf, cap);
+                if (!b) { errno = ENOMEM; return -1; }
+                r->buf = b;
+                r->cap = cap;
+            }
+            r->buf[n++] = (char)c;
+        } else {
+            *too_long = 1;
+        }
+        if (c == '\n') break;
+    }
+    if (total == 0) return -1;
+    if (n) r->buf[n] = 0;
+    *kept = n;
+    return (ssize_t)total;
+}
 
 jr_status jr_jsonl_open(jr_jsonl_reader **r, const char *path, jr_bad_line_policy policy, jr_bad_line_fn on_bad,
                         void *ud) {
@@ -49,6 +82,7 @@ jr_status jr_jsonl_open(jr_jsonl_reader **r, const char *path, jr_bad_line_polic
         return jr_fail(JR_EINVAL, "%s: is a directory, expected a JSONL file", path);
     }
     x->policy = policy;
+    x->max_line = JR_JSONL_MAX_LINE_DEFAULT;
     x->on_bad = on_bad;
     x->ud = ud;
     *r = x;
@@ -122,7 +156,9 @@ jr_status jr_jsonl_next(jr_jsonl_reader *r, json_t **row, int64_t *line_no, int6
     *row = NULL;
     for (;;) {
         errno = 0;
-        ssize_t got = getdelim(&r->buf, &r->cap, '\n', r->f);
+        size_t n;
+        int too_long;
+        ssize_t got = read_line(r, &n, &too_long);
         if (got < 0) {
             if (ferror(r->f)) return jr_fail(JR_EIO, "%s:%lld: read failed: %s", r->path, (long long)r->line_no + 1,
                                              strerror(errno ? errno : EIO));
@@ -133,10 +169,18 @@ jr_status jr_jsonl_next(jr_jsonl_reader *r, json_t **row, int64_t *line_no, int6
         int64_t start = r->offset;
         r->offset += got;
         r->line_no++;
-        size_t n = (size_t)got;
         char *s = r->buf;
         if (n && s[n - 1] == '\n') n--;
         if (n && s[n - 1] == '\r') n--;
+        if (too_long || n > r->max_line) {
+            jr_fail(JR_EFORMAT, "%s:%lld: the line is longer than %zu bytes (the reader's maximum line length)", r->path,
+                    (long long)r->line_no, r->max_line);
+            if (r->policy == JR_BAD_LINE_FAIL) return JR_EFORMAT;
+            r->bad++;
+            if (r->on_bad) r->on_bad(r->ud, jr_errmsg());
+            jr_err_clear();
+            continue;
+        }
         if (r->line_no == 1 && n >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3)) { s += 3; n -= 3; start += 3; }
         if (is_blank(s, n)) continue;
         char where[64 + 4096];

@@ -486,7 +486,8 @@ jr_status jr_st_write(const char *path, const jr_st_entry *ts, int n, jr_dtype d
     }
     free(buf);
     if (!ok) {
-        rc = jr_fail(JR_EIO, "%s: write failed: %s", path, strerror(errno));
+        int e = jr_afile_errno(&af);
+        rc = jr_fail(JR_EIO, "%s: write failed: %s", path, strerror(e ? e : errno));
         jr_afile_abort(&af);
         return rc;
     }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "judgerl/sha256.h"
 #include "judgerl/status.h"
 
 typedef struct jr_cache jr_cache;
@@ -15,10 +16,11 @@ typedef struct jr_cache jr_cache;
 jr_status jr_cache_open(jr_cache **out, const char *path);
 void jr_cache_close(jr_cache *c);
 
-/* The cache key of a request: SHA-256 (hex, 64 chars + NUL) of the model name, a newline and
+/* The cache key of a request: SHA-256 (hex, 64 chars + NUL) of the judge's identity (who answers,
+ * see identity.h, and the model name), a newline and
  * the canonical JSON of the body (keys sorted, compact) without transport-only fields
  * ("stream", "stream_options"). `body_canon` must already be that canonical text. */
-void jr_cache_key(const char *model, const char *body_canon, char key[65]);
+void jr_cache_key(const char *identity, const char *body_canon, char key[65]);
 
 /* Looks a key up: 1 and malloc'ed *content, *finish, *logprobs (JSON text or NULL) when
  * present, 0 when absent, -1 on a database error (treated as a miss). */
@@ -28,7 +30,5 @@ int jr_cache_get(jr_cache *c, const char *key, char **content, char **finish, ch
 int jr_cache_put(jr_cache *c, const char *key, const char *model, const char *content, const char *finish,
                  const char *logprobs);
 
-/* SHA-256 of data[0..len) as 64 hex chars + NUL. */
-void jr_sha256_hex(const void *data, size_t len, char out[65]);
 
 #endif

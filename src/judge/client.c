@@ -16,8 +16,12 @@
 #include <time.h>
 
 #include "judge/cache.h"
+#include "judge/identity.h"
+#include "judge/dialect.h"
+#include "judge/redact.h"
 #include "judge/response.h"
 #include "judgerl/judge.h"
+#include "judgerl/strbuf.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/rng.h"
 
@@ -28,7 +32,11 @@
 typedef struct endpoint {
     char *url;     /* the POST URL */
     char *model;
-    int conc, in_flight;
+    int conc, in_flight; /* conc: requests in flight at most (concurrency capped by max_connections) */
+    int max_conn;        /* HTTP connections (max_connections) */
+    jr_server_info info; /* its kind (given or detected) */
+    json_t *cfields;     /* judge.constraint in its kind's request fields, or NULL */
+    char *desc;          /* one line for the log: URL, kind, how it was found, limits */
     double rtok, ttok;  /* token bucket levels (requests, tokens) */
     double down_until;  /* after a connect failure: avoided until then while others can serve */
     double pause_until; /* after 429/503 with Retry-After: nothing is sent to it before then */
@@ -83,7 +91,7 @@ struct jr_judge {
     const jr_protocol *proto[MAX_PROTOS];
     void *pstate[MAX_PROTOS];
     int n_proto;
-    const jr_config *cfg;
+    jr_judge_opts o;  /* a copy; what it borrows lives until the last add_protocol */
     char *cfg_dir;
     endpoint *ep;
     int n_ep, rr;
@@ -93,7 +101,12 @@ struct jr_judge {
     double temperature, backoff_base, backoff_max, retry_after_max, rpm, tpm;
     long timeout_ms, connect_ms;
     json_t *extra_body;
+    jr_judge_constraint constraint; /* judge.constraint */
+    int wrapped;                    /* the constraint goes as a JSON schema answered {"answer": ...} */
     jr_cache *cache;
+    char *identity;      /* who answers (identity.h) + "\n" + the model name: the cache key's prefix */
+    long max_model_len;  /* the smallest context an endpoint reported (0: unknown) */
+    int answered;        /* a request got a 2xx answer (I/O thread) */
     jr_rng rng;
     double t_bucket;
     /* shared with callers, under mu */
@@ -126,40 +139,10 @@ static double now_s(void) {
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-/* Replaces every occurrence of the API key in s by "[redacted]" (in place when shorter). */
-static char *redact(const jr_judge *j, char *s) {
-    if (!s || !j->api_key || strlen(j->api_key) < 4) return s;
-    size_t kl = strlen(j->api_key);
-    char *hit;
-    while ((hit = strstr(s, j->api_key))) {
-        size_t tail = strlen(hit + kl);
-        const char *rep = "[redacted]";
-        size_t rl = strlen(rep);
-        if (rl <= kl) {
-            memcpy(hit, rep, rl);
-            memmove(hit + rl, hit + kl, tail + 1);
-        } else {
-            size_t off = (size_t)(hit - s);
-            char *n = realloc(s, strlen(s) - kl + rl + 1);
-            if (!n) { memset(hit, '*', kl); continue; }
-            s = n;
-            hit = s + off;
-            memmove(hit + rl, hit + kl, tail + 1);
-            memcpy(hit, rep, rl);
-        }
-    }
-    return s;
-}
+/* The API key out of a text the client keeps (judge/redact.c). */
+static char *redact(const jr_judge *j, char *s) { return jr_redact_secret(s, j->api_key); }
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...) {
-    va_list ap;
-    va_start(ap, f);
-    char *s = NULL;
-    if (vasprintf(&s, f, ap) < 0) s = NULL;
-    va_end(ap);
-    return s;
-}
+#define fmt jr_strfmt
 
 /* ---- results ---------------------------------------------------------------------------- */
 
@@ -305,26 +288,70 @@ static void finish_call(jr_judge *j, job *jb, int ok, double value, json_t *deta
     if (--s->open_calls == 0) combine(j, s);
 }
 
+/* A choice sent as a JSON schema comes back as {"answer": "<choice>"}: *text becomes the choice,
+ * and *lp_view (new, or NULL) the log-probs from the token where the choice starts. An answer of
+ * another shape is left as it is (the constraint check then refuses it). */
+static void unwrap_answer(char **text, const json_t *logprobs, json_t **lp_view) {
+    *lp_view = NULL;
+    json_t *o = json_loads(*text, 0, NULL);
+    const char *a = json_string_value(json_object_get(o, "answer"));
+    const char *at = a ? strstr(*text, "\"answer\"") : NULL;
+    if (at) at = strchr(at + 8, '"');
+    char *val = a && at ? jr_strdup(a) : NULL;
+    json_decref(o);
+    if (!val) return;
+    size_t off = (size_t)(at + 1 - *text), pos = 0, i;
+    free(*text);
+    *text = val;
+    json_t *e;
+    json_array_foreach(logprobs, i, e) {
+        size_t tl = strlen(json_string_value(json_object_get(e, "token")) ? json_string_value(json_object_get(e, "token")) : "");
+        if (pos + tl > off) break;
+        pos += tl;
+    }
+    if (i < json_array_size(logprobs)) {
+        *lp_view = json_array();
+        for (; i < json_array_size(logprobs); i++) json_array_append(*lp_view, json_array_get(logprobs, i));
+    }
+}
+
+/* 1 when text satisfies judge.constraint; else 0 with the reason and the judge's text in why. */
+static int constraint_ok(const jr_judge *j, const char *text, char *why, size_t why_len) {
+    char r[128];
+    if (jr_judge_constraint_check(&j->constraint, text, r, sizeof r)) return 1;
+    snprintf(why, why_len, "answer outside judge.constraint (%s): judge's text '%.200s'", r, text);
+    return 0;
+}
+
 /* Hands an answer (from the server or the cache) to the protocol's parser. */
-static void handle_answer(jr_judge *j, job *jb, const char *content, const char *finish, json_t *logprobs, int cached) {
+static void handle_answer(jr_judge *j, job *jb, const char *raw_content, const char *finish, json_t *logprobs, int cached, long total_tokens) {
     sample *s = jb->s;
+    /* an answer quoting the API key: the key goes nowhere (detail, cache, row, logs) */
+    char *content = jr_redacted_copy(raw_content ? raw_content : "", j->api_key);
     const jr_protocol *p = j->proto[s->proto];
-    char *text = jr_judge_strip_reasoning(content);
-    jr_judge_response resp = {text ? text : "", content, finish ? finish : "", logprobs, cached};
+    char *text = content ? jr_judge_strip_reasoning(content) : NULL;
+    json_t *lp_view = NULL;
+    if (text && j->wrapped) unwrap_answer(&text, logprobs, &lp_view);
+    jr_judge_response resp = {text ? text : "", content ? content : "", finish ? finish : "", lp_view ? lp_view : logprobs, cached,
+                              total_tokens};
     double value = NAN;
     json_t *detail = NULL;
     char why[512] = "";
-    jr_parse_rc rc = text ? p->parse(j->pstate[s->proto], s->row, &s->calls.v[jb->index], jb->index, &resp, &value, &detail, why, sizeof why)
-                          : JR_PARSE_GIVE_UP;
+    jr_parse_rc rc = !text ? JR_PARSE_GIVE_UP
+                     : !constraint_ok(j, text, why, sizeof why)
+                         ? JR_PARSE_RETRY
+                         : p->parse(j->pstate[s->proto], s->row, &s->calls.v[jb->index], jb->index, &resp, &value, &detail, why, sizeof why);
     free(text);
+    json_decref(lp_view);
     if (!why[0]) snprintf(why, sizeof why, "unparsable answer");
     if (rc == JR_PARSE_OK) {
         if (!cached && j->cache) {
             char *lp = logprobs ? json_dumps(logprobs, JSON_COMPACT) : NULL;
-            jr_cache_put(j->cache, jb->key, j->ep[0].model, content, finish ? finish : "", lp);
+            jr_cache_put(j->cache, jb->key, j->ep[0].model, content ? content : "", finish ? finish : "", lp);
             free(lp);
         }
         finish_call(j, jb, 1, value, detail, NULL, cached);
+        free(content);
         return;
     }
     json_decref(detail);
@@ -335,9 +362,11 @@ static void handle_answer(jr_judge *j, job *jb, const char *content, const char 
         j->st.retries += !cached;
         pthread_mutex_unlock(&j->mu);
         push_ready(j, jb, 1);
+        free(content);
         return;
     }
     finish_call(j, jb, 0, NAN, NULL, fmt("parse failure after %d answer%s: %s", jb->parse_fails, jb->parse_fails > 1 ? "s" : "", why), 0);
+    free(content);
 }
 
 /* Builds the request body of call `index` and either answers it from the cache or queues it. */
@@ -372,6 +401,7 @@ static void start_call(jr_judge *j, sample *s, int index) {
     json_object_set_new(body, "max_tokens", json_integer(j->max_tokens));
     if (json_is_object(j->extra_body)) json_object_update(body, j->extra_body);
     if (json_is_object(c->params)) json_object_update(body, c->params);
+    if (j->ep[0].cfields) json_object_update(body, j->ep[0].cfields); /* the same for every endpoint */
     if (!j->chat && json_is_boolean(json_object_get(body, "logprobs"))) {
         /* a protocol's chat-shaped {logprobs: true, top_logprobs: k} is {logprobs: k} on /completions */
         json_t *top = json_object_get(body, "top_logprobs");
@@ -388,7 +418,7 @@ static void start_call(jr_judge *j, sample *s, int index) {
     long mt = (long)json_integer_value(json_object_get(body, "max_tokens"));
     json_decref(body);
     if ((j->cache && !canon) || !jb->body) { free(canon); job_free(jb); goto oom; }
-    if (canon) jr_cache_key(model, canon, jb->key);
+    if (canon) jr_cache_key(j->identity ? j->identity : model, canon, jb->key);
     free(canon);
     jb->est_tokens = (double)strlen(jb->body) / 4.0 + (double)(mt > 0 ? mt : j->max_tokens);
     if (j->cache) {
@@ -400,7 +430,7 @@ static void start_call(jr_judge *j, sample *s, int index) {
         pthread_mutex_unlock(&j->mu);
         if (hit == 1) {
             json_t *lp = lps ? json_loads(lps, 0, NULL) : NULL;
-            handle_answer(j, jb, content, finish, lp, 1);
+            handle_answer(j, jb, content, finish, lp, 1, -1);
             json_decref(lp);
             free(content);
             free(finish);
@@ -533,6 +563,25 @@ static void set_fatal(jr_judge *j, const char *msg) {
     pthread_mutex_unlock(&j->mu);
 }
 
+/* A 400 about the request's size rather than its row: the prompt does not fit the judge's context
+ * (vLLM, OpenAI, llama.cpp, judgerl serve) or max_tokens is out of the server's range. 1: context,
+ * 2: max_tokens, 0: neither. */
+static int config_400(const char *msg) {
+    if (strcasestr(msg, "context length") || strcasestr(msg, "context size") || strcasestr(msg, "context window")) return 1;
+    return strcasestr(msg, "max_tokens") ? 2 : 0;
+}
+
+/* Before any answer, such a 400 is a configuration error (the template, judge.max_tokens or the
+ * judge's context), not a sample's: every request would get it. */
+static void set_config_400_fatal(jr_judge *j, const char *m, int kind) {
+    const char *fix = kind == 1 ? "shorten judge.template or the rows, lower judge.max_tokens, or serve the judge with a longer context"
+                                : "set judge.max_tokens within the server's range";
+    char *f = j->max_model_len > 0 ? fmt("%s (the judge serves %ld positions: %s)", m ? m : "HTTP 400", j->max_model_len, fix)
+                                   : fmt("%s (%s)", m ? m : "HTTP 400", fix);
+    set_fatal(j, f ? f : "HTTP 400: the request does not fit the judge");
+    free(f);
+}
+
 /* A transfer finished (CURLMSG_DONE). */
 static void on_done(jr_judge *j, CURL *e, CURLcode code) {
     job *jb = NULL;
@@ -578,11 +627,12 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
             transient(j, jb, fmt("%s: HTTP %ld: %s", url, status, why));
             return;
         }
+        j->answered = 1;
         if (a.total_tokens >= 0 && j->tpm > 0) jb->ep->ttok -= (double)a.total_tokens - jb->est_tokens;
         free(jb->resp);
         jb->resp = NULL;
         jb->resp_len = jb->resp_cap = 0;
-        handle_answer(j, jb, a.content, a.finish, a.logprobs, 0);
+        handle_answer(j, jb, a.content, a.finish, a.logprobs, 0, a.total_tokens);
         jr_answer_free(&a);
         return;
     }
@@ -602,6 +652,7 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
     }
     char *m = fmt("%s: HTTP %ld: %s", url, status, msg);
     if (status == 401 || status == 403 || status == 404) set_fatal(j, m ? m : "HTTP error");
+    else if (status == 400 && !j->answered && config_400(msg)) set_config_400_fatal(j, m, config_400(msg));
     finish_call(j, jb, 0, NAN, NULL, m, 0);
 }
 
@@ -757,6 +808,13 @@ static void *io_main(void *arg) {
             else { if (jb->not_before < next_due) next_due = jb->not_before; pp = &jb->next; }
         }
         int blocked = 0;
+        while (j->ready && j->fatal) { /* a configuration error: nothing more is sent */
+            job *jb = j->ready;
+            j->ready = jb->next;
+            if (!j->ready) j->ready_tail = NULL;
+            j->n_waiting--;
+            finish_call(j, jb, 0, NAN, NULL, fmt("not sent: %s", j->fatal), 0);
+        }
         while (j->ready) {
             job *jb = j->ready;
             endpoint *ep = pick(j, jb->est_tokens, now);
@@ -805,32 +863,109 @@ static void wake(jr_judge *j) {
 
 /* ---- public API --------------------------------------------------------------------------- */
 
-static jr_status open_cache(jr_judge *j, const jr_config *cfg) {
-    json_t *v = jr_cfg_json(cfg, "judge.cache");
+static jr_status open_cache(jr_judge *j, const jr_judge_opts *o) {
     char *path = NULL;
-    if (json_is_false(v) || json_is_null(v)) return JR_OK;
-    if (json_is_true(v)) {
-        const char *d = getenv("JUDGERL_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-        if (d && *d) path = jr_path_join(d, "judge.sqlite");
-        else if (x && *x) path = fmt("%s/judgerl/judge.sqlite", x);
-        else if (h && *h) path = fmt("%s/.cache/judgerl/judge.sqlite", h);
-        else return jr_fail(JR_EINVAL, "judge.cache=true but neither JUDGERL_CACHE_DIR, XDG_CACHE_HOME nor HOME is set: give judge.cache a path");
-    } else if (json_is_string(v) && json_string_length(v)) {
-        path = jr_strdup(json_string_value(v));
-    } else {
-        return jr_fail(JR_EINVAL, "%s: judge.cache: expected true, false or the path of an SQLite file", cfg->source);
-    }
+    if (!o->cache) return JR_OK;
+    if (o->cache_path) path = jr_strdup(o->cache_path);
+    else if (o->cache_dir && *o->cache_dir) path = jr_path_join(o->cache_dir, "judge_cache.sqlite");
+    else return JR_OK; /* no run or output directory: nothing to keep it beside */
     if (!path) return JR_ENOMEM;
     jr_status st = jr_cache_open(&j->cache, path);
     free(path);
     return st;
 }
 
+/* Asks every endpoint who it is (GET /models) before the first request: the identity goes into
+ * every cache key, a server that refuses the connection or the key stops the open, and a model
+ * name the server does not list is warned about once. */
+static jr_status probe_identity(jr_judge *j, const jr_judge_opts *o) {
+    const char **urls = jr_calloc((size_t)j->n_ep, sizeof *urls), **models = jr_calloc((size_t)j->n_ep, sizeof *models);
+    if (!urls || !models) { free(urls); free(models); return JR_ENOMEM; }
+    for (int i = 0; i < j->n_ep; i++) {
+        urls[i] = j->ep[i].url;
+        models[i] = j->ep[i].model;
+    }
+    char *id = NULL, *warning = NULL;
+    jr_status st = jr_judge_identity(urls, models, j->n_ep, j->hdrs, j->connect_ms, j->timeout_ms, &id, &j->max_model_len, &warning);
+    free(urls);
+    free(models);
+    if (warning) {
+        if (o->on_warning) o->on_warning(o->warning_ud, warning);
+        else fprintf(stderr, "judgerl: warning: %s\n", warning);
+        free(warning);
+    }
+    if (st) return st;
+    j->identity = fmt("%s\n%s", id, j->ep[0].model);
+    free(id);
+    return j->identity ? JR_OK : JR_ENOMEM;
+}
+
+/* Each endpoint's kind (given, or detected when the defaults depend on it), its limits
+ * (concurrency 0 = llama.cpp's slots + 1, else 64; max_connections 0 = the concurrency), the
+ * constraint in its request fields and, with judge.stream auto, streaming for llama.cpp. */
+static jr_status setup_servers(jr_judge *j, const jr_judge_opts *o, const char *src) {
+    int all_llamacpp = 1;
+    if (o->stream < -1 || o->stream > 1) return jr_fail(JR_EINVAL, "%s: judge.stream: expected true, false or auto", src);
+    for (int i = 0; i < j->n_ep; i++) {
+        endpoint *ep = &j->ep[i];
+        jr_server_kind given = o->endpoints[i].kind;
+        int conc_auto = ep->conc == 0;
+        if (given == JR_KIND_AUTO || (given == JR_KIND_LLAMACPP && conc_auto) || (given == JR_KIND_VLLM && j->constraint.type)) {
+            char *base = strndup(ep->url, strlen(ep->url) - strlen(j->chat ? "/chat/completions" : "/completions"));
+            if (!base) return JR_ENOMEM;
+            jr_server_detect(base, j->hdrs, j->connect_ms < 3000 ? j->connect_ms : 3000, &ep->info);
+            free(base);
+        }
+        if (given != JR_KIND_AUTO) {
+            if (ep->info.kind != (jr_server_kind)given && ep->info.how[0]) {
+                size_t l = strlen(ep->info.how);
+                snprintf(ep->info.how + l, sizeof ep->info.how - l, "; kind %s as configured", jr_server_kind_name(given));
+            } else if (!ep->info.how[0]) snprintf(ep->info.how, sizeof ep->info.how, "as configured");
+            ep->info.kind = (jr_server_kind)given;
+        }
+        if (conc_auto) ep->conc = ep->info.kind == JR_KIND_LLAMACPP && ep->info.slots > 0 ? ep->info.slots + 1 : 64;
+        int mc = o->endpoints[i].max_connections;
+        ep->max_conn = mc > 0 ? mc : ep->conc;
+        if (ep->conc > ep->max_conn) ep->conc = ep->max_conn; /* HTTP/1.1: one request per connection */
+        all_llamacpp &= ep->info.kind == JR_KIND_LLAMACPP;
+        int wrapped = 0;
+        jr_status st = jr_judge_constraint_fields(&j->constraint, &ep->info, &ep->cfields, &wrapped);
+        if (st) return jr_fail_ctx(st, "%s: judge.endpoints[%d] (%s, %s)", src, i, jr_server_kind_name(ep->info.kind), ep->info.how);
+        int same = (!ep->cfields && !j->ep[0].cfields) || (ep->cfields && j->ep[0].cfields && json_equal(ep->cfields, j->ep[0].cfields));
+        if (i > 0 && (wrapped != j->wrapped || !same))
+            return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d] is a %s server and endpoints[0] a %s one: judge.constraint "
+                                      "takes different request fields on each; use servers of one kind per judge", src, i,
+                           jr_server_kind_name(ep->info.kind), jr_server_kind_name(j->ep[0].info.kind));
+        j->wrapped = wrapped;
+    }
+    if (o->stream < 0) j->stream = all_llamacpp; /* llama-server's plain answers are slow; streamed ones are not */
+    for (int i = 0; i < j->n_ep; i++) {
+        endpoint *ep = &j->ep[i];
+        ep->desc = fmt("%s: %s%s%s (%s); %d in flight, %d connections, %s", ep->url, jr_server_kind_name(ep->info.kind),
+                       ep->info.version[0] ? " " : "", ep->info.version, ep->info.how, ep->conc, ep->max_conn,
+                       j->stream ? "streaming" : "not streaming");
+        if (!ep->desc) return JR_ENOMEM;
+    }
+    return JR_OK;
+}
+
+int jr_judge_n_endpoints(const jr_judge *j) { return j->n_ep; }
+
+int jr_judge_capacity(const jr_judge *j) {
+    int n = 0;
+    for (int i = 0; i < j->n_ep; i++) n += j->ep[i].conc;
+    return n;
+}
+
+const char *jr_judge_endpoint_info(const jr_judge *j, int i) {
+    return i >= 0 && i < j->n_ep ? j->ep[i].desc : NULL;
+}
+
 static jr_status add_impl(jr_judge *j, const jr_protocol *p, int *idx) {
     const char *name = p->name;
     if (j->n_proto >= MAX_PROTOS) return jr_fail(JR_EINVAL, "judge: more than %d protocols on one client", MAX_PROTOS);
     void *state = NULL;
-    jr_status st = p->open(j->cfg, j->cfg_dir, &state);
+    jr_status st = p->open(&j->o, j->cfg_dir, &state);
     if (st) return jr_fail_ctx(st, "judge.protocol=%s", name);
     j->proto[j->n_proto] = p;
     j->pstate[j->n_proto] = state;
@@ -847,50 +982,56 @@ static jr_status add_proto(jr_judge *j, const char *name, int *idx) {
 
 jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
     *out = NULL;
+    jr_judge_opts o;
+    jr_status st = jr_judge_opts_from_config(&o, cfg);
+    return st ? st : jr_judge_open_opts(out, &o);
+}
+
+jr_status jr_judge_open_opts(jr_judge **out, const jr_judge_opts *o) {
+    *out = NULL;
     pthread_once(&curl_once, curl_init_once);
     jr_judge *j = jr_calloc(1, sizeof *j);
     if (!j) return JR_ENOMEM;
     j->epfd = j->evfd = -1;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
-    j->cfg = cfg;
+    j->o = *o;
     jr_status st = JR_OK;
-    const char *src = cfg->source ? cfg->source : "";
-    const char *slash = strrchr(src, '/');
-    j->cfg_dir = slash ? strndup(src, (size_t)(slash - src)) : jr_strdup(".");
-    j->chat = !strcmp(jr_cfg_str(cfg, "judge.api"), "chat");
-    j->stream = jr_cfg_bool(cfg, "judge.stream");
-    j->temperature = jr_cfg_float(cfg, "judge.temperature");
-    j->max_tokens = (int)jr_cfg_int(cfg, "judge.max_tokens");
-    j->timeout_ms = (long)(jr_cfg_float(cfg, "judge.timeout_s") * 1000 + 0.5);
-    j->connect_ms = (long)(jr_cfg_float(cfg, "judge.connect_timeout_s") * 1000 + 0.5);
+    const char *src = o->source ? o->source : "judge";
+    const char *slash = o->source ? strrchr(o->source, '/') : NULL;
+    j->cfg_dir = o->cfg_dir ? jr_strdup(o->cfg_dir) : slash ? strndup(o->source, (size_t)(slash - o->source)) : jr_strdup(".");
+    j->chat = o->chat;
+    j->stream = o->stream > 0; /* -1 (auto): decided by setup_servers */
+    j->temperature = o->temperature;
+    j->max_tokens = o->max_tokens;
+    j->timeout_ms = (long)(o->timeout_s * 1000 + 0.5);
+    j->connect_ms = (long)(o->connect_timeout_s * 1000 + 0.5);
     if (j->timeout_ms < 1) j->timeout_ms = 1;
     if (j->connect_ms < 1) j->connect_ms = 1;
-    j->max_attempts = (int)jr_cfg_int(cfg, "judge.max_attempts");
-    j->parse_attempts = (int)jr_cfg_int(cfg, "judge.parse_attempts");
-    j->backoff_base = jr_cfg_float(cfg, "judge.backoff_base_s");
-    j->backoff_max = jr_cfg_float(cfg, "judge.backoff_max_s");
-    j->retry_after_max = jr_cfg_float(cfg, "judge.retry_after_max_s");
-    j->rpm = jr_cfg_float(cfg, "judge.rpm");
-    j->tpm = jr_cfg_float(cfg, "judge.tpm");
-    jr_rng_seed2(&j->rng, (uint64_t)jr_cfg_int(cfg, "judge.seed"), 0x6a75646765ULL);
-    json_t *eb = jr_cfg_json(cfg, "judge.extra_body");
-    if (!json_is_object(eb) && !json_is_null(eb)) { st = jr_fail(JR_EINVAL, "%s: judge.extra_body: expected a mapping of request fields", src); goto fail; }
-    j->extra_body = json_is_object(eb) ? json_deep_copy(eb) : NULL;
-    json_t *eps = jr_cfg_json(cfg, "judge.endpoints");
-    j->n_ep = (int)json_array_size(eps);
-    if (j->n_ep == 0) { st = jr_fail(JR_EINVAL, "%s: judge.endpoints is empty: add at least one {url, model} (e.g. url: http://127.0.0.1:8000/v1)", src); goto fail; }
+    j->max_attempts = o->max_attempts > 0 ? o->max_attempts : 1;
+    j->parse_attempts = o->parse_attempts > 0 ? o->parse_attempts : 1;
+    j->backoff_base = o->backoff_base_s;
+    j->backoff_max = o->backoff_max_s;
+    j->retry_after_max = o->retry_after_max_s;
+    j->rpm = o->rpm;
+    j->tpm = o->tpm;
+    jr_rng_seed2(&j->rng, o->seed, 0x6a75646765ULL);
+    const json_t *eb = o->extra_body;
+    if (eb && !json_is_object(eb)) { st = jr_fail(JR_EINVAL, "%s: judge.extra_body: expected a mapping of request fields", src); goto fail; }
+    j->extra_body = eb ? json_deep_copy(eb) : NULL;
+    j->n_ep = o->n_endpoints;
+    if (j->n_ep <= 0) { st = jr_fail(JR_EINVAL, "%s: judge.endpoints is empty: add at least one {url, model} (e.g. url: http://127.0.0.1:8000/v1)", src); goto fail; }
     j->ep = jr_calloc((size_t)j->n_ep, sizeof *j->ep);
     if (!j->ep) { st = JR_ENOMEM; goto fail; }
-    int conc = (int)jr_cfg_int(cfg, "judge.concurrency");
+    int conc = o->concurrency > 0 ? o->concurrency : 0; /* 0: by kind, in setup_servers */
     for (int i = 0; i < j->n_ep; i++) {
-        json_t *e = json_array_get(eps, (size_t)i);
-        const char *url = json_string_value(json_object_get(e, "url"));
-        const char *model = json_string_value(json_object_get(e, "model"));
+        const char *url = o->endpoints[i].url;
+        const char *model = o->endpoints[i].model;
         if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))) {
             st = jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].url=%s: expected an http:// or https:// URL", src, i, url ? url : "null");
             goto fail;
         }
+        if (!model) { st = jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model: required", src, i); goto fail; }
         if (i > 0 && strcmp(model, j->ep[0].model)) {
             st = jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model=%s differs from endpoints[0].model=%s: endpoints are servers of one judge", src, i, model, j->ep[0].model);
             goto fail;
@@ -903,12 +1044,12 @@ jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
         else j->ep[i].url = fmt("%.*s%s", (int)ul, url, suffix);
         j->ep[i].model = jr_strdup(model);
         if (!j->ep[i].url || !j->ep[i].model) { st = JR_ENOMEM; goto fail; }
-        int c = (int)json_integer_value(json_object_get(e, "concurrency"));
+        int c = o->endpoints[i].concurrency;
         j->ep[i].conc = c > 0 ? c : conc;
         j->ep[i].rtok = j->rpm / 60.0 > 1 ? j->rpm / 60.0 : 1;
         j->ep[i].ttok = j->tpm / 60.0;
     }
-    const char *kenv = jr_cfg_str(cfg, "judge.api_key_env");
+    const char *kenv = o->api_key_env;
     j->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     j->hdrs = curl_slist_append(j->hdrs, "Expect:");
     if (kenv && *kenv) {
@@ -930,9 +1071,15 @@ jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
         free(h);
     }
     if (!j->hdrs) { st = JR_ENOMEM; goto fail; }
-    st = add_proto(j, jr_cfg_str(cfg, "judge.protocol"), NULL);
+    st = jr_judge_constraint_parse(o->constraint, "judge.constraint", &j->constraint);
+    if (st) { jr_fail_ctx(st, "%s", src); goto fail; }
+    st = setup_servers(j, o, src);
     if (st) goto fail;
-    st = open_cache(j, cfg);
+    st = add_proto(j, o->protocol, NULL);
+    if (st) goto fail;
+    st = probe_identity(j, o);
+    if (st) goto fail;
+    st = open_cache(j, o);
     if (st) goto fail;
     j->cap_pool = 64;
     j->pool = jr_calloc((size_t)j->cap_pool, sizeof *j->pool);
@@ -949,7 +1096,13 @@ jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
     if (j->epfd < 0 || j->evfd < 0) { st = jr_fail(JR_EIO, "judge: cannot create the event loop"); goto fail; }
     struct epoll_event wev = {.events = EPOLLIN, .data.fd = j->evfd};
     if (epoll_ctl(j->epfd, EPOLL_CTL_ADD, j->evfd, &wev)) { st = jr_fail(JR_EIO, "judge: cannot create the event loop"); goto fail; }
-    curl_multi_setopt(j->multi, CURLMOPT_MAXCONNECTS, (long)(conc * j->n_ep + 16));
+    long max_host = 0, total_conn = 16;
+    for (int i = 0; i < j->n_ep; i++) {
+        max_host = j->ep[i].max_conn > max_host ? j->ep[i].max_conn : max_host;
+        total_conn += j->ep[i].max_conn;
+    }
+    curl_multi_setopt(j->multi, CURLMOPT_MAX_HOST_CONNECTIONS, max_host);
+    curl_multi_setopt(j->multi, CURLMOPT_MAXCONNECTS, total_conn);
     j->t_bucket = now_s();
     if (pthread_create(&j->thr, NULL, io_main, j)) { st = jr_fail(JR_EINTERNAL, "judge: cannot start the I/O thread"); goto fail; }
     j->thr_started = 1;
@@ -1065,6 +1218,10 @@ void jr_judge_stats_get(jr_judge *j, jr_judge_stats *s) {
     pthread_mutex_unlock(&j->mu);
 }
 
+const char *jr_judge_identity_text(const jr_judge *j) { return j->identity ? j->identity : ""; }
+
+long jr_judge_max_model_len(const jr_judge *j) { return j->max_model_len; }
+
 const char *jr_judge_fatal(jr_judge *j) {
     pthread_mutex_lock(&j->mu);
     const char *f = j->fatal;
@@ -1117,7 +1274,10 @@ void jr_judge_close(jr_judge *j) {
     for (int i = 0; i < j->n_ep; i++) {
         free(j->ep[i].url);
         free(j->ep[i].model);
+        free(j->ep[i].desc);
+        json_decref(j->ep[i].cfields);
     }
+    jr_judge_constraint_free(&j->constraint);
     free(j->ep);
     for (struct curl_slist *h = j->hdrs; h; h = h->next) explicit_bzero(h->data, strlen(h->data));
     curl_slist_free_all(j->hdrs);
@@ -1127,6 +1287,7 @@ void jr_judge_close(jr_judge *j) {
     }
     json_decref(j->extra_body);
     free(j->cfg_dir);
+    free(j->identity);
     free(j->fatal);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);

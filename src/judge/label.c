@@ -1,5 +1,6 @@
 /* label.c - the judge picks one of N labels; confidence from log-probs renormalised over the labels'
- * first tokens (else verbalised); verdicts below a threshold are rejected (seed 1: 0.4) */
+ * first tokens (else verbalised), null when the log-probs cannot be trusted (a label absent, or the
+ * chosen token far below the best: logprobs_unreliable); verdicts below a threshold are rejected */
 #include <math.h>
 #include <stdio.h>
 
@@ -14,6 +15,8 @@ typedef struct {
     size_t n;
     int mode, top, completions;
     double threshold;
+    double max_gap;      /* judge.label.max_logprob_gap */
+    int accept_unreliable; /* judge.label.unreliable: accept */
 } label;
 
 static const char *const prompt_names[] = {"prompt", "question", "problem", NULL};
@@ -139,8 +142,9 @@ static int token_label(const char *tok, const char *const *labels, size_t n) {
     return hit;
 }
 
-jr_status jr_label_logprob_confidence(const json_t *content, const char *const *labels, size_t n, int *idx,
-                                      double *conf, double *probs) {
+jr_status jr_label_logprob_confidence(const json_t *content, const char *const *labels, size_t n, double max_gap,
+                                      int *idx, double *conf, double *probs, char *unreliable, size_t ulen) {
+    if (unreliable && ulen) unreliable[0] = 0;
     if (!json_is_array(content) || !json_array_size(content)) return jr_fail(JR_ENOTFOUND, "no log-probs");
     size_t pos;
     json_t *e = NULL;
@@ -154,7 +158,8 @@ jr_status jr_label_logprob_confidence(const json_t *content, const char *const *
     if (chosen == -1) return jr_fail(JR_ENOTFOUND, "the first token '%.40s' starts no label", tok);
     if (chosen == -2) return jr_fail(JR_ENOTFOUND, "the first token '%.40s' starts several labels", tok);
     double *p = jr_calloc(n, sizeof *p);
-    if (!p) return JR_ENOMEM;
+    int *seen = jr_calloc(n, sizeof *seen);
+    if (!p || !seen) { free(p); free(seen); return JR_ENOMEM; }
     /* The sampled token, then every alternative not equal to it. */
     json_t *top = json_object_get(e, "top_logprobs");
     size_t nt = json_array_size(top);
@@ -163,6 +168,8 @@ jr_status jr_label_logprob_confidence(const json_t *content, const char *const *
         const char *t = json_string_value(json_object_get(json_array_get(top, k), "token"));
         if (t && !strcmp(t, tok)) sampled_in_top = 1;
     }
+    double chosen_lp = json_number_value(json_object_get(e, "logprob")), best_lp = -INFINITY;
+    const char *best_tok = NULL;
     jr_status st = JR_OK;
     for (size_t k = 0; k <= nt && !st; k++) {
         const json_t *cand = k < nt ? json_array_get(top, k) : e;
@@ -170,21 +177,39 @@ jr_status jr_label_logprob_confidence(const json_t *content, const char *const *
         const char *t = json_string_value(json_object_get(cand, "token"));
         json_t *lp = json_object_get(cand, "logprob");
         if (!t || !json_is_number(lp)) continue;
+        if (json_number_value(lp) > best_lp) { best_lp = json_number_value(lp); best_tok = t; }
         int l = token_label(skip_markup(t), labels, n);
         if (l == -2) st = jr_fail(JR_ENOTFOUND, "token '%.40s' starts several labels: labels do not start with "
                                                 "distinct tokens", t);
-        else if (l >= 0) p[l] += exp(json_number_value(lp));
+        else if (l >= 0) { p[l] += exp(json_number_value(lp)); seen[l] = 1; }
     }
     double sum = 0;
     for (size_t i = 0; i < n; i++) sum += p[i];
     if (!st && !(sum > 0)) st = jr_fail(JR_ENOTFOUND, "no label has probability mass");
     if (!st) {
         *idx = chosen;
-        *conf = p[chosen] / sum;
-        if (probs)
-            for (size_t i = 0; i < n; i++) probs[i] = p[i] / sum;
+        char why[300] = "";
+        /* A greedy (or sampled) token far below the best alternative was not drawn from these
+         * log-probs: the server constrained the output after computing them. */
+        if (best_tok && chosen_lp < best_lp - max_gap)
+            snprintf(why, sizeof why, "the chosen token '%.40s' has log-prob %.2f, %.2f below the best alternative '%.40s' "
+                     "(%.2f): the server computed the log-probs before constraining the output", tok, chosen_lp,
+                     best_lp - chosen_lp, best_tok, best_lp);
+        for (size_t i = 0; i < n && !why[0]; i++)
+            if (!seen[i])
+                snprintf(why, sizeof why, "label '%.40s' is absent from the returned top log-probs (%zu alternatives): "
+                         "its probability is unknown", labels[i], nt);
+        if (why[0]) {
+            *conf = NAN;
+            if (unreliable && ulen) snprintf(unreliable, ulen, "%s", why);
+        } else {
+            *conf = p[chosen] / sum;
+            if (probs)
+                for (size_t i = 0; i < n; i++) probs[i] = p[i] / sum;
+        }
     }
     free(p);
+    free(seen);
     return st;
 }
 
@@ -201,19 +226,20 @@ static void lb_close(void *state) {
     free(l);
 }
 
-static jr_status lb_open(const jr_config *cfg, const char *cfg_dir, void **state) {
+static jr_status lb_open(const jr_judge_opts *o, const char *cfg_dir, void **state) {
     *state = NULL;
     label *l = jr_calloc(1, sizeof *l);
     if (!l) return JR_ENOMEM;
-    json_t *labels = jr_cfg_json(cfg, "judge.label.labels"), *values = jr_cfg_json(cfg, "judge.label.values");
+    const json_t *labels = o->label.labels, *values = o->label.values;
     size_t n = json_array_size(labels);
-    const char *mode = jr_cfg_str(cfg, "judge.label.confidence");
-    l->mode = !strcmp(mode, "logprobs") ? CONF_LOGPROBS : !strcmp(mode, "verbal") ? CONF_VERBAL : CONF_AUTO;
-    l->top = (int)jr_cfg_int(cfg, "judge.label.top_logprobs");
-    l->completions = !strcmp(jr_cfg_str(cfg, "judge.api"), "completions");
-    l->threshold = jr_cfg_float(cfg, "judge.label.threshold");
+    l->mode = o->label.confidence == 1 ? CONF_LOGPROBS : o->label.confidence == 2 ? CONF_VERBAL : CONF_AUTO;
+    l->top = o->label.top_logprobs;
+    l->completions = !o->chat;
+    l->threshold = o->label.threshold;
+    l->max_gap = o->label.max_logprob_gap;
+    l->accept_unreliable = o->label.accept_unreliable;
     int oom = 0;
-    l->system = proto_opt_str(cfg, "judge.label.system", &oom);
+    l->system = proto_opt_str(o->label.system, &oom);
     l->labels = jr_calloc(n ? n : 1, sizeof *l->labels);
     l->values = jr_calloc(n ? n : 1, sizeof *l->values);
     jr_status st = oom || !l->labels || !l->values ? JR_ENOMEM : JR_OK;
@@ -233,7 +259,7 @@ static jr_status lb_open(const jr_config *cfg, const char *cfg_dir, void **state
         else if (!json_is_number(v)) st = jr_fail(JR_EINVAL, "judge.label.values[%zu]: expected a number", i);
         else l->values[i] = json_number_value(v);
     }
-    if (!st) st = proto_template(cfg, cfg_dir, "judge.label.template", "templates/label.txt", &l->tmpl);
+    if (!st) st = proto_template(o->label.template_path, cfg_dir, "judge.label.template", "templates/label.txt", &l->tmpl);
     if (st) { lb_close(l); return st; }
     *state = l;
     return JR_OK;
@@ -281,15 +307,18 @@ static jr_parse_rc lb_parse(void *state, const json_t *row, const jr_judge_call 
     double *probs = jr_calloc(l->n, sizeof *probs);
     if (!probs) { snprintf(why, why_len, "out of memory"); return JR_PARSE_GIVE_UP; }
     int parsed = jr_label_parse(resp->text, labels, l->n, &idx, &verbal) == JR_OK;
-    char lp_err[256] = "";
+    char lp_err[256] = "", unreliable[320] = "";
     int have_lp = 0;
     if (l->mode != CONF_VERBAL) {
-        if (jr_label_logprob_confidence(resp->logprobs, labels, l->n, &lp_idx, &conf, probs) == JR_OK) have_lp = 1;
+        if (jr_label_logprob_confidence(resp->logprobs, labels, l->n, l->max_gap, &lp_idx, &conf, probs, unreliable,
+                                        sizeof unreliable) == JR_OK)
+            have_lp = 1;
         else snprintf(lp_err, sizeof lp_err, "%s", jr_errmsg());
     }
     if (have_lp) idx = lp_idx;
     if (idx < 0) {
-        snprintf(why, why_len, "the verdict names none of the labels%s%s", lp_err[0] ? "; " : "", lp_err);
+        snprintf(why, why_len, "the verdict names none of the labels%s%s (judge's text: '%.120s')", lp_err[0] ? "; " : "",
+                 lp_err, resp->text);
         free(probs);
         return JR_PARSE_RETRY;
     }
@@ -301,9 +330,13 @@ static jr_parse_rc lb_parse(void *state, const json_t *row, const jr_judge_call 
     const char *source = have_lp ? "logprobs" : "verbal";
     if (!have_lp) conf = verbal;
     *value = idx;
-    *detail = json_pack("{s:s,s:f,s:s,s:b}", "label", l->labels[idx], "confidence", conf, "source", source,
-                        "parsed_text", parsed);
-    if (have_lp) {
+    *detail = json_pack("{s:s,s:o,s:s,s:b}", "label", l->labels[idx], "confidence",
+                        unreliable[0] ? json_null() : json_real(conf), "source", source, "parsed_text", parsed);
+    if (unreliable[0]) {
+        /* log-probs that cannot give an honest confidence: null, never a renormalised guess */
+        json_object_set_new(*detail, "reason", json_string("logprobs_unreliable"));
+        json_object_set_new(*detail, "unreliable", json_string(unreliable));
+    } else if (have_lp) {
         json_t *pj = json_object();
         for (size_t i = 0; i < l->n; i++) json_object_set_new(pj, l->labels[i], json_real(probs[i]));
         json_object_set_new(*detail, "probs", pj);
@@ -321,6 +354,18 @@ static jr_verdict lb_combine(void *state, const json_t *row, jr_judge_calls *cal
         return JR_VERDICT_UNSCORED;
     }
     int idx = (int)res[0].value;
+    const char *unreliable = json_string_value(json_object_get(res[0].detail, "unreliable"));
+    if (unreliable) {
+        out->detail = json_incref(res[0].detail);
+        if (!l->accept_unreliable) {
+            PROTO_UNSCORED(out, "label: '%s' rejected: logprobs_unreliable: %s (judge.label.unreliable=reject)",
+                           l->labels[idx], unreliable);
+            return JR_VERDICT_UNSCORED;
+        }
+        out->reward = l->values[idx];
+        out->scores = json_pack("{s:i}", "label_index", idx);
+        return JR_VERDICT_SCORED;
+    }
     double conf = json_number_value(json_object_get(res[0].detail, "confidence"));
     if (!json_is_number(json_object_get(res[0].detail, "confidence")) || conf < 0) {
         PROTO_UNSCORED(out, "label: '%s' without a confidence (no log-probs and none verbalised)", l->labels[idx]);

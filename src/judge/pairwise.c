@@ -76,20 +76,20 @@ static void pw_close(void *state) {
     free(p);
 }
 
-static jr_status pw_open(const jr_config *cfg, const char *cfg_dir, void **state) {
+static jr_status pw_open(const jr_judge_opts *o, const char *cfg_dir, void **state) {
     *state = NULL;
     pairwise *p = jr_calloc(1, sizeof *p);
     if (!p) return JR_ENOMEM;
     int oom = 0;
-    p->system = proto_opt_str(cfg, "judge.pairwise.system", &oom);
-    p->other = proto_opt_str(cfg, "judge.pairwise.other_field", &oom);
-    p->swap = jr_cfg_bool(cfg, "judge.pairwise.swap");
-    p->win = jr_cfg_float(cfg, "judge.pairwise.win");
-    p->tie = jr_cfg_float(cfg, "judge.pairwise.tie");
-    p->loss = jr_cfg_float(cfg, "judge.pairwise.loss");
+    p->system = proto_opt_str(o->pairwise.system, &oom);
+    p->other = proto_opt_str(o->pairwise.other_field, &oom);
+    p->swap = o->pairwise.swap;
+    p->win = o->pairwise.win;
+    p->tie = o->pairwise.tie;
+    p->loss = o->pairwise.loss;
     jr_status st = oom ? JR_ENOMEM : JR_OK;
     if (!st && !p->other) st = jr_fail(JR_EINVAL, "judge.pairwise.other_field: must name a row field");
-    if (!st) st = proto_template(cfg, cfg_dir, "judge.pairwise.template", "templates/pairwise.txt", &p->tmpl);
+    if (!st) st = proto_template(o->pairwise.template_path, cfg_dir, "judge.pairwise.template", "templates/pairwise.txt", &p->tmpl);
     if (st) { pw_close(p); return st; }
     *state = p;
     return JR_OK;

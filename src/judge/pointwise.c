@@ -21,14 +21,14 @@ static void pw_close(void *state) {
     free(p);
 }
 
-static jr_status pw_open(const jr_config *cfg, const char *cfg_dir, void **state) {
+static jr_status pw_open(const jr_judge_opts *o, const char *cfg_dir, void **state) {
     *state = NULL;
     pointwise *p = jr_calloc(1, sizeof *p);
     if (!p) return JR_ENOMEM;
-    p->scale = (int)jr_cfg_int(cfg, "judge.pointwise.scale");
-    p->normalize = jr_cfg_bool(cfg, "judge.pointwise.normalize");
-    const char *sys = jr_cfg_str(cfg, "judge.pointwise.system");
-    const char *path = jr_cfg_str(cfg, "judge.template");
+    p->scale = o->pointwise.scale;
+    p->normalize = o->pointwise.normalize;
+    const char *sys = o->pointwise.system;
+    const char *path = o->template_path;
     if (!path) {
         if (p->scale == 5) path = "templates/prometheus_absolute.txt";
         else if (p->scale == 10) path = "templates/prometheus_absolute_10.txt";

@@ -9,18 +9,17 @@
 
 #include "judgerl/protocols.h"
 
-/* Loads the template named by config key `key`, or the shipped `def` when the key is null. */
-static inline jr_status proto_template(const jr_config *cfg, const char *cfg_dir, const char *key, const char *def,
+/* Loads the template file `path` (the option `key`, named in messages), or the shipped `def`
+ * when path is NULL. */
+static inline jr_status proto_template(const char *path, const char *cfg_dir, const char *key, const char *def,
                                        char **out) {
-    const char *path = jr_cfg_str(cfg, key);
     jr_status st = jr_template_load(path ? path : def, cfg_dir, out);
     if (st) return jr_fail_ctx(st, "%s", key);
     return JR_OK;
 }
 
 /* A copy of a non-empty string option, else NULL (*oom set when the copy failed). */
-static inline char *proto_opt_str(const jr_config *cfg, const char *key, int *oom) {
-    const char *s = jr_cfg_str(cfg, key);
+static inline char *proto_opt_str(const char *s, int *oom) {
     if (!s || !*s) return NULL;
     char *r = jr_strdup(s);
     if (!r) *oom = 1;

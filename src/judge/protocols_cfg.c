@@ -31,6 +31,8 @@ const jr_cfg_field jr_protocols_cfg[] = {
     {"judge.label.confidence", JR_CFG_ENUM, "auto", "auto: log-probs when the server returns them, else verbalised; logprobs: required; verbal: never ask for log-probs", "auto|logprobs|verbal", NULL, 0, 0},
     {"judge.label.top_logprobs", JR_CFG_INT, "10", "alternatives asked per token", NULL, NULL, 1, 20},
     {"judge.label.threshold", JR_CFG_FLOAT, "0.4", "verdicts with confidence below this are rejected: the sample is unscored (seed 1: 0.4)", NULL, NULL, 0, 1},
+    {"judge.label.max_logprob_gap", JR_CFG_FLOAT, "3.0", "log-probs are unreliable (confidence null) when the chosen token's log-prob is more than this below the best alternative's (the server constrained after computing them)", NULL, NULL, 0, 1000},
+    {"judge.label.unreliable", JR_CFG_ENUM, "reject", "a verdict whose log-probs are unreliable (a label absent from the top log-probs, or the gap above): reject = not confident, the sample is unscored; accept = scored with confidence null", "reject|accept", NULL, 0, 0},
     /* VerIF */
     {"judge.verif.template", JR_CFG_STRING, "null", "template of the [llm] check; null = templates/verif.txt", NULL, NULL, 0, 0},
     {"judge.verif.system", JR_CFG_STRING, "\"\"", "system message of the call (empty = none)", NULL, NULL, 0, 0},

@@ -73,15 +73,15 @@ static void ref_close(void *state) {
     free(r);
 }
 
-static jr_status ref_open(const jr_config *cfg, const char *cfg_dir, void **state) {
+static jr_status ref_open(const jr_judge_opts *o, const char *cfg_dir, void **state) {
     *state = NULL;
     reference *r = jr_calloc(1, sizeof *r);
     if (!r) return JR_ENOMEM;
     int oom = 0;
-    r->system = proto_opt_str(cfg, "judge.reference.system", &oom);
-    r->correct = jr_cfg_float(cfg, "judge.reference.correct");
-    r->incorrect = jr_cfg_float(cfg, "judge.reference.incorrect");
-    jr_status st = oom ? JR_ENOMEM : proto_template(cfg, cfg_dir, "judge.reference.template", "templates/reference.txt", &r->tmpl);
+    r->system = proto_opt_str(o->reference.system, &oom);
+    r->correct = o->reference.correct;
+    r->incorrect = o->reference.incorrect;
+    jr_status st = oom ? JR_ENOMEM : proto_template(o->reference.template_path, cfg_dir, "judge.reference.template", "templates/reference.txt", &r->tmpl);
     if (st) { ref_close(r); return st; }
     *state = r;
     return JR_OK;

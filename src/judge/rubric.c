@@ -163,17 +163,17 @@ static void rb_close(void *state) {
     free(r);
 }
 
-static jr_status rb_open(const jr_config *cfg, const char *cfg_dir, void **state) {
+static jr_status rb_open(const jr_judge_opts *o, const char *cfg_dir, void **state) {
     *state = NULL;
     rubric *r = jr_calloc(1, sizeof *r);
     if (!r) return JR_ENOMEM;
-    r->batched = !strcmp(jr_cfg_str(cfg, "judge.rubric.mode"), "batched");
-    r->fallback = jr_cfg_bool(cfg, "judge.rubric.fallback");
-    r->not_present = !strcmp(jr_cfg_str(cfg, "judge.rubric.on_failure"), "not_present");
-    r->clip = jr_cfg_bool(cfg, "judge.rubric.clip_sample");
-    jr_status st = proto_template(cfg, cfg_dir, "judge.rubric.template", "templates/rubric_criterion.txt", &r->tmpl);
+    r->batched = o->rubric.batched;
+    r->fallback = o->rubric.fallback;
+    r->not_present = o->rubric.not_present;
+    r->clip = o->rubric.clip_sample;
+    jr_status st = proto_template(o->rubric.template_path, cfg_dir, "judge.rubric.template", "templates/rubric_criterion.txt", &r->tmpl);
     if (!st && r->batched)
-        st = proto_template(cfg, cfg_dir, "judge.rubric.batch_template", "templates/rubric_batch.txt", &r->batch_tmpl);
+        st = proto_template(o->rubric.batch_template, cfg_dir, "judge.rubric.batch_template", "templates/rubric_batch.txt", &r->batch_tmpl);
     if (st) { rb_close(r); return st; }
     *state = r;
     return JR_OK;

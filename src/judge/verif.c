@@ -117,14 +117,14 @@ static void vf_close(void *state) {
     free(v);
 }
 
-static jr_status vf_open(const jr_config *cfg, const char *cfg_dir, void **state) {
+static jr_status vf_open(const jr_judge_opts *o, const char *cfg_dir, void **state) {
     *state = NULL;
     verif *v = jr_calloc(1, sizeof *v);
     if (!v) return JR_ENOMEM;
     int oom = 0;
-    v->system = proto_opt_str(cfg, "judge.verif.system", &oom);
-    v->all_pass = !strcmp(jr_cfg_str(cfg, "judge.verif.rule_reduction"), "all_pass");
-    jr_status st = oom ? JR_ENOMEM : proto_template(cfg, cfg_dir, "judge.verif.template", "templates/verif.txt", &v->tmpl);
+    v->system = proto_opt_str(o->verif.system, &oom);
+    v->all_pass = o->verif.all_pass;
+    jr_status st = oom ? JR_ENOMEM : proto_template(o->verif.template_path, cfg_dir, "judge.verif.template", "templates/verif.txt", &v->tmpl);
     if (st) { vf_close(v); return st; }
     *state = v;
     return JR_OK;

@@ -309,7 +309,13 @@ jr_status jr_model_config_parse(jr_model_config *c, const char *text, size_t len
     int arch = -1;
     const char *seen = NULL;
     json_t *av = json_object_get(j, "architectures");
-    if (av && !json_is_null(av)) {
+    if (av && json_is_null(av)) {
+        /* transformers writes a list: a null here is a damaged or hand-edited config */
+        rc = jr_fail(JR_EFORMAT, "%s: architectures is null (expected a list such as [\"LlamaForCausalLM\"]; remove the key to "
+                     "use model_type)", name);
+        goto fail;
+    }
+    if (av) {
         if (!json_is_array(av) || json_array_size(av) == 0) {
             rc = jr_fail(JR_EFORMAT, "%s: architectures must be a non-empty list", name);
             goto fail;

@@ -1,9 +1,11 @@
 /* model.c - transformer weights in one allocation with HF-named views; random init, load, save */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "judgerl/model.h"
 #include "judgerl/config.h"
+#include "judgerl/nn.h"
 #include "judgerl/rng.h"
 
 void jr_model_views(const jr_model *m, float *base, jr_weights *v) {
@@ -152,21 +154,54 @@ const jr_cfg_field jr_model_cfg[] = {
      0},
     {"model.init_std", JR_CFG_FLOAT, "0.02", "std of the normal init of a fresh model (run.seed draws it)", NULL, NULL,
      0, 10},
+    {"model.compute", JR_CFG_ENUM, "auto",
+     "matmul precision of training forward/backward: bfloat16 (bf16 products, fp32 accumulation, weights and "
+     "optimizer), float32, or auto = bfloat16 on a CPU with bf16 units (AMX or AVX512-BF16), else float32",
+     "auto|float32|bfloat16", NULL, 0, 0},
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
 
+jr_compute jr_model_compute_resolve(const char *name) {
+    if (name && !strcmp(name, "float32")) return JR_COMPUTE_F32;
+    if (name && !strcmp(name, "bfloat16")) return JR_COMPUTE_BF16;
+    return jr_nn_bf16_native() ? JR_COMPUTE_BF16 : JR_COMPUTE_F32;
+}
+
+jr_status jr_model_opts_from_config(jr_model_opts *o, const jr_config *c) {
+    memset(o, 0, sizeof *o);
+    o->path = jr_cfg_str(c, "model.path");
+    o->init = jr_cfg_str(c, "model.init");
+    o->init_std = (float)jr_cfg_float(c, "model.init_std");
+    o->seed = (uint64_t)jr_cfg_int(c, "run.seed");
+    o->compute = jr_model_compute_resolve(jr_cfg_str(c, "model.compute"));
+    o->source = c->source;
+    return jr_cfg_check(c);
+}
+
 jr_status jr_model_from_config(jr_model *m, const jr_config *c) {
     memset(m, 0, sizeof *m);
-    const char *path = jr_cfg_str(c, "model.path"), *init = jr_cfg_str(c, "model.init");
+    jr_model_opts o;
+    jr_status st = jr_model_opts_from_config(&o, c);
+    return st ? st : jr_model_open(m, &o);
+}
+
+jr_status jr_model_open(jr_model *m, const jr_model_opts *o) {
+    memset(m, 0, sizeof *m);
+    const char *path = o->path, *init = o->init;
     if ((path != NULL) == (init != NULL))
         return jr_fail(JR_EINVAL, "%s: set exactly one of model.path (an HF directory) and model.init (a config.json "
-                                  "for a random model)", c->source);
-    if (path) return jr_model_load(m, path);
+                                  "for a random model)", o->source ? o->source : "model");
+    if (path) {
+        jr_status st = jr_model_load(m, path);
+        if (!st) m->compute = o->compute;
+        return st;
+    }
     jr_model_config cfg;
     jr_status st = jr_model_config_load(&cfg, init);
     if (st) return jr_fail_ctx(st, "model.init");
-    st = jr_model_init_random(m, &cfg, (uint64_t)jr_cfg_int(c, "run.seed"), (float)jr_cfg_float(c, "model.init_std"));
+    st = jr_model_init_random(m, &cfg, o->seed, o->init_std);
     jr_model_config_free(&cfg);
     if (st) return jr_fail_ctx(st, "model.init %s", init);
+    m->compute = o->compute;
     return JR_OK;
 }

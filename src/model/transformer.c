@@ -20,20 +20,49 @@ static dims dims_of(const jr_model_config *c) {
     return d;
 }
 
+/* The matmuls of the stack in the model's compute type; a bf16 failure (no oneDNN kernel, out of
+ * memory) is remembered in *st and leaves the rest of the pass to run (its result is discarded). */
+static void mm_f(const jr_model *m, jr_status *st, float *out, const float *inp, const float *w, const float *b, int N,
+                 int C, int OC) {
+    if (m->compute == JR_COMPUTE_F32) { jr_matmul_forward(out, inp, w, b, N, C, OC); return; }
+    if (jr_matmul_bf16_forward(out, inp, w, b, N, C, OC) && !*st)
+        *st = jr_fail(JR_EINTERNAL, "forward: %s", jr_matmul_bf16_error());
+}
+
+static void mm_b(const jr_model *m, jr_status *st, float *dinp, float *dw, float *db, const float *dout,
+                 const float *inp, const float *w, int N, int C, int OC) {
+    if (m->compute == JR_COMPUTE_F32) { jr_matmul_backward(dinp, dw, db, dout, inp, w, N, C, OC); return; }
+    if (jr_matmul_bf16_backward(dinp, dw, db, dout, inp, w, N, C, OC) && !*st)
+        *st = jr_fail(JR_EINTERNAL, "backward: %s", jr_matmul_bf16_error());
+}
+
 static size_t maxz(size_t a, size_t b) { return a > b ? a : b; }
 
 jr_status jr_acts_init(jr_acts *a, const jr_model *m, int B_max, int T_max) {
+    jr_acts_opts o = {0};
+    return jr_acts_init_opts(a, m, B_max, T_max, &o);
+}
+
+jr_status jr_acts_init_opts(jr_acts *a, const jr_model *m, int B_max, int T_max, const jr_acts_opts *o) {
     memset(a, 0, sizeof *a);
     if (B_max < 1 || T_max < 1) return jr_fail(JR_EINVAL, "activations: batch %d x %d must be positive", B_max, T_max);
     dims d = dims_of(&m->cfg);
     size_t N = (size_t)B_max * T_max, L = (size_t)d.L;
+    size_t lrows = N;
+    if (o->logit_rows == JR_LOGIT_ROWS_AUTO) {
+        long r = JR_LOGIT_CHUNK_BYTES / ((long)d.V * 4);
+        lrows = r < 16 ? 16 : (size_t)r;
+    } else if (o->logit_rows > 0) {
+        lrows = (size_t)o->logit_rows;
+    }
+    if (lrows > N) lrows = N;
     size_t W = maxz(maxz((size_t)d.F, (size_t)d.QD), (size_t)d.C);
     /* floats per layer */
+    size_t att = (size_t)B_max * d.Hq * T_max * (o->fused_attention ? 1 : (size_t)T_max); /* probabilities or lse */
     size_t per_layer = N * (3 * (size_t)d.C + 2 * (size_t)d.QD + 3 * (size_t)d.KD + (size_t)d.QD + 3 * (size_t)d.F) +
-                       2 * N + (d.qk_norm ? N * (size_t)(d.Hq + d.Hkv) : 0) + (size_t)B_max * d.Hq * T_max * T_max +
-                       N * (size_t)d.C; /* res_mid */
+                       2 * N + (d.qk_norm ? N * (size_t)(d.Hq + d.Hkv) : 0) + att + N * (size_t)d.C; /* res_mid */
     size_t half = (size_t)d.D / 2;
-    size_t total = per_layer * L + N * (2 * (size_t)d.C + 1) + N * (size_t)d.V + 2 * (size_t)T_max * half +
+    size_t total = per_layer * L + N * (2 * (size_t)d.C + 1) + lrows * (size_t)d.V + 2 * (size_t)T_max * half +
                    2 * N * (size_t)d.C + 5 * N * W;
     size_t n_ptr_arrays = 20;
     a->block = jr_calloc(n_ptr_arrays * L, sizeof(float *));
@@ -48,6 +77,8 @@ jr_status jr_acts_init(jr_acts *a, const jr_model *m, int B_max, int T_max) {
     memset(buf, 0, sizeof(float) * total);
     a->bytes = sizeof(float) * total;
     a->B_max = B_max; a->T_max = T_max;
+    a->logit_rows = (int)lrows;
+    a->fused = o->fused_attention != 0;
     float ***arr[] = {&a->res_in, &a->ln1, &a->ln1_rstd, &a->q, &a->k, &a->v, &a->qr, &a->kr, &a->qn_rstd,
                       &a->kn_rstd, &a->att, &a->ao, &a->res_mid, &a->ln2, &a->ln2_rstd, &a->gate, &a->up, &a->sw};
     float **ptrs = a->block;
@@ -65,7 +96,7 @@ jr_status jr_acts_init(jr_acts *a, const jr_model *m, int B_max, int T_max) {
         a->kr[l] = TAKE(N * d.KD);
         a->qn_rstd[l] = d.qk_norm ? TAKE(N * d.Hq) : NULL;
         a->kn_rstd[l] = d.qk_norm ? TAKE(N * d.Hkv) : NULL;
-        a->att[l] = TAKE((size_t)B_max * d.Hq * T_max * T_max);
+        a->att[l] = TAKE(att);
         a->ao[l] = TAKE(N * d.QD);
         a->res_mid[l] = TAKE(N * d.C);
         a->ln2[l] = TAKE(N * d.C);
@@ -77,7 +108,7 @@ jr_status jr_acts_init(jr_acts *a, const jr_model *m, int B_max, int T_max) {
     a->res_out = TAKE(N * d.C);
     a->lnf = TAKE(N * d.C);
     a->lnf_rstd = TAKE(N);
-    a->logits = TAKE(N * d.V);
+    a->logits = TAKE(lrows * d.V);
     a->cos_t = TAKE((size_t)T_max * half);
     a->sin_t = TAKE((size_t)T_max * half);
     a->scratch = TAKE(2 * N * d.C + 5 * N * W);
@@ -115,15 +146,16 @@ jr_status jr_model_forward(jr_model *m, jr_acts *a, const int32_t *ids, int B, i
         a->pos[n] = n % T;
     }
     a->B = B; a->T = T;
+    jr_status st = JR_OK;
     const jr_weights *w = &m->w;
     jr_embedding_forward(a->res_in[0], a->ids, w->embed, N, d.C);
     for (int l = 0; l < d.L; l++) {
         const jr_layer_w *lw = &w->layers[l];
         float *next = l + 1 < d.L ? a->res_in[l + 1] : a->res_out;
         jr_rmsnorm_forward(a->ln1[l], a->ln1_rstd[l], a->res_in[l], lw->attn_norm, N, d.C, d.eps);
-        jr_matmul_forward(a->q[l], a->ln1[l], lw->wq, lw->bq, N, d.C, d.QD);
-        jr_matmul_forward(a->k[l], a->ln1[l], lw->wk, lw->bk, N, d.C, d.KD);
-        jr_matmul_forward(a->v[l], a->ln1[l], lw->wv, lw->bv, N, d.C, d.KD);
+        mm_f(m, &st, a->q[l], a->ln1[l], lw->wq, lw->bq, N, d.C, d.QD);
+        mm_f(m, &st, a->k[l], a->ln1[l], lw->wk, lw->bk, N, d.C, d.KD);
+        mm_f(m, &st, a->v[l], a->ln1[l], lw->wv, lw->bv, N, d.C, d.KD);
         const float *qin = a->q[l], *kin = a->k[l];
         if (d.qk_norm) { /* per-head RMSNorm before RoPE (Qwen3) */
             jr_rmsnorm_forward(a->qr[l], a->qn_rstd[l], a->q[l], lw->q_norm, N * d.Hq, d.D, d.eps);
@@ -132,23 +164,41 @@ jr_status jr_model_forward(jr_model *m, jr_acts *a, const int32_t *ids, int B, i
         }
         jr_rope_forward(a->qr[l], qin, a->pos, a->cos_t, a->sin_t, N, d.Hq, d.D);
         jr_rope_forward(a->kr[l], kin, a->pos, a->cos_t, a->sin_t, N, d.Hkv, d.D);
-        jr_attention_forward(a->ao[l], a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D);
-        jr_matmul_forward(a->res_mid[l], a->ao[l], lw->wo, lw->bo, N, d.QD, d.C);
+        if (!a->fused)
+            jr_attention_forward(a->ao[l], a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D);
+        else if (jr_attention_fused_forward(a->ao[l], a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D) &&
+                 !st)
+            st = jr_fail(JR_ENOMEM, "forward: no memory for the attention scratch");
+        mm_f(m, &st, a->res_mid[l], a->ao[l], lw->wo, lw->bo, N, d.QD, d.C);
         jr_add_inplace(a->res_mid[l], a->res_in[l], (long)N * d.C);
         jr_rmsnorm_forward(a->ln2[l], a->ln2_rstd[l], a->res_mid[l], lw->mlp_norm, N, d.C, d.eps);
-        jr_matmul_forward(a->gate[l], a->ln2[l], lw->wgate, NULL, N, d.C, d.F);
-        jr_matmul_forward(a->up[l], a->ln2[l], lw->wup, NULL, N, d.C, d.F);
+        mm_f(m, &st, a->gate[l], a->ln2[l], lw->wgate, NULL, N, d.C, d.F);
+        mm_f(m, &st, a->up[l], a->ln2[l], lw->wup, NULL, N, d.C, d.F);
         jr_swiglu_forward(a->sw[l], a->gate[l], a->up[l], N, d.F);
-        jr_matmul_forward(next, a->sw[l], lw->wdown, NULL, N, d.F, d.C);
+        mm_f(m, &st, next, a->sw[l], lw->wdown, NULL, N, d.F, d.C);
         jr_add_inplace(next, a->res_mid[l], (long)N * d.C);
     }
     jr_rmsnorm_forward(a->lnf, a->lnf_rstd, a->res_out, w->final_norm, N, d.C, d.eps);
-    jr_matmul_forward(a->logits, a->lnf, w->lm_head, NULL, N, d.C, d.V);
-    return JR_OK;
+    if (a->logit_rows >= N) mm_f(m, &st, a->logits, a->lnf, w->lm_head, NULL, N, d.C, d.V);
+    if (st) a->B = a->T = 0;
+    return st;
 }
 
-void jr_model_logprobs(const jr_model *m, const jr_acts *a, const int32_t *targets, float temperature, float *lp) {
-    jr_logprob_forward(lp, a->logits, targets, a->B * a->T, m->cfg.vocab_size, 1.0f / temperature);
+jr_status jr_model_logprobs_ent(const jr_model *m, const jr_acts *a, const int32_t *targets, float temperature,
+                                float *lp, float *ent) {
+    int N = a->B * a->T, V = m->cfg.vocab_size, C = m->cfg.hidden_size;
+    jr_status st = JR_OK;
+    for (int r0 = 0; r0 < N && !st; r0 += a->logit_rows) { /* one pass when the forward kept every logit */
+        int rows = N - r0 < a->logit_rows ? N - r0 : a->logit_rows;
+        if (a->logit_rows < N) mm_f(m, &st, a->logits, a->lnf + (size_t)r0 * C, m->w.lm_head, NULL, rows, C, V);
+        jr_logprob_forward(lp + r0, a->logits, targets + r0, rows, V, 1.0f / temperature);
+        if (ent) jr_entropy_forward(ent + r0, a->logits, targets + r0, rows, V, (float)(1.0 / temperature));
+    }
+    return st;
+}
+
+jr_status jr_model_logprobs(const jr_model *m, const jr_acts *a, const int32_t *targets, float temperature, float *lp) {
+    return jr_model_logprobs_ent(m, a, targets, temperature, lp, NULL);
 }
 
 static void zero(float *p, size_t n) { memset(p, 0, sizeof(float) * n); }
@@ -159,6 +209,7 @@ jr_status jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, flo
     if (!(temperature > 0)) return jr_fail(JR_EINVAL, "backward: temperature %g must be positive", temperature);
     dims d = dims_of(&m->cfg);
     int B = a->B, T = a->T, N = B * T;
+    jr_status st = JR_OK;
     size_t W = maxz(maxz((size_t)d.F, (size_t)d.QD), (size_t)d.C);
     float *dres = a->scratch, *dln = dres + (size_t)N * d.C;
     float *s[5];
@@ -166,10 +217,15 @@ jr_status jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, flo
     const jr_weights *w = &m->w;
     jr_weights *g = &m->g;
 
-    /* head: logits -> dlogits in place, lm_head and final norm */
-    jr_logprob_backward_inplace(a->logits, dlp, targets, N, d.V, 1.0f / temperature);
+    /* head: logits -> dlogits in place, lm_head and final norm (chunked: each chunk's logits again) */
     zero(dln, (size_t)N * d.C);
-    jr_matmul_backward(dln, g->lm_head, NULL, a->logits, a->lnf, w->lm_head, N, d.C, d.V);
+    for (int r0 = 0; r0 < N; r0 += a->logit_rows) {
+        int rows = N - r0 < a->logit_rows ? N - r0 : a->logit_rows;
+        const float *lnf = a->lnf + (size_t)r0 * d.C;
+        if (a->logit_rows < N) mm_f(m, &st, a->logits, lnf, w->lm_head, NULL, rows, d.C, d.V);
+        jr_logprob_backward_inplace(a->logits, dlp + r0, targets + r0, rows, d.V, 1.0f / temperature);
+        mm_b(m, &st, dln + (size_t)r0 * d.C, g->lm_head, NULL, a->logits, lnf, w->lm_head, rows, d.C, d.V);
+    }
     zero(dres, (size_t)N * d.C);
     jr_rmsnorm_backward(dres, g->final_norm, dln, a->res_out, w->final_norm, a->lnf_rstd, N, d.C);
 
@@ -179,19 +235,23 @@ jr_status jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, flo
         /* MLP: dres is d(layer output) */
         float *dsw = s[0], *dgate = s[1], *dup = s[2];
         zero(dsw, (size_t)N * d.F);
-        jr_matmul_backward(dsw, gw->wdown, NULL, dres, a->sw[l], lw->wdown, N, d.F, d.C);
+        mm_b(m, &st, dsw, gw->wdown, NULL, dres, a->sw[l], lw->wdown, N, d.F, d.C);
         zero(dgate, (size_t)N * d.F); zero(dup, (size_t)N * d.F);
         jr_swiglu_backward(dgate, dup, dsw, a->gate[l], a->up[l], N, d.F);
         zero(dln, (size_t)N * d.C);
-        jr_matmul_backward(dln, gw->wgate, NULL, dgate, a->ln2[l], lw->wgate, N, d.C, d.F);
-        jr_matmul_backward(dln, gw->wup, NULL, dup, a->ln2[l], lw->wup, N, d.C, d.F);
+        mm_b(m, &st, dln, gw->wgate, NULL, dgate, a->ln2[l], lw->wgate, N, d.C, d.F);
+        mm_b(m, &st, dln, gw->wup, NULL, dup, a->ln2[l], lw->wup, N, d.C, d.F);
         jr_rmsnorm_backward(dres, gw->mlp_norm, dln, a->res_mid[l], lw->mlp_norm, a->ln2_rstd[l], N, d.C);
         /* attention: dres is now d(res_mid) */
         float *dao = s[0], *dq = s[1], *dk = s[2], *dv = s[3], *dkr = s[4];
         zero(dao, (size_t)N * d.QD);
-        jr_matmul_backward(dao, gw->wo, gw->bo, dres, a->ao[l], lw->wo, N, d.QD, d.C);
+        mm_b(m, &st, dao, gw->wo, gw->bo, dres, a->ao[l], lw->wo, N, d.QD, d.C);
         zero(dq, (size_t)N * d.QD); zero(dk, (size_t)N * d.KD); zero(dv, (size_t)N * d.KD);
-        jr_attention_backward(dq, dk, dv, dao, a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D);
+        if (!a->fused)
+            jr_attention_backward(dq, dk, dv, dao, a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D);
+        else if (jr_attention_fused_backward(dq, dk, dv, dao, a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv,
+                                             d.D) && !st)
+            st = jr_fail(JR_ENOMEM, "backward: no memory for the attention scratch");
         float *dqn = s[0], *dkn = s[4]; /* gradients before rope */
         (void)dkr;
         zero(dqn, (size_t)N * d.QD); zero(dkn, (size_t)N * d.KD);
@@ -205,14 +265,14 @@ jr_status jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, flo
             dqp = dq; dkp = dk;
         }
         zero(dln, (size_t)N * d.C);
-        jr_matmul_backward(dln, gw->wq, gw->bq, dqp, a->ln1[l], lw->wq, N, d.C, d.QD);
-        jr_matmul_backward(dln, gw->wk, gw->bk, dkp, a->ln1[l], lw->wk, N, d.C, d.KD);
-        jr_matmul_backward(dln, gw->wv, gw->bv, dv, a->ln1[l], lw->wv, N, d.C, d.KD);
+        mm_b(m, &st, dln, gw->wq, gw->bq, dqp, a->ln1[l], lw->wq, N, d.C, d.QD);
+        mm_b(m, &st, dln, gw->wk, gw->bk, dkp, a->ln1[l], lw->wk, N, d.C, d.KD);
+        mm_b(m, &st, dln, gw->wv, gw->bv, dv, a->ln1[l], lw->wv, N, d.C, d.KD);
         jr_rmsnorm_backward(dres, gw->attn_norm, dln, a->res_in[l], lw->attn_norm, a->ln1_rstd[l], N, d.C);
     }
     jr_embedding_backward(g->embed, dres, a->ids, N, d.C);
     a->B = a->T = 0; /* the logits are consumed */
-    return JR_OK;
+    return st;
 }
 
 jr_status jr_model_nll(jr_model *m, jr_acts *a, const int32_t *ids, const int32_t *targets, int B, int T,
@@ -224,7 +284,7 @@ jr_status jr_model_nll(jr_model *m, jr_acts *a, const int32_t *ids, const int32_
         if (targets[n] >= m->cfg.vocab_size)
             return jr_fail(JR_EINVAL, "loss: target id %d at row %d position %d is outside the vocabulary [0, %d)",
                            targets[n], n / T, n % T, m->cfg.vocab_size);
-    jr_model_logprobs(m, a, targets, 1.0f, lp);
+    if ((st = jr_model_logprobs(m, a, targets, 1.0f, lp))) return st;
     double s = 0;
     long cnt = 0;
     for (int n = 0; n < N; n++)

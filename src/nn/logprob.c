@@ -38,3 +38,22 @@ void jr_logprob_backward_inplace(float *logits, const float *dlp, const int32_t 
         z[targets[n]] += k;
     }
 }
+
+// ent (N), logits (N,V), targets (N)
+void jr_entropy_forward(float *ent, const float *logits, const int32_t *targets, int N, int V, float inv_temp) {
+    double inv = inv_temp;
+#pragma omp parallel for schedule(static) if((long)N * V > JR_PAR_MIN)
+    for (int n = 0; n < N; n++) {
+        if (targets[n] < 0) { ent[n] = 0; continue; }
+        const float *z = logits + (long)n * V;
+        double mx = -INFINITY;
+        for (int v = 0; v < V; v++) if (z[v] * inv > mx) mx = z[v] * inv;
+        double se = 0, sez = 0;
+        for (int v = 0; v < V; v++) {
+            double u = z[v] * inv - mx, e = exp(u);
+            se += e;
+            sez += e * u;
+        }
+        ent[n] = (float)(log(se) - sez / se);
+    }
+}

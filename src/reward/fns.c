@@ -10,6 +10,8 @@
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
 #include "judgerl/verify.h"
+#include "judgerl/sandbox.h"
+#include "judgerl/strbuf.h"
 
 static const char *const response_names[] = {"response", "completion", "output", NULL};
 static const char *const reference_names[] = {"reference", "answer", NULL};
@@ -94,24 +96,24 @@ static json_t *with_rule_met(const json_t *row, json_t *rule_met) {
 
 static jr_status check_none(const json_t *params) { return check_keys(params, "", NULL); }
 
-static jr_rw_rc judge_as_is(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc judge_as_is(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     out->judge_row = json_incref((json_t *)row);
     return JR_RW_JUDGE;
 }
 
-static jr_rw_rc eval_reference(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_reference(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *resp = row_str(row, response_names, NULL);
     char nb[64];
     const char *ref = row_text_or_number(row, reference_names, nb, sizeof nb);
     if (!resp) return unscored(out, "field 'response': expected a string");
     if (!ref) return unscored(out, "field 'reference' (or 'answer'): expected a string or a number");
-    if (jr_cfg_bool(cfg, "judge.reference.shortcircuit")) {
+    if (ro->judge.reference.shortcircuit) {
         char *got = jr_answer_extract(resp);
         int eq = got && jr_answer_equiv(got, ref);
         if (eq) {
             out->detail = json_pack("{s:b,s:s}", "shortcircuit", 1, "answer", got);
             free(got);
-            return scored(out, jr_cfg_float(cfg, "judge.reference.correct"));
+            return scored(out, ro->judge.reference.correct);
         }
         free(got);
     }
@@ -119,7 +121,7 @@ static jr_rw_rc eval_reference(const jr_config *cfg, const json_t *params, const
     return JR_RW_JUDGE;
 }
 
-static jr_rw_rc eval_rubric(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_rubric(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *resp = row_str(row, response_names, NULL);
     if (!resp) return unscored(out, "field 'response': expected a string");
     jr_criterion *items;
@@ -143,7 +145,7 @@ static jr_rw_rc eval_rubric(const jr_config *cfg, const json_t *params, const js
         rc = out->judge_row ? JR_RW_JUDGE : unscored(out, "out of memory");
     } else if (rc == JR_RW_SCORED) {
         double s;
-        int k = jr_rubric_score(items, n, met, jr_cfg_bool(cfg, "judge.rubric.clip_sample"), &s);
+        int k = jr_rubric_score(items, n, met, ro->judge.rubric.clip_sample, &s);
         if (k == 1) {
             out->value = s;
             out->detail = json_pack("{s:O}", "met", rm);
@@ -155,7 +157,7 @@ static jr_rw_rc eval_rubric(const jr_config *cfg, const json_t *params, const js
     return rc;
 }
 
-static jr_rw_rc eval_verif(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_verif(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *resp = row_str(row, response_names, NULL);
     if (!resp) return unscored(out, "field 'response': expected a string");
     jr_constraint *c;
@@ -178,7 +180,7 @@ static jr_rw_rc eval_verif(const jr_config *cfg, const json_t *params, const jso
         rm = NULL;
         rc = out->judge_row ? JR_RW_JUDGE : unscored(out, "out of memory");
     } else if (rc == JR_RW_SCORED) {
-        int all = !strcmp(jr_cfg_str(cfg, "judge.verif.rule_reduction"), "all_pass");
+        int all = ro->judge.verif.all_pass;
         out->value = jr_verif_reward(rules, n_rules, 1, all);
         out->detail = json_pack("{s:O}", "rule_met", rm);
     }
@@ -192,7 +194,7 @@ static jr_rw_rc eval_verif(const jr_config *cfg, const json_t *params, const jso
 
 static jr_status check_exact(const json_t *params) { return check_keys(params, "field|casefold|extract", NULL); }
 
-static jr_rw_rc eval_exact(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_exact(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *resp = row_str(row, response_names, NULL);
     const char *field = pstr(params, "field", NULL);
     const char *const one[] = {field, NULL};
@@ -208,7 +210,7 @@ static jr_rw_rc eval_exact(const jr_config *cfg, const json_t *params, const jso
     return scored(out, eq);
 }
 
-static jr_rw_rc eval_math(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_math(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *resp = row_str(row, response_names, NULL);
     char nb[64];
     const char *ref = row_text_or_number(row, reference_names, nb, sizeof nb);
@@ -238,7 +240,7 @@ static jr_status check_format(const json_t *params) {
     return JR_OK;
 }
 
-static jr_rw_rc eval_format(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_format(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *field = pstr(params, "field", NULL);
     const char *const one[] = {field, NULL};
     const char *resp = row_str(row, field ? one : response_names, NULL);
@@ -268,7 +270,7 @@ static jr_status check_rule(const json_t *params) {
     return JR_OK;
 }
 
-static jr_rw_rc eval_rule(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_rule(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *resp = row_str(row, response_names, NULL);
     if (!resp) return unscored(out, "field 'response': expected a string");
     int pass;
@@ -288,7 +290,7 @@ static jr_status check_length(const json_t *params) {
     return JR_OK;
 }
 
-static jr_rw_rc eval_length(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_length(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *u = pstr(params, "unit", "words");
     double len;
     if (!strcmp(u, "field")) {
@@ -316,7 +318,7 @@ static jr_status check_efficiency(const json_t *params) {
     return JR_OK;
 }
 
-static jr_rw_rc eval_efficiency(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_efficiency(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *cf = pstr(params, "cost_field", "cost"), *lf = pstr(params, "latency_field", "latency");
     const json_t *c = json_object_get(row, cf), *l = json_object_get(row, lf);
     double cost = json_is_number(c) ? json_number_value(c) : -1, lat = json_is_number(l) ? json_number_value(l) : -1;
@@ -333,7 +335,7 @@ static jr_status check_simplicity(const json_t *params) {
     return JR_OK;
 }
 
-static jr_rw_rc eval_simplicity(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_simplicity(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *f = pstr(params, "field", NULL);
     static const char *const names[] = {"operator_count", "operators", "num_operators", NULL};
     const json_t *v = NULL;
@@ -357,7 +359,7 @@ static jr_status check_repetition(const json_t *params) {
     return JR_OK;
 }
 
-static jr_rw_rc eval_repetition(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_repetition(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *field = pstr(params, "field", NULL);
     const char *const one[] = {field, NULL};
     const char *resp = row_str(row, field ? one : response_names, NULL);
@@ -376,7 +378,7 @@ static jr_status check_ifeval(const json_t *params) {
     return JR_OK;
 }
 
-static jr_rw_rc eval_ifeval(const jr_config *cfg, const json_t *params, const json_t *row, jr_rw_out *out) {
+static jr_rw_rc eval_ifeval(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *resp = row_str(row, response_names, NULL);
     if (!resp) return unscored(out, "field 'response': expected a string");
     const char *idf = pstr(params, "ids_field", "instruction_id_list"), *kwf = pstr(params, "kwargs_field", "kwargs");
@@ -398,6 +400,95 @@ static jr_rw_rc eval_ifeval(const jr_config *cfg, const json_t *params, const js
     return scored(out, v);
 }
 
+/* ---- code and final answers (docs/EVAL.md) ---- */
+
+/* The code of a response: the first fenced block (```python, ```py or ```) that defines
+ * entry_point, else the last fenced block, else the whole response. New string. */
+static char *response_code(const char *resp, const char *entry_point) {
+    char def[300];
+    snprintf(def, sizeof def, "def %s(", entry_point);
+    const char *def_b = NULL, *def_e = NULL, *last_b = NULL, *last_e = NULL;
+    for (const char *p = strstr(resp, "```"); p;) {
+        const char *b = strchr(p + 3, '\n');
+        if (!b) break;
+        b++;
+        const char *e = strstr(b, "```"), *end = e ? e : b + strlen(b);
+        const char *d = strstr(b, def);
+        if (!def_b && d && d < end) { def_b = b; def_e = end; }
+        last_b = b;
+        last_e = end;
+        p = e ? strstr(e + 3, "```") : NULL;
+    }
+    const char *pick_b = def_b ? def_b : last_b, *pick_e = def_b ? def_e : last_e;
+    if (!pick_b) return jr_strdup(resp);
+    char *s = jr_malloc((size_t)(pick_e - pick_b) + 1);
+    if (s) { memcpy(s, pick_b, (size_t)(pick_e - pick_b)); s[pick_e - pick_b] = 0; }
+    return s;
+}
+
+static jr_status check_code_tests(const json_t *params) {
+    jr_status st = check_keys(params, "score", NULL);
+    const char *s = pstr(params, "score", "pass");
+    if (!st && strcmp(s, "pass") && strcmp(s, "fraction")) st = jr_fail(JR_EINVAL, "score '%s': use pass (1/0) or fraction", s);
+    return st;
+}
+
+static jr_rw_rc eval_code_tests(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
+    const char *resp = row_str(row, response_names, NULL);
+    const char *test = json_string_value(json_object_get(row, "test"));
+    const char *ep = json_string_value(json_object_get(row, "entry_point"));
+    const char *prompt = row_str(row, (const char *const[]){"prompt", "problem", NULL}, NULL);
+    if (!resp) return unscored(out, "field 'response': expected a string");
+    if (!test || !ep) return unscored(out, "code_tests: the row needs string fields 'test' (def check(candidate)) and 'entry_point'");
+    int fraction = !strcmp(pstr(params, "score", "pass"), "fraction");
+    char *code = response_code(resp, ep);
+    if (!code) return unscored(out, "out of memory");
+    char def[300];
+    snprintf(def, sizeof def, "def %s(", ep);
+    /* a whole function is defined after the prompt (whose own definition it replaces); a body
+     * continues the prompt, as HumanEval's completions do */
+    jr_strbuf b = {0};
+    if (prompt) jr_strbuf_add(&b, prompt);
+    if (prompt && strstr(code, def)) jr_strbuf_add(&b, "\n");
+    jr_strbuf_add(&b, code);
+    if (!fraction) {
+        jr_strbuf_add(&b, "\n");
+        jr_strbuf_add(&b, test);
+        jr_strbuf_add(&b, "\ncheck(");
+        jr_strbuf_add(&b, ep);
+        jr_strbuf_add(&b, ")");
+    }
+    free(code);
+    char *program = jr_strbuf_take(&b);
+    if (!program) return unscored(out, "out of memory");
+    jr_py_job job = {program, fraction ? test : NULL, fraction ? ep : NULL};
+    jr_py_result r;
+    jr_status st = jr_sandbox_python(&ro->sandbox, &job, &r);
+    free(program);
+    if (st) return unscored(out, "code_tests: %s", jr_errmsg());
+    out->value = fraction ? (r.asserts_total ? (double)r.asserts_passed / r.asserts_total : r.outcome == JR_SB_PASSED)
+                          : r.outcome == JR_SB_PASSED;
+    out->detail = fraction ? json_pack("{s:s,s:i,s:i}", "result", r.result, "asserts_passed", r.asserts_passed, "asserts_total", r.asserts_total)
+                           : json_pack("{s:s}", "result", r.result);
+    jr_py_result_free(&r);
+    return JR_RW_SCORED;
+}
+
+static jr_rw_rc eval_final_answer(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
+    const char *resp = row_str(row, response_names, NULL);
+    char nb[64];
+    const char *ref = row_text_or_number(row, reference_names, nb, sizeof nb);
+    if (!resp) return unscored(out, "field 'response': expected a string");
+    if (!ref) return unscored(out, "field 'reference' (or 'answer'): expected a string or a number");
+    char *got;
+    int eq = jr_answer_final_match(resp, ref, &got);
+    if (!got) return unscored(out, "out of memory");
+    out->detail = json_pack("{s:s}", "answer", got);
+    free(got);
+    out->value = eq;
+    return JR_RW_SCORED;
+}
+
 const jr_reward_fn jr_reward_builtins[] = {
     {"reference", "reference", "judge: equivalent to the reference? judge.reference.correct / incorrect (normalised match short-circuits)", check_none, eval_reference},
     {"rubric", "rubric", "judge + rules: HealthBench score, sum of met points / sum of positive points", check_none, eval_rubric},
@@ -414,5 +505,7 @@ const jr_reward_fn jr_reward_builtins[] = {
     {"simplicity", NULL, "from the row's operator count: 1 at min_ops, 0 at max_ops", check_simplicity, eval_simplicity},
     {"repetition", NULL, "repetition penalty: -(1 - distinct n-grams / n-grams) of the response", check_repetition, eval_repetition},
     {"ifeval", NULL, "IFEval instructions of the row (instruction_id_list, kwargs): pass rate or all-pass, strict or loose", check_ifeval, eval_ifeval},
+    {"code_tests", NULL, "runs the response against the row's tests (test, entry_point) in the sandbox: 1/0, or the assert pass fraction", check_code_tests, eval_code_tests},
+    {"final_answer", NULL, "GSM8K-aware math_verify: the final answer (#### N, \\boxed{}, \"the answer is\", last number) vs the reference", check_none, eval_final_answer},
     {NULL, NULL, NULL, NULL, NULL},
 };

@@ -45,7 +45,8 @@ typedef struct {
 } component;
 
 struct jr_reward {
-    const jr_config *cfg;
+    jr_reward_opts o; /* a copy (strings borrowed from the caller's config) */
+    jr_reason_tally *why; /* every unscored row's reason since open */
     component *c;
     int n;
     jr_judge *judge;
@@ -59,6 +60,7 @@ void jr_reward_close(jr_reward *r) {
     }
     free(r->c);
     jr_judge_close(r->judge);
+    jr_reason_tally_free(r->why);
     free(r);
 }
 
@@ -73,27 +75,57 @@ static const char *known_names(void) {
     return buf;
 }
 
+jr_status jr_reward_opts_from_config(jr_reward_opts *o, const jr_config *c) {
+    memset(o, 0, sizeof *o);
+    jr_status st = jr_judge_opts_from_config(&o->judge, c);
+    if (st) return st;
+    /* sandbox.* exist when the config was loaded with jr_sandbox_cfg (train, grade, config) */
+    if (jr_cfg_has(c, "sandbox")) jr_sandbox_opts_from_config(&o->sandbox, c);
+    else jr_sandbox_opts_default(&o->sandbox);
+    json_t *comps = jr_cfg_json(c, "reward.components");
+    if ((st = jr_cfg_check(c))) return st;
+    if (json_array_size(comps) > JR_REWARD_MAX_COMPONENTS)
+        return jr_fail(JR_EINVAL, "%s: reward.components: more than %d components", c->source, JR_REWARD_MAX_COMPONENTS);
+    for (size_t i = 0; i < json_array_size(comps); i++) {
+        json_t *k = json_array_get(comps, i);
+        jr_reward_component_opts *x = &o->components[o->n_components++];
+        x->name = json_string_value(json_object_get(k, "name"));
+        x->fn = json_string_value(json_object_get(k, "fn"));
+        x->weight = json_number_value(json_object_get(k, "weight"));
+        x->optional = json_is_true(json_object_get(k, "optional"));
+        x->params = json_object_get(k, "params");
+    }
+    return JR_OK;
+}
+
 jr_status jr_reward_open(jr_reward **out, const jr_config *cfg) {
     *out = NULL;
-    json_t *comps = jr_cfg_json(cfg, "reward.components");
-    size_t n = json_array_size(comps);
+    jr_reward_opts o;
+    jr_status st = jr_reward_opts_from_config(&o, cfg);
+    return st ? st : jr_reward_open_opts(out, &o);
+}
+
+jr_status jr_reward_open_opts(jr_reward **out, const jr_reward_opts *o) {
+    *out = NULL;
+    size_t n = (size_t)(o->n_components > 0 ? o->n_components : 0);
     if (!n) return jr_fail(JR_EINVAL, "reward.components is empty: list at least one {fn, weight}");
     jr_reward *r = jr_calloc(1, sizeof *r);
     if (!r || !(r->c = jr_calloc(n, sizeof *r->c))) { free(r); return JR_ENOMEM; }
-    r->cfg = cfg;
+    r->o = *o;
+    if (!(r->why = jr_reason_tally_new())) { jr_reward_close(r); return JR_ENOMEM; }
     int need_judge = 0;
     jr_status st = JR_OK;
     for (size_t i = 0; i < n && !st; i++) {
-        json_t *c = json_array_get(comps, i);
-        const char *fname = json_string_value(json_object_get(c, "fn"));
+        const jr_reward_component_opts *c = &o->components[i];
+        const char *fname = c->fn;
         const jr_reward_fn *fn = jr_reward_fn_find(fname);
         if (!fn) { st = jr_fail(JR_EINVAL, "reward.components.%zu.fn: unknown reward function '%s' (known: %s)", i, fname ? fname : "", known_names()); break; }
-        const char *name = json_string_value(json_object_get(c, "name"));
+        const char *name = c->name;
         component *k = &r->c[r->n];
         k->fn = fn;
-        k->weight = json_number_value(json_object_get(c, "weight"));
-        k->optional = json_is_true(json_object_get(c, "optional"));
-        k->params = json_incref(json_object_get(c, "params"));
+        k->weight = c->weight;
+        k->optional = c->optional;
+        k->params = c->params ? json_incref((json_t *)c->params) : json_object();
         if (!(k->name = jr_strdup(name ? name : fname))) { st = JR_ENOMEM; break; }
         r->n++;
         for (int j = 0; j + 1 < r->n; j++)
@@ -104,8 +136,8 @@ jr_status jr_reward_open(jr_reward **out, const jr_config *cfg) {
         need_judge |= fn->protocol != NULL;
     }
     if (!st && need_judge) {
-        st = jr_judge_open(&r->judge, cfg);
-        const char *dflt = jr_cfg_str(cfg, "judge.protocol");
+        st = jr_judge_open_opts(&r->judge, &r->o.judge);
+        const char *dflt = r->o.judge.protocol;
         for (int i = 0; i < r->n && !st; i++) {
             const char *p = r->c[i].fn->protocol;
             if (!p) continue;
@@ -225,7 +257,7 @@ jr_status jr_reward_batch_add(jr_reward_batch *b, size_t i, const json_t *row) {
         component *c = &r->c[k];
         jr_reward_part *p = &res->parts[k];
         jr_rw_out o = {0};
-        jr_rw_rc rc = json_is_object(row) ? c->fn->eval(r->cfg, c->params, row, &o) : JR_RW_UNSCORED;
+        jr_rw_rc rc = json_is_object(row) ? c->fn->eval(&r->o, c->params, row, &o) : JR_RW_UNSCORED;
         if (!json_is_object(row) && !o.reason) o.reason = jr_strdup("the row is not a JSON object");
         p->detail = o.detail;
         if (rc == JR_RW_SCORED) {
@@ -282,6 +314,7 @@ jr_status jr_reward_batch_finish(jr_reward_batch *b) {
         if (!res->parts) {
             res->reward = NAN;
             res->reason = jr_strdup(b->added[i] ? "out of memory" : "not scored");
+            jr_reason_tally_add(r->why, res->reason);
             continue;
         }
         double sum = 0;
@@ -299,6 +332,7 @@ jr_status jr_reward_batch_finish(jr_reward_batch *b) {
         }
         res->scored = ok;
         res->reward = ok ? sum : NAN;
+        if (!ok) jr_reason_tally_add(r->why, res->reason);
     }
     free(b->slots);
     free(b->added);
@@ -307,6 +341,10 @@ jr_status jr_reward_batch_finish(jr_reward_batch *b) {
     if (fatal) return jr_fail(JR_ENET, "%s", fatal);
     return JR_OK;
 }
+
+const char *jr_reward_unscored_summary(jr_reward *r) { return jr_reason_tally_summary(r->why); }
+
+long jr_reward_unscored_count(const jr_reward *r) { return jr_reason_tally_count(r->why); }
 
 jr_status jr_reward_score(jr_reward *r, const json_t *const *rows, size_t n, jr_reward_result *results) {
     jr_reward_batch *b;

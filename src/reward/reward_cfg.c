@@ -3,7 +3,7 @@
 
 static const jr_cfg_field component_cfg[] = {
     {"name", JR_CFG_STRING, "null", "the component's name in outputs (default: fn)", NULL, NULL, 0, 0},
-    {"fn", JR_CFG_STRING, NULL, "reward function: reference, rubric, verif, pairwise, label, pointwise, exact, math_verify, format, rule, length, efficiency, simplicity, repetition", NULL, NULL, 0, 0},
+    {"fn", JR_CFG_STRING, NULL, "reward function: reference, rubric, verif, pairwise, label, pointwise, exact, math_verify, final_answer, code_tests, format, rule, length, efficiency, simplicity, repetition, ifeval", NULL, NULL, 0, 0},
     {"weight", JR_CFG_FLOAT, "1.0", "weight of the component in the row's reward", NULL, NULL, 0, 0},
     {"optional", JR_CFG_BOOL, "false", "an unscored optional component is left out of the sum instead of leaving the row unscored", NULL, NULL, 0, 0},
     {"params", JR_CFG_ANY, "{}", "the function's parameters (docs/PROTOCOLS.md)", NULL, NULL, 0, 0},

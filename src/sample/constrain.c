@@ -1,10 +1,19 @@
-/* constrain.c - constrained decoding over a choice trie or a PCRE2 regex (hard partial matching) */
+/* constrain.c - constrained decoding over a choice trie, a PCRE2 regex (hard partial matching) or a caller's byte automaton */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "judgerl/constrain.h"
 
 #include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* Bounds on one regex check (see jr_constraint_mask): PCRE2's match limit for an output of n
+ * bytes is REGEX_LIMIT_BASE + REGEX_LIMIT_SQ * n^2 (linear and quadratic patterns stay far below,
+ * exponential backtracking such as (a+)+b hits it within ~20 bytes); one mask computation may take
+ * at most JR_CONSTRAINT_STEP_SECONDS. */
+#define REGEX_LIMIT_BASE 10000.0
+#define REGEX_LIMIT_SQ 8.0
+#define REGEX_LIMIT_MAX 100000000.0
 
 typedef struct {
     int32_t child;   /* first child node, -1 none */
@@ -15,10 +24,11 @@ typedef struct {
 
 struct jr_constraint {
     jr_token_bytes v;
-    int kind; /* 0 choice, 1 regex */
+    int kind; /* 0 choice, 1 regex, 2 automaton */
     trie_node *nodes;
     int n_nodes, cap_nodes;
     pcre2_code *re;
+    jr_byte_automaton au;
 };
 
 static int trie_step(const trie_node *t, int node, uint8_t b) {
@@ -98,8 +108,23 @@ jr_status jr_constraint_regex(jr_constraint **out, const jr_token_bytes *v, cons
     return JR_OK;
 }
 
+jr_status jr_constraint_automaton(jr_constraint **out, const jr_token_bytes *v, const jr_byte_automaton *a) {
+    *out = NULL;
+    jr_constraint *c = calloc(1, sizeof *c);
+    if (!c) {
+        if (a->free_ctx) a->free_ctx(a->ctx);
+        return jr_fail(JR_ENOMEM, "constraint: out of memory");
+    }
+    c->v = *v;
+    c->kind = 2;
+    c->au = *a;
+    *out = c;
+    return JR_OK;
+}
+
 void jr_constraint_free(jr_constraint *c) {
     if (!c) return;
+    if (c->kind == 2 && c->au.free_ctx) c->au.free_ctx(c->au.ctx);
     free(c->nodes);
     if (c->re) pcre2_code_free(c->re);
     free(c);
@@ -109,14 +134,23 @@ jr_status jr_cstate_init(jr_cstate *s, const jr_constraint *c) {
     memset(s, 0, sizeof *s);
     if (c->kind == 1) {
         s->match = pcre2_match_data_create_from_pattern(c->re, NULL);
+        s->mctx = pcre2_match_context_create(NULL);
+        if (!s->match || !s->mctx) { jr_cstate_free(s); return jr_fail(JR_ENOMEM, "constraint: out of memory"); }
+    }
+    if (c->kind == 2) {
+        s->match = calloc(2, c->au.state_size);
         if (!s->match) return jr_fail(JR_ENOMEM, "constraint: out of memory");
+        c->au.start(c->au.ctx, s->match);
+        s->node = -2; /* marks s->match as the automaton's plain allocation */
     }
     return JR_OK;
 }
 
 void jr_cstate_free(jr_cstate *s) {
     free(s->buf);
-    if (s->match) pcre2_match_data_free(s->match);
+    if (s->match && s->node == -2) free(s->match);
+    else if (s->match) pcre2_match_data_free(s->match);
+    if (s->mctx) pcre2_match_context_free(s->mctx);
     memset(s, 0, sizeof *s);
 }
 
@@ -144,9 +178,26 @@ static int utf8_missing(const uint8_t *s, size_t n) {
 
 /* 1 when subject (len bytes) can still be extended into a full match, 2 when it is a full match
  * (possibly extendable too), 0 when neither. */
+/* pcre2_match under the match limit for this subject length; a limit hit sets s->failed. */
+static int bounded_match(const jr_constraint *c, jr_cstate *s, const char *subj, size_t len, uint32_t opts) {
+    double lim = REGEX_LIMIT_BASE + REGEX_LIMIT_SQ * (double)len * (double)len;
+    if (lim > REGEX_LIMIT_MAX) lim = REGEX_LIMIT_MAX;
+    pcre2_set_match_limit(s->mctx, (uint32_t)lim);
+    pcre2_set_depth_limit(s->mctx, (uint32_t)lim);
+    int rc = pcre2_match(c->re, (PCRE2_SPTR)subj, len, 0, opts, s->match, s->mctx);
+    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_NOMEMORY) {
+        if (!s->failed)
+            jr_fail(JR_EINVAL, "guided_regex: checking an output of %zu bytes needs more than %.0f PCRE2 backtracking steps: "
+                    "the pattern backtracks catastrophically (a repeated group whose body also repeats, like (a+)+); rewrite it",
+                    len, lim);
+        s->failed = 1;
+    }
+    return rc;
+}
+
 static int regex_viable(const jr_constraint *c, jr_cstate *s, const char *subj, size_t len) {
     if (len == 0) return 1;
-    int rc = pcre2_match(c->re, (PCRE2_SPTR)subj, len, 0, PCRE2_PARTIAL_HARD, s->match, NULL);
+    int rc = bounded_match(c, s, subj, len, PCRE2_PARTIAL_HARD);
     if (rc >= 0) return 2;
     if (rc == PCRE2_ERROR_PARTIAL) return 1;
     return 0;
@@ -168,10 +219,39 @@ static int regex_viable_utf(const jr_constraint *c, jr_cstate *s, size_t len) {
     return 0;
 }
 
+/* Automaton: steps a copy of the state (into the scratch half) through bytes[0..n); 1 when every
+ * byte is accepted and the result is viable. */
+static int au_try(const jr_constraint *c, jr_cstate *s, const char *bytes, int n) {
+    const jr_byte_automaton *a = &c->au;
+    unsigned char *cur = s->match, *tmp = cur + a->state_size;
+    memcpy(tmp, cur, a->state_size);
+    for (int k = 0; k < n; k++)
+        if (!a->step(a->ctx, tmp, (unsigned char)bytes[k])) return 0;
+    return a->viable(a->ctx, tmp);
+}
+
+static int au_mask(const jr_constraint *c, jr_cstate *s, uint8_t *allowed, int *complete) {
+    const jr_token_bytes *v = &c->v;
+    int count = 0;
+    *complete = c->au.accepting(c->au.ctx, s->match);
+    uint8_t first_ok[256];
+    for (int b = 0; b < 256; b++) {
+        char ch = (char)b;
+        first_ok[b] = (uint8_t)au_try(c, s, &ch, 1);
+    }
+    for (int t = 0; t < v->n; t++) {
+        int L = v->len[t];
+        if (!v->bytes[t] || L <= 0 || !first_ok[(uint8_t)v->bytes[t][0]]) continue;
+        if (L == 1 || au_try(c, s, v->bytes[t], L)) { allowed[t] = 1; count++; }
+    }
+    return count;
+}
+
 int jr_constraint_mask(const jr_constraint *c, jr_cstate *s, uint8_t *allowed, int *complete) {
     const jr_token_bytes *v = &c->v;
     int count = 0;
     memset(allowed, 0, (size_t)v->n);
+    if (c->kind == 2) return au_mask(c, s, allowed, complete);
     if (c->kind == 0) {
         *complete = c->nodes[s->node].term;
         for (int t = 0; t < v->n; t++) {
@@ -182,10 +262,11 @@ int jr_constraint_mask(const jr_constraint *c, jr_cstate *s, uint8_t *allowed, i
         }
         return count;
     }
-    *complete = s->len > 0 && utf8_missing((const uint8_t *)s->buf, s->len) == 0 &&
-                pcre2_match(c->re, (PCRE2_SPTR)s->buf, s->len, 0, 0, s->match, NULL) >= 0;
-    if (s->len == 0 && !*complete)
-        *complete = pcre2_match(c->re, (PCRE2_SPTR) "", 0, 0, 0, s->match, NULL) >= 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    s->failed = 0;
+    *complete = s->len > 0 && utf8_missing((const uint8_t *)s->buf, s->len) == 0 && bounded_match(c, s, s->buf, s->len, 0) >= 0;
+    if (s->len == 0 && !*complete) *complete = bounded_match(c, s, "", 0, 0) >= 0;
     /* First byte filter: which next bytes can extend the output at all. */
     uint8_t first_ok[256];
     size_t base = s->len;
@@ -195,6 +276,16 @@ int jr_constraint_mask(const jr_constraint *c, jr_cstate *s, uint8_t *allowed, i
         first_ok[b] = (uint8_t)(regex_viable_utf(c, s, base + 1) != 0);
     }
     for (int t = 0; t < v->n; t++) {
+        if (s->failed) return -1;
+        if ((t & 255) == 0) {
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            double el = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+            if (el > JR_CONSTRAINT_STEP_SECONDS) {
+                jr_fail(JR_EINVAL, "guided_regex: one token's check of the vocabulary took more than %g s at an output of %zu bytes; "
+                        "the pattern is too costly to enforce (simplify it)", JR_CONSTRAINT_STEP_SECONDS, base);
+                return -1;
+            }
+        }
         int L = v->len[t];
         if (!v->bytes[t] || L <= 0 || !first_ok[(uint8_t)v->bytes[t][0]]) continue;
         if (L == 1) { allowed[t] = 1; count++; continue; }
@@ -202,7 +293,7 @@ int jr_constraint_mask(const jr_constraint *c, jr_cstate *s, uint8_t *allowed, i
         memcpy(s->buf + base, v->bytes[t], (size_t)L);
         if (regex_viable_utf(c, s, base + (size_t)L)) { allowed[t] = 1; count++; }
     }
-    return count;
+    return s->failed ? -1 : count;
 }
 
 jr_status jr_constraint_advance(const jr_constraint *c, jr_cstate *s, int32_t tok) {
@@ -215,11 +306,17 @@ jr_status jr_constraint_advance(const jr_constraint *c, jr_cstate *s, int32_t to
         if (node < 0) return jr_fail(JR_EINVAL, "constraint: token %d leaves every choice", (int)tok);
         s->node = node;
     }
+    if (c->kind == 2) {
+        if (!au_try(c, s, v->bytes[tok], v->len[tok]))
+            return jr_fail(JR_EINVAL, "constraint: token %d cannot lead to an accepted output", (int)tok);
+        memcpy(s->match, (unsigned char *)s->match + c->au.state_size, c->au.state_size);
+    }
     size_t L = (size_t)v->len[tok];
     if (!buf_reserve(s, s->len + L + 8)) return jr_fail(JR_ENOMEM, "constraint: out of memory");
     memcpy(s->buf + s->len, v->bytes[tok], L);
+    s->failed = 0;
     if (c->kind == 1 && !regex_viable_utf(c, s, s->len + L))
-        return jr_fail(JR_EINVAL, "constraint: token %d cannot lead to a match", (int)tok);
+        return s->failed ? JR_EINVAL : jr_fail(JR_EINVAL, "constraint: token %d cannot lead to a match", (int)tok);
     s->len += L;
     return JR_OK;
 }

@@ -20,6 +20,7 @@ struct jr_gen_req {
     int *reported; /* text tokens already reported per sequence */
     int n_done;
     int released_slots;
+    char *error; /* a constraint that could not be evaluated within its budget (the request fails) */
 };
 
 struct jr_gen {
@@ -89,6 +90,7 @@ static void req_free(jr_gen_req *r) {
     for (int i = 0; r->cs && i < r->n; i++) jr_cstate_free(&r->cs[i]);
     free(r->seqs);
     free(r->cs);
+    free(r->error);
     free(r->prompt);
     free(r->slots);
     free(r->rng);
@@ -245,6 +247,12 @@ static int in_list(int32_t t, const int32_t *ids, int n) {
     return 0;
 }
 
+/* log softmax(row / t)[tok], over the ids the constraint allows when mask is given. */
+static float logprob_of(const float *row, int n_logits, int n_valid, const uint8_t *mask, float t, int32_t tok) {
+    if (!mask) return jr_logprob_at(row, n_logits, t, tok);
+    return (float)((double)row[tok] / (double)t - jr_logsumexp_allowed(row, n_valid, t, mask));
+}
+
 /* Chooses sequence i's next token from its logits row and applies every stop rule. */
 static jr_status choose(jr_gen *g, jr_gen_req *r, int i, const float *row) {
     jr_gen_seq *s = &r->seqs[i];
@@ -254,6 +262,11 @@ static jr_status choose(jr_gen *g, jr_gen_req *r, int i, const float *row) {
     if (p->constraint) {
         int complete = 0;
         int count = jr_constraint_mask(p->constraint, &r->cs[i], g->mask, &complete);
+        if (count < 0) { /* the constraint's budget ran out: this request fails, the others go on */
+            if (!r->error) r->error = strdup(jr_errmsg());
+            for (int k = 0; k < r->n; k++) finish(r, k, "error");
+            return JR_OK;
+        }
         if (complete && !p->ignore_eos)
             for (int e = 0; e < g->v.n_eos; e++)
                 if (g->v.eos[e] >= 0 && g->v.eos[e] < n_valid && !g->mask[g->v.eos[e]]) { g->mask[g->v.eos[e]] = 1; count++; }
@@ -272,12 +285,13 @@ static jr_status choose(jr_gen *g, jr_gen_req *r, int i, const float *row) {
     s->tok_off[k] = s->text_len;
     if (p->logprobs) {
         float t = p->sample.temperature > 0.0f ? p->sample.temperature : 1.0f;
-        s->logprobs[k] = jr_logprob_at(row, g->lm->n_logits, t, tok);
-        s->raw_logprobs[k] = t == 1.0f ? s->logprobs[k] : jr_logprob_at(row, g->lm->n_logits, 1.0f, tok);
+        /* under a constraint: log-probs in the constrained distribution the token was drawn from */
+        s->logprobs[k] = logprob_of(row, g->lm->n_logits, n_valid, mask, t, tok);
+        s->raw_logprobs[k] = t == 1.0f ? s->logprobs[k] : logprob_of(row, g->lm->n_logits, n_valid, mask, 1.0f, tok);
     }
     if (p->top_logprobs > 0) {
         s->top_k = p->top_logprobs;
-        int got = jr_top_logprobs(row, g->lm->n_logits, n_valid, p->top_logprobs,
+        int got = jr_top_logprobs(row, g->lm->n_logits, n_valid, mask, p->top_logprobs,
                                   s->top_ids + (size_t)k * (size_t)p->top_logprobs,
                                   s->top_lps + (size_t)k * (size_t)p->top_logprobs);
         for (int c = got; c < p->top_logprobs; c++) {
@@ -359,6 +373,11 @@ int jr_gen_req_n(const jr_gen_req *r) { return r->n; }
 const jr_gen_seq *jr_gen_req_seq(const jr_gen_req *r, int i) { return &r->seqs[i]; }
 int jr_gen_req_prompt_len(const jr_gen_req *r) { return r->n_prompt; }
 int jr_gen_req_done(const jr_gen_req *r) { return r->n_done == r->n; }
+const char *jr_gen_req_error(const jr_gen_req *r) {
+    if (r->error) return r->error;
+    const char *f = r->n > 0 ? r->seqs[0].finish_reason : NULL;
+    return f && !strcmp(f, "error") ? "the output constraint failed (out of memory for its message)" : NULL;
+}
 
 void jr_gen_cancel(jr_gen *g, jr_gen_req *r) {
     (void)g;
@@ -396,6 +415,10 @@ jr_status jr_generate(jr_lm *lm, const jr_gen_vocab *vocab, int n_prompts, const
         if ((st = jr_gen_step(g))) goto fail;
         for (int q = 0; q < next; q++) {
             if (!reqs[q] || !jr_gen_req_done(reqs[q])) continue;
+            if (jr_gen_req_error(reqs[q])) {
+                st = jr_fail(JR_EINVAL, "prompt %d: %s", q, jr_gen_req_error(reqs[q]));
+                goto fail;
+            }
             for (int i = 0; i < n; i++) {
                 outs[(size_t)q * (size_t)n + (size_t)i] = reqs[q]->seqs[i];
                 memset(&reqs[q]->seqs[i], 0, sizeof reqs[q]->seqs[i]);

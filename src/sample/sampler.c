@@ -135,18 +135,32 @@ float jr_logprob_at(const float *logits, int n_logits, float temperature, int32_
     return (float)((double)logits[tok] * inv_t - jr_logsumexp(logits, n_logits, temperature));
 }
 
-int jr_top_logprobs(const float *logits, int n_logits, int n_valid, int k, int32_t *ids, float *lps) {
+double jr_logsumexp_allowed(const float *logits, int n_logits, float temperature, const uint8_t *allowed) {
+    if (!allowed) return jr_logsumexp(logits, n_logits, temperature);
+    double inv_t = temperature > 0.0f ? 1.0 / (double)temperature : 1.0;
+    double m = -INFINITY;
+    for (int i = 0; i < n_logits; i++)
+        if (allowed[i] && (double)logits[i] * inv_t > m) m = (double)logits[i] * inv_t;
+    if (m == -INFINITY) return m;
+    double s = 0;
+    for (int i = 0; i < n_logits; i++)
+        if (allowed[i]) s += exp((double)logits[i] * inv_t - m);
+    return m + log(s);
+}
+
+int jr_top_logprobs(const float *logits, int n_logits, int n_valid, const uint8_t *allowed, int k, int32_t *ids, float *lps) {
     if (k > n_valid) k = n_valid;
     if (k <= 0) return 0;
     int n = 0; /* ids[0..n) sorted descending by logit, ties lower id first (insertion into k slots) */
     for (int i = 0; i < n_valid; i++) {
+        if (allowed && !allowed[i]) continue;
         float v = logits[i];
         if (n == k && !(v > logits[ids[n - 1]])) continue;
         int pos = n < k ? n++ : k - 1;
         while (pos > 0 && v > logits[ids[pos - 1]]) { ids[pos] = ids[pos - 1]; pos--; }
         ids[pos] = i;
     }
-    double lse = jr_logsumexp(logits, n_logits, 1.0f);
+    double lse = allowed ? jr_logsumexp_allowed(logits, n_valid, 1.0f, allowed) : jr_logsumexp(logits, n_logits, 1.0f);
     for (int c = 0; c < n; c++) lps[c] = (float)((double)logits[ids[c]] - lse);
     return n;
 }

@@ -57,13 +57,8 @@ static jr_status vocab_build(jr_textgen *t) {
 }
 
 static jr_status finish_open(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx) {
-    jr_status st;
-    if (!tok_spec || !strcmp(tok_spec, "auto")) {
-        char *p = dir ? jr_path_join(dir, "tokenizer.json") : NULL;
-        tok_spec = p && jr_path_exists(p) ? dir : "byte";
-        free(p);
-    }
-    if ((st = jr_tok_open(&t->tok, tok_spec))) return st;
+    jr_status st = jr_tok_open_for_model(&t->tok, dir, tok_spec, t->m->cfg.vocab_size, t->tok_desc, sizeof t->tok_desc);
+    if (st) return st;
     t->bpe = t->tok.hf; /* owned by t->tok */
     if ((st = vocab_build(t))) return st;
     return jr_textgen_reserve(t, n_slots, max_ctx);
@@ -101,6 +96,19 @@ jr_status jr_textgen_open_model(jr_textgen *t, const jr_model *m, const char *to
     jr_status st = finish_open(t, NULL, tok_spec, n_slots, max_ctx);
     if (st) jr_textgen_close(t);
     return st;
+}
+
+void jr_textgen_fingerprint(const jr_textgen *t, char out[65]) {
+    jr_sha256 h;
+    jr_sha256_init(&h);
+    const jr_model_config *c = &t->m->cfg;
+    int dims[] = {c->vocab_size, c->hidden_size, c->num_hidden_layers, c->num_attention_heads, c->num_key_value_heads,
+                  c->intermediate_size, c->max_position_embeddings};
+    jr_sha256_update(&h, "judgerl-fingerprint-1", 22);
+    jr_sha256_update(&h, dims, sizeof dims);
+    jr_sha256_update(&h, t->m->params, t->m->n_params * sizeof *t->m->params);
+    jr_tok_hash(&t->tok, &h);
+    jr_sha256_final_hex(&h, out);
 }
 
 void jr_textgen_close(jr_textgen *t) {

@@ -2,6 +2,7 @@
 #include "judgerl/serve.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,10 +67,10 @@ static jr_status get_bool(const jr_serve_req *r, const char *k, int *out) {
     return JR_OK;
 }
 
-/* A string or a list of non-empty strings into a new array of borrowed pointers. */
-static jr_status get_strings(const jr_serve_req *r, const char *k, int max, int allow_single, const char ***out, int *n) {
-    json_t *v = field(r, k);
-    if (!v) return JR_OK;
+/* A string or a list of non-empty strings (the value v, named k in messages) into a new array of
+ * borrowed pointers. */
+static jr_status strings_of(json_t *v, const char *k, int max, int allow_single, const char ***out, int *n) {
+    if (!v || json_is_null(v)) return JR_OK;
     if (json_is_string(v) && allow_single) {
         if (!json_string_length(v)) return jr_fail(JR_EINVAL, "%s: must not be empty", k);
         if (!(*out = malloc(sizeof **out))) return jr_fail(JR_ENOMEM, "%s: out of memory", k);
@@ -91,6 +92,10 @@ static jr_status get_strings(const jr_serve_req *r, const char *k, int max, int 
     }
     *n = (int)m;
     return JR_OK;
+}
+
+static jr_status get_strings(const jr_serve_req *r, const char *k, int max, int allow_single, const char ***out, int *n) {
+    return strings_of(field(r, k), k, max, allow_single, out, n);
 }
 
 /* Message content: a string, null, or a list of {"type":"text","text":...} parts (joined). */
@@ -219,9 +224,45 @@ static jr_status unsupported(const jr_serve_req *r) {
     if (v) {
         json_t *t = json_object_get(v, "type");
         if (!json_is_object(v) || !json_is_string(t) || strcmp(json_string_value(t), "text"))
-            return jr_fail(JR_EINVAL, "response_format: only {\"type\": \"text\"} is supported; constrain output with guided_choice or guided_regex");
+            return jr_fail(JR_EINVAL, "response_format: only {\"type\": \"text\"} is supported; constrain output with structured_outputs (or guided_choice / guided_regex)");
     }
     return JR_OK;
+}
+
+/* A choice list or a regex string, fields choice_key / regex_key of object o (where: their prefix
+ * in messages). */
+static jr_status constraint_fields(jr_serve_req *r, json_t *o, const char *choice_key, const char *regex_key,
+                                   const char *where, const jr_serve_limits *lim) {
+    char ck[64], rk[64];
+    snprintf(ck, sizeof ck, "%s%s", where, choice_key);
+    snprintf(rk, sizeof rk, "%s%s", where, regex_key);
+    jr_status st = strings_of(json_object_get(o, choice_key), ck, lim->max_choices, 0, &r->choices, &r->n_choices);
+    if (st) return st;
+    json_t *v = json_object_get(o, regex_key);
+    if (v && !json_is_null(v)) {
+        if (!json_is_string(v) || !json_string_length(v) || strlen(json_string_value(v)) != json_string_length(v))
+            return jr_fail(JR_EINVAL, "%s: must be a non-empty string, got %s", rk, type_name(v));
+        r->regex = json_string_value(v);
+    }
+    if (r->regex && r->n_choices) return jr_fail(JR_EINVAL, "%s and %s: give only one", ck, rk);
+    return JR_OK;
+}
+
+/* Constrained output, in either dialect: vLLM >= 0.10.2's structured_outputs {choice | regex}
+ * or the older guided_choice / guided_regex (not both dialects at once). */
+static jr_status parse_structured(jr_serve_req *r, const jr_serve_limits *lim) {
+    json_t *so = field(r, "structured_outputs");
+    int old = field(r, "guided_choice") || field(r, "guided_regex");
+    if (!so) return constraint_fields(r, r->root, "guided_choice", "guided_regex", "", lim);
+    if (old) return jr_fail(JR_EINVAL, "structured_outputs and guided_choice/guided_regex: give only one");
+    if (!json_is_object(so)) return jr_fail(JR_EINVAL, "structured_outputs: must be an object, got %s", type_name(so));
+    const char *k;
+    json_t *v;
+    json_object_foreach(so, k, v) {
+        if (json_is_null(v) || !strcmp(k, "choice") || !strcmp(k, "regex")) continue;
+        return jr_fail(JR_EINVAL, "structured_outputs.%.40s: not supported by judgerl serve (only choice and regex)", k);
+    }
+    return constraint_fields(r, so, "choice", "regex", "structured_outputs.", lim);
 }
 
 static jr_status parse_body(jr_serve_req *r, const jr_serve_limits *lim) {
@@ -267,14 +308,7 @@ static jr_status parse_body(jr_serve_req *r, const jr_serve_limits *lim) {
         r->logprobs = 1;
         r->top_logprobs = (int)json_integer_value(v);
     }
-    if ((st = get_strings(r, "guided_choice", lim->max_choices, 0, &r->choices, &r->n_choices))) return st;
-    v = field(r, "guided_regex");
-    if (v) {
-        if (!json_is_string(v) || !json_string_length(v) || strlen(json_string_value(v)) != json_string_length(v))
-            return jr_fail(JR_EINVAL, "guided_regex: must be a non-empty string, got %s", type_name(v));
-        r->regex = json_string_value(v);
-    }
-    if (r->regex && r->n_choices) return jr_fail(JR_EINVAL, "guided_choice and guided_regex: give only one");
+    if ((st = parse_structured(r, lim))) return st;
     if ((st = get_bool(r, "ignore_eos", &r->ignore_eos))) return st;
     v = field(r, "stop_token_ids");
     if (v) {

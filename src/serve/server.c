@@ -2,6 +2,7 @@
 #include "judgerl/serve.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <math.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -9,13 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "serve/respond.h"
 
-#define N_STATUS 10
-static const int status_codes[N_STATUS] = {200, 400, 401, 404, 405, 413, 429, 500, 503, 0};
+#define N_STATUS 11
+static const int status_codes[N_STATUS] = {200, 400, 401, 404, 405, 413, 429, 500, 503, 504, 0};
 #define N_BUCKETS 12
 static const double buckets[N_BUCKETS] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
 
@@ -30,6 +33,8 @@ typedef struct job {
     jr_gen_req *greq;
     int refs;
     int cancelled;
+    int cancel_status; /* when cancelled by the server: the status to answer (503 drain, 504 deadline) */
+    int fd;            /* the client's socket (to notice a disconnect), -1 unknown */
     int finished;  /* no more output will be appended */
     int status;    /* non-stream: the HTTP status of out */
     char *out;     /* stream: SSE bytes not yet read; else the whole body */
@@ -61,7 +66,22 @@ struct jr_server {
     unsigned long long prompt_tokens, completion_tokens;
     unsigned long long lat_buckets[N_BUCKETS], lat_count;
     double lat_sum;
+    /* connection deadlines (watchdog thread) */
+    pthread_mutex_t conn_mu;
+    struct sock_ctx *socks;
+    pthread_t watchdog;
+    int watchdog_started, stop_watchdog;
 };
+
+/* One TCP connection, for the header and body deadlines: the watchdog shuts down the socket of a
+ * connection that has been in the header phase longer than --header-timeout (counted from the
+ * connection or the end of its previous request) or in the body phase longer than --body-timeout. */
+enum { PH_HEADERS, PH_BODY, PH_BUSY };
+typedef struct sock_ctx {
+    struct sock_ctx *prev, *next;
+    int fd, phase, shut;
+    double since;
+} sock_ctx;
 
 typedef struct conn {
     int route;
@@ -177,14 +197,18 @@ static void stream_chunk(job *j, int index, const jr_gen_seq *q, const char *del
     sse(j, o);
 }
 
-/* The generator's event callback (under s->mu, from jr_gen_step): stream new text as it comes. */
+/* The generator's event callback (from jr_gen_step on the batching thread, which does not hold
+ * s->mu during a step): stream new text as it comes. */
 static void on_event(void *ud, jr_gen_req *r, int index, const jr_gen_seq *q, const char *delta, size_t len, int tok_from) {
     job *j = ud;
     (void)r;
     if (!j->req.stream) return;
     int to = q->n_text_tokens;
     if (!len && !q->done && !(j->req.logprobs && to > tok_from)) return;
+    pthread_mutex_lock(&j->srv->mu);
     stream_chunk(j, index, q, delta, len, tok_from, to, q->done ? q->finish_reason : NULL, 0);
+    pthread_cond_broadcast(&j->srv->cv_out);
+    pthread_mutex_unlock(&j->srv->mu);
 }
 
 static int completion_tokens(const job *j) {
@@ -258,19 +282,54 @@ static void job_fail(job *j, int status, const char *msg) {
     }
 }
 
+/* A job the server cancelled (drain timeout, request deadline) gets an error body; one whose
+ * client went away gets none (nobody reads it). */
+static void job_cancelled(job *j) {
+    if (j->cancel_status == 503) job_fail(j, 503, "the server is shutting down: the request was cancelled at the end of the drain timeout");
+    else if (j->cancel_status == 504) job_fail(j, 504, "the request exceeded the server's request timeout (--request-timeout) and was cancelled");
+    else if (!j->req.stream) j->status = 499;
+}
+
+static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double seconds) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long ns = ts.tv_nsec + (long)(seconds * 1e9);
+    ts.tv_sec += ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+/* Queued jobs past the request deadline are answered 504 without running. */
+static void expire_queued(jr_server *s) {
+    if (s->o.request_timeout <= 0) return;
+    double t = now_s();
+    for (job **pp = &s->queue; *pp;) {
+        job *j = *pp;
+        if (t - j->t0 <= s->o.request_timeout) { pp = &j->next; continue; }
+        *pp = j->next;
+        s->n_queued--;
+        j->cancel_status = 504;
+        job_cancelled(j);
+        j->finished = 1;
+        job_unref(j);
+    }
+    pthread_cond_broadcast(&s->cv_out);
+}
+
 /* ---- the batching thread -------------------------------------------------------------------- */
 
 static void *sched_main(void *arg) {
     jr_server *s = arg;
     pthread_mutex_lock(&s->mu);
     while (!s->stop_sched) {
+        expire_queued(s);
         /* Admit queued requests while their n fits in the free slots (arrival order). */
         while (s->queue && jr_gen_free_slots(s->gen) >= s->queue->req.n) {
             job *j = s->queue;
             s->queue = j->next;
             s->n_queued--;
             j->next = NULL;
-            if (j->cancelled) { j->finished = 1; job_unref(j); continue; }
+            if (j->cancelled) { job_cancelled(j); j->finished = 1; job_unref(j); continue; }
             jr_status st = jr_gen_add(s->gen, j->prompt, j->n_prompt, j->req.n, &j->gp, on_event, j, &j->greq);
             if (st) {
                 job_fail(j, 400, jr_errmsg());
@@ -291,20 +350,34 @@ static void *sched_main(void *arg) {
         }
         if (s->n_running == 0) {
             pthread_cond_broadcast(&s->cv_out);
-            pthread_cond_wait(&s->cv_sched, &s->mu);
+            if (s->queue && s->o.request_timeout > 0) timed_wait(&s->cv_sched, &s->mu, 0.1);
+            else pthread_cond_wait(&s->cv_sched, &s->mu);
             continue;
         }
-        for (int k = 0; k < s->n_running; k++)
-            if (s->running[k]->cancelled) jr_gen_cancel(s->gen, s->running[k]->greq);
+        for (int k = 0; k < s->n_running; k++) {
+            job *j = s->running[k];
+            if (!j->cancelled && s->o.request_timeout > 0 && now_s() - j->t0 > s->o.request_timeout) {
+                j->cancelled = 1;
+                j->cancel_status = 504;
+            }
+            if (j->cancelled) jr_gen_cancel(s->gen, j->greq);
+        }
+        /* The step runs without the lock: HTTP threads (health, metrics, queueing, streaming
+         * readers) never wait for a decode step. Only this thread touches s->gen and s->running. */
+        pthread_mutex_unlock(&s->mu);
         jr_status st = jr_gen_step(s->gen);
         char msg[512];
         if (st) snprintf(msg, sizeof msg, "generation failed: %s", jr_errmsg());
+        pthread_mutex_lock(&s->mu);
         int m = 0;
         for (int k = 0; k < s->n_running; k++) {
             job *j = s->running[k];
             if (!st && !jr_gen_req_done(j->greq)) { s->running[m++] = j; continue; }
+            const char *err = st ? NULL : jr_gen_req_error(j->greq);
             if (st) job_fail(j, 500, msg);
-            else if (!j->cancelled) job_finish(s, j);
+            else if (j->cancelled) job_cancelled(j);
+            else if (err) job_fail(j, 400, err);
+            else job_finish(s, j);
             jr_gen_release(s->gen, j->greq);
             j->greq = NULL;
             j->finished = 1;
@@ -319,12 +392,40 @@ static void *sched_main(void *arg) {
 
 /* ---- HTTP ----------------------------------------------------------------------------------- */
 
+/* 1 when the client closed its end of the socket (or it failed): its request is cancelled. */
+static int client_gone(int fd) {
+    if (fd < 0) return 0;
+    struct pollfd p = {fd, POLLIN | POLLRDHUP, 0};
+    if (poll(&p, 1, 0) <= 0) return 0;
+    if (p.revents & (POLLHUP | POLLERR | POLLRDHUP)) return 1;
+    char c;
+    ssize_t k = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* Waits (under s->mu) until `more` holds or the job finished; checks every 50 ms whether the
+ * client went away, and then cancels the job. Returns 0 when the client is gone. */
+static int wait_job(jr_server *s, job *j, int (*more)(const job *)) {
+    while (!more(j) && !j->finished) {
+        timed_wait(&s->cv_out, &s->mu, 0.05);
+        if (!more(j) && !j->finished && client_gone(j->fd)) {
+            j->cancelled = 1;
+            pthread_cond_signal(&s->cv_sched);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int has_output(const job *j) { return j->out_pos < j->out_len; }
+static int never(const job *j) { (void)j; return 0; }
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     job *j = cls;
     jr_server *s = j->srv;
     pthread_mutex_lock(&s->mu);
-    while (j->out_pos == j->out_len && !j->finished) pthread_cond_wait(&s->cv_out, &s->mu);
+    if (!wait_job(s, j, has_output)) { pthread_mutex_unlock(&s->mu); return MHD_CONTENT_READER_END_WITH_ERROR; }
     ssize_t n;
     if (j->out_pos < j->out_len) {
         size_t k = j->out_len - j->out_pos;
@@ -352,6 +453,8 @@ static void stream_free(void *cls) {
 static enum MHD_Result send_models(jr_server *s, struct MHD_Connection *c) {
     json_t *o = json_pack("{s:s,s:[{s:s,s:s,s:I,s:s,s:i}]}", "object", "list", "data", "id", s->model_name, "object", "model",
                           "created", (json_int_t)0, "owned_by", "judgerl", "max_model_len", s->b.lm ? s->b.lm->max_ctx : 0);
+    if (o && s->b.fingerprint)
+        json_object_set_new(json_array_get(json_object_get(o, "data"), 0), "judgerl_fingerprint", json_string(s->b.fingerprint));
     return send_body(s, c, 200, "application/json", dump(o));
 }
 
@@ -399,6 +502,11 @@ static int prepare(jr_server *s, job *j, char *msg, size_t msz) {
     }
     if (st) { snprintf(msg, msz, "%s", jr_errmsg()); return st == JR_ENOMEM ? 500 : 400; }
     if (j->n_prompt == 0) { snprintf(msg, msz, "the prompt is empty"); return 400; }
+    for (int i = 0; i < r->n_bias; i++)
+        if (r->bias_ids[i] >= s->b.vocab.tb.n) {
+            snprintf(msg, msz, "logit_bias: token id %d is not below the vocabulary size %d", (int)r->bias_ids[i], s->b.vocab.tb.n);
+            return 400;
+        }
     int ctx = s->b.lm->max_ctx;
     int mt = r->max_tokens;
     if (mt == 0) {
@@ -443,6 +551,8 @@ static enum MHD_Result serve_completion(jr_server *s, struct MHD_Connection *c, 
     j->srv = s;
     j->refs = 1;
     j->t0 = now_s();
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    j->fd = ci ? ci->connect_fd : -1;
     j->created = (long)time(NULL);
     if (jr_serve_parse_request(&j->req, cx->route == R_CHAT, cx->body ? cx->body : "", cx->len, &lim)) {
         char *e = jr_error_body(400, jr_errmsg(), NULL);
@@ -494,7 +604,11 @@ static enum MHD_Result serve_completion(jr_server *s, struct MHD_Connection *c, 
         MHD_destroy_response(r);
         return ret;
     }
-    while (!j->finished) pthread_cond_wait(&s->cv_out, &s->mu);
+    if (!wait_job(s, j, never)) { /* the client went away: the batching thread drops the job */
+        job_unref(j);
+        pthread_mutex_unlock(&s->mu);
+        return MHD_NO;
+    }
     int st = j->oom ? 500 : j->status;
     char *body = j->oom ? jr_error_body(500, "out of memory", NULL) : j->out;
     if (!j->oom) { j->out = NULL; j->out_len = j->out_cap = 0; }
@@ -514,12 +628,75 @@ static int authorized(jr_server *s, struct MHD_Connection *c) {
     return diff == 0;
 }
 
+/* ---- connection deadlines and the per-client cap --------------------------------------------- */
+
+static void sock_phase(jr_server *s, struct MHD_Connection *c, int phase) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    sock_ctx *k = ci ? ci->socket_context : NULL;
+    if (!k) return;
+    pthread_mutex_lock(&s->conn_mu);
+    k->phase = phase;
+    k->since = now_s();
+    pthread_mutex_unlock(&s->conn_mu);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode code) {
+    jr_server *s = cls;
+    pthread_mutex_lock(&s->conn_mu);
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        sock_ctx *k = calloc(1, sizeof *k);
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (k && ci) {
+            k->fd = ci->connect_fd;
+            k->since = now_s();
+            k->next = s->socks;
+            if (s->socks) s->socks->prev = k;
+            s->socks = k;
+        } else {
+            free(k);
+            k = NULL;
+        }
+        *socket_context = k;
+    } else if (*socket_context) { /* closed (MHD closes the fd after this call) */
+        sock_ctx *k = *socket_context;
+        if (k->prev) k->prev->next = k->next;
+        else s->socks = k->next;
+        if (k->next) k->next->prev = k->prev;
+        free(k);
+        *socket_context = NULL;
+    }
+    pthread_mutex_unlock(&s->conn_mu);
+}
+
+/* Every 100 ms: shuts down the sockets past their header or body deadline (the connection's
+ * thread then sees end-of-file and closes it). */
+static void *watchdog_main(void *arg) {
+    jr_server *s = arg;
+    pthread_mutex_lock(&s->conn_mu);
+    while (!s->stop_watchdog) {
+        double t = now_s();
+        for (sock_ctx *k = s->socks; k; k = k->next) {
+            double limit = k->phase == PH_HEADERS ? s->o.header_timeout : k->phase == PH_BODY ? s->o.body_timeout : 0;
+            if (!k->shut && limit > 0 && t - k->since > limit) {
+                shutdown(k->fd, SHUT_RDWR);
+                k->shut = 1;
+            }
+        }
+        pthread_mutex_unlock(&s->conn_mu);
+        usleep(100000);
+        pthread_mutex_lock(&s->conn_mu);
+    }
+    pthread_mutex_unlock(&s->conn_mu);
+    return NULL;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
                                const char *upload_data, size_t *upload_data_size, void **con_cls) {
     (void)version;
     jr_server *s = cls;
     conn *cx = *con_cls;
     if (!cx) {
+        sock_phase(s, c, PH_BODY); /* headers are in: the body deadline starts */
         if (!(cx = calloc(1, sizeof *cx))) return MHD_NO;
         *con_cls = cx;
         int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
@@ -565,6 +742,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         cx->len += n;
         return MHD_YES;
     }
+    sock_phase(s, c, PH_BUSY); /* the whole request is in */
     if (cx->too_big) {
         char m[100];
         snprintf(m, sizeof m, "the request body exceeds the limit of %zu bytes", s->o.max_body);
@@ -590,9 +768,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)cls;
-    (void)c;
     (void)toe;
+    sock_phase(cls, c, PH_HEADERS); /* keep-alive: the next request's headers have their deadline */
     conn *cx = *con_cls;
     if (!cx) return;
     free(cx->body);
@@ -612,8 +789,15 @@ jr_status jr_server_start(jr_server **out, const jr_serve_opts *opts) {
     if (s->o.max_tokens <= 0) s->o.max_tokens = 512;
     if (s->o.max_queue <= 0) s->o.max_queue = 64;
     if (!s->o.max_body) s->o.max_body = 1 << 20;
-    if (s->o.max_connections <= 0) s->o.max_connections = 256;
+    if (s->o.max_connections <= 0) s->o.max_connections = 512;
+    /* Half the connections per client address: on loopback every local client (a judge client keeps
+     * up to 64 connections, judgerl probe opens a second one beside it) shares 127.0.0.1, so a
+     * quarter starved two well-behaved clients; half still leaves the other half to the rest. */
+    if (s->o.max_per_client <= 0) s->o.max_per_client = s->o.max_connections / 2 > 0 ? s->o.max_connections / 2 : 1;
+    if (s->o.header_timeout <= 0) s->o.header_timeout = 10;
+    if (s->o.body_timeout <= 0) s->o.body_timeout = 30;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->conn_mu, NULL);
     pthread_cond_init(&s->cv_sched, NULL);
     pthread_cond_init(&s->cv_out, NULL);
     struct sockaddr_in a;
@@ -625,15 +809,21 @@ jr_status jr_server_start(jr_server **out, const jr_serve_opts *opts) {
         jr_server_stop(s, 0);
         return st;
     }
-    s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)opts->port, NULL, NULL,
+    s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, (uint16_t)opts->port, NULL, NULL,
                             handler, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a, MHD_OPTION_CONNECTION_LIMIT,
-                            (unsigned)s->o.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
-                            MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_END);
+                            (unsigned)s->o.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->o.max_per_client,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
     if (!s->d) {
         jr_status st = jr_fail(JR_ENET, "serve: cannot listen on %s:%d (port in use or not permitted)", s->host, opts->port);
         jr_server_stop(s, 0);
         return st;
     }
+    if (pthread_create(&s->watchdog, NULL, watchdog_main, s)) {
+        jr_server_stop(s, 0);
+        return jr_fail(JR_EINTERNAL, "serve: cannot start the connection watchdog thread");
+    }
+    s->watchdog_started = 1;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : opts->port;
     *out = s;
@@ -681,7 +871,11 @@ void jr_server_stop(jr_server *s, double timeout_s) {
         j->finished = 1;
         job_unref(j);
     }
-    for (int k = 0; k < s->n_running; k++) s->running[k]->cancelled = 1;
+    for (int k = 0; k < s->n_running; k++) {
+        job *j = s->running[k];
+        if (!j->cancelled) j->cancel_status = 503;
+        j->cancelled = 1;
+    }
     pthread_cond_broadcast(&s->cv_sched);
     pthread_mutex_unlock(&s->mu);
     if (s->sched_started) {
@@ -696,6 +890,12 @@ void jr_server_stop(jr_server *s, double timeout_s) {
         pthread_mutex_unlock(&s->mu);
         pthread_join(s->sched, NULL);
     }
+    if (s->watchdog_started) {
+        pthread_mutex_lock(&s->conn_mu);
+        s->stop_watchdog = 1;
+        pthread_mutex_unlock(&s->conn_mu);
+        pthread_join(s->watchdog, NULL);
+    }
     if (s->d) MHD_stop_daemon(s->d);
     jr_gen_close(s->gen);
     free(s->running);
@@ -703,6 +903,7 @@ void jr_server_stop(jr_server *s, double timeout_s) {
     free(s->model_name);
     free(s->api_key);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->conn_mu);
     pthread_cond_destroy(&s->cv_sched);
     pthread_cond_destroy(&s->cv_out);
     free(s);

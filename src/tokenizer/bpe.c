@@ -1159,7 +1159,7 @@ static void default_specials(jr_tokenizer *t) {
 jr_status jr_tok_load_json(jr_tokenizer **out, const char *text, size_t len, const char *name) {
     *out = NULL;
     jr_tokenizer *t = tok_new(name);
-    if (!t) return JR_ENOMEM;
+    if (!t) return jr_fail(JR_ENOMEM, "%s: out of memory", name);
     json_error_t je;
     model_lists L;
     memset(&L, 0, sizeof L);

@@ -167,15 +167,27 @@ const jr_cfg_field jr_tokenizer_cfg[] = {
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
 
-jr_status jr_tok_apply_config(jr_tokenizer *t, const jr_config *cfg) {
-    const char *path = jr_cfg_str(cfg, "tokenizer.chat_template");
-    if (!path) return JR_OK;
-    jr_status st = jr_tok_set_chat_template_file(t, path);
+jr_status jr_tok_opts_from_config(jr_tok_opts *o, const jr_config *c) {
+    o->chat_template = jr_cfg_str(c, "tokenizer.chat_template");
+    const char *v = jr_cfg_str(c, "tokenizer.enable_thinking");
+    o->enable_thinking = !v || !strcmp(v, "default") ? -1 : !strcmp(v, "true");
+    return jr_cfg_check(c);
+}
+
+jr_status jr_tok_apply_opts(jr_tokenizer *t, const jr_tok_opts *o) {
+    if (!o->chat_template) return JR_OK;
+    jr_status st = jr_tok_set_chat_template_file(t, o->chat_template);
     if (st) return jr_fail_ctx(st, "tokenizer.chat_template");
     return JR_OK;
 }
 
+jr_status jr_tok_apply_config(jr_tokenizer *t, const jr_config *cfg) {
+    jr_tok_opts o;
+    jr_status st = jr_tok_opts_from_config(&o, cfg);
+    return st ? st : jr_tok_apply_opts(t, &o);
+}
+
 int jr_tok_cfg_thinking(const jr_config *cfg) {
-    const char *v = jr_cfg_str(cfg, "tokenizer.enable_thinking");
-    return !v || !strcmp(v, "default") ? -1 : !strcmp(v, "true");
+    jr_tok_opts o;
+    return jr_tok_opts_from_config(&o, cfg) ? -1 : o.enable_thinking;
 }

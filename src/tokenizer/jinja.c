@@ -5,6 +5,7 @@
  * continue, generation (rendered as its body), raw. Expressions: literals, lists, dicts, names,
  * attributes, subscripts, slices, calls, filters, tests, arithmetic, ~, comparisons, in, and/or/not,
  * conditional expressions. Anything else is a parse error naming the construct and the line. */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -1776,7 +1777,10 @@ static val apply_filter(rctx *r, frame *f, node *n, val v, argv_t *a) {
         return o;
     }
     if (!strcmp(name, "abs")) {
-        if (v.t == V_INT) return mkint(v.u.i < 0 ? -v.u.i : v.u.i);
+        if (v.t == V_INT) {
+            if (v.u.i == LLONG_MIN) { rerr(r, line, "integer overflow in abs (template integers are 64-bit)"); return V_UNDEFINED; }
+            return mkint(v.u.i < 0 ? -v.u.i : v.u.i);
+        }
         if (v.t == V_FLOAT) { val o = v; o.u.f = fabs(v.u.f); return o; }
         rerr(r, line, "abs of a %s", type_name(v));
         return V_UNDEFINED;
@@ -1927,7 +1931,10 @@ static val eval(rctx *r, frame *f, node *n) {
     case E_NOT: { val v = eval(r, f, n->a); return mkbool(!truthy(v)); }
     case E_NEG: {
         val v = eval(r, f, n->a);
-        if (v.t == V_INT) return mkint(-v.u.i);
+        if (v.t == V_INT) {
+            if (v.u.i == LLONG_MIN) { rerr(r, n->line, "integer overflow in unary minus (template integers are 64-bit)"); return V_UNDEFINED; }
+            return mkint(-v.u.i);
+        }
         if (v.t == V_FLOAT) { v.u.f = -v.u.f; return v; }
         if (!r->failed) rerr(r, n->line, "unary minus on a %s", type_name(v));
         return V_UNDEFINED;
@@ -2019,22 +2026,40 @@ static val eval(rctx *r, frame *f, node *n) {
             double fx = num(a), fy = num(b);
             val o = {V_FLOAT, {0}};
             switch (op[0]) {
-            case '+': if (ints) return mkint(x + y); o.u.f = fx + fy; return o;
-            case '-': if (ints) return mkint(x - y); o.u.f = fx - fy; return o;
+            long long z;
+            case '+': if (ints) { if (__builtin_add_overflow(x, y, &z)) goto overflow; return mkint(z); } o.u.f = fx + fy; return o;
+            case '-': if (ints) { if (__builtin_sub_overflow(x, y, &z)) goto overflow; return mkint(z); } o.u.f = fx - fy; return o;
             case '*':
-                if (op[1] == '*') { if (ints && y >= 0) { long long p = 1; for (long long i = 0; i < y && i < 64; i++) p *= x; return mkint(p); } o.u.f = pow(fx, fy); return o; }
-                if (ints) return mkint(x * y);
+                if (op[1] == '*') {
+                    if (ints && y >= 0) { /* by squaring; Python's ints are unbounded, ours are 64-bit: overflow is an error */
+                        long long p = 1, bse = x;
+                        for (long long e = y; e > 0; e >>= 1) {
+                            if ((e & 1) && __builtin_mul_overflow(p, bse, &p)) goto overflow;
+                            if (e > 1 && __builtin_mul_overflow(bse, bse, &bse)) goto overflow;
+                        }
+                        return mkint(p);
+                    }
+                    o.u.f = pow(fx, fy);
+                    return o;
+                }
+                if (ints) { if (__builtin_mul_overflow(x, y, &z)) goto overflow; return mkint(z); }
                 o.u.f = fx * fy;
                 return o;
             case '/':
                 if (fy == 0) { rerr(r, n->line, "division by zero"); return V_UNDEFINED; }
+                if (ints && y == -1 && x == LLONG_MIN) goto overflow;
                 if (op[1] == '/') { if (ints) { long long q = x / y; if ((x % y != 0) && ((x < 0) != (y < 0))) q--; return mkint(q); } o.u.f = floor(fx / fy); return o; }
                 o.u.f = fx / fy; return o;
             case '%':
                 if (fy == 0) { rerr(r, n->line, "modulo by zero"); return V_UNDEFINED; }
-                if (ints) { long long m = x % y; if (m != 0 && ((m < 0) != (y < 0))) m += y; return mkint(m); }
+                if (ints) { if (y == -1) return mkint(0); long long m = x % y; if (m != 0 && ((m < 0) != (y < 0))) m += y; return mkint(m); }
                 o.u.f = fmod(fx, fy); if (o.u.f != 0 && ((o.u.f < 0) != (fy < 0))) o.u.f += fy; return o;
             }
+        }
+        if (0) {
+        overflow:
+            rerr(r, n->line, "integer overflow in '%s' (template integers are 64-bit)", op);
+            return V_UNDEFINED;
         }
         rerr(r, n->line, "unsupported operand types for %s: %s and %s", op, type_name(a), type_name(b));
         return V_UNDEFINED;

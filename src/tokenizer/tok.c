@@ -1,4 +1,5 @@
 /* tok.c - jr_tok: opens a tokenizer by spec (byte or HF tokenizer.json) and adapts it to the common interface */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,12 +119,101 @@ static jr_status copy_file(const char *from, const char *dir, const char *name) 
     return st;
 }
 
+/* The files of an HF tokenizer, in the order they are copied and hashed. */
+static const char *const tok_files[] = {"tokenizer.json",   "tokenizer_config.json", "special_tokens_map.json",
+                                        "chat_template.jinja", "chat_template.json", "added_tokens.json",
+                                        "vocab.json",       "merges.txt",            "tokenizer.model",
+                                        NULL};
+
+/* The directory of h's tokenizer.json (malloc'ed). */
+static char *src_dir(const hf_ctx *h) {
+    const char *slash = strrchr(h->json_path, '/');
+    return slash ? strndup(h->json_path, (size_t)(slash - h->json_path)) : strdup(".");
+}
+
+/* Copies the tokenizer files present in `from` other than the first `skip` of tok_files. */
+static jr_status copy_present(const char *from, const char *to, int skip, int *n_copied) {
+    jr_status st = JR_OK;
+    for (int i = skip; tok_files[i] && !st; i++) {
+        char *p = jr_path_join(from, tok_files[i]);
+        if (!p) return jr_fail(JR_ENOMEM, "tokenizer: out of memory");
+        if (jr_path_exists(p)) {
+            st = copy_file(p, to, tok_files[i]);
+            if (!st && n_copied) (*n_copied)++;
+        }
+        free(p);
+    }
+    return st;
+}
+
 jr_status jr_tok_copy_files(const jr_tok *t, const char *dir) {
     if (!t || !t->hf) return JR_OK;
     const hf_ctx *h = t->ctx;
     jr_status st = copy_file(h->json_path, dir, "tokenizer.json");
     if (!st && h->cfg_path) st = copy_file(h->cfg_path, dir, "tokenizer_config.json");
+    char *from = src_dir(h);
+    if (!from) return jr_fail(JR_ENOMEM, "tokenizer: out of memory");
+    if (!st) st = copy_present(from, dir, 2, NULL);
+    free(from);
     return st;
+}
+
+jr_status jr_tok_copy_dir_files(const char *model_dir, const char *dir, int *n_copied) {
+    if (n_copied) *n_copied = 0;
+    return copy_present(model_dir, dir, 0, n_copied);
+}
+
+void jr_tok_hash(const jr_tok *t, jr_sha256 *h) {
+    jr_sha256_update(h, t->kind, strlen(t->kind) + 1);
+    if (!t->hf) return;
+    const hf_ctx *x = t->ctx;
+    char *from = src_dir(x);
+    for (int i = 0; tok_files[i]; i++) {
+        char *p = i == 0 ? strdup(x->json_path) : from ? jr_path_join(from, tok_files[i]) : NULL;
+        char *text = NULL;
+        size_t len = 0;
+        if (p && jr_path_exists(p) && !jr_read_file(p, &text, &len)) {
+            jr_sha256_update(h, tok_files[i], strlen(tok_files[i]) + 1);
+            jr_sha256_update(h, text, len);
+        }
+        free(text);
+        free(p);
+    }
+    free(from);
+}
+
+const char *jr_tok_resolve(const char *model_dir, const char *spec, char *desc, size_t desc_len) {
+    if (spec && *spec && strcmp(spec, "auto")) {
+        snprintf(desc, desc_len, "%s (given)", spec);
+        return spec;
+    }
+    char *p = model_dir ? jr_path_join(model_dir, "tokenizer.json") : NULL;
+    int has = p && jr_path_exists(p);
+    free(p);
+    if (has) {
+        snprintf(desc, desc_len, "%s/tokenizer.json (the model's)", model_dir);
+        return model_dir;
+    }
+    if (model_dir) snprintf(desc, desc_len, "byte (%s has no tokenizer.json)", model_dir);
+    else snprintf(desc, desc_len, "byte (no model directory to take a tokenizer from)");
+    return "byte";
+}
+
+jr_status jr_tok_open_for_model(jr_tok *t, const char *model_dir, const char *spec, int32_t model_vocab, char *desc,
+                                size_t desc_len) {
+    char d[1200];
+    const char *use = jr_tok_resolve(model_dir, spec, d, sizeof d);
+    jr_status st = jr_tok_open(t, use);
+    if (st) return st;
+    if (model_vocab > 0 && t->n_vocab > model_vocab) {
+        int32_t n = t->n_vocab;
+        jr_tok_close(t);
+        return jr_fail(JR_EINVAL, "tokenizer %s has %d ids but the model's vocab_size is %d (%s/config.json): it belongs "
+                                  "to another model; pass the model's own tokenizer", d, (int)n, (int)model_vocab,
+                       model_dir ? model_dir : "the model");
+    }
+    if (desc) snprintf(desc, desc_len, "%s, %d ids%s", d, (int)t->n_vocab, t->hf && jr_tok_has_chat_template(t->hf) ? ", chat template" : "");
+    return JR_OK;
 }
 
 /* Encodes text[a, b) with specials parsed, appending to v and marking the new tokens with flag. */

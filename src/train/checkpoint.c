@@ -19,19 +19,6 @@
 #define STATE_VERSION 1
 
 /* Removes a flat directory we wrote (files only) and the directory itself. */
-static void remove_flat_dir(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char *p = jr_path_join(dir, e->d_name);
-        if (p) { unlink(p); free(p); }
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 static jr_status write_moments(const char *path, const jr_model *m, const jr_adamw *o) {
     int n = m->n_tensors;
     jr_st_entry *e = jr_calloc((size_t)(2 * n), sizeof *e);
@@ -115,7 +102,7 @@ static void prune(const char *cdir, int keep, int64_t latest) {
             char name[64];
             snprintf(name, sizeof name, "step-%08" PRId64, steps[i]);
             char *p = jr_path_join(cdir, name);
-            if (p) { remove_flat_dir(p); free(p); }
+            if (p) { jr_remove_tree(p); free(p); }
         }
     }
     free(steps);
@@ -139,13 +126,13 @@ jr_status jr_ckpt_save_with(const char *run_dir, const jr_model *m, const jr_ada
     jr_status st = JR_OK;
     if (!cdir || !tmp || !fin || !opt || !stp || !latest) { st = JR_ENOMEM; goto done; }
     if ((st = jr_mkdirs(cdir))) goto done;
-    remove_flat_dir(tmp); /* a leftover of a run killed mid-save */
+    jr_remove_tree(tmp); /* a leftover of a run killed mid-save */
     if ((st = jr_mkdirs(tmp))) goto done;
     if ((st = write ? write(ud, tmp) : jr_model_save(m, tmp, NULL))) goto done;
     if ((st = write_moments(opt, m, o))) goto done;
     if ((st = write_state(stp, o, s))) goto done;
     if ((st = jr_fsync_dir(tmp))) goto done;
-    if (jr_path_exists(fin)) remove_flat_dir(fin); /* the same step saved again after a resume */
+    if (jr_path_exists(fin)) jr_remove_tree(fin); /* the same step saved again after a resume */
     if (rename(tmp, fin)) {
         st = jr_fail(JR_EIO, "%s: cannot rename to %s: %s", tmp, fin, strerror(errno));
         goto done;
@@ -156,7 +143,7 @@ jr_status jr_ckpt_save_with(const char *run_dir, const jr_model *m, const jr_ada
     if ((st = jr_write_atomic(latest, text, (size_t)len))) goto done;
     prune(cdir, keep, s->step);
 done:
-    if (st && tmp) remove_flat_dir(tmp);
+    if (st && tmp) jr_remove_tree(tmp);
     if (st) jr_fail_ctx(st, "checkpoint %s", name);
     free(cdir); free(tmp); free(fin); free(opt); free(stp); free(latest);
     return st;
@@ -259,25 +246,14 @@ done:
 
 jr_status jr_ckpt_save_final(const char *run_dir, const char *name, const jr_model *m,
                              jr_status (*write)(void *ud, const char *dir), void *ud, const struct jr_tok *tok) {
-    char tname[64], oname[64];
-    snprintf(tname, sizeof tname, ".tmp-%s", name);
-    snprintf(oname, sizeof oname, ".old-%s", name);
-    char *dir = jr_path_join(run_dir, name), *tmp = jr_path_join(run_dir, tname), *old = jr_path_join(run_dir, oname);
-    jr_status st = dir && tmp && old ? JR_OK : jr_fail(JR_ENOMEM, "out of memory");
-    if (!st) {
-        remove_flat_dir(tmp); /* left by an earlier crash */
-        remove_flat_dir(old);
-        st = jr_mkdirs(tmp);
-    }
-    if (!st) {
-        if (write) st = write(ud, tmp);
-        else if (!(st = jr_model_save(m, tmp, NULL)) && tok) st = jr_tok_copy_files(tok, tmp);
-    }
-    if (!st && jr_path_exists(dir) && rename(dir, old))
-        st = jr_fail(JR_EIO, "%s: cannot move the previous %s aside: %s", dir, name, strerror(errno));
-    if (!st && rename(tmp, dir)) st = jr_fail(JR_EIO, "%s: cannot rename to %s: %s", tmp, dir, strerror(errno));
-    if (!st) st = jr_fsync_dir(run_dir);
-    if (!st) remove_flat_dir(old);
-    free(dir); free(tmp); free(old);
-    return st;
+    char *dir = jr_path_join(run_dir, name);
+    if (!dir) return JR_ENOMEM;
+    jr_adir ad;
+    jr_status st = jr_adir_open(&ad, dir, NULL);
+    free(dir);
+    if (st) return st;
+    if (write) st = write(ud, ad.tmp);
+    else if (!(st = jr_model_save(m, ad.tmp, NULL)) && tok) st = jr_tok_copy_files(tok, ad.tmp);
+    if (st) { jr_adir_abort(&ad); return st; }
+    return jr_adir_commit(&ad);
 }

@@ -39,6 +39,49 @@ const jr_cfg_field jr_seed1_cfg[] = {
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
 
+static void clf_opts(jr_seed1_clf_opts *o, const jr_config *c, const char *pre) {
+    char k[64];
+    snprintf(k, sizeof k, "%s.embed_dim", pre);
+    o->embed_dim = (int)jr_cfg_int(c, k);
+    snprintf(k, sizeof k, "%s.num_heads", pre);
+    o->num_heads = (int)jr_cfg_int(c, k);
+    snprintf(k, sizeof k, "%s.hidden_dim", pre);
+    o->hidden_dim = (int)jr_cfg_int(c, k);
+    snprintf(k, sizeof k, "%s.max_length", pre);
+    o->max_length = (int)jr_cfg_int(c, k);
+}
+
+static void train_opts(jr_seed1_train_opts *o, const jr_config *c, const char *pre) {
+    char k[64];
+    snprintf(k, sizeof k, "%s.epochs", pre);
+    o->epochs = (int)jr_cfg_int(c, k);
+    snprintf(k, sizeof k, "%s.lr", pre);
+    o->lr = jr_cfg_float(c, k);
+    snprintf(k, sizeof k, "%s.batch_size", pre);
+    o->batch_size = (int)jr_cfg_int(c, k);
+}
+
+jr_status jr_seed1_opts_from_config(jr_seed1_opts *o, const jr_config *c) {
+    memset(o, 0, sizeof *o);
+    o->out_dir = jr_cfg_str(c, "run.out_dir");
+    o->seed = (uint64_t)jr_cfg_int(c, "run.seed");
+    o->questions = jr_cfg_str(c, "seed1.questions");
+    o->reinforce = jr_cfg_str(c, "seed1.reinforce");
+    o->heldout = jr_cfg_str(c, "seed1.heldout");
+    o->preferences = jr_cfg_str(c, "seed1.preferences");
+    o->probe = jr_cfg_str(c, "seed1.probe");
+    o->probe_runs = (int)jr_cfg_int(c, "seed1.probe_runs");
+    clf_opts(&o->model, c, "seed1.model");
+    clf_opts(&o->judge, c, "seed1.judge");
+    train_opts(&o->sft, c, "seed1.sft");
+    train_opts(&o->judge_train, c, "seed1.judge");
+    o->distill.lr = jr_cfg_float(c, "seed1.distill.lr");
+    o->distill.weight_decay = jr_cfg_float(c, "seed1.distill.weight_decay");
+    o->distill.threshold = jr_cfg_float(c, "seed1.distill.threshold");
+    o->distill.iterations = (int)jr_cfg_int(c, "seed1.distill.iterations");
+    return jr_cfg_check(c);
+}
+
 static const char *const LABELS[3] = {"Yes", "No", "Maybe"};
 
 static int label_id(const char *s) {
@@ -242,19 +285,19 @@ static int judge_pick(jr_clf *jq, const jr_vocab *vq, jr_clf *ja, const jr_vocab
 }
 
 /* One distillation run from policy p0 (copied). */
-static jr_status distill(const jr_config *cfg, const jr_clf *p0, const jr_vocab *vp, jr_clf *jq, const jr_vocab *vq,
+static jr_status distill(const jr_seed1_opts *cfg, const jr_clf *p0, const jr_vocab *vp, jr_clf *jq, const jr_vocab *vq,
                          jr_clf *ja, const jr_vocab *va, int answer_variant, const tset *reinf, const tset *held,
                          const char *out, json_t *res) {
     jr_clf pol;
     jr_clf_adam o;
     jr_status st = clone_clf(&pol, p0);
     if (st) return st;
-    if ((st = jr_clf_adam_init(&o, &pol, 1, jr_cfg_float(cfg, "seed1.distill.weight_decay")))) { jr_clf_free(&pol); return st; }
+    if ((st = jr_clf_adam_init(&o, &pol, 1, cfg->distill.weight_decay))) { jr_clf_free(&pol); return st; }
     jr_rng rng;
-    jr_rng_seed2(&rng, (uint64_t)jr_cfg_int(cfg, "run.seed"), answer_variant ? 0x616e73 : 0x717565);
-    const char *probe = jr_cfg_str(cfg, "seed1.probe");
-    int runs = (int)jr_cfg_int(cfg, "seed1.probe_runs"), iters = (int)jr_cfg_int(cfg, "seed1.distill.iterations");
-    double lr = jr_cfg_float(cfg, "seed1.distill.lr"), thr = jr_cfg_float(cfg, "seed1.distill.threshold");
+    jr_rng_seed2(&rng, cfg->seed, answer_variant ? 0x616e73 : 0x717565);
+    const char *probe = cfg->probe;
+    int runs = cfg->probe_runs, iters = cfg->distill.iterations;
+    double lr = cfg->distill.lr, thr = cfg->distill.threshold;
     int T = pol.d.max_len;
     json_object_set_new(res, "name", json_string(answer_variant ? "answer" : "question"));
     json_object_set_new(res, "what", json_string(answer_variant
@@ -346,44 +389,39 @@ static jr_status distill(const jr_config *cfg, const jr_clf *p0, const jr_vocab 
     return st;
 }
 
-static jr_status new_clf(jr_clf *c, const jr_vocab *v, const jr_config *cfg, const char *pre, int labels, jr_rng *rng) {
-    char k[4][64];
-    const char *names[4] = {"embed_dim", "num_heads", "hidden_dim", "max_length"};
-    for (int i = 0; i < 4; i++) snprintf(k[i], sizeof k[i], "%s.%s", pre, names[i]);
-    jr_clf_dims d = {v->n, (int)jr_cfg_int(cfg, k[0]), (int)jr_cfg_int(cfg, k[1]), (int)jr_cfg_int(cfg, k[2]), labels,
-                     (int)jr_cfg_int(cfg, k[3])};
+static jr_status new_clf(jr_clf *c, const jr_vocab *v, const jr_seed1_clf_opts *o, const char *pre, int labels, jr_rng *rng) {
+    jr_clf_dims d = {v->n, o->embed_dim, o->num_heads, o->hidden_dim, labels, o->max_length};
     jr_status st = jr_clf_init(c, d, rng);
     if (st) jr_fail_ctx(st, "%s", pre);
     return st;
 }
 
-jr_status jr_seed1_run(const jr_config *cfg, json_t **result) {
+jr_status jr_seed1_run(const jr_seed1_opts *cfg, json_t **result) {
     *result = NULL;
-    const char *out = jr_cfg_str(cfg, "run.out_dir");
+    const char *out = cfg->out_dir;
     tset qs = {0}, rf = {0}, held = {0}, pq = {0}, pqa = {0};
     jr_vocab vp = {0}, vq = {0}, va = {0};
     jr_clf pol = {0}, jq = {0}, ja = {0};
     json_t *res = json_object();
     double t0 = jr_wall_time();
     jr_status st = jr_mkdirs(out);
-    if (!st) st = load_rows(jr_cfg_str(cfg, "seed1.questions"), ROWS_QA, &qs);
-    if (!st) st = load_rows(jr_cfg_str(cfg, "seed1.reinforce"), ROWS_Q, &rf);
-    if (!st) st = load_rows(jr_cfg_str(cfg, "seed1.heldout"), ROWS_HELDOUT, &held);
-    if (!st) st = load_rows(jr_cfg_str(cfg, "seed1.preferences"), ROWS_PREF_Q, &pq);
-    if (!st) st = load_rows(jr_cfg_str(cfg, "seed1.preferences"), ROWS_PREF_QA, &pqa);
+    if (!st) st = load_rows(cfg->questions, ROWS_QA, &qs);
+    if (!st) st = load_rows(cfg->reinforce, ROWS_Q, &rf);
+    if (!st) st = load_rows(cfg->heldout, ROWS_HELDOUT, &held);
+    if (!st) st = load_rows(cfg->preferences, ROWS_PREF_Q, &pq);
+    if (!st) st = load_rows(cfg->preferences, ROWS_PREF_QA, &pqa);
     if (st) goto done;
-    uint64_t seed = (uint64_t)jr_cfg_int(cfg, "run.seed");
+    uint64_t seed = cfg->seed;
     jr_rng rng;
     /* the policy: seed 1's supervised classifier on random labels */
     jr_rng_seed2(&rng, seed, 0x706f6c);
-    if ((st = jr_vocab_build(&vp, (const char *const *)qs.text, qs.n)) || (st = new_clf(&pol, &vp, cfg, "seed1.model", 3, &rng)))
+    if ((st = jr_vocab_build(&vp, (const char *const *)qs.text, qs.n)) || (st = new_clf(&pol, &vp, &cfg->model, "seed1.model", 3, &rng)))
         goto done;
     json_t *sft = json_object(), *losses = json_array();
     json_object_set_new(res, "sft", sft);
     json_object_set_new(sft, "epoch_loss", losses);
     double last = 0;
-    st = train_clf(&pol, &vp, &qs, (int)jr_cfg_int(cfg, "seed1.sft.epochs"), jr_cfg_float(cfg, "seed1.sft.lr"),
-                   (int)jr_cfg_int(cfg, "seed1.sft.batch_size"), &rng, losses, &last);
+    st = train_clf(&pol, &vp, &qs, cfg->sft.epochs, cfg->sft.lr, cfg->sft.batch_size, &rng, losses, &last);
     if (st) goto done;
     json_object_set_new(sft, "last_batch_loss", json_real(last));
     json_object_set_new(sft, "train_accuracy", json_real(accuracy(&pol, &vp, &qs)));
@@ -392,10 +430,10 @@ jr_status jr_seed1_run(const jr_config *cfg, json_t **result) {
     json_object_set_new(sft, "params", json_integer((json_int_t)pol.n_params));
     if ((st = save_to(&pol, &vp, out, "policy"))) goto done;
     /* the judges, trained on the preference grades */
-    int je = (int)jr_cfg_int(cfg, "seed1.judge.epochs"), jb = (int)jr_cfg_int(cfg, "seed1.judge.batch_size");
-    double jlr = jr_cfg_float(cfg, "seed1.judge.lr");
+    int je = cfg->judge_train.epochs, jb = cfg->judge_train.batch_size;
+    double jlr = cfg->judge_train.lr;
     jr_rng_seed2(&rng, seed, 0x6a71);
-    if ((st = jr_vocab_build(&vq, (const char *const *)pq.text, pq.n)) || (st = new_clf(&jq, &vq, cfg, "seed1.judge", 3, &rng)))
+    if ((st = jr_vocab_build(&vq, (const char *const *)pq.text, pq.n)) || (st = new_clf(&jq, &vq, &cfg->judge, "seed1.judge", 3, &rng)))
         goto done;
     json_t *jqr = json_object(), *jql = json_array();
     json_object_set_new(res, "judge_question", jqr);
@@ -406,7 +444,7 @@ jr_status jr_seed1_run(const jr_config *cfg, json_t **result) {
     json_object_set_new(jqr, "rows", json_integer(pq.n));
     if ((st = save_to(&jq, &vq, out, "judge_question"))) goto done;
     jr_rng_seed2(&rng, seed, 0x6a61);
-    if ((st = jr_vocab_build(&va, (const char *const *)pqa.text, pqa.n)) || (st = new_clf(&ja, &va, cfg, "seed1.judge", 2, &rng)))
+    if ((st = jr_vocab_build(&va, (const char *const *)pqa.text, pqa.n)) || (st = new_clf(&ja, &va, &cfg->judge, "seed1.judge", 2, &rng)))
         goto done;
     json_t *jar = json_object(), *jal = json_array();
     json_object_set_new(res, "judge_answer", jar);
@@ -420,7 +458,7 @@ jr_status jr_seed1_run(const jr_config *cfg, json_t **result) {
     }
     json_object_set_new(jar, "rows", json_integer(pqa.n));
     if ((st = save_to(&ja, &va, out, "judge_answer"))) goto done;
-    json_object_set_new(res, "probe", json_string(jr_cfg_str(cfg, "seed1.probe")));
+    json_object_set_new(res, "probe", json_string(cfg->probe));
     json_t *vars = json_array();
     json_object_set_new(res, "variants", vars);
     for (int v = 0; v < 2 && !st; v++) {

@@ -1,0 +1,108 @@
+/* sandbox.h - generated code run safely: bubblewrap (no network, read-only system, private /tmp),
+ * rlimits, an unprivileged uid, a wall-clock kill and capped output; Python programs on top */
+#ifndef JUDGERL_SANDBOX_H
+#define JUDGERL_SANDBOX_H
+
+#include <stddef.h>
+
+#include "judgerl/config.h"
+#include "judgerl/status.h"
+
+/* The sandbox's options (sandbox.* in a config; defaults from jr_sandbox_opts_default). */
+typedef struct jr_sandbox_opts {
+    double timeout_s;    /* wall clock from start to kill of the whole process group (3) */
+    double cpu_s;        /* RLIMIT_CPU per process; 0: ceil(timeout_s) + 1 */
+    long memory_mb;      /* RLIMIT_AS per process (2048) */
+    long max_procs;      /* RLIMIT_NPROC inside the sandbox's own user namespace (32) */
+    long file_mb;        /* RLIMIT_FSIZE (16) */
+    long max_files;      /* RLIMIT_NOFILE (64) */
+    long tmp_mb;         /* size of the private tmpfs /tmp (64) */
+    long output_bytes;   /* stdout and stderr are each kept up to this; more kills the run (1 MiB) */
+    long uid;            /* when judgerl runs as root: the uid/gid the sandbox runs as (65534) */
+    int unsafe;          /* 1: no bubblewrap (rlimits, uid and the kill only); sandbox.unsafe: true */
+    const char *bwrap;   /* the bubblewrap binary ("bwrap", looked up in PATH) */
+    const char *python;  /* the interpreter inside (/usr/bin/python3) */
+} jr_sandbox_opts;
+
+/* The options table (sandbox.*); include it in the tables of any command that may run code. */
+extern const jr_cfg_field jr_sandbox_cfg[];
+
+/* Fills o with the defaults above. */
+void jr_sandbox_opts_default(jr_sandbox_opts *o);
+
+/* Fills o from a config loaded with jr_sandbox_cfg. Strings are borrowed from cfg. */
+void jr_sandbox_opts_from_config(jr_sandbox_opts *o, const jr_config *cfg);
+
+/* Checks the options (positive limits, timeout in (0, 3600]); the message names the option. */
+jr_status jr_sandbox_opts_check(const jr_sandbox_opts *o);
+
+/* How a run ended. */
+typedef enum {
+    JR_SB_PASSED = 0, /* exited with status 0 (jr_sandbox_python: the tests ran to the end) */
+    JR_SB_FAILED,     /* anything else: reason says what */
+    JR_SB_TIMEOUT     /* the wall clock ran out; the process group was killed */
+} jr_sb_outcome;
+
+typedef struct jr_sandbox_result {
+    jr_sb_outcome outcome;
+    char *reason;       /* FAILED: one line ("exited with status 1", "killed by signal 9 (SIGKILL)",
+                           "output over 1048576 bytes on stdout", ...); NULL otherwise. Owned. */
+    int exit_code;      /* when it exited, else -1 */
+    int signal;         /* when a signal ended it, else 0 */
+    char *out, *err;    /* captured stdout / stderr, NUL-terminated, at most output_bytes (owned) */
+    size_t out_len, err_len;
+    char *channel;      /* what the program wrote on fd 4 (at most 1 MiB, NUL-terminated; owned) */
+    size_t channel_len;
+    double wall_s;      /* start to end, seconds */
+    int killed;         /* 1 when judgerl killed it (clock or output cap): what it said after is moot */
+} jr_sandbox_result;
+
+void jr_sandbox_result_free(jr_sandbox_result *r);
+
+/* 1 when `bwrap --unshare-user true` works here (as the sandbox's uid when root), else 0 with *why
+ * set to a one-line reason (thread-local storage; why may be NULL). Tests skip on 0 and only on 0:
+ * a sandbox that fails otherwise is a failure. */
+int jr_sandbox_available(const jr_sandbox_opts *o, const char **why);
+
+/* Runs argv (argv[0] an absolute path inside the sandbox) in the sandbox and waits for it. Inside:
+ * /usr read-only (with the /bin, /lib, /lib64 links), a private /tmp (tmp_mb, the working
+ * directory), a new /proc and minimal /dev, no other file of the host; every namespace unshared
+ * (no network: only a loopback of its own); empty environment; new session; stdin /dev/null; fd 3
+ * reads `input` (len bytes; an empty file when NULL); fd 4 writes into res->channel. It runs as
+ * `uid` when judgerl is root, with the rlimits of o (RLIMIT_NPROC set inside its own user
+ * namespace, so parallel sandboxes do not share the count), and dies with judgerl.
+ * Returns JR_OK with res filled whatever the program did; an error (res empty) only when the
+ * sandbox itself could not start (bwrap missing or refused: the message quotes it). */
+jr_status jr_sandbox_run(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len,
+                         jr_sandbox_result *res);
+
+/* ---- Python programs ---- */
+
+/* One Python job. With `test` NULL, `program` is run as a whole (HumanEval's
+ * prompt + completion + "\n" + test + "\n" + "check(entry_point)"); the outcome is PASSED when it
+ * ran to its end, FAILED with "failed: <exception text>" (the exception's name when its text is
+ * empty), TIMEOUT when the clock ran out. With `test` set (and entry_point), `program` is run,
+ * then `test` with every `assert` counted instead of raised, then check(entry_point):
+ * asserts_passed / asserts_total report the pass fraction. */
+typedef struct jr_py_job {
+    const char *program;
+    const char *test;        /* NULL: whole-program mode */
+    const char *entry_point; /* with test */
+} jr_py_job;
+
+typedef struct jr_py_result {
+    jr_sb_outcome outcome;
+    char *result;        /* "passed", "timed out" or "failed: reason" (owned) */
+    int asserts_passed;  /* pass-fraction mode only, else 0 */
+    int asserts_total;
+    double wall_s;
+} jr_py_result;
+
+/* Runs a job with o->python in the sandbox (in o->unsafe mode, directly). The result is read
+ * from a private channel with a per-run nonce, so a program that exits early (sys.exit,
+ * os._exit, a signal) or prints "passed" is not reported as passed. Errors as jr_sandbox_run. */
+jr_status jr_sandbox_python(const jr_sandbox_opts *o, const jr_py_job *job, jr_py_result *res);
+
+void jr_py_result_free(jr_py_result *r);
+
+#endif

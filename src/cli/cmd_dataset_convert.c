@@ -1,0 +1,55 @@
+/* cmd_dataset_convert.c - `judgerl dataset convert`: HumanEval or GSM8K files as judgerl rows */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "judgerl/eval.h"
+#include "judgerl/fsutil.h"
+
+static const char *usage_text =
+    "usage: judgerl dataset convert --from humaneval|gsm8k --input FILE [--output OUT.jsonl]\n"
+    "\n"
+    "Writes one judgerl row per problem (docs/EVAL.md), to OUT.jsonl (atomically) or stdout:\n"
+    "  humaneval  HumanEval.jsonl[.gz] -> {id, problem: prompt, prompt, answer: canonical_solution,\n"
+    "             type: \"code\", entry_point, test}   (test is hidden: only code_tests reads it)\n"
+    "  gsm8k      {question, answer: worked solution + \"#### N\"} -> {id, problem, prompt,\n"
+    "             answer: N, type: \"math\", solution}\n"
+    "The rows feed `judgerl train` (data.train), `grade` and `eval`.\n";
+
+int cmd_dataset_convert(int argc, char **argv) {
+    const char *cmd = "dataset convert";
+    if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
+    const char *from = NULL, *in = NULL, *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char **dst = !strcmp(argv[i], "--from") ? &from : !strcmp(argv[i], "--input") ? &in : !strcmp(argv[i], "--output") ? &out : NULL;
+        if (!dst) return cli_usage(cmd, "unexpected argument '%s'", argv[i]);
+        if (i + 1 >= argc) return cli_usage(cmd, "%s needs a value", argv[i]);
+        *dst = argv[++i];
+    }
+    if (!from || !in) return cli_usage(cmd, "--from and --input are required");
+    if (strcmp(from, "humaneval") && strcmp(from, "gsm8k")) return cli_usage(cmd, "--from '%s': use humaneval or gsm8k", from);
+    json_t *rows;
+    jr_status st = jr_rows_load(from, in, &rows);
+    if (st) return cli_fail(cmd, st);
+    jr_afile af = {0};
+    FILE *f = stdout;
+    if (out) {
+        if ((st = jr_afile_open(&af, out))) { json_decref(rows); return cli_fail(cmd, st); }
+        f = af.f;
+    }
+    size_t i;
+    json_t *r;
+    json_array_foreach(rows, i, r) {
+        char *line = json_dumps(r, JSON_COMPACT);
+        if (line) { fputs(line, f); fputc('\n', f); }
+        free(line);
+    }
+    size_t n = json_array_size(rows);
+    json_decref(rows);
+    if (out && (st = jr_afile_commit(&af))) return cli_fail(cmd, st);
+    if (out) fprintf(stderr, "judgerl dataset convert: %zu rows -> %s\n", n, out);
+    return CLI_OK;
+}
