@@ -60,6 +60,11 @@ for b in "$@"; do
     run_one "$b" "$(basename "$t")" "$PY" "$t"
   done
 done
+# The libFuzzer smoke run (make test sets JR_FUZZ_SECONDS): one line per target, counted like a test
+# program, so the summary below stays the last line of the whole run.
+if [ -n "${JR_FUZZ_SECONDS:-}" ]; then
+  run_one build/fuzz fuzz_smoke sh "$root/tools/fuzz_smoke.sh" "$JR_FUZZ_SECONDS"
+fi
 [ -n "$failures" ] && echo "failed:$failures (logs in build/test-logs/)"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

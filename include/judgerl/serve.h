@@ -88,7 +88,7 @@ typedef struct jr_serve_opts {
     int max_queue;            /* requests waiting beyond the slots before 429 */
     size_t max_body;          /* bytes; larger bodies get 413 */
     int max_connections;      /* 512 */
-    int max_per_client;       /* connections from one client address (max_connections / 2) */
+    int max_per_client;       /* connections of one client address still sending their first request (max_connections / 2) */
     double header_timeout;    /* s to receive a request's headers, from the connection or the previous request (10) */
     double body_timeout;      /* s to receive a request's body once its headers are in (30) */
     double request_timeout;   /* s from arrival to the last token; then 504 and the request is cancelled (0 = none) */

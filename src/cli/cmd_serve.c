@@ -22,8 +22,8 @@ static const char *usage_text =
     "  taking requests (503), finish the running ones for up to --drain-timeout seconds, cancel the\n"
     "  rest and exit 0. --request-timeout S cancels a request S seconds after it arrived (504; 0 = no\n"
     "  limit). A connection must send its headers within --header-timeout and its body within\n"
-    "  --body-timeout seconds; one client address holds at most --max-per-client connections\n"
-    "  (default --max-connections / 4). See docs/SERVE.md.\n";
+    "  --body-timeout seconds; one client address holds at most --max-per-client connections that\n"
+    "  have not yet sent a complete request (default --max-connections / 2). See docs/SERVE.md.\n";
 
 static jr_status tg_encode(void *tok, const char *text, size_t len, int32_t **ids, int *n) {
     return jr_textgen_encode(tok, text, len, ids, n);

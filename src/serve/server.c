@@ -80,6 +80,8 @@ enum { PH_HEADERS, PH_BODY, PH_BUSY };
 typedef struct sock_ctx {
     struct sock_ctx *prev, *next;
     int fd, phase, shut;
+    int served;      /* a complete request has arrived on it */
+    uint32_t addr;   /* the client's IPv4 address */
     double since;
 } sock_ctx;
 
@@ -637,6 +639,7 @@ static void sock_phase(jr_server *s, struct MHD_Connection *c, int phase) {
     pthread_mutex_lock(&s->conn_mu);
     k->phase = phase;
     k->since = now_s();
+    if (phase == PH_BUSY) k->served = 1;
     pthread_mutex_unlock(&s->conn_mu);
 }
 
@@ -646,9 +649,20 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         sock_ctx *k = calloc(1, sizeof *k);
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ai = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         if (k && ci) {
             k->fd = ci->connect_fd;
             k->since = now_s();
+            if (ai && ai->client_addr && ai->client_addr->sa_family == AF_INET)
+                k->addr = ((const struct sockaddr_in *)ai->client_addr)->sin_addr.s_addr;
+            /* the per-client cap: connections of this address that have not yet sent a complete
+             * request (a slow client's); busy and keep-alive connections of a fast client do not count */
+            int pending = 0;
+            for (sock_ctx *o = s->socks; o; o = o->next) pending += o->addr == k->addr && !o->served && !o->shut;
+            if (pending >= s->o.max_per_client) {
+                shutdown(k->fd, SHUT_RDWR);
+                k->shut = 1;
+            }
             k->next = s->socks;
             if (s->socks) s->socks->prev = k;
             s->socks = k;
@@ -790,9 +804,9 @@ jr_status jr_server_start(jr_server **out, const jr_serve_opts *opts) {
     if (s->o.max_queue <= 0) s->o.max_queue = 64;
     if (!s->o.max_body) s->o.max_body = 1 << 20;
     if (s->o.max_connections <= 0) s->o.max_connections = 512;
-    /* Half the connections per client address: on loopback every local client (a judge client keeps
-     * up to 64 connections, judgerl probe opens a second one beside it) shares 127.0.0.1, so a
-     * quarter starved two well-behaved clients; half still leaves the other half to the rest. */
+    /* Half the connections per client address, counting only those that have not yet sent a complete
+     * request (see on_connection): on loopback every local client shares 127.0.0.1 (a judge client
+     * keeps up to 64 connections, judgerl probe opens a second one beside it). */
     if (s->o.max_per_client <= 0) s->o.max_per_client = s->o.max_connections / 2 > 0 ? s->o.max_connections / 2 : 1;
     if (s->o.header_timeout <= 0) s->o.header_timeout = 10;
     if (s->o.body_timeout <= 0) s->o.body_timeout = 30;
@@ -811,8 +825,7 @@ jr_status jr_server_start(jr_server **out, const jr_serve_opts *opts) {
     }
     s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, (uint16_t)opts->port, NULL, NULL,
                             handler, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a, MHD_OPTION_CONNECTION_LIMIT,
-                            (unsigned)s->o.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->o.max_per_client,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+                            (unsigned)s->o.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
                             MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
     if (!s->d) {
         jr_status st = jr_fail(JR_ENET, "serve: cannot listen on %s:%d (port in use or not permitted)", s->host, opts->port);
