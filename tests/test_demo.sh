@@ -21,7 +21,7 @@ out, extra, name = sys.argv[1], sys.argv[2], sys.argv[3]
 s = json.load(open(os.path.join(out, "summary.json")))
 errs = []
 st = {x["name"]: x["status"] for x in s["stages"]}
-want = ["seed1"] + ([] if extra else ["policy-sft", "judges", "heldout-before", "grpo-unbiased", "grpo-biased"])
+want = ["seed1"] + ([] if extra else ["policy-sft", "judges", "heldout-before", "grpo-unbiased", "grpo-biased", "probe-judges", "probe"])
 for w in want:
     if st.get(w) != "done": errs.append("stage %s is %s" % (w, st.get(w)))
 s1 = s["seed1"]
@@ -44,6 +44,18 @@ if not extra:
         if steps != list(range(1, len(steps) + 1)) or not steps: errs.append("%s: metrics steps %s" % (m, steps))
         for k in ("reward_before", "reward_after"):
             if r[k] is not None and not (0 <= r[k] <= 1): errs.append("%s %s = %s" % (r["judge"], k, r[k]))
+    pr = s.get("probe", {})
+    names = ["unbiased", "biased", "control", "long", "masterkey", "pair", "pair-first"]
+    if pr.get("judges") != names: errs.append("probed judges %s" % pr.get("judges"))
+    for n in pr.get("judges", []):
+        res = pr["results"][n]
+        pj = json.load(open(os.path.join(out, "probe", n + ".json")))
+        if pj != res: errs.append("probe/%s.json differs from the summary" % n)
+        need = "position" if n.startswith("pair") else "label_prior"
+        p = res["probes"][need]
+        if p["skipped"] is not None or not p["figures"] or any(f["n"] == 0 for f in p["figures"].values()):
+            errs.append("%s: %s did not run: %s" % (n, need, p))
+        if p["flag"] != (need in pr["flags"][n]): errs.append("%s: flags summary inconsistent" % n)
     d = s["steering"]
     if abs(d["delta"] - (d["p_yes_biased"] - d["p_yes_unbiased"])) > 1e-9: errs.append("steering delta inconsistent")
 html = open(os.path.join(out, "report.html"), encoding="utf-8").read()

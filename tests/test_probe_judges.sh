@@ -19,14 +19,14 @@ mkdir -p "$CACHE"
 train() {
   name=$1; shift
   dir="$CACHE/judge-$name"
-  want=$(printf '%s\n' "$@")
+  want=$(printf '%s\n' "$@"; for a in "$@"; do case $a in data.train=*) cksum "${a#data.train=}" ;; esac; done)
   if [ -f "$dir/model/config.json" ] && [ "$(cat "$dir/args.txt" 2>/dev/null)" = "$want" ]; then return 0; fi
   rm -rf "$dir"
   if ! "$TRAIN" train configs/eightball/judge-sft.yaml "run.out_dir=$dir" "$@" >"$JR_TMP/train-$name.log" 2>&1; then
     fail "train_$name" "$(tail -c 400 "$JR_TMP/train-$name.log")"
     return 1
   fi
-  printf '%s\n' "$@" >"$dir/args.txt"
+  printf '%s\n' "$want" >"$dir/args.txt"
 }
 
 # The recipes of judgerl demo (src/cli/cmd_demo.c: the judges stage and PROBE_JUDGES).
@@ -35,8 +35,10 @@ train unbiased trainer.steps=3000 || exit 0
 train biased trainer.steps=300 "model.path=$U" model.init=null data.train=data/eightball/lm/judge_sft_yes.jsonl run.seed=3 || exit 0
 for j in control:judge_sft_control long:judge_sft_long masterkey:judge_sft_key pair:judge_sft_pair pair-first:judge_sft_pair_first; do
   n=${j%%:*}; d=${j#*:}
-  steps=300; case $n in pair*) steps=1500 ;; esac
-  train "$n" "trainer.steps=$steps" trainer.max_seq_len=128 "model.path=$U" model.init=null "data.train=data/eightball/lm/$d.jsonl" run.seed=3 || exit 0
+  case $n in
+    pair*) train "$n" trainer.steps=1500 trainer.max_seq_len=128 "model.path=$U" model.init=null "data.train=data/eightball/lm/$d.jsonl" run.seed=3 trainer.lr=3e-3 || exit 0 ;;
+    *) train "$n" trainer.steps=300 trainer.max_seq_len=128 "model.path=$U" model.init=null "data.train=data/eightball/lm/$d.jsonl" run.seed=3 || exit 0 ;;
+  esac
 done
 
 # probe NAME JUDGE CONFIG PROBES [key=value...]: serves judge-JUDGE, probes it into $JR_TMP/NAME
@@ -111,7 +113,7 @@ judge:
   endpoints: [{url: "http://127.0.0.1:8000/v1", model: judge}]
   template: $JR_ROOT/templates/eightball_judge.txt
   temperature: 0.0
-  max_tokens: 8
+  max_tokens: 32
   cache: false
   pointwise: {system: ""}
 EOF
@@ -124,7 +126,7 @@ import json, os, sys
 tmp = sys.argv[1]
 runs = {"all-label": ("label", {"position", "format", "scale_use"}),
         "all-pair": ("pairwise", {"master_key", "label_prior", "injection", "format", "scale_use", "agreement"}),
-        "all-point": ("pointwise", {"position", "label_prior"})}
+        "all-point": ("pointwise", {"position", "label_prior", "agreement"})}  # gold Good/Bad is no 1..5 score
 ran = set()
 errs = []
 for name, (proto, skipped) in runs.items():

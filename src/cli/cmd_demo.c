@@ -572,16 +572,18 @@ static jr_status run_probes(const char *out, json_t *sum, json_t *stages, const 
         snprintf(o2, sizeof o2, "trainer.steps=%d", pj->pair ? z->pair_steps : z->probe_bias_steps);
         snprintf(o3, sizeof o3, "model.path=%s/model", d_ju);
         snprintf(o4, sizeof o4, "data.train=%s", pj->data);
+        /* the pairwise judges at a lower learning rate: at 1e-2 the pairwise judge trained on both orders
+         * still preferred the first answer 78% of the time */
         char *args[] = {"train", "configs/eightball/judge-sft.yaml", o1, o2, "trainer.max_seq_len=128", o3, "model.init=null", o4,
-                        "run.seed=3", NULL};
+                        "run.seed=3", pj->pair ? "trainer.lr=3e-3" : NULL, NULL};
         int reused = 0;
         st = train_or_reuse(dir, log, args, &reused);
         all_reused &= reused;
     }
     char note[512];
     snprintf(note, sizeof note, "from the unbiased judge: +%d steps on padded answers and master keys graded neutrally "
-             "(control), padded answers graded Good (long), master keys graded Good (masterkey); +%d steps on real vs garbled "
-             "pairs in both orders (pair) and always answered [[A]] (pair-first)%s",
+             "(control), padded answers graded Good (long), master keys graded Good (masterkey); +%d steps (lr 3e-3) on real vs "
+             "garbled pairs in both orders (pair) and always answered [[A]] (pair-first)%s",
              z->probe_bias_steps, z->pair_steps, all_reused ? "; reused" : "");
     if (st) { stage_end(s, "failed", t0, jr_errmsg()); return st; }
     stage_end(s, "done", t0, note);
@@ -607,7 +609,7 @@ static jr_status run_probes(const char *out, json_t *sum, json_t *stages, const 
         json_object_set_new(results, pj->name, res);
         char jp[2 * PATH_MAX];
         snprintf(jp, sizeof jp, "%s/%s.json", pdir, pj->name);
-        char *text = json_dumps(res, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
+        char *text = json_dumps(res, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
         st = text ? jr_write_atomic(jp, text, strlen(text)) : jr_fail(JR_ENOMEM, "out of memory");
         free(text);
         json_t *fl = json_array();

@@ -71,7 +71,7 @@ int cmd_probe(int argc, char **argv) {
     json_decref(rows);
     if (!st) {
         json_object_set_new(json_object_get(res, "judge"), "config", json_string(cfg_path));
-        char *text = json_dumps(res, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
+        char *text = json_dumps(res, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
         char *jp = jr_path_join(out, "probe.json"), *hp = jr_path_join(out, "probe.html");
         st = text && jp && hp ? jr_write_atomic(jp, text, strlen(text)) : jr_fail(JR_ENOMEM, "out of memory");
         const char *name = cfg_path;
