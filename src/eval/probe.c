@@ -897,8 +897,8 @@ jr_status jr_probe_run(const jr_config *judge_cfg, const jr_probe_opts *o, const
     if (st) { free(c.order); return st; }
     json_t *res = json_object(), *probes = json_object();
     json_object_set_new(res, "judge", json_pack("{s:s}", "protocol", o->protocol));
-    json_t *eps = jr_cfg_json(judge_cfg, "judge.endpoints");
-    const char *model = json_string_value(json_object_get(json_array_get(eps, 0), "model"));
+    jr_judge_opts jo;
+    const char *model = !jr_judge_opts_from_config(&jo, judge_cfg) && jo.n_endpoints > 0 ? jo.endpoints[0].model : NULL;
     json_object_set_new(json_object_get(res, "judge"), "model", model ? json_string(model) : json_null());
     json_object_set_new(res, "rows", json_integer(c.n_rows));
     json_object_set_new(res, "variant_rows", json_integer(c.n_var));
