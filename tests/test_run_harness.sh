@@ -89,3 +89,30 @@ if JR_PROGRESS=off "$JR_BIN" train "$JR_TMP/grpo.yaml" run.out_dir="$JR_TMP/lora
 else
   fail generate_on_a_lora_checkpoint_folds_its_adapter "LoRA run failed: $(tail -c 300 "$JR_TMP/l.err")"
 fi
+
+# 6. SFT honours lora.enabled (it used to train and write the full model without a word): a PEFT
+# adapter in RUN/adapter, the training loss falls, and the adapter changes what the model generates
+cat >"$JR_TMP/sft.yaml" <<Y
+run: {seed: 1, out_dir: $JR_TMP/sftlora}
+data: {train: $JR_ROOT/data/sft_demo.jsonl}
+model: {path: $M}
+trainer: {algo: sft, steps: 40, batch_size: 8, max_seq_len: 48, lr: 2e-2, tensorboard: false}
+lora: {enabled: true, rank: 8}
+Y
+if JR_PROGRESS=off "$JR_BIN" train "$JR_TMP/sft.yaml" >"$JR_TMP/s.out" 2>"$JR_TMP/s.err" &&
+   [ -f "$JR_TMP/sftlora/adapter/adapter_config.json" ] && [ ! -e "$JR_TMP/sftlora/model" ] &&
+   grep -q 'PEFT adapter in' "$JR_TMP/s.out"; then
+  ok sft_lora_writes_a_peft_adapter
+else fail sft_lora_writes_a_peft_adapter "$(cat "$JR_TMP/s.out") $(tail -c 300 "$JR_TMP/s.err")"; fi
+if /usr/bin/python3 - "$JR_TMP/sftlora/metrics.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l]
+first = sum(r["loss"] for r in rows[:5]) / 5; last = sum(r["loss"] for r in rows[-5:]) / 5
+sys.exit(0 if last < 0.9 * first else 1)
+PY
+then ok sft_lora_loss_falls
+else fail sft_lora_loss_falls "$(head -c 300 "$JR_TMP/sftlora/metrics.jsonl")"; fi
+a=$("$JR_BIN" generate --model "$JR_TMP/sftlora/adapter" --prompt "the cat" --max-tokens 6 --seed 5 2>/dev/null)
+c=$("$JR_BIN" generate --model "$M" --prompt "the cat" --max-tokens 6 --seed 5 2>/dev/null)
+if [ -n "$a" ] && [ "$a" != "$c" ]; then ok sft_lora_adapter_changes_the_model
+else fail sft_lora_adapter_changes_the_model "adapter: $a | base: $c"; fi

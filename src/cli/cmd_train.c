@@ -61,7 +61,7 @@ int cmd_train(int argc, char **argv) {
         printf("%s steps %lld..%lld: %s %.4f -> %.4f", res.resumed ? "resumed," : "trained", (long long)res.first_step,
                (long long)res.last_step, rl ? "mean reward" : "loss", res.first_loss, res.last_loss);
         if (!isnan(res.last_val_loss)) printf(", validation loss %.4f", res.last_val_loss);
-        int ad = strcmp(algo, "sft") && jr_cfg_bool(&cfg, "lora.enabled");
+        int ad = jr_cfg_bool(&cfg, "lora.enabled");
         printf("; %s in %s/%s\n", ad ? "PEFT adapter" : "model", jr_cfg_str(&cfg, "run.out_dir"), ad ? "adapter" : "model");
     } else {
         printf("nothing to do: the latest checkpoint is already at trainer.steps=%lld\n",

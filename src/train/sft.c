@@ -238,9 +238,11 @@ jr_status jr_sft_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *
     memset(&s, 0, sizeof s);
     jr_run_opts ro;
     jr_trainer_opts to;
+    jr_lora_opts lo;
     jr_data_opts dopt;
     jr_run_opts_from_config(&ro, c);
     jr_trainer_opts_from_config(&to, c);
+    jr_lora_opts_from_config(&lo, c);
     jr_data_opts_from_config(&dopt, c);
     dopt.on_bad = on_bad_line;
     dopt.ud = progress;
@@ -254,7 +256,7 @@ jr_status jr_sft_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *
         if (s.tok.hf) st = jr_tok_apply_config(s.tok.hf, c);
     }
     if (!st && !dopt.train) st = jr_fail(JR_EINVAL, "%s: data.train must name a JSONL file of SFT rows", c->source);
-    if (!st) st = jr_run_open(&s.run, &ro, &to, NULL, &src, 0x747261696eULL, progress, stop);
+    if (!st) st = jr_run_open(&s.run, &ro, &to, &lo, &src, 0x747261696eULL, progress, stop);
     if (!st) st = sft_open(&s, &dopt);
     if (!st) {
         jr_run_algo algo = {"train", sft_step, &s, "loss"};
