@@ -76,10 +76,11 @@ jr_status cli_textgen_open(jr_textgen *t, const char *model, const char *tok_spe
         return jr_textgen_open(t, model, tok_spec, n_slots, max_ctx);
     /* a LoRA checkpoint (the PEFT adapter and the tokenizer files): its base model, folded in memory */
     char *ap = jr_path_join(model, "adapter_config.json");
+    if (!ap) return jr_fail(JR_ENOMEM, "out of memory");
     json_error_t je;
-    json_t *ac = ap ? json_load_file(ap, 0, &je) : NULL;
+    json_t *ac = json_load_file(ap, 0, &je);
     free(ap);
-    if (!ac) return jr_fail(JR_EINVAL, "%s/adapter_config.json: %s", model, ap ? je.text : "out of memory");
+    if (!ac) return jr_fail(JR_EINVAL, "%s/adapter_config.json: %s", model, je.text);
     const char *base = json_string_value(json_object_get(ac, "base_model_name_or_path"));
     jr_status st = JR_OK;
     if (!base || !has_file(base, "config.json"))
