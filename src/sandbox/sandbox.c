@@ -238,8 +238,8 @@ static jr_status make_fds(const void *input, size_t len, int *in_fd, int p[10]) 
     return JR_OK;
 }
 
-jr_status jr_sandbox_run(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len,
-                         jr_sandbox_result *res) {
+static jr_status run_once(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len,
+                          jr_sandbox_result *res) {
     memset(res, 0, sizeof *res);
     res->exit_code = -1;
     jr_status st = jr_sandbox_opts_check(o);
@@ -386,4 +386,15 @@ int jr_sandbox_available(const jr_sandbox_opts *o, const char **why) {
     jr_sandbox_result_free(&r);
     if (why) *why = msg;
     return 0;
+}
+
+jr_status jr_sandbox_run(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len,
+                         jr_sandbox_result *res) {
+    jr_status st = run_once(o, argv, input, len, res);
+    /* bubblewrap that died before the sandbox existed with nothing on stderr (seen once on a loaded
+     * machine, among 164 runs that set up fine) gets one more try: the program never ran, so nothing
+     * is repeated; a second such failure is the error */
+    if (st == JR_EIO && strstr(jr_errmsg(), "could not set up the sandbox: no message"))
+        st = run_once(o, argv, input, len, res);
+    return st;
 }
