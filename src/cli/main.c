@@ -16,7 +16,7 @@ static const command commands[] = {
     {"generate", cmd_generate, "sample completions from a model directory (prompt, chat or JSONL)"},
     {"serve", cmd_serve, "OpenAI-compatible HTTP server for a model directory"},
     {"grade", cmd_grade, "grade a JSONL file with an LLM judge (resumable, cached)"},
-    {"eval", cmd_eval, "eval code: HumanEval-style pass@k of code samples run in the sandbox"},
+    {"eval", cmd_eval, "score a model, checkpoint or adapter (N samples, rewards, IFEval, pass@k); eval code: HumanEval pass@k"},
     {"workflow", cmd_workflow, "seed 2's workflows: check one, run it on problems against an executor model"},
     {"probe", cmd_probe, "measure a judge's biases (position, verbosity, master keys, ...) with intervals"},
     {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
