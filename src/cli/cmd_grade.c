@@ -157,206 +157,271 @@ static char *out_line(const jr_judge_result *r, json_t *id) {
     return s;
 }
 
-int cmd_grade(int argc, char **argv) {
-    const char *cmd = "grade";
-    if (cli_wants_help(argc, argv)) {
-        printf("usage: judgerl grade --config JUDGE.yaml --input IN.jsonl --output OUT.jsonl [key=value ...]\n"
-               "                     [--retry-unscored] [--quiet] [--progress] [--print-config]\n"
-               "Grades rows {id, prompt, response[, reference][, rubric]} with the judge of the config (judge.*,\n"
-               "see docs/JUDGE.md), or with reward.components when the config lists them (docs/PROTOCOLS.md).\n"
-               "Each finished row is appended to OUT.jsonl and fsynced:\n"
-               "  {id, reward (null when unscored), scores, status: ok|unscored, attempts, cached, latency_s, error, detail}\n"
-               "Rerunning resumes: rows already in OUT.jsonl are skipped (a torn last line is dropped), so every\n"
-               "row is written exactly once; unscored rows are graded again (replaced) unless --keep-unscored.\n"
-               "judge.cache: true keeps the judge's answers in judge_cache.sqlite beside OUT.jsonl (docs/JUDGE.md).\n"
-               "Prints a JSON summary on stdout; a progress bar on stderr when it is a terminal (--progress forces it).\n"
-               "Stops with exit 1 when judge.max_unscored_frac of the rows are unscored, and at once, writing no row\n"
-               "for it, on a configuration error: the server is not running, refuses the key, model or URL (HTTP\n"
-               "401/403/404), or the first prompts do not fit its context.\n");
-        return CLI_OK;
-    }
-    const char *cfg_path = NULL, *in_path = NULL, *out_path = NULL;
-    int print_only = 0, quiet = 0, force_progress = 0, retry_unscored = 1, n_over = 0;
-    char **over = calloc((size_t)argc + 1, sizeof *over);
-    if (!over) return cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory"));
+static void print_help(void) {
+    printf("usage: judgerl grade --config JUDGE.yaml --input IN.jsonl --output OUT.jsonl [key=value ...]\n"
+           "                     [--retry-unscored] [--quiet] [--progress] [--print-config]\n"
+           "Grades rows {id, prompt, response[, reference][, rubric]} with the judge of the config (judge.*,\n"
+           "see docs/JUDGE.md), or with reward.components when the config lists them (docs/PROTOCOLS.md).\n"
+           "Each finished row is appended to OUT.jsonl and fsynced:\n"
+           "  {id, reward (null when unscored), scores, status: ok|unscored, attempts, cached, latency_s, error, detail}\n"
+           "Rerunning resumes: rows already in OUT.jsonl are skipped (a torn last line is dropped), so every\n"
+           "row is written exactly once; unscored rows are graded again (replaced) unless --keep-unscored.\n"
+           "judge.cache: true keeps the judge's answers in judge_cache.sqlite beside OUT.jsonl (docs/JUDGE.md).\n"
+           "Prints a JSON summary on stdout; a progress bar on stderr when it is a terminal (--progress forces it).\n"
+           "Stops with exit 1 when judge.max_unscored_frac of the rows are unscored, and at once, writing no row\n"
+           "for it, on a configuration error: the server is not running, refuses the key, model or URL (HTTP\n"
+           "401/403/404), or the first prompts do not fit its context.\n");
+}
+
+/* The command line of `judgerl grade`; over (key=value overrides) is owned by the caller. */
+struct grade_args {
+    const char *cfg_path, *in_path, *out_path;
+    int print_only, quiet, force_progress, retry_unscored, n_over;
+    char **over;
+};
+
+/* Fills *a from argv; returns CLI_OK, or the exit code after printing the usage error. On error
+ * a->over is freed. */
+static int parse_args(const char *cmd, int argc, char **argv, struct grade_args *a) {
+    *a = (struct grade_args){.retry_unscored = 1};
+    a->over = calloc((size_t)argc + 1, sizeof *a->over);
+    if (!a->over) return cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory"));
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if ((!strcmp(a, "--config") || !strcmp(a, "--input") || !strcmp(a, "--output")) && i + 1 >= argc) {
-            free(over);
-            return cli_usage(cmd, "%s needs a value", a);
+        const char *s = argv[i];
+        if ((!strcmp(s, "--config") || !strcmp(s, "--input") || !strcmp(s, "--output")) && i + 1 >= argc) {
+            free(a->over);
+            return cli_usage(cmd, "%s needs a value", s);
         }
-        if (!strcmp(a, "--config")) cfg_path = argv[++i];
-        else if (!strcmp(a, "--input")) in_path = argv[++i];
-        else if (!strcmp(a, "--output")) out_path = argv[++i];
-        else if (!strcmp(a, "--print-config")) print_only = 1;
-        else if (!strcmp(a, "--quiet")) quiet = 1;
-        else if (!strcmp(a, "--progress")) force_progress = 1;
-        else if (!strcmp(a, "--retry-unscored")) retry_unscored = 1; /* the default; kept for old scripts */
-        else if (!strcmp(a, "--keep-unscored")) retry_unscored = 0;
-        else if (a[0] != '-' && strchr(a, '=')) over[n_over++] = argv[i];
-        else { free(over); return cli_usage(cmd, "unexpected argument '%s'", a); }
+        if (!strcmp(s, "--config")) a->cfg_path = argv[++i];
+        else if (!strcmp(s, "--input")) a->in_path = argv[++i];
+        else if (!strcmp(s, "--output")) a->out_path = argv[++i];
+        else if (!strcmp(s, "--print-config")) a->print_only = 1;
+        else if (!strcmp(s, "--quiet")) a->quiet = 1;
+        else if (!strcmp(s, "--progress")) a->force_progress = 1;
+        else if (!strcmp(s, "--retry-unscored")) a->retry_unscored = 1; /* the default; kept for old scripts */
+        else if (!strcmp(s, "--keep-unscored")) a->retry_unscored = 0;
+        else if (s[0] != '-' && strchr(s, '=')) a->over[a->n_over++] = argv[i];
+        else { free(a->over); return cli_usage(cmd, "unexpected argument '%s'", s); }
     }
-    const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, NULL};
-    jr_config cfg;
-    jr_status st = jr_config_load(&cfg, cfg_path, n_over, over, tables);
-    free(over);
-    if (st) return cli_fail(cmd, st);
-    if (print_only) {
-        char *t = jr_config_dump(&cfg);
-        fputs(t ? t : "", stdout);
-        free(t);
-        jr_config_free(&cfg);
-        return CLI_OK;
-    }
-    if (!cfg_path || !in_path || !out_path) {
-        jr_config_free(&cfg);
-        return cli_usage(cmd, "--config, --input and --output are required");
-    }
-    jr_reward_opts ro;
-    if ((st = jr_reward_opts_from_config(&ro, &cfg))) { jr_config_free(&cfg); return cli_fail(cmd, st); }
-    char cache_dir[4096];
+    return CLI_OK;
+}
+
+/* The directory of out_path ("." when it has none, "/" for a file at the root). */
+static void dir_of(const char *out_path, char *dir, size_t n) {
     const char *slash = strrchr(out_path, '/');
-    snprintf(cache_dir, sizeof cache_dir, "%.*s", slash ? (int)(slash - out_path) : 1, slash ? out_path : ".");
-    if (!cache_dir[0]) snprintf(cache_dir, sizeof cache_dir, "/");
-    ro.judge.cache_dir = cache_dir; /* the default cache lives beside the output */
-    if (ro.n_components) { /* reward registry (docs/PROTOCOLS.md) */
-        int r = cli_grade_reward(cmd, &ro, in_path, out_path, quiet, retry_unscored);
-        jr_config_free(&cfg);
-        return r;
-    }
-    char *input = NULL;
-    size_t in_len = 0;
-    json_t *done = json_object(), *seen = json_object(), *ids = json_array(); /* ids: owns each submitted row's id */
-    jr_judge *j = NULL;
-    jr_reason_tally *why = jr_reason_tally_new();
-    int fd = -1, rc = CLI_OK;
-    long n_prev_unscored = 0, n_dropped = 0;
-    st = jr_read_file(in_path, &input, &in_len);
-    if (!st) st = cli_grade_load_done(out_path, done, &n_prev_unscored, retry_unscored, &n_dropped);
-    if (!st && !why) st = jr_fail(JR_ENOMEM, "out of memory");
-    if (st) { rc = cli_fail(cmd, st); goto out; }
-    long total = 0;
-    for (size_t i = 0; i < in_len; i++) if (input[i] == '\n' || (i + 1 == in_len)) total++;
-    st = jr_judge_open_opts(&j, &ro.judge);
-    if (st) { rc = cli_fail(cmd, st); goto out; }
-    fd = open(out_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) { rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: cannot open for appending: %s", out_path, strerror(errno))); goto out; }
+    snprintf(dir, n, "%.*s", slash ? (int)(slash - out_path) : 1, slash ? out_path : ".");
+    if (!dir[0]) snprintf(dir, n, "/");
+}
+
+/* Row counts for the summary and the stop checks. */
+struct grade_counts {
+    long n_unreliable, n_skipped, n_done, n_unscored, n_ok, n_rows, n_prev_unscored, n_dropped;
+};
+
+/* State of one judge grading run: the input, the resume sets and the open judge and output. */
+struct grade_run {
+    const char *in_path, *out_path;
+    int quiet, show, fd;
+    char *input;
+    size_t in_len, pos;
+    long lineno, total;
+    json_t *done, *seen, *ids; /* ids: owns each submitted row's id */
+    jr_judge *j;
+    jr_reason_tally *why;
+    struct grade_counts c;
+};
+
+/* Reads the input and the existing output, opens the judge and the output for appending and
+ * installs the signal handlers. Returns a status; what was opened is left in g for run_close. */
+static jr_status run_open(struct grade_run *g, const jr_reward_opts *ro, int retry_unscored) {
+    jr_status st = jr_read_file(g->in_path, &g->input, &g->in_len);
+    if (!st) st = cli_grade_load_done(g->out_path, g->done, &g->c.n_prev_unscored, retry_unscored, &g->c.n_dropped);
+    if (!st && !g->why) st = jr_fail(JR_ENOMEM, "out of memory");
+    if (st) return st;
+    for (size_t i = 0; i < g->in_len; i++) if (g->input[i] == '\n' || (i + 1 == g->in_len)) g->total++;
+    if ((st = jr_judge_open_opts(&g->j, &ro->judge))) return st;
+    g->fd = open(g->out_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (g->fd < 0) return jr_fail(JR_EIO, "%s: cannot open for appending: %s", g->out_path, strerror(errno));
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    int show = force_progress || (!quiet && isatty(2));
-    long conc_total = jr_judge_capacity(j);
-    for (int e = 0; !quiet && e < jr_judge_n_endpoints(j); e++) fprintf(stderr, "judgerl grade: judge %s\n", jr_judge_endpoint_info(j, e));
+    return JR_OK;
+}
+
+static void run_close(struct grade_run *g) {
+    jr_judge_close(g->j);
+    jr_reason_tally_free(g->why);
+    json_decref(g->ids);
+    if (g->fd >= 0) close(g->fd);
+    free(g->input);
+    json_decref(g->done);
+    json_decref(g->seen);
+}
+
+/* Submits input rows while the judge has fewer than window pending; returns a status. */
+static jr_status submit_rows(struct grade_run *g, uint64_t window) {
+    while (g->pos < g->in_len && jr_judge_pending(g->j) < window && !interrupted) {
+        size_t e = g->pos;
+        while (e < g->in_len && g->input[e] != '\n') e++;
+        g->lineno++;
+        size_t s0 = g->pos;
+        g->pos = e < g->in_len ? e + 1 : e;
+        json_t *row;
+        int skipped_done, got = cli_grade_read_row(g->in_path, g->lineno, g->input + s0, e - s0, g->seen, g->done, &row, &skipped_done);
+        if (got < 0) return JR_EINVAL;
+        if (got == 0) { g->c.n_rows += skipped_done; g->c.n_skipped += skipped_done; continue; }
+        g->c.n_rows++;
+        json_t *idv = json_object_get(row, "id");
+        char id[1024];
+        cli_grade_id_text(idv, id, sizeof id);
+        json_array_append(g->ids, idv);
+        jr_status st = jr_judge_submit(g->j, row, idv, NULL);
+        json_decref(row);
+        if (st) return jr_fail_ctx(st, "%s: line %ld (id %s)", g->in_path, g->lineno, id);
+    }
+    return JR_OK;
+}
+
+/* Writes and counts n collected results (freeing them): one write per row (O_APPEND: a row is never
+ * interleaved), one fdatasync per batch; after a configuration error the unscored rows are not
+ * written (a rerun grades them). Returns 0 or the errno of the failed write. */
+static int write_results(struct grade_run *g, jr_judge_result *res, int n) {
+    int werr = 0, config_error = jr_judge_fatal(g->j) != NULL;
+    for (int i = 0; i < n; i++) {
+        json_t *idv = res[i].user;
+        if (config_error && res[i].status != JR_SCORE_OK) { jr_judge_result_free(&res[i]); continue; }
+        char *line = werr ? NULL : out_line(&res[i], idv);
+        if (line && !werr) {
+            size_t ll = strlen(line);
+            line[ll] = '\n';
+            ssize_t w = write(g->fd, line, ll + 1);
+            if (w != (ssize_t)(ll + 1)) werr = errno ? errno : EIO;
+            free(line);
+        } else if (!werr) werr = ENOMEM;
+        g->c.n_unreliable += cli_grade_unreliable(res[i].detail);
+        if (res[i].status == JR_SCORE_OK) g->c.n_ok++;
+        else {
+            g->c.n_unscored++;
+            jr_reason_tally_add(g->why, res[i].error);
+            if (!g->quiet) {
+                if (g->show) fputc('\n', stderr);
+                fprintf(stderr, "judgerl grade: unscored id=%s: %s\n", res[i].id, res[i].error ? res[i].error : "?");
+            }
+        }
+        g->c.n_done++;
+        jr_judge_result_free(&res[i]);
+    }
+    if (!werr && fdatasync(g->fd) != 0) werr = errno;
+    return werr;
+}
+
+/* Why the run must stop now (a configuration error, or too many unscored rows), written to buf;
+ * NULL to go on. */
+static const char *stop_reason(const struct grade_run *g, double max_frac, char *buf, size_t n) {
+    const char *fatal = jr_judge_fatal(g->j);
+    if (fatal) {
+        snprintf(buf, n, "configuration error: %.1200s (check judge.endpoints, judge.api_key_env and the "
+                 "judge's context); no row was written for it", fatal);
+        return buf;
+    }
+    if (g->total > 0 && (double)g->c.n_unscored > max_frac * (double)g->total) {
+        snprintf(buf, n, "judge.max_unscored_frac=%g exceeded: %ld of %ld rows unscored (%.1500s)", max_frac,
+                 g->c.n_unscored, g->total, jr_reason_tally_count(g->why) ? jr_reason_tally_summary(g->why) : "unscored in an earlier run: see their error fields");
+        return buf;
+    }
+    return NULL;
+}
+
+static void print_summary(const struct grade_counts *c, const jr_judge_stats *s, double t0) {
+    printf("{\"rows\": %ld, \"graded\": %ld, \"skipped\": %ld, \"ok\": %ld, \"unscored\": %ld, \"torn_lines_dropped\": %ld, "
+           "\"logprobs_unreliable\": %ld, \"requests\": %llu, \"retries\": %llu, \"cache_lookups\": %llu, \"cache_hits\": %llu, \"cache_hit_rate\": %.4f, "
+           "\"elapsed_s\": %.3f}\n",
+           c->n_rows, c->n_done, c->n_skipped, c->n_ok, c->n_unscored - c->n_prev_unscored, c->n_dropped, c->n_unreliable,
+           (unsigned long long)s->requests, (unsigned long long)s->retries, (unsigned long long)s->cache_lookups,
+           (unsigned long long)s->cache_hits, s->cache_lookups ? (double)s->cache_hits / (double)s->cache_lookups : 0.0, mono() - t0);
+}
+
+/* Grades the rows of a->in_path with the judge of ro (no reward.components); returns the exit code. */
+static int grade_with_judge(const char *cmd, const jr_reward_opts *ro, const struct grade_args *a) {
+    struct grade_run g = {.in_path = a->in_path, .out_path = a->out_path, .quiet = a->quiet, .fd = -1,
+                          .done = json_object(), .seen = json_object(), .ids = json_array(), .why = jr_reason_tally_new()};
+    int rc = CLI_OK;
+    jr_status st = run_open(&g, ro, a->retry_unscored);
+    if (st) { rc = cli_fail(cmd, st); goto out; }
+    g.c.n_unscored = g.c.n_prev_unscored;
+    g.show = a->force_progress || (!a->quiet && isatty(2));
+    long conc_total = jr_judge_capacity(g.j);
+    for (int e = 0; !a->quiet && e < jr_judge_n_endpoints(g.j); e++) fprintf(stderr, "judgerl grade: judge %s\n", jr_judge_endpoint_info(g.j, e));
     uint64_t window = (uint64_t)(conc_total * 4 < 64 ? 64 : conc_total * 4);
-    double max_frac = ro.judge.max_unscored_frac;
-    long n_unreliable = 0, n_skipped = 0, n_done = 0, n_unscored = n_prev_unscored, n_ok = 0, n_rows = 0, lineno = 0;
-    size_t pos = 0;
     double t0 = mono(), last_draw = 0;
     enum { BATCH = 256 };
     jr_judge_result res[BATCH];
     const char *stop_msg = NULL;
     char stop_buf[2000];
     for (;;) {
-        /* submit while the window has room */
-        while (pos < in_len && jr_judge_pending(j) < window && !interrupted) {
-            size_t e = pos;
-            while (e < in_len && input[e] != '\n') e++;
-            lineno++;
-            size_t s0 = pos;
-            pos = e < in_len ? e + 1 : e;
-            json_t *row;
-            int skipped_done, got = cli_grade_read_row(in_path, lineno, input + s0, e - s0, seen, done, &row, &skipped_done);
-            if (got < 0) { rc = cli_fail(cmd, JR_EINVAL); goto out; }
-            if (got == 0) { n_rows += skipped_done; n_skipped += skipped_done; continue; }
-            n_rows++;
-            json_t *idv = json_object_get(row, "id");
-            char id[1024];
-            cli_grade_id_text(idv, id, sizeof id);
-            json_array_append(ids, idv);
-            st = jr_judge_submit(j, row, idv, NULL);
-            json_decref(row);
-            if (st) {
-                rc = cli_fail(cmd, jr_fail_ctx(st, "%s: line %ld (id %s)", in_path, lineno, id));
-                goto out;
-            }
-        }
+        if ((st = submit_rows(&g, window))) { rc = cli_fail(cmd, st); goto out; }
         if (interrupted) { stop_msg = "interrupted"; break; }
-        if (pos >= in_len && jr_judge_pending(j) == 0) break;
-        int n = jr_judge_collect(j, res, BATCH, 200);
-        if (n > 0) {
-            /* one write per row (O_APPEND: a row is never interleaved), one fdatasync per batch; after a
-             * configuration error the unscored rows are not written (a rerun grades them) */
-            int werr = 0, config_error = jr_judge_fatal(j) != NULL;
-            for (int i = 0; i < n; i++) {
-                json_t *idv = res[i].user;
-                if (config_error && res[i].status != JR_SCORE_OK) { jr_judge_result_free(&res[i]); continue; }
-                char *line = werr ? NULL : out_line(&res[i], idv);
-                if (line && !werr) {
-                    size_t ll = strlen(line);
-                    line[ll] = '\n';
-                    ssize_t w = write(fd, line, ll + 1);
-                    if (w != (ssize_t)(ll + 1)) werr = errno ? errno : EIO;
-                    free(line);
-                } else if (!werr) werr = ENOMEM;
-                n_unreliable += cli_grade_unreliable(res[i].detail);
-                if (res[i].status == JR_SCORE_OK) n_ok++;
-                else {
-                    n_unscored++;
-                    jr_reason_tally_add(why, res[i].error);
-                    if (!quiet) {
-                        if (show) fputc('\n', stderr);
-                        fprintf(stderr, "judgerl grade: unscored id=%s: %s\n", res[i].id, res[i].error ? res[i].error : "?");
-                    }
-                }
-                n_done++;
-                jr_judge_result_free(&res[i]);
-            }
-            if (!werr && fdatasync(fd) != 0) werr = errno;
-            if (werr) { rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: write failed: %s", out_path, strerror(werr))); goto out; }
-        }
-        const char *fatal = jr_judge_fatal(j);
-        if (fatal) {
-            snprintf(stop_buf, sizeof stop_buf, "configuration error: %.1200s (check judge.endpoints, judge.api_key_env and the "
-                     "judge's context); no row was written for it", fatal);
-            stop_msg = stop_buf;
-            break;
-        }
-        if (total > 0 && (double)n_unscored > max_frac * (double)total) {
-            snprintf(stop_buf, sizeof stop_buf, "judge.max_unscored_frac=%g exceeded: %ld of %ld rows unscored (%.1500s)", max_frac,
-                     n_unscored, total, jr_reason_tally_count(why) ? jr_reason_tally_summary(why) : "unscored in an earlier run: see their error fields");
-            stop_msg = stop_buf;
-            break;
-        }
-        if (show && mono() - last_draw > 0.25) {
+        if (g.pos >= g.in_len && jr_judge_pending(g.j) == 0) break;
+        int n = jr_judge_collect(g.j, res, BATCH, 200);
+        int werr = n > 0 ? write_results(&g, res, n) : 0;
+        if (werr) { rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: write failed: %s", g.out_path, strerror(werr))); goto out; }
+        if ((stop_msg = stop_reason(&g, ro->judge.max_unscored_frac, stop_buf, sizeof stop_buf))) break;
+        if (g.show && mono() - last_draw > 0.25) {
             jr_judge_stats s;
-            jr_judge_stats_get(j, &s);
-            progress(t0, n_done, total - n_skipped, n_unscored, &s, 0);
+            jr_judge_stats_get(g.j, &s);
+            progress(t0, g.c.n_done, g.total - g.c.n_skipped, g.c.n_unscored, &s, 0);
             last_draw = mono();
         }
     }
     jr_judge_stats s;
-    jr_judge_stats_get(j, &s);
-    if (show) progress(t0, n_done, total - n_skipped, n_unscored, &s, 1);
+    jr_judge_stats_get(g.j, &s);
+    if (g.show) progress(t0, g.c.n_done, g.total - g.c.n_skipped, g.c.n_unscored, &s, 1);
     if (stop_msg) {
         rc = cli_fail(cmd, jr_fail(JR_ECANCELED, "%s; %ld rows in %s, rerun the same command to resume (unscored rows are graded "
-                                   "again unless --keep-unscored)", stop_msg, n_done + n_skipped, out_path));
+                                   "again unless --keep-unscored)", stop_msg, g.c.n_done + g.c.n_skipped, g.out_path));
         goto out;
     }
-    printf("{\"rows\": %ld, \"graded\": %ld, \"skipped\": %ld, \"ok\": %ld, \"unscored\": %ld, \"torn_lines_dropped\": %ld, "
-           "\"logprobs_unreliable\": %ld, \"requests\": %llu, \"retries\": %llu, \"cache_lookups\": %llu, \"cache_hits\": %llu, \"cache_hit_rate\": %.4f, "
-           "\"elapsed_s\": %.3f}\n",
-           n_rows, n_done, n_skipped, n_ok, n_unscored - n_prev_unscored, n_dropped, n_unreliable, (unsigned long long)s.requests,
-           (unsigned long long)s.retries, (unsigned long long)s.cache_lookups, (unsigned long long)s.cache_hits,
-           s.cache_lookups ? (double)s.cache_hits / (double)s.cache_lookups : 0.0, mono() - t0);
+    print_summary(&g.c, &s, t0);
 out:
-    jr_judge_close(j);
-    jr_reason_tally_free(why);
-    json_decref(ids);
-    if (fd >= 0) close(fd);
-    free(input);
-    json_decref(done);
-    json_decref(seen);
+    run_close(&g);
+    return rc;
+}
+
+int cmd_grade(int argc, char **argv) {
+    const char *cmd = "grade";
+    if (cli_wants_help(argc, argv)) {
+        print_help();
+        return CLI_OK;
+    }
+    struct grade_args a;
+    int rc = parse_args(cmd, argc, argv, &a);
+    if (rc != CLI_OK) return rc;
+    const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, NULL};
+    jr_config cfg;
+    jr_status st = jr_config_load(&cfg, a.cfg_path, a.n_over, a.over, tables);
+    free(a.over);
+    if (st) return cli_fail(cmd, st);
+    if (a.print_only) {
+        char *t = jr_config_dump(&cfg);
+        fputs(t ? t : "", stdout);
+        free(t);
+        jr_config_free(&cfg);
+        return CLI_OK;
+    }
+    if (!a.cfg_path || !a.in_path || !a.out_path) {
+        jr_config_free(&cfg);
+        return cli_usage(cmd, "--config, --input and --output are required");
+    }
+    jr_reward_opts ro;
+    if ((st = jr_reward_opts_from_config(&ro, &cfg))) { jr_config_free(&cfg); return cli_fail(cmd, st); }
+    char cache_dir[4096];
+    dir_of(a.out_path, cache_dir, sizeof cache_dir);
+    ro.judge.cache_dir = cache_dir; /* the default cache lives beside the output */
+    if (ro.n_components) /* reward registry (docs/PROTOCOLS.md) */
+        rc = cli_grade_reward(cmd, &ro, a.in_path, a.out_path, a.quiet, a.retry_unscored);
+    else
+        rc = grade_with_judge(cmd, &ro, &a);
     jr_config_free(&cfg);
     return rc;
 }
