@@ -69,64 +69,66 @@ static json_t *file_stats(const char *path, int64_t lines, int64_t rows, int64_t
                      "bad_lines", (json_int_t)bad);
 }
 
-int cmd_dataset(int argc, char **argv) {
-    if (argc >= 2 && !strcmp(argv[1], "convert")) return cmd_dataset_convert(argc - 1, argv + 1);
-    if (cli_wants_help(argc, argv)) { usage(); return CLI_OK; }
-    /* Turn the flags into config overrides, keep positional arguments and overrides as they are. */
-    char **args = calloc((size_t)argc + 1, sizeof *args);
-    char **owned = calloc((size_t)argc + 1, sizeof *owned);
-    int n_args = 0, n_owned = 0, as_json = 0, rc = CLI_OK;
-    long show = 10;
-    if (!args || !owned) { free(args); free(owned); return cli_fail("dataset", jr_fail(JR_ENOMEM, "out of memory")); }
-    args[n_args++] = argv[0];
+/* The command line turned into config arguments: flags become overrides, positional arguments and
+ * overrides stay as they are. */
+typedef struct {
+    char **args, **owned; /* args[0..n_args) for cli_load_config; owned: the strings made here */
+    int n_args, n_owned, as_json;
+    long show;
+} dataset_args;
+
+static void dataset_args_free(dataset_args *da) {
+    for (int i = 0; i < da->n_owned; i++) free(da->owned[i]);
+    free(da->owned);
+    free(da->args);
+}
+
+/* "key=value" for a mapped flag; paths are quoted (taken literally), numbers and words are read as YAML. */
+static char *flag_override(const char *key, const char *v) {
+    char *o = !strcmp(key, "data.train") || !strcmp(key, "data.validation") ? quoted_override(key, v) : NULL;
+    if (!o) {
+        o = malloc(strlen(key) + strlen(v) + 2);
+        if (o) sprintf(o, "%s=%s", key, v);
+    }
+    return o;
+}
+
+/* Fills da from argv (da->args allocated even on failure: free with dataset_args_free); CLI_OK, or
+ * the exit code after the message. */
+static int parse_dataset_args(int argc, char **argv, dataset_args *da) {
     static const struct { const char *flag, *key; } map[] = {
         {"--input", "data.train"}, {"--validation", "data.validation"}, {"--validation-frac", "data.validation_frac"},
         {"--seed", "run.seed"}, {"--on-bad-line", "data.on_bad_line"}, {"--max-rows", "data.max_rows"},
     };
+    da->args[da->n_args++] = argv[0];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int mapped = 0;
         for (size_t m = 0; m < sizeof map / sizeof *map; m++) {
             if (strcmp(a, map[m].flag)) continue;
             mapped = 1;
-            if (i + 1 >= argc) { rc = cli_usage("dataset", "%s needs a value", a); goto out; }
-            const char *v = argv[++i];
-            /* paths are quoted (taken literally); numbers and words are read as YAML */
-            char *o = !strcmp(map[m].key, "data.train") || !strcmp(map[m].key, "data.validation")
-                          ? quoted_override(map[m].key, v) : NULL;
-            if (!o) {
-                o = malloc(strlen(map[m].key) + strlen(v) + 2);
-                if (o) sprintf(o, "%s=%s", map[m].key, v);
-            }
-            if (!o) { rc = cli_fail("dataset", jr_fail(JR_ENOMEM, "out of memory")); goto out; }
-            owned[n_owned++] = o;
-            args[n_args++] = o;
+            if (i + 1 >= argc) return cli_usage("dataset", "%s needs a value", a);
+            char *o = flag_override(map[m].key, argv[++i]);
+            if (!o) return cli_fail("dataset", jr_fail(JR_ENOMEM, "out of memory"));
+            da->owned[da->n_owned++] = o;
+            da->args[da->n_args++] = o;
         }
         if (mapped) continue;
-        if (!strcmp(a, "--json")) as_json = 1;
+        if (!strcmp(a, "--json")) da->as_json = 1;
         else if (!strcmp(a, "--show")) {
             char *end;
-            if (i + 1 >= argc || (show = strtol(argv[i + 1], &end, 10)) < 0 || *end || !*argv[i + 1]) {
-                rc = cli_usage("dataset", "--show needs a count >= 0");
-                goto out;
-            }
+            if (i + 1 >= argc || (da->show = strtol(argv[i + 1], &end, 10)) < 0 || *end || !*argv[i + 1])
+                return cli_usage("dataset", "--show needs a count >= 0");
             i++;
-        } else args[n_args++] = argv[i];
+        } else da->args[da->n_args++] = argv[i];
     }
-    jr_config cfg;
-    int print_only;
-    rc = cli_load_config("dataset", n_args, args, 1, dataset_tables, &cfg, &print_only);
-    if (rc || print_only) goto out;
+    return CLI_OK;
+}
 
-    warn_state warned = {0};
-    jr_data_opts o;
-    jr_data_opts_from_config(&o, &cfg);
-    o.on_bad = on_bad;
-    o.ud = &warned;
-    jr_data *d = NULL;
-    json_t *fields = json_object(), *out = NULL, *first = json_array();
-    jr_status st = jr_data_open(&d, &o);
-    if (st) goto done;
+/* Reads every training row (epoch-0 order) and validation row into fields; first gets the line
+ * numbers of the first `show` training rows. */
+static jr_status read_rows(jr_data *d, long show, json_t *fields, json_t *first) {
+    jr_status st = JR_OK;
     for (size_t i = 0; i < jr_data_n_train(d) && !st; i++) {
         json_t *row;
         jr_data_row_info info;
@@ -143,69 +145,99 @@ int cmd_dataset(int argc, char **argv) {
         count_fields(fields, row);
         json_decref(row);
     }
-    if (st) goto done;
-    if (warned.n > MAX_WARN)
-        fprintf(stderr, "judgerl dataset: warning: %d more bad lines skipped (not shown)\n", warned.n - MAX_WARN);
+    return st;
+}
 
+/* The summary as text: files, fields, split, training order. */
+static void print_summary(const json_t *out, json_t *fields, json_t *first, jr_data *d, const jr_data_opts *o) {
+    json_t *files[2] = {json_object_get(out, "train_file"), json_object_get(out, "validation_file")};
+    for (int k = 0; k < 2; k++) {
+        if (!json_is_object(files[k])) continue;
+        printf("%s: %s: %lld lines, %lld rows, %lld bad lines skipped\n", k ? "validation" : "train",
+               json_string_value(json_object_get(files[k], "path")),
+               (long long)json_integer_value(json_object_get(files[k], "lines")),
+               (long long)json_integer_value(json_object_get(files[k], "rows")),
+               (long long)json_integer_value(json_object_get(files[k], "bad_lines")));
+    }
+    printf("fields:");
+    const char *k;
+    json_t *f;
+    json_object_foreach(fields, k, f) {
+        printf(" %s %lld (", k, (long long)json_integer_value(json_object_get(f, "count")));
+        const char *t;
+        json_t *c;
+        int sep = 0;
+        json_object_foreach(json_object_get(f, "types"), t, c) printf("%s%s", sep++ ? ", " : "", t);
+        printf(");");
+    }
+    printf("\nsplit: %zu train, %zu validation (", jr_data_n_train(d), jr_data_n_val(d));
+    if (o->validation) printf("separate file");
+    else printf("validation_frac %g", o->validation_frac);
+    printf(", seed %llu, shuffle %s)\n", (unsigned long long)o->seed, o->shuffle ? "on" : "off");
+    if (json_array_size(first)) {
+        printf("training order (epoch 0, first %zu rows): lines", json_array_size(first));
+        size_t i;
+        json_t *v;
+        json_array_foreach(first, i, v) printf(" %lld", (long long)json_integer_value(v));
+        printf("\n");
+    }
+}
+
+/* The summary as a JSON object, printed with --json, else as text. */
+static jr_status report(jr_data *d, const jr_data_opts *o, json_t *fields, json_t *first, int as_json) {
     jr_dataset *tf = jr_data_train_file(d), *vf = jr_data_val_file(d);
-    out = json_pack("{s:o, s:o, s:o, s:I, s:I, s:f, s:I, s:b, s:o}",
-                    "train_file", file_stats(o.train, jr_dataset_lines(tf), (int64_t)jr_dataset_size(tf),
-                                             jr_dataset_bad_lines(tf)),
-                    "validation_file", vf ? file_stats(o.validation, jr_dataset_lines(vf),
-                                                       (int64_t)jr_dataset_size(vf), jr_dataset_bad_lines(vf))
-                                          : json_null(),
-                    "fields", json_incref(fields), "n_train", (json_int_t)jr_data_n_train(d), "n_validation",
-                    (json_int_t)jr_data_n_val(d), "validation_frac", o.validation_frac, "seed", (json_int_t)o.seed,
-                    "shuffle", o.shuffle, "first_lines", json_incref(first));
-    if (!out) { st = jr_fail(JR_ENOMEM, "out of memory"); goto done; }
+    json_t *out = json_pack("{s:o, s:o, s:o, s:I, s:I, s:f, s:I, s:b, s:o}",
+                            "train_file", file_stats(o->train, jr_dataset_lines(tf), (int64_t)jr_dataset_size(tf),
+                                                     jr_dataset_bad_lines(tf)),
+                            "validation_file", vf ? file_stats(o->validation, jr_dataset_lines(vf),
+                                                               (int64_t)jr_dataset_size(vf), jr_dataset_bad_lines(vf))
+                                                  : json_null(),
+                            "fields", json_incref(fields), "n_train", (json_int_t)jr_data_n_train(d), "n_validation",
+                            (json_int_t)jr_data_n_val(d), "validation_frac", o->validation_frac, "seed", (json_int_t)o->seed,
+                            "shuffle", o->shuffle, "first_lines", json_incref(first));
+    if (!out) return jr_fail(JR_ENOMEM, "out of memory");
     if (as_json) {
         char *txt = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         if (txt) puts(txt);
         free(txt);
     } else {
-        json_t *tfs = json_object_get(out, "train_file"), *vfs = json_object_get(out, "validation_file");
-        json_t *files[2] = {tfs, vfs};
-        for (int k = 0; k < 2; k++) {
-            if (!json_is_object(files[k])) continue;
-            printf("%s: %s: %lld lines, %lld rows, %lld bad lines skipped\n", k ? "validation" : "train",
-                   json_string_value(json_object_get(files[k], "path")),
-                   (long long)json_integer_value(json_object_get(files[k], "lines")),
-                   (long long)json_integer_value(json_object_get(files[k], "rows")),
-                   (long long)json_integer_value(json_object_get(files[k], "bad_lines")));
-        }
-        printf("fields:");
-        const char *k;
-        json_t *f;
-        json_object_foreach(fields, k, f) {
-            printf(" %s %lld (", k, (long long)json_integer_value(json_object_get(f, "count")));
-            const char *t;
-            json_t *c;
-            int sep = 0;
-            json_object_foreach(json_object_get(f, "types"), t, c) printf("%s%s", sep++ ? ", " : "", t);
-            printf(");");
-        }
-        printf("\nsplit: %zu train, %zu validation (", jr_data_n_train(d), jr_data_n_val(d));
-        if (o.validation) printf("separate file");
-        else printf("validation_frac %g", o.validation_frac);
-        printf(", seed %llu, shuffle %s)\n", (unsigned long long)o.seed, o.shuffle ? "on" : "off");
-        if (json_array_size(first)) {
-            printf("training order (epoch 0, first %zu rows): lines", json_array_size(first));
-            size_t i;
-            json_t *v;
-            json_array_foreach(first, i, v) printf(" %lld", (long long)json_integer_value(v));
-            printf("\n");
-        }
+        print_summary(out, fields, first, d, o);
     }
-done:
-    if (st) rc = cli_fail("dataset", st);
     json_decref(out);
+    return JR_OK;
+}
+
+int cmd_dataset(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "convert")) return cmd_dataset_convert(argc - 1, argv + 1);
+    if (cli_wants_help(argc, argv)) { usage(); return CLI_OK; }
+    dataset_args da = {.args = calloc((size_t)argc + 1, sizeof *da.args), .owned = calloc((size_t)argc + 1, sizeof *da.owned),
+                       .show = 10};
+    if (!da.args || !da.owned) { dataset_args_free(&da); return cli_fail("dataset", jr_fail(JR_ENOMEM, "out of memory")); }
+    int rc = parse_dataset_args(argc, argv, &da);
+    if (rc) goto out;
+    jr_config cfg;
+    int print_only;
+    rc = cli_load_config("dataset", da.n_args, da.args, 1, dataset_tables, &cfg, &print_only);
+    if (rc || print_only) goto out;
+
+    warn_state warned = {0};
+    jr_data_opts o;
+    jr_data_opts_from_config(&o, &cfg);
+    o.on_bad = on_bad;
+    o.ud = &warned;
+    jr_data *d = NULL;
+    json_t *fields = json_object(), *first = json_array();
+    jr_status st = jr_data_open(&d, &o);
+    if (!st) st = read_rows(d, da.show, fields, first);
+    if (!st && warned.n > MAX_WARN)
+        fprintf(stderr, "judgerl dataset: warning: %d more bad lines skipped (not shown)\n", warned.n - MAX_WARN);
+    if (!st) st = report(d, &o, fields, first, da.as_json);
+    if (st) rc = cli_fail("dataset", st);
     json_decref(fields);
     json_decref(first);
     jr_data_close(d);
     jr_config_free(&cfg);
 out:
-    for (int i = 0; i < n_owned; i++) free(owned[i]);
-    free(owned);
-    free(args);
+    dataset_args_free(&da);
     return rc;
 }
