@@ -921,6 +921,138 @@ static int lists_from_json(model_lists *L, json_t *vocab, json_t *merges) {
     return 0;
 }
 
+/* model.vocab into t->vocab (t->form etc. allocated for t->n_ids ids) */
+static jr_status load_vocab(jr_tokenizer *t, const model_lists *L) {
+    const char *S = L->strs.b;
+    if (strmap_init(&t->vocab, L->nv)) return JR_ENOMEM;
+    for (size_t q = 0; q < L->nv; q++) {
+        int32_t id = (int32_t)L->v[q].id;
+        jr_status st = set_id(t, id, S + L->v[q].k, L->v[q].kn, "model.vocab");
+        if (st) return st;
+        if (strmap_put(&t->vocab, t->bytes[id], t->blen[id], id) >= 0)
+            return jr_fail(JR_EFORMAT, "%s: model.vocab: \"%.*s\" stands for the same bytes as another token", t->name,
+                           (int)L->v[q].kn, S + L->v[q].k);
+    }
+    for (int b = 0; b < 256; b++) {
+        char c = (char)b;
+        t->byte_id[b] = strmap_get(&t->vocab, &c, 1);
+    }
+    return JR_OK;
+}
+
+/* merges: "a b" strings or [a, b] lists; looked up by hashing the pair of ids */
+static jr_status load_merges(jr_tokenizer *t, const model_lists *L) {
+    size_t nm = L->nm;
+    if (pairmap_init(&t->merges, nm)) return JR_ENOMEM;
+    const char *S = L->strs.b;
+    char *buf = NULL;
+    size_t bufcap = 0;
+    for (size_t i = 0; i < nm; i++) {
+        const ment *m = &L->m[i];
+        const char *a, *b;
+        size_t al, bl;
+        if (m->form == 0) {
+            const char *s = S + m->a;
+            const char *sp = memchr(s, ' ', m->an);
+            if (!sp || memchr(sp + 1, ' ', m->an - (size_t)(sp + 1 - s))) {
+                free(buf);
+                return jr_fail(JR_EFORMAT, "%s: model.merges[%zu]: \"%.*s\" is not two tokens separated by one space", t->name, i,
+                               (int)m->an, s);
+            }
+            a = s; al = (size_t)(sp - s); b = sp + 1; bl = m->an - al - 1;
+        } else if (m->form == 1) {
+            a = S + m->a; al = m->an; b = S + m->b; bl = m->bn;
+        } else {
+            free(buf);
+            return jr_fail(JR_EFORMAT, "%s: model.merges[%zu]: expected \"a b\" or [\"a\", \"b\"]", t->name, i);
+        }
+        if (al + bl + 1 > bufcap) {
+            bufcap = (al + bl + 1) * 2;
+            char *nb = jr_realloc(buf, bufcap);
+            if (!nb) { free(buf); return JR_ENOMEM; }
+            buf = nb;
+        }
+        size_t abl = form_to_bytes(a, al, buf);
+        int32_t ia = strmap_get(&t->vocab, buf, abl);
+        size_t bbl = form_to_bytes(b, bl, buf + abl);
+        int32_t ib = strmap_get(&t->vocab, buf + abl, bbl);
+        int32_t im = strmap_get(&t->vocab, buf, abl + bbl);
+        if (ia < 0 || ib < 0 || im < 0) {
+            jr_fail(JR_EFORMAT, "%s: model.merges[%zu]: token \"%.*s\" is not in model.vocab", t->name, i,
+                    ia < 0 ? (int)al : ib < 0 ? (int)bl : (int)(al + bl), ia < 0 ? a : ib < 0 ? b : buf);
+            if (ia >= 0 && ib >= 0)
+                jr_fail(JR_EFORMAT, "%s: model.merges[%zu]: merged token \"%.*s%.*s\" is not in model.vocab", t->name, i,
+                        (int)al, a, (int)bl, b);
+            free(buf);
+            return JR_EFORMAT;
+        }
+        pairmap_put(&t->merges, ia, ib, (int32_t)i, im);
+    }
+    free(buf);
+    return JR_OK;
+}
+
+/* the added tokens (already checked by load_model: integer ids, non-empty string contents) */
+static jr_status load_added(jr_tokenizer *t, json_t *added) {
+    size_t na = json_array_size(added);
+    t->added = jr_calloc(na ? na : 1, sizeof *t->added);
+    if (!t->added || strmap_init(&t->added_map, na)) return JR_ENOMEM;
+    size_t i;
+    json_t *e;
+    json_array_foreach(added, i, e) {
+        tok_added *a = &t->added[t->n_added++];
+        json_t *c = json_object_get(e, "content");
+        a->len = json_string_length(c);
+        a->content = arena_strndup(t, json_string_value(c), a->len);
+        if (!a->content) return JR_ENOMEM;
+        a->id = (int32_t)json_integer_value(json_object_get(e, "id"));
+        a->special = json_is_true(json_object_get(e, "special"));
+        a->lstrip = json_is_true(json_object_get(e, "lstrip"));
+        a->rstrip = json_is_true(json_object_get(e, "rstrip"));
+        a->single_word = json_is_true(json_object_get(e, "single_word"));
+        json_t *nz = json_object_get(e, "normalized");
+        a->normalized = nz ? json_is_true(nz) : !a->special;
+        if (utf8_check(a->content, a->len) != a->len)
+            return jr_fail(JR_EFORMAT, "%s: added_tokens[%zu].content: invalid UTF-8", t->name, i);
+        if (a->normalized) t->has_normalized_added = 1;
+        else t->has_raw_added = 1;
+        strmap_put(&t->added_map, a->content, a->len, a->id);
+        if (!t->form[a->id]) {
+            /* an added token decodes to its content as is (not through the byte-level alphabet),
+             * so that decode(encode(x)) == x also for non-ASCII added tokens */
+            char *f = arena_strndup(t, a->content, a->len);
+            if (!f) return JR_ENOMEM;
+            t->form[a->id] = t->bytes[a->id] = f;
+            t->blen[a->id] = (uint32_t)a->len;
+        }
+        t->idflags[a->id] |= ID_ADDED | (a->special ? ID_SPECIAL : 0);
+    }
+    return JR_OK;
+}
+
+/* index the added tokens by first byte, longest first, for leftmost-longest matching */
+static jr_status index_added(jr_tokenizer *t) {
+    for (size_t k = 0; k < t->n_added; k++) {
+        unsigned char b = (unsigned char)t->added[k].content[0];
+        t->added_first[b] |= t->added[k].normalized ? 2 : 1;
+        t->n_added_by_byte[b]++;
+    }
+    for (int b = 0; b < 256; b++) {
+        if (!t->n_added_by_byte[b]) continue;
+        t->added_by_byte[b] = jr_malloc(t->n_added_by_byte[b] * sizeof(uint32_t));
+        if (!t->added_by_byte[b]) return JR_ENOMEM;
+        t->n_added_by_byte[b] = 0;
+    }
+    for (size_t k = 0; k < t->n_added; k++) {
+        unsigned char b = (unsigned char)t->added[k].content[0];
+        uint32_t *v = t->added_by_byte[b];
+        uint32_t j = t->n_added_by_byte[b]++;
+        while (j > 0 && t->added[v[j - 1]].len < t->added[k].len) { v[j] = v[j - 1]; j--; }
+        v[j] = (uint32_t)k;
+    }
+    return JR_OK;
+}
+
 static jr_status load_model(jr_tokenizer *t, json_t *root, model_lists *L) {
     json_t *model = json_object_get(root, "model");
     if (!json_is_object(model)) return jr_fail(JR_EFORMAT, "%s: missing \"model\" object", t->name);
@@ -970,120 +1102,11 @@ static jr_status load_model(jr_tokenizer *t, json_t *root, model_lists *L) {
     t->blen = jr_calloc((size_t)t->n_ids, sizeof *t->blen);
     t->idflags = jr_calloc((size_t)t->n_ids, 1);
     if (!t->form || !t->bytes || !t->blen || !t->idflags) return JR_ENOMEM;
-    if (strmap_init(&t->vocab, L->nv)) return JR_ENOMEM;
-    for (size_t q = 0; q < L->nv; q++) {
-        int32_t id = (int32_t)L->v[q].id;
-        jr_status st = set_id(t, id, S + L->v[q].k, L->v[q].kn, "model.vocab");
-        if (st) return st;
-        if (strmap_put(&t->vocab, t->bytes[id], t->blen[id], id) >= 0)
-            return jr_fail(JR_EFORMAT, "%s: model.vocab: \"%.*s\" stands for the same bytes as another token", t->name,
-                           (int)L->v[q].kn, S + L->v[q].k);
-    }
-    for (int b = 0; b < 256; b++) {
-        char c = (char)b;
-        t->byte_id[b] = strmap_get(&t->vocab, &c, 1);
-    }
-
-    /* merges: "a b" strings or [a, b] lists; looked up by hashing the pair of ids */
-    size_t nm = L->nm;
-    if (pairmap_init(&t->merges, nm)) return JR_ENOMEM;
-    char *buf = NULL;
-    size_t bufcap = 0;
-    for (i = 0; i < nm; i++) {
-        const ment *m = &L->m[i];
-        const char *a, *b;
-        size_t al, bl;
-        if (m->form == 0) {
-            const char *s = S + m->a;
-            const char *sp = memchr(s, ' ', m->an);
-            if (!sp || memchr(sp + 1, ' ', m->an - (size_t)(sp + 1 - s))) {
-                free(buf);
-                return jr_fail(JR_EFORMAT, "%s: model.merges[%zu]: \"%.*s\" is not two tokens separated by one space", t->name, i,
-                               (int)m->an, s);
-            }
-            a = s; al = (size_t)(sp - s); b = sp + 1; bl = m->an - al - 1;
-        } else if (m->form == 1) {
-            a = S + m->a; al = m->an; b = S + m->b; bl = m->bn;
-        } else {
-            free(buf);
-            return jr_fail(JR_EFORMAT, "%s: model.merges[%zu]: expected \"a b\" or [\"a\", \"b\"]", t->name, i);
-        }
-        if (al + bl + 1 > bufcap) {
-            bufcap = (al + bl + 1) * 2;
-            char *nb = jr_realloc(buf, bufcap);
-            if (!nb) { free(buf); return JR_ENOMEM; }
-            buf = nb;
-        }
-        size_t abl = form_to_bytes(a, al, buf);
-        int32_t ia = strmap_get(&t->vocab, buf, abl);
-        size_t bbl = form_to_bytes(b, bl, buf + abl);
-        int32_t ib = strmap_get(&t->vocab, buf + abl, bbl);
-        int32_t im = strmap_get(&t->vocab, buf, abl + bbl);
-        if (ia < 0 || ib < 0 || im < 0) {
-            jr_fail(JR_EFORMAT, "%s: model.merges[%zu]: token \"%.*s\" is not in model.vocab", t->name, i,
-                    ia < 0 ? (int)al : ib < 0 ? (int)bl : (int)(al + bl), ia < 0 ? a : ib < 0 ? b : buf);
-            if (ia >= 0 && ib >= 0)
-                jr_fail(JR_EFORMAT, "%s: model.merges[%zu]: merged token \"%.*s%.*s\" is not in model.vocab", t->name, i,
-                        (int)al, a, (int)bl, b);
-            free(buf);
-            return JR_EFORMAT;
-        }
-        pairmap_put(&t->merges, ia, ib, (int32_t)i, im);
-    }
-    free(buf);
-
-    /* added tokens */
-    size_t na = json_array_size(added);
-    t->added = jr_calloc(na ? na : 1, sizeof *t->added);
-    if (!t->added || strmap_init(&t->added_map, na)) return JR_ENOMEM;
-    json_array_foreach(added, i, e) {
-        tok_added *a = &t->added[t->n_added++];
-        json_t *c = json_object_get(e, "content");
-        a->len = json_string_length(c);
-        a->content = arena_strndup(t, json_string_value(c), a->len);
-        if (!a->content) return JR_ENOMEM;
-        a->id = (int32_t)json_integer_value(json_object_get(e, "id"));
-        a->special = json_is_true(json_object_get(e, "special"));
-        a->lstrip = json_is_true(json_object_get(e, "lstrip"));
-        a->rstrip = json_is_true(json_object_get(e, "rstrip"));
-        a->single_word = json_is_true(json_object_get(e, "single_word"));
-        json_t *nz = json_object_get(e, "normalized");
-        a->normalized = nz ? json_is_true(nz) : !a->special;
-        if (utf8_check(a->content, a->len) != a->len)
-            return jr_fail(JR_EFORMAT, "%s: added_tokens[%zu].content: invalid UTF-8", t->name, i);
-        if (a->normalized) t->has_normalized_added = 1;
-        else t->has_raw_added = 1;
-        strmap_put(&t->added_map, a->content, a->len, a->id);
-        if (!t->form[a->id]) {
-            /* an added token decodes to its content as is (not through the byte-level alphabet),
-             * so that decode(encode(x)) == x also for non-ASCII added tokens */
-            char *f = arena_strndup(t, a->content, a->len);
-            if (!f) return JR_ENOMEM;
-            t->form[a->id] = t->bytes[a->id] = f;
-            t->blen[a->id] = (uint32_t)a->len;
-        }
-        t->idflags[a->id] |= ID_ADDED | (a->special ? ID_SPECIAL : 0);
-    }
-    /* index the added tokens by first byte, longest first, for leftmost-longest matching */
-    for (size_t k = 0; k < t->n_added; k++) {
-        unsigned char b = (unsigned char)t->added[k].content[0];
-        t->added_first[b] |= t->added[k].normalized ? 2 : 1;
-        t->n_added_by_byte[b]++;
-    }
-    for (int b = 0; b < 256; b++) {
-        if (!t->n_added_by_byte[b]) continue;
-        t->added_by_byte[b] = jr_malloc(t->n_added_by_byte[b] * sizeof(uint32_t));
-        if (!t->added_by_byte[b]) return JR_ENOMEM;
-        t->n_added_by_byte[b] = 0;
-    }
-    for (size_t k = 0; k < t->n_added; k++) {
-        unsigned char b = (unsigned char)t->added[k].content[0];
-        uint32_t *v = t->added_by_byte[b];
-        uint32_t j = t->n_added_by_byte[b]++;
-        while (j > 0 && t->added[v[j - 1]].len < t->added[k].len) { v[j] = v[j - 1]; j--; }
-        v[j] = (uint32_t)k;
-    }
-    return JR_OK;
+    jr_status st = load_vocab(t, L);
+    if (st) return st;
+    if ((st = load_merges(t, L))) return st;
+    if ((st = load_added(t, added))) return st;
+    return index_added(t);
 }
 
 static jr_status load_root(jr_tokenizer *t, json_t *root, model_lists *L) {

@@ -1865,21 +1865,154 @@ static val call_global(rctx *r, int line, const char *fn, argv_t *a) {
     return V_UNDEFINED;
 }
 
+/* E_NAME: a variable, or one of the global functions */
+static val eval_name(frame *f, node *n) {
+    val *v = lookup(f, n->s);
+    if (v) return *v;
+    if (!strcmp(n->s, "raise_exception") || !strcmp(n->s, "namespace") || !strcmp(n->s, "range") ||
+        !strcmp(n->s, "strftime_now") || !strcmp(n->s, "dict")) {
+        val fv = {V_FUNC, {0}};
+        fv.u.fn = n->s;
+        return fv;
+    }
+    return V_UNDEFINED;
+}
+
+/* E_CALL: a method call (obj.name(...)) or a call of a global function */
+static val eval_call(rctx *r, frame *f, node *n) {
+    argv_t a;
+    if (n->a->kind == E_ATTR) { /* a method call */
+        val o = eval(r, f, n->a->a);
+        if (r->failed) return V_UNDEFINED;
+        if (o.t == V_UNDEF) { rerr(r, n->line, "'%s' called on an undefined value", n->a->s); return V_UNDEFINED; }
+        if (eval_args(r, f, n, &a)) return V_UNDEFINED;
+        if (o.t == V_DICT) {
+            val *fv = dict_get(o.u.d, n->a->s, strlen(n->a->s));
+            if (fv && fv->t == V_FUNC) return call_global(r, n->line, fv->u.fn, &a);
+        }
+        return call_method(r, n->line, o, n->a->s, &a);
+    }
+    val fnv = eval(r, f, n->a);
+    if (r->failed) return V_UNDEFINED;
+    if (fnv.t != V_FUNC) { rerr(r, n->line, "calling a %s, which is not a function", type_name(fnv)); return V_UNDEFINED; }
+    if (eval_args(r, f, n, &a)) return V_UNDEFINED;
+    return call_global(r, n->line, fnv.u.fn, &a);
+}
+
+/* the numeric binary operators of E_BIN (and the error for unsupported operand types) */
+static val eval_arith(rctx *r, node *n, const char *op, val a, val b) {
+    if (is_num(a) && is_num(b)) {
+        int ints = a.t != V_FLOAT && b.t != V_FLOAT;
+        long long x = a.t == V_INT ? a.u.i : a.u.b, y = b.t == V_INT ? b.u.i : b.u.b;
+        double fx = num(a), fy = num(b);
+        val o = {V_FLOAT, {0}};
+        switch (op[0]) {
+        long long z;
+        case '+': if (ints) { if (__builtin_add_overflow(x, y, &z)) goto overflow; return mkint(z); } o.u.f = fx + fy; return o;
+        case '-': if (ints) { if (__builtin_sub_overflow(x, y, &z)) goto overflow; return mkint(z); } o.u.f = fx - fy; return o;
+        case '*':
+            if (op[1] == '*') {
+                if (ints && y >= 0) { /* by squaring; Python's ints are unbounded, ours are 64-bit: overflow is an error */
+                    long long p = 1, bse = x;
+                    for (long long e = y; e > 0; e >>= 1) {
+                        if ((e & 1) && __builtin_mul_overflow(p, bse, &p)) goto overflow;
+                        if (e > 1 && __builtin_mul_overflow(bse, bse, &bse)) goto overflow;
+                    }
+                    return mkint(p);
+                }
+                o.u.f = pow(fx, fy);
+                return o;
+            }
+            if (ints) { if (__builtin_mul_overflow(x, y, &z)) goto overflow; return mkint(z); }
+            o.u.f = fx * fy;
+            return o;
+        case '/':
+            if (fy == 0) { rerr(r, n->line, "division by zero"); return V_UNDEFINED; }
+            if (ints && y == -1 && x == LLONG_MIN) goto overflow;
+            if (op[1] == '/') { if (ints) { long long q = x / y; if ((x % y != 0) && ((x < 0) != (y < 0))) q--; return mkint(q); } o.u.f = floor(fx / fy); return o; }
+            o.u.f = fx / fy; return o;
+        case '%':
+            if (fy == 0) { rerr(r, n->line, "modulo by zero"); return V_UNDEFINED; }
+            if (ints) { if (y == -1) return mkint(0); long long m = x % y; if (m != 0 && ((m < 0) != (y < 0))) m += y; return mkint(m); }
+            o.u.f = fmod(fx, fy); if (o.u.f != 0 && ((o.u.f < 0) != (fy < 0))) o.u.f += fy; return o;
+        }
+    }
+    if (0) {
+    overflow:
+        rerr(r, n->line, "integer overflow in '%s' (template integers are 64-bit)", op);
+        return V_UNDEFINED;
+    }
+    rerr(r, n->line, "unsupported operand types for %s: %s and %s", op, type_name(a), type_name(b));
+    return V_UNDEFINED;
+}
+
+/* E_BIN: ~, comparisons, membership, and the string/list forms of + and * */
+static val eval_bin(rctx *r, frame *f, node *n) {
+    val a = eval(r, f, n->a), b = eval(r, f, n->b);
+    if (r->failed) return V_UNDEFINED;
+    const char *op = n->s;
+    if (!strcmp(op, "~")) {
+        val x = stringify(r, a), y = stringify(r, b);
+        char *s = aalloc(&r->ar, x.u.s.n + y.u.s.n + 1);
+        if (!s) return V_UNDEFINED;
+        memcpy(s, x.u.s.s, x.u.s.n);
+        memcpy(s + x.u.s.n, y.u.s.s, y.u.s.n);
+        return mkstr(s, x.u.s.n + y.u.s.n);
+    }
+    if (!strcmp(op, "==")) return mkbool(vequal(a, b));
+    if (!strcmp(op, "!=")) return mkbool(!vequal(a, b));
+    if (!strcmp(op, "in") || !strcmp(op, "notin")) {
+        int res;
+        if (b.t == V_STR) {
+            if (a.t != V_STR) { rerr(r, n->line, "'in <string>' requires a string on the left, got %s", type_name(a)); return V_UNDEFINED; }
+            res = !a.u.s.n || memmem(b.u.s.s, b.u.s.n, a.u.s.s, a.u.s.n) != NULL;
+        } else if (b.t == V_DICT) res = a.t == V_STR && dict_get(b.u.d, a.u.s.s, a.u.s.n) != NULL;
+        else if (b.t == V_LIST) { res = 0; for (size_t i = 0; i < b.u.l->n && !res; i++) res = vequal(a, b.u.l->v[i]); }
+        else { rerr(r, n->line, "'in' on a %s", type_name(b)); return V_UNDEFINED; }
+        return mkbool(op[0] == 'i' ? res : !res);
+    }
+    if (op[0] == '<' || op[0] == '>') {
+        int c = vcompare(a, b);
+        if (c == 2) { rerr(r, n->line, "cannot compare %s with %s", type_name(a), type_name(b)); return V_UNDEFINED; }
+        if (!strcmp(op, "<")) return mkbool(c < 0);
+        if (!strcmp(op, "<=")) return mkbool(c <= 0);
+        if (!strcmp(op, ">")) return mkbool(c > 0);
+        return mkbool(c >= 0);
+    }
+    if (!strcmp(op, "+")) {
+        if (a.t == V_STR && b.t == V_STR) {
+            char *s = aalloc(&r->ar, a.u.s.n + b.u.s.n + 1);
+            if (!s) return V_UNDEFINED;
+            memcpy(s, a.u.s.s, a.u.s.n);
+            memcpy(s + a.u.s.n, b.u.s.s, b.u.s.n);
+            return mkstr(s, a.u.s.n + b.u.s.n);
+        }
+        if (a.t == V_LIST && b.t == V_LIST) {
+            vlist *l = list_new(r, a.u.l->n + b.u.l->n);
+            if (!l) return V_UNDEFINED;
+            for (size_t i = 0; i < a.u.l->n; i++) list_push(r, l, a.u.l->v[i]);
+            for (size_t i = 0; i < b.u.l->n; i++) list_push(r, l, b.u.l->v[i]);
+            return mklist(l);
+        }
+    }
+    if (!strcmp(op, "*") && ((a.t == V_STR && b.t == V_INT) || (a.t == V_INT && b.t == V_STR))) {
+        val s = a.t == V_STR ? a : b;
+        long long k = a.t == V_INT ? a.u.i : b.u.i;
+        if (k < 0) k = 0;
+        if ((size_t)k * s.u.s.n > (1u << 24)) { rerr(r, n->line, "string repetition too long"); return V_UNDEFINED; }
+        sbuf sb = {NULL, 0, 0, &r->ar};
+        sb_add(&sb, "", 0);
+        for (long long i = 0; i < k; i++) sb_add(&sb, s.u.s.s, s.u.s.n);
+        return mkstr(sb.s, sb.n);
+    }
+    return eval_arith(r, n, op, a, b);
+}
+
 static val eval(rctx *r, frame *f, node *n) {
     if (r->failed) return V_UNDEFINED;
     switch (n->kind) {
     case E_LIT: return *n->lit;
-    case E_NAME: {
-        val *v = lookup(f, n->s);
-        if (v) return *v;
-        if (!strcmp(n->s, "raise_exception") || !strcmp(n->s, "namespace") || !strcmp(n->s, "range") ||
-            !strcmp(n->s, "strftime_now") || !strcmp(n->s, "dict")) {
-            val fv = {V_FUNC, {0}};
-            fv.u.fn = n->s;
-            return fv;
-        }
-        return V_UNDEFINED;
-    }
+    case E_NAME: return eval_name(f, n);
     case E_ATTR: {
         val o = eval(r, f, n->a);
         if (r->failed) return V_UNDEFINED;
@@ -1896,25 +2029,7 @@ static val eval(rctx *r, frame *f, node *n) {
         if (r->failed) return V_UNDEFINED;
         return do_slice(r, n->line, o, &a, &b, &c);
     }
-    case E_CALL: {
-        argv_t a;
-        if (n->a->kind == E_ATTR) { /* a method call */
-            val o = eval(r, f, n->a->a);
-            if (r->failed) return V_UNDEFINED;
-            if (o.t == V_UNDEF) { rerr(r, n->line, "'%s' called on an undefined value", n->a->s); return V_UNDEFINED; }
-            if (eval_args(r, f, n, &a)) return V_UNDEFINED;
-            if (o.t == V_DICT) {
-                val *fv = dict_get(o.u.d, n->a->s, strlen(n->a->s));
-                if (fv && fv->t == V_FUNC) return call_global(r, n->line, fv->u.fn, &a);
-            }
-            return call_method(r, n->line, o, n->a->s, &a);
-        }
-        val fnv = eval(r, f, n->a);
-        if (r->failed) return V_UNDEFINED;
-        if (fnv.t != V_FUNC) { rerr(r, n->line, "calling a %s, which is not a function", type_name(fnv)); return V_UNDEFINED; }
-        if (eval_args(r, f, n, &a)) return V_UNDEFINED;
-        return call_global(r, n->line, fnv.u.fn, &a);
-    }
+    case E_CALL: return eval_call(r, f, n);
     case E_FILTER: {
         val v = eval(r, f, n->a);
         argv_t a;
@@ -1962,108 +2077,7 @@ static val eval(rctx *r, frame *f, node *n) {
         }
         return mkdict(d);
     }
-    case E_BIN: {
-        val a = eval(r, f, n->a), b = eval(r, f, n->b);
-        if (r->failed) return V_UNDEFINED;
-        const char *op = n->s;
-        if (!strcmp(op, "~")) {
-            val x = stringify(r, a), y = stringify(r, b);
-            char *s = aalloc(&r->ar, x.u.s.n + y.u.s.n + 1);
-            if (!s) return V_UNDEFINED;
-            memcpy(s, x.u.s.s, x.u.s.n);
-            memcpy(s + x.u.s.n, y.u.s.s, y.u.s.n);
-            return mkstr(s, x.u.s.n + y.u.s.n);
-        }
-        if (!strcmp(op, "==")) return mkbool(vequal(a, b));
-        if (!strcmp(op, "!=")) return mkbool(!vequal(a, b));
-        if (!strcmp(op, "in") || !strcmp(op, "notin")) {
-            int res;
-            if (b.t == V_STR) {
-                if (a.t != V_STR) { rerr(r, n->line, "'in <string>' requires a string on the left, got %s", type_name(a)); return V_UNDEFINED; }
-                res = !a.u.s.n || memmem(b.u.s.s, b.u.s.n, a.u.s.s, a.u.s.n) != NULL;
-            } else if (b.t == V_DICT) res = a.t == V_STR && dict_get(b.u.d, a.u.s.s, a.u.s.n) != NULL;
-            else if (b.t == V_LIST) { res = 0; for (size_t i = 0; i < b.u.l->n && !res; i++) res = vequal(a, b.u.l->v[i]); }
-            else { rerr(r, n->line, "'in' on a %s", type_name(b)); return V_UNDEFINED; }
-            return mkbool(op[0] == 'i' ? res : !res);
-        }
-        if (op[0] == '<' || op[0] == '>') {
-            int c = vcompare(a, b);
-            if (c == 2) { rerr(r, n->line, "cannot compare %s with %s", type_name(a), type_name(b)); return V_UNDEFINED; }
-            if (!strcmp(op, "<")) return mkbool(c < 0);
-            if (!strcmp(op, "<=")) return mkbool(c <= 0);
-            if (!strcmp(op, ">")) return mkbool(c > 0);
-            return mkbool(c >= 0);
-        }
-        if (!strcmp(op, "+")) {
-            if (a.t == V_STR && b.t == V_STR) {
-                char *s = aalloc(&r->ar, a.u.s.n + b.u.s.n + 1);
-                if (!s) return V_UNDEFINED;
-                memcpy(s, a.u.s.s, a.u.s.n);
-                memcpy(s + a.u.s.n, b.u.s.s, b.u.s.n);
-                return mkstr(s, a.u.s.n + b.u.s.n);
-            }
-            if (a.t == V_LIST && b.t == V_LIST) {
-                vlist *l = list_new(r, a.u.l->n + b.u.l->n);
-                if (!l) return V_UNDEFINED;
-                for (size_t i = 0; i < a.u.l->n; i++) list_push(r, l, a.u.l->v[i]);
-                for (size_t i = 0; i < b.u.l->n; i++) list_push(r, l, b.u.l->v[i]);
-                return mklist(l);
-            }
-        }
-        if (!strcmp(op, "*") && ((a.t == V_STR && b.t == V_INT) || (a.t == V_INT && b.t == V_STR))) {
-            val s = a.t == V_STR ? a : b;
-            long long k = a.t == V_INT ? a.u.i : b.u.i;
-            if (k < 0) k = 0;
-            if ((size_t)k * s.u.s.n > (1u << 24)) { rerr(r, n->line, "string repetition too long"); return V_UNDEFINED; }
-            sbuf sb = {NULL, 0, 0, &r->ar};
-            sb_add(&sb, "", 0);
-            for (long long i = 0; i < k; i++) sb_add(&sb, s.u.s.s, s.u.s.n);
-            return mkstr(sb.s, sb.n);
-        }
-        if (is_num(a) && is_num(b)) {
-            int ints = a.t != V_FLOAT && b.t != V_FLOAT;
-            long long x = a.t == V_INT ? a.u.i : a.u.b, y = b.t == V_INT ? b.u.i : b.u.b;
-            double fx = num(a), fy = num(b);
-            val o = {V_FLOAT, {0}};
-            switch (op[0]) {
-            long long z;
-            case '+': if (ints) { if (__builtin_add_overflow(x, y, &z)) goto overflow; return mkint(z); } o.u.f = fx + fy; return o;
-            case '-': if (ints) { if (__builtin_sub_overflow(x, y, &z)) goto overflow; return mkint(z); } o.u.f = fx - fy; return o;
-            case '*':
-                if (op[1] == '*') {
-                    if (ints && y >= 0) { /* by squaring; Python's ints are unbounded, ours are 64-bit: overflow is an error */
-                        long long p = 1, bse = x;
-                        for (long long e = y; e > 0; e >>= 1) {
-                            if ((e & 1) && __builtin_mul_overflow(p, bse, &p)) goto overflow;
-                            if (e > 1 && __builtin_mul_overflow(bse, bse, &bse)) goto overflow;
-                        }
-                        return mkint(p);
-                    }
-                    o.u.f = pow(fx, fy);
-                    return o;
-                }
-                if (ints) { if (__builtin_mul_overflow(x, y, &z)) goto overflow; return mkint(z); }
-                o.u.f = fx * fy;
-                return o;
-            case '/':
-                if (fy == 0) { rerr(r, n->line, "division by zero"); return V_UNDEFINED; }
-                if (ints && y == -1 && x == LLONG_MIN) goto overflow;
-                if (op[1] == '/') { if (ints) { long long q = x / y; if ((x % y != 0) && ((x < 0) != (y < 0))) q--; return mkint(q); } o.u.f = floor(fx / fy); return o; }
-                o.u.f = fx / fy; return o;
-            case '%':
-                if (fy == 0) { rerr(r, n->line, "modulo by zero"); return V_UNDEFINED; }
-                if (ints) { if (y == -1) return mkint(0); long long m = x % y; if (m != 0 && ((m < 0) != (y < 0))) m += y; return mkint(m); }
-                o.u.f = fmod(fx, fy); if (o.u.f != 0 && ((o.u.f < 0) != (fy < 0))) o.u.f += fy; return o;
-            }
-        }
-        if (0) {
-        overflow:
-            rerr(r, n->line, "integer overflow in '%s' (template integers are 64-bit)", op);
-            return V_UNDEFINED;
-        }
-        rerr(r, n->line, "unsupported operand types for %s: %s and %s", op, type_name(a), type_name(b));
-        return V_UNDEFINED;
-    }
+    case E_BIN: return eval_bin(r, f, n);
     }
     rerr(r, n->line, "internal: bad expression node");
     return V_UNDEFINED;
