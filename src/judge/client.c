@@ -987,6 +987,64 @@ jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
     return st ? st : jr_judge_open_opts(out, &o);
 }
 
+/* judge.endpoints: checks each {url, model} and fills j->ep (completions URL, concurrency, rate buckets). */
+static jr_status setup_endpoints(jr_judge *j, const jr_judge_opts *o, const char *src) {
+    j->n_ep = o->n_endpoints;
+    if (j->n_ep <= 0) return jr_fail(JR_EINVAL, "%s: judge.endpoints is empty: add at least one {url, model} (e.g. url: http://127.0.0.1:8000/v1)", src);
+    j->ep = jr_calloc((size_t)j->n_ep, sizeof *j->ep);
+    if (!j->ep) return JR_ENOMEM;
+    int conc = o->concurrency > 0 ? o->concurrency : 0; /* 0: by kind, in setup_servers */
+    for (int i = 0; i < j->n_ep; i++) {
+        const char *url = o->endpoints[i].url;
+        const char *model = o->endpoints[i].model;
+        if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))) {
+            return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].url=%s: expected an http:// or https:// URL", src, i, url ? url : "null");
+        }
+        if (!model) return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model: required", src, i);
+        if (i > 0 && strcmp(model, j->ep[0].model)) {
+            return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model=%s differs from endpoints[0].model=%s: endpoints are servers of one judge", src, i, model, j->ep[0].model);
+        }
+        size_t ul = strlen(url);
+        while (ul && url[ul - 1] == '/') ul--;
+        const char *suffix = j->chat ? "/chat/completions" : "/completions";
+        size_t sl = strlen(suffix);
+        if (ul >= sl && !strncmp(url + ul - sl, suffix, sl)) j->ep[i].url = strndup(url, ul);
+        else j->ep[i].url = fmt("%.*s%s", (int)ul, url, suffix);
+        j->ep[i].model = jr_strdup(model);
+        if (!j->ep[i].url || !j->ep[i].model) return JR_ENOMEM;
+        int c = o->endpoints[i].concurrency;
+        j->ep[i].conc = c > 0 ? c : conc;
+        j->ep[i].rtok = j->rpm / 60.0 > 1 ? j->rpm / 60.0 : 1;
+        j->ep[i].ttok = j->tpm / 60.0;
+    }
+    return JR_OK;
+}
+
+/* The request headers, with the bearer key from judge.api_key_env when set. */
+static jr_status setup_headers(jr_judge *j, const jr_judge_opts *o, const char *src) {
+    const char *kenv = o->api_key_env;
+    j->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+    j->hdrs = curl_slist_append(j->hdrs, "Expect:");
+    if (kenv && *kenv) {
+        const char *key = getenv(kenv);
+        if (!key || !*key) {
+            return jr_fail(JR_EINVAL, "%s: judge.api_key_env=%s: the environment variable %s is not set (export it, or set judge.api_key_env: null for servers without a key)", src, kenv, kenv);
+        }
+        for (const char *c = key; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+                return jr_fail(JR_EINVAL, "%s: judge.api_key_env=%s: the key contains a control character (a stray newline?)", src, kenv);
+            }
+        j->api_key = jr_strdup(key);
+        char *h = fmt("Authorization: Bearer %s", key);
+        if (!j->api_key || !h) { free(h); return JR_ENOMEM; }
+        j->hdrs = curl_slist_append(j->hdrs, h);
+        explicit_bzero(h, strlen(h));
+        free(h);
+    }
+    if (!j->hdrs) return JR_ENOMEM;
+    return JR_OK;
+}
+
 jr_status jr_judge_open_opts(jr_judge **out, const jr_judge_opts *o) {
     *out = NULL;
     pthread_once(&curl_once, curl_init_once);
@@ -1019,58 +1077,10 @@ jr_status jr_judge_open_opts(jr_judge **out, const jr_judge_opts *o) {
     const json_t *eb = o->extra_body;
     if (eb && !json_is_object(eb)) { st = jr_fail(JR_EINVAL, "%s: judge.extra_body: expected a mapping of request fields", src); goto fail; }
     j->extra_body = eb ? json_deep_copy(eb) : NULL;
-    j->n_ep = o->n_endpoints;
-    if (j->n_ep <= 0) { st = jr_fail(JR_EINVAL, "%s: judge.endpoints is empty: add at least one {url, model} (e.g. url: http://127.0.0.1:8000/v1)", src); goto fail; }
-    j->ep = jr_calloc((size_t)j->n_ep, sizeof *j->ep);
-    if (!j->ep) { st = JR_ENOMEM; goto fail; }
-    int conc = o->concurrency > 0 ? o->concurrency : 0; /* 0: by kind, in setup_servers */
-    for (int i = 0; i < j->n_ep; i++) {
-        const char *url = o->endpoints[i].url;
-        const char *model = o->endpoints[i].model;
-        if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))) {
-            st = jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].url=%s: expected an http:// or https:// URL", src, i, url ? url : "null");
-            goto fail;
-        }
-        if (!model) { st = jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model: required", src, i); goto fail; }
-        if (i > 0 && strcmp(model, j->ep[0].model)) {
-            st = jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model=%s differs from endpoints[0].model=%s: endpoints are servers of one judge", src, i, model, j->ep[0].model);
-            goto fail;
-        }
-        size_t ul = strlen(url);
-        while (ul && url[ul - 1] == '/') ul--;
-        const char *suffix = j->chat ? "/chat/completions" : "/completions";
-        size_t sl = strlen(suffix);
-        if (ul >= sl && !strncmp(url + ul - sl, suffix, sl)) j->ep[i].url = strndup(url, ul);
-        else j->ep[i].url = fmt("%.*s%s", (int)ul, url, suffix);
-        j->ep[i].model = jr_strdup(model);
-        if (!j->ep[i].url || !j->ep[i].model) { st = JR_ENOMEM; goto fail; }
-        int c = o->endpoints[i].concurrency;
-        j->ep[i].conc = c > 0 ? c : conc;
-        j->ep[i].rtok = j->rpm / 60.0 > 1 ? j->rpm / 60.0 : 1;
-        j->ep[i].ttok = j->tpm / 60.0;
-    }
-    const char *kenv = o->api_key_env;
-    j->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-    j->hdrs = curl_slist_append(j->hdrs, "Expect:");
-    if (kenv && *kenv) {
-        const char *key = getenv(kenv);
-        if (!key || !*key) {
-            st = jr_fail(JR_EINVAL, "%s: judge.api_key_env=%s: the environment variable %s is not set (export it, or set judge.api_key_env: null for servers without a key)", src, kenv, kenv);
-            goto fail;
-        }
-        for (const char *c = key; *c; c++)
-            if ((unsigned char)*c < 0x20 || *c == 0x7f) {
-                st = jr_fail(JR_EINVAL, "%s: judge.api_key_env=%s: the key contains a control character (a stray newline?)", src, kenv);
-                goto fail;
-            }
-        j->api_key = jr_strdup(key);
-        char *h = fmt("Authorization: Bearer %s", key);
-        if (!j->api_key || !h) { free(h); st = JR_ENOMEM; goto fail; }
-        j->hdrs = curl_slist_append(j->hdrs, h);
-        explicit_bzero(h, strlen(h));
-        free(h);
-    }
-    if (!j->hdrs) { st = JR_ENOMEM; goto fail; }
+    st = setup_endpoints(j, o, src);
+    if (st) goto fail;
+    st = setup_headers(j, o, src);
+    if (st) goto fail;
     st = jr_judge_constraint_parse(o->constraint, "judge.constraint", &j->constraint);
     if (st) { jr_fail_ctx(st, "%s", src); goto fail; }
     st = add_proto(j, o->protocol, NULL); /* the protocol's own options first: no network needed */

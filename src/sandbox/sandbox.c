@@ -238,19 +238,17 @@ static jr_status make_fds(const void *input, size_t len, int *in_fd, int p[10]) 
     return JR_OK;
 }
 
-static jr_status run_once(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len,
-                          jr_sandbox_result *res) {
-    memset(res, 0, sizeof *res);
-    res->exit_code = -1;
-    jr_status st = jr_sandbox_opts_check(o);
-    if (st) return st;
-    if (!argv || !argv[0] || argv[0][0] != '/') return jr_fail(JR_EINVAL, "sandbox: the command needs an absolute path");
+/* Builds the command line and the fds, and forks the child: on success, *pid is the child, *t0 the
+ * time of the fork and p[2k] the parent's end of pipe k (the child's ends are closed). */
+static jr_status spawn(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len,
+                       int p[10], pid_t *pid, double *t0) {
+    jr_status st = JR_OK;
     char *bwrap = o->unsafe ? NULL : find_exe(o->bwrap);
     if (!o->unsafe && !bwrap)
         return jr_fail(JR_ENOTFOUND, "sandbox: '%s' not found: install bubblewrap (tools/deps.sh build), or set sandbox.unsafe: true to run code unsandboxed", o->bwrap);
     char store[3][64];
     const char **a = build_argv(o, bwrap, argv, store);
-    int in_fd = -1, p[10], devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int in_fd = -1, devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (!a || devnull < 0 || (st = make_fds(input, len, &in_fd, p))) {
         if (!st) st = jr_fail(JR_EIO, "sandbox: /dev/null: %s", strerror(errno));
         free(a); free(bwrap);
@@ -261,44 +259,39 @@ static jr_status run_once(const jr_sandbox_opts *o, const char *const *argv, con
     }
     /* child fds: 0 stdin, 1 stdout, 2 stderr, 3 input, 4 channel, 5 bwrap info, 6 exec error */
     const int cfds[7] = {devnull, p[1], p[3], in_fd, p[5], p[7], p[9]};
-    double t0 = now_s();
-    pid_t pid = fork();
-    if (pid == 0) child(o, a, cfds);
+    *t0 = now_s();
+    *pid = fork();
+    if (*pid == 0) child(o, a, cfds);
     int fork_errno = errno;
     close(devnull);
     close(in_fd);
     for (int k = 0; k < 5; k++) { close(p[2 * k + 1]); p[2 * k + 1] = -1; }
     free(a);
     free(bwrap);
-    if (pid < 0) { close_all(p, 10); return jr_fail(JR_EIO, "sandbox: fork: %s", strerror(fork_errno)); }
+    if (*pid < 0) { close_all(p, 10); return jr_fail(JR_EIO, "sandbox: fork: %s", strerror(fork_errno)); }
+    return JR_OK;
+}
 
-    stream s[4] = {{p[0], {0}, o->output_bytes, 0}, {p[2], {0}, o->output_bytes, 0},
-                   {p[4], {0}, 1 << 20, 0}, {p[6], {0}, 4096, 0}};
-    int errfd = p[8];
-    int exec_errno = 0;
-    {   /* the exec error pipe closes on a successful execve */
-        ssize_t r;
-        while ((r = read(errfd, &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {}
-        if (r <= 0) exec_errno = 0;
-        close(errfd);
-    }
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    double deadline = t0 + o->timeout_s, grace_end = 0;
-    int status = 0, exited = 0, killed_for = 0; /* 1 timeout, 2 stdout, 3 stderr */
-    while (!exec_errno) {
+/* Reads the streams until they close (the child exited, plus a grace period for stragglers), the
+ * deadline passes or an output cap is crossed; *exited once the child is reaped into *status.
+ * Returns why the run is cut short: 0 not, 1 timeout, 2 stdout, 3 stderr. */
+static int pump(stream s[4], pid_t pid, int pidfd, double deadline, int *status, int *exited) {
+    double grace_end = 0;
+    int killed_for = 0;
+    for (;;) {
         struct pollfd pf[5];
         int np = 0, idx[5];
         for (int i = 0; i < 4; i++)
             if (s[i].fd >= 0) { pf[np] = (struct pollfd){s[i].fd, POLLIN, 0}; idx[np++] = i; }
-        if (!exited && pidfd >= 0) { pf[np] = (struct pollfd){pidfd, POLLIN, 0}; idx[np++] = -1; }
+        if (!*exited && pidfd >= 0) { pf[np] = (struct pollfd){pidfd, POLLIN, 0}; idx[np++] = -1; }
         if (!np) break;
-        double t = now_s(), until = exited ? grace_end : deadline;
+        double t = now_s(), until = *exited ? grace_end : deadline;
         if (t >= until) {
-            if (!exited) killed_for = 1;
+            if (!*exited) killed_for = 1;
             break;
         }
         int ms = (int)ceil((until - t) * 1000);
-        if (!exited && pidfd < 0 && ms > 20) ms = 20; /* no pidfd: poll waitpid */
+        if (!*exited && pidfd < 0 && ms > 20) ms = 20; /* no pidfd: poll waitpid */
         int r = poll(pf, (nfds_t)np, ms);
         if (r < 0 && errno != EINTR) break;
         for (int j = 0; r > 0 && j < np; j++) {
@@ -306,15 +299,17 @@ static jr_status run_once(const jr_sandbox_opts *o, const char *const *argv, con
             if (idx[j] >= 0) drain(&s[idx[j]]);
         }
         if (s[0].over || s[1].over) { killed_for = s[0].over ? 2 : 3; break; }
-        if (!exited && waitpid(pid, &status, WNOHANG) == pid) {
-            exited = 1;
+        if (!*exited && waitpid(pid, status, WNOHANG) == pid) {
+            *exited = 1;
             grace_end = now_s() + 0.5; /* pipes still held by stragglers close when the group dies */
             kill(-pid, SIGKILL);
         }
     }
-    kill(-pid, SIGKILL);
-    if (!exited) while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    res->wall_s = now_s() - t0;
+    return killed_for;
+}
+
+/* Takes what is left in the streams' pipes without waiting, and closes them. */
+static void drain_rest(stream s[4]) {
     for (int i = 0; i < 4; i++)
         if (s[i].fd >= 0) {
             fcntl(s[i].fd, F_SETFL, O_NONBLOCK);
@@ -324,22 +319,11 @@ static jr_status run_once(const jr_sandbox_opts *o, const char *const *argv, con
             }
             if (s[i].fd >= 0) close(s[i].fd);
         }
-    if (pidfd >= 0) close(pidfd);
-    int started = s[3].buf.n > 0 || o->unsafe;
-    char *info = jr_strbuf_take(&s[3].buf);
-    free(info);
-    res->out = jr_strbuf_take(&s[0].buf);
-    res->err = jr_strbuf_take(&s[1].buf);
-    res->channel = jr_strbuf_take(&s[2].buf);
-    if (!res->out || !res->err || !res->channel) { jr_sandbox_result_free(res); return jr_fail(JR_ENOMEM, "sandbox: out of memory"); }
-    res->out_len = strlen(res->out);
-    res->err_len = strlen(res->err);
-    res->channel_len = strlen(res->channel);
-    if (exec_errno) {
-        jr_sandbox_result_free(res);
-        return jr_fail(JR_EIO, "sandbox: cannot start %s (as uid %ld): %s", o->unsafe ? argv[0] : o->bwrap,
-                       geteuid() == 0 ? o->uid : (long)geteuid(), strerror(exec_errno));
-    }
+}
+
+/* The outcome and reason of a run whose child has been reaped (killed_for as from pump; started:
+ * the sandbox was set up). */
+static jr_status classify(const jr_sandbox_opts *o, jr_sandbox_result *res, int status, int killed_for, int started) {
     res->killed = killed_for != 0;
     if (killed_for == 1) { res->outcome = JR_SB_TIMEOUT; return JR_OK; }
     res->outcome = JR_SB_FAILED;
@@ -360,6 +344,55 @@ static jr_status run_once(const jr_sandbox_opts *o, const char *const *argv, con
     else res->outcome = JR_SB_PASSED;
     if (res->outcome == JR_SB_FAILED && !res->reason) { jr_sandbox_result_free(res); return jr_fail(JR_ENOMEM, "sandbox: out of memory"); }
     return JR_OK;
+}
+
+static jr_status run_once(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len,
+                          jr_sandbox_result *res) {
+    memset(res, 0, sizeof *res);
+    res->exit_code = -1;
+    jr_status st = jr_sandbox_opts_check(o);
+    if (st) return st;
+    if (!argv || !argv[0] || argv[0][0] != '/') return jr_fail(JR_EINVAL, "sandbox: the command needs an absolute path");
+    int p[10];
+    pid_t pid = 0;
+    double t0 = 0;
+    st = spawn(o, argv, input, len, p, &pid, &t0);
+    if (st) return st;
+
+    stream s[4] = {{p[0], {0}, o->output_bytes, 0}, {p[2], {0}, o->output_bytes, 0},
+                   {p[4], {0}, 1 << 20, 0}, {p[6], {0}, 4096, 0}};
+    int errfd = p[8];
+    int exec_errno = 0;
+    {   /* the exec error pipe closes on a successful execve */
+        ssize_t r;
+        while ((r = read(errfd, &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {}
+        if (r <= 0) exec_errno = 0;
+        close(errfd);
+    }
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int status = 0, exited = 0;
+    int killed_for = exec_errno ? 0 : pump(s, pid, pidfd, t0 + o->timeout_s, &status, &exited);
+    kill(-pid, SIGKILL);
+    if (!exited) while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    res->wall_s = now_s() - t0;
+    drain_rest(s);
+    if (pidfd >= 0) close(pidfd);
+    int started = s[3].buf.n > 0 || o->unsafe;
+    char *info = jr_strbuf_take(&s[3].buf);
+    free(info);
+    res->out = jr_strbuf_take(&s[0].buf);
+    res->err = jr_strbuf_take(&s[1].buf);
+    res->channel = jr_strbuf_take(&s[2].buf);
+    if (!res->out || !res->err || !res->channel) { jr_sandbox_result_free(res); return jr_fail(JR_ENOMEM, "sandbox: out of memory"); }
+    res->out_len = strlen(res->out);
+    res->err_len = strlen(res->err);
+    res->channel_len = strlen(res->channel);
+    if (exec_errno) {
+        jr_sandbox_result_free(res);
+        return jr_fail(JR_EIO, "sandbox: cannot start %s (as uid %ld): %s", o->unsafe ? argv[0] : o->bwrap,
+                       geteuid() == 0 ? o->uid : (long)geteuid(), strerror(exec_errno));
+    }
+    return classify(o, res, status, killed_for, started);
 }
 
 int jr_sandbox_available(const jr_sandbox_opts *o, const char **why) {
