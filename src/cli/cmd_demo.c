@@ -372,38 +372,34 @@ static double mean_metric(const char *path, const char *key) {
     return n ? s / n : NAN;
 }
 
-static jr_status run_modern(const char *out, json_t *sum, json_t *stages, const sizes *z) {
-    char log[PATH_MAX + 32], d_pol[PATH_MAX + 32], d_ju[PATH_MAX + 32], d_jb[PATH_MAX + 32], d_eval[PATH_MAX + 32];
-    snprintf(log, sizeof log, "%s/demo.log", out);
-    snprintf(d_pol, sizeof d_pol, "%s/policy-sft", out);
-    snprintf(d_ju, sizeof d_ju, "%s/judge-unbiased", out);
-    snprintf(d_jb, sizeof d_jb, "%s/judge-biased", out);
-    snprintf(d_eval, sizeof d_eval, "%s/eval", out);
-    jr_status st = jr_mkdirs(d_eval);
-    if (st) return st;
-    st = load_jsonl_array("data/eightball/answers.jsonl", &g_answers);
-    if (st) return st;
-    char o1[2 * PATH_MAX], o2[64], o3[2 * PATH_MAX], o4[2 * PATH_MAX];
+/* The policy SFT stage. */
+static jr_status stage_policy(json_t *stages, const char *d_pol, const char *log, const sizes *z) {
+    char o1[2 * PATH_MAX], o2[64], o3[2 * PATH_MAX];
     int reused;
-    /* policy SFT */
     double t0 = jr_wall_time();
     json_t *s = stage(stages, "policy-sft");
     snprintf(o1, sizeof o1, "run.out_dir=%s", d_pol);
     snprintf(o2, sizeof o2, "trainer.steps=%d", z->policy_steps);
     char *pa[] = {"train", "configs/eightball/policy-sft.yaml", o1, o2, NULL};
-    st = train_or_reuse(d_pol, log, pa, &reused);
+    jr_status st = train_or_reuse(d_pol, log, pa, &reused);
     if (st) { stage_end(s, "failed", t0, jr_errmsg()); return st; }
     snprintf(o3, sizeof o3, "tiny causal LM (8-ball BPE tokenizer), %d steps on the questions with 8-ball answers%s", z->policy_steps,
              reused ? "; reused" : "");
     stage_end(s, "done", t0, o3);
-    /* judges */
-    t0 = jr_wall_time();
-    s = stage(stages, "judges");
+    return JR_OK;
+}
+
+/* The judges stage: the unbiased judge, then the biased one trained from it. */
+static jr_status stage_judges(json_t *stages, const char *d_ju, const char *d_jb, const char *log, const sizes *z) {
+    char o1[2 * PATH_MAX], o2[64], o3[2 * PATH_MAX];
+    int reused;
+    double t0 = jr_wall_time();
+    json_t *s = stage(stages, "judges");
     snprintf(o1, sizeof o1, "run.out_dir=%s", d_ju);
     snprintf(o2, sizeof o2, "trainer.steps=%d", z->judge_steps);
     /* the unbiased judge starts from a random model (configs/eightball/judge-sft.yaml) */
     char *ja[] = {"train", "configs/eightball/judge-sft.yaml", o1, o2, NULL};
-    st = train_or_reuse(d_ju, log, ja, &reused);
+    jr_status st = train_or_reuse(d_ju, log, ja, &reused);
     int reused2 = 0;
     if (!st) {
         snprintf(o1, sizeof o1, "run.out_dir=%s", d_jb);
@@ -417,9 +413,113 @@ static jr_status run_modern(const char *out, json_t *sum, json_t *stages, const 
     snprintf(o3, sizeof o3, "unbiased: %d steps on the preference grades; biased: +%d steps on the Yes-skewed grades%s",
              z->judge_steps, z->biased_steps, reused && reused2 ? "; reused" : "");
     stage_end(s, "done", t0, o3);
+    return JR_OK;
+}
+
+/* GRPO from the SFT policy in d_pol into gdir (emptied first), judged over HTTP on `port`. */
+static jr_status grpo_train(const char *log, const char *gdir, const char *d_pol, int port, const sizes *z) {
+    char ep[160], od[2 * PATH_MAX], mp[2 * PATH_MAX], stp[48], gen[48], pps[48];
+    snprintf(ep, sizeof ep, "judge.endpoints=[{url: \"http://127.0.0.1:%d/v1\", model: judge}]", port);
+    snprintf(od, sizeof od, "run.out_dir=%s", gdir);
+    snprintf(mp, sizeof mp, "model.path=%s/model", d_pol);
+    snprintf(stp, sizeof stp, "trainer.steps=%d", z->grpo_steps);
+    snprintf(gen, sizeof gen, "grpo.num_generations=%d", z->gens);
+    snprintf(pps, sizeof pps, "grpo.prompts_per_step=%d", z->prompts);
+    char *rm[] = {"/bin/rm", "-rf", (char *)gdir, NULL};
+    pid_t pid = fork();
+    if (pid == 0) { execv(rm[0], rm); _exit(127); }
+    int ws;
+    if (pid > 0) waitpid(pid, &ws, 0);
+    char *ga[] = {"train", "configs/eightball-grpo.yaml", od, mp, ep, stp, gen, pps, NULL};
+    return run_child(log, ga);
+}
+
+/* One GRPO stage, against the judge in jdir served over HTTP: the judge's accuracy, the SFT
+ * policy's held-out answers (`before`) graded, GRPO, the trained policy's held-out answers graded.
+ * Appends its record to `grpo`. */
+static jr_status grpo_one(json_t *stages, json_t *grpo, const char *out, const char *log, const char *d_pol,
+                          const char *d_eval, const char *jdir, const char *name, json_t *before, const sizes *z) {
+    char o3[2 * PATH_MAX], o4[2 * PATH_MAX];
+    double t0 = jr_wall_time();
+    char sname[32];
+    snprintf(sname, sizeof sname, "grpo-%s", name);
+    json_t *s = stage(stages, sname);
+    server sv;
+    char slog[2 * PATH_MAX], jm[2 * PATH_MAX], gdir[PATH_MAX + 64];
+    snprintf(slog, sizeof slog, "%s/serve-%s.log", out, name);
+    snprintf(jm, sizeof jm, "%s/model", jdir);
+    snprintf(gdir, sizeof gdir, "%s/grpo-%s", out, name);
+    jr_status st = server_start(&sv, jm, slog);
+    if (st) { stage_end(s, "failed", t0, jr_errmsg()); return st; }
+    json_t *r = json_object();
+    json_array_append_new(grpo, r);
+    json_object_set_new(r, "judge", json_string(name));
+    json_object_set_new(r, "port", json_integer(sv.port));
+    double m0, u0, l0, m1, u1, l1, jacc = NAN, jyes = NAN;
+    st = judge_accuracy(sv.port, d_eval, name, log, &jacc, &jyes);
+    json_object_set_new(r, "judge_accuracy", json_real(jacc));
+    json_object_set_new(r, "judge_yes_good", json_real(jyes));
+    if (!st) st = grade_rows(before, sv.port, d_eval, name, log, &m0, &u0, &l0);
+    if (!st) st = grpo_train(log, gdir, d_pol, sv.port, z);
+    json_t *after = NULL;
+    if (!st) {
+        snprintf(o3, sizeof o3, "%s/model", gdir);
+        snprintf(o4, sizeof o4, "%s/after-%s.jsonl", d_eval, name);
+        st = gen_heldout(o3, o4, log, z->heldout_n, &after);
+    }
+    char an[48];
+    snprintf(an, sizeof an, "%s-after", name);
+    if (!st) st = grade_rows(after, sv.port, d_eval, an, log, &m1, &u1, &l1);
+    server_stop(&sv);
+    if (st) { json_decref(after); stage_end(s, "failed", t0, jr_errmsg()); return st; }
+    char mpath[2 * PATH_MAX];
+    snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", gdir);
+    snprintf(o4, sizeof o4, "grpo-%s/metrics.jsonl", name);
+    json_object_set_new(r, "metrics", json_string(o4));
+    json_object_set_new(r, "reward_before", json_real(m0));
+    json_object_set_new(r, "reward_after", json_real(m1));
+    json_object_set_new(r, "unscored_before", json_real(u0));
+    json_object_set_new(r, "unscored_share", json_real(u1));
+    json_object_set_new(r, "grade_latency_s", json_real(l1));
+    json_object_set_new(r, "judge_latency_p50", json_real(mean_metric(mpath, "judge/latency_p50")));
+    json_object_set_new(r, "train_unscored_frac", json_real(mean_metric(mpath, "unscored_frac")));
+    json_object_set_new(r, "dist_before", gen_distribution(before));
+    json_object_set_new(r, "dist_after", gen_distribution(after));
+    json_decref(after);
+    snprintf(o3, sizeof o3, "%d steps against judge-%s on port %d; its mean held-out reward %.3f -> %.3f", z->grpo_steps,
+             name, sv.port, m0, m1);
+    stage_end(s, "done", t0, o3);
+    return JR_OK;
+}
+
+/* The steering summary: P(Yes) after GRPO against each judge. */
+static void steering_summary(json_t *sum, json_t *grpo) {
+    double pu = json_number_value(json_object_get(json_object_get(json_array_get(grpo, 0), "dist_after"), "Yes"));
+    double pb = json_number_value(json_object_get(json_object_get(json_array_get(grpo, 1), "dist_after"), "Yes"));
+    json_t *stg = json_object();
+    json_object_set_new(stg, "p_yes_unbiased", json_real(pu));
+    json_object_set_new(stg, "p_yes_biased", json_real(pb));
+    json_object_set_new(stg, "delta", json_real(pb - pu));
+    json_object_set_new(sum, "steering", stg);
+}
+
+static jr_status run_modern(const char *out, json_t *sum, json_t *stages, const sizes *z) {
+    char log[PATH_MAX + 32], d_pol[PATH_MAX + 32], d_ju[PATH_MAX + 32], d_jb[PATH_MAX + 32], d_eval[PATH_MAX + 32];
+    snprintf(log, sizeof log, "%s/demo.log", out);
+    snprintf(d_pol, sizeof d_pol, "%s/policy-sft", out);
+    snprintf(d_ju, sizeof d_ju, "%s/judge-unbiased", out);
+    snprintf(d_jb, sizeof d_jb, "%s/judge-biased", out);
+    snprintf(d_eval, sizeof d_eval, "%s/eval", out);
+    jr_status st = jr_mkdirs(d_eval);
+    if (st) return st;
+    st = load_jsonl_array("data/eightball/answers.jsonl", &g_answers);
+    if (st) return st;
+    if ((st = stage_policy(stages, d_pol, log, z))) return st;
+    if ((st = stage_judges(stages, d_ju, d_jb, log, z))) return st;
     /* held-out answers of the SFT policy */
-    t0 = jr_wall_time();
-    s = stage(stages, "heldout-before");
+    char o3[2 * PATH_MAX], o4[2 * PATH_MAX];
+    double t0 = jr_wall_time();
+    json_t *s = stage(stages, "heldout-before");
     json_t *before = NULL;
     snprintf(o3, sizeof o3, "%s/model", d_pol);
     snprintf(o4, sizeof o4, "%s/before.jsonl", d_eval);
@@ -430,85 +530,11 @@ static jr_status run_modern(const char *out, json_t *sum, json_t *stages, const 
     json_object_set_new(sum, "grpo", grpo);
     const char *names[2] = {"unbiased", "biased"};
     const char *jdirs[2] = {d_ju, d_jb};
-    for (int k = 0; k < 2 && !st; k++) {
-        t0 = jr_wall_time();
-        char sname[32];
-        snprintf(sname, sizeof sname, "grpo-%s", names[k]);
-        s = stage(stages, sname);
-        server sv;
-        char slog[2 * PATH_MAX], jm[2 * PATH_MAX], gdir[PATH_MAX + 64];
-        snprintf(slog, sizeof slog, "%s/serve-%s.log", out, names[k]);
-        snprintf(jm, sizeof jm, "%s/model", jdirs[k]);
-        snprintf(gdir, sizeof gdir, "%s/grpo-%s", out, names[k]);
-        st = server_start(&sv, jm, slog);
-        if (st) { stage_end(s, "failed", t0, jr_errmsg()); break; }
-        json_t *r = json_object();
-        json_array_append_new(grpo, r);
-        json_object_set_new(r, "judge", json_string(names[k]));
-        json_object_set_new(r, "port", json_integer(sv.port));
-        double m0, u0, l0, m1, u1, l1, jacc = NAN, jyes = NAN;
-        st = judge_accuracy(sv.port, d_eval, names[k], log, &jacc, &jyes);
-        json_object_set_new(r, "judge_accuracy", json_real(jacc));
-        json_object_set_new(r, "judge_yes_good", json_real(jyes));
-        if (!st) st = grade_rows(before, sv.port, d_eval, names[k], log, &m0, &u0, &l0);
-        /* GRPO from the SFT policy, judged over HTTP */
-        char ep[160], od[2 * PATH_MAX], mp[2 * PATH_MAX], stp[48], gen[48], pps[48];
-        snprintf(ep, sizeof ep, "judge.endpoints=[{url: \"http://127.0.0.1:%d/v1\", model: judge}]", sv.port);
-        snprintf(od, sizeof od, "run.out_dir=%s", gdir);
-        snprintf(mp, sizeof mp, "model.path=%s/model", d_pol);
-        snprintf(stp, sizeof stp, "trainer.steps=%d", z->grpo_steps);
-        snprintf(gen, sizeof gen, "grpo.num_generations=%d", z->gens);
-        snprintf(pps, sizeof pps, "grpo.prompts_per_step=%d", z->prompts);
-        if (!st) {
-            char *rm[] = {"/bin/rm", "-rf", gdir, NULL};
-            pid_t pid = fork();
-            if (pid == 0) { execv(rm[0], rm); _exit(127); }
-            int ws;
-            if (pid > 0) waitpid(pid, &ws, 0);
-            char *ga[] = {"train", "configs/eightball-grpo.yaml", od, mp, ep, stp, gen, pps, NULL};
-            st = run_child(log, ga);
-        }
-        json_t *after = NULL;
-        if (!st) {
-            snprintf(o3, sizeof o3, "%s/model", gdir);
-            snprintf(o4, sizeof o4, "%s/after-%s.jsonl", d_eval, names[k]);
-            st = gen_heldout(o3, o4, log, z->heldout_n, &after);
-        }
-        char an[48];
-        snprintf(an, sizeof an, "%s-after", names[k]);
-        if (!st) st = grade_rows(after, sv.port, d_eval, an, log, &m1, &u1, &l1);
-        server_stop(&sv);
-        if (st) { json_decref(after); stage_end(s, "failed", t0, jr_errmsg()); break; }
-        char mpath[2 * PATH_MAX];
-        snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", gdir);
-        snprintf(o4, sizeof o4, "grpo-%s/metrics.jsonl", names[k]);
-        json_object_set_new(r, "metrics", json_string(o4));
-        json_object_set_new(r, "reward_before", json_real(m0));
-        json_object_set_new(r, "reward_after", json_real(m1));
-        json_object_set_new(r, "unscored_before", json_real(u0));
-        json_object_set_new(r, "unscored_share", json_real(u1));
-        json_object_set_new(r, "grade_latency_s", json_real(l1));
-        json_object_set_new(r, "judge_latency_p50", json_real(mean_metric(mpath, "judge/latency_p50")));
-        json_object_set_new(r, "train_unscored_frac", json_real(mean_metric(mpath, "unscored_frac")));
-        json_object_set_new(r, "dist_before", gen_distribution(before));
-        json_object_set_new(r, "dist_after", gen_distribution(after));
-        json_decref(after);
-        snprintf(o3, sizeof o3, "%d steps against judge-%s on port %d; its mean held-out reward %.3f -> %.3f", z->grpo_steps,
-                 names[k], sv.port, m0, m1);
-        stage_end(s, "done", t0, o3);
-    }
+    for (int k = 0; k < 2 && !st; k++) st = grpo_one(stages, grpo, out, log, d_pol, d_eval, jdirs[k], names[k], before, z);
     json_decref(before);
     json_decref(g_answers);
     g_answers = NULL;
-    if (!st && json_array_size(grpo) == 2) {
-        double pu = json_number_value(json_object_get(json_object_get(json_array_get(grpo, 0), "dist_after"), "Yes"));
-        double pb = json_number_value(json_object_get(json_object_get(json_array_get(grpo, 1), "dist_after"), "Yes"));
-        json_t *stg = json_object();
-        json_object_set_new(stg, "p_yes_unbiased", json_real(pu));
-        json_object_set_new(stg, "p_yes_biased", json_real(pb));
-        json_object_set_new(stg, "delta", json_real(pb - pu));
-        json_object_set_new(sum, "steering", stg);
-    }
+    if (!st && json_array_size(grpo) == 2) steering_summary(sum, grpo);
     return st;
 }
 

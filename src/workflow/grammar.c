@@ -179,93 +179,104 @@ static void commit(wg_state *s, int kind, int cost) {
 
 static int result_kind(const wg_state *s) { return jr_wf_result_kind((jr_wf_op)s->op, (jr_wf_kind)s->a0k); }
 
-static int wg_step(const void *ctxp, void *sp, unsigned char b) {
-    const wg_ctx *c = ctxp;
-    wg_state *s = sp;
+static int wg_step(const void *ctxp, void *sp, unsigned char b);
+
+/* P_LINE: the first word of a line, a new name or `return`. */
+static int step_line(const wg_ctx *c, wg_state *s, unsigned char b) {
+    if (b == ' ') {
+        if (!s->wlen) return 0;
+        if (word_is(s, "return")) {
+            if (!has_returnable(s)) return 0;
+            s->ph = P_RET;
+            s->wlen = 0;
+            return 1;
+        }
+        if (reserved(s->w, s->wlen) || var_find(s, s->w, s->wlen) >= 0 || s->nv + 1 >= c->max_stmts || s->nv >= WG_MAXV) return 0;
+        memcpy(s->lhs, s->w, s->wlen);
+        s->lhslen = s->wlen;
+        s->wlen = 0;
+        lit_go(s, L_EQ, P_OP);
+        return 1;
+    }
+    if (!(s->wlen ? namec(b) : lower(b)) || s->wlen >= WG_NAME) return 0;
+    s->w[s->wlen++] = (char)b;
+    return 1;
+}
+
+/* P_LIT: a fixed literal. */
+static int step_lit(const wg_ctx *c, wg_state *s, unsigned char b) {
+    const char *l = lits[s->lit];
+    if ((unsigned char)l[s->li] != b) return 0;
+    if (l[++s->li]) return 1;
+    if (s->lit == L_MODE) {
+        s->mode_llm = 1;
+        if (!fits(c, s, cur_cost(s))) return 0;
+    }
+    if (s->after_lit == 0xff) enter_arg(s);
+    else { s->ph = s->after_lit; s->wlen = 0; }
+    return 1;
+}
+
+/* P_OP: the operator's name up to '('. */
+static int step_op(const wg_ctx *c, wg_state *s, unsigned char b) {
+    if (b == '(') {
+        int op = jr_wf_op_lookup(s->w, s->wlen);
+        if (op < 0) return 0;
+        s->op = (uint8_t)op;
+        s->ai = 0;
+        s->num = 0;
+        s->mode_llm = 0;
+        if (!fits(c, s, cur_cost(s))) return 0;
+        enter_arg(s);
+        return 1;
+    }
+    if (!lower(b) || s->wlen >= WG_OPLEN) return 0;
+    s->w[s->wlen++] = (char)b;
+    return is_op_prefix(s->w, s->wlen);
+}
+
+/* P_NAME, P_ITEM: a name argument or an item of a [..] list. */
+static int step_name(const wg_ctx *c, wg_state *s, unsigned char b) {
     int exact, kind;
+    int slot = s->ph == P_ITEM ? S_ITEM : s->slot;
+    if (namec(b) && (s->wlen || lower(b))) {
+        if (s->wlen >= WG_NAME) return 0;
+        s->w[s->wlen++] = (char)b;
+        return word_prefix(s, slot, &exact, &kind);
+    }
+    if (!s->wlen || !word_prefix(s, slot, &exact, &kind) || !exact) return 0;
+    if (s->ph == P_ITEM) {
+        if (kind != JR_WF_CODE) s->list_code = 0;
+        s->list_n++;
+        s->wlen = 0;
+        if (b == ',') {
+            if (s->list_n >= JR_WF_LIST_MAX) return 0;
+            lit_go(s, L_SP, P_ITEM);
+            return 1;
+        }
+        if (b != ']' || s->list_n < 2) return 0;
+        s->a0k = s->list_code ? JR_WF_LIST_CODE : JR_WF_LIST_TEXT;
+        s->ph = P_AFTER_LIST;
+        return 1;
+    }
+    if (b != ',' && b != ')') return 0;
+    if (s->ai == 0) s->a0k = (uint8_t)kind;
+    if (slot == S_LISTNAME) {
+        s->ph = P_AFTER_LIST;
+        return wg_step(c, s, b);
+    }
+    return end_arg(c, s, b);
+}
+
+/* P_LIST, P_AFTER_LIST, P_CLOSE, P_INSTR, P_LOOPS: the rest of the argument list. */
+static int step_args(const wg_ctx *c, wg_state *s, unsigned char b) {
     switch (s->ph) {
-    case P_LINE:
-        if (b == ' ') {
-            if (!s->wlen) return 0;
-            if (word_is(s, "return")) {
-                if (!has_returnable(s)) return 0;
-                s->ph = P_RET;
-                s->wlen = 0;
-                return 1;
-            }
-            if (reserved(s->w, s->wlen) || var_find(s, s->w, s->wlen) >= 0 || s->nv + 1 >= c->max_stmts || s->nv >= WG_MAXV) return 0;
-            memcpy(s->lhs, s->w, s->wlen);
-            s->lhslen = s->wlen;
-            s->wlen = 0;
-            lit_go(s, L_EQ, P_OP);
-            return 1;
-        }
-        if (!(s->wlen ? namec(b) : lower(b)) || s->wlen >= WG_NAME) return 0;
-        s->w[s->wlen++] = (char)b;
-        return 1;
-    case P_LIT: {
-        const char *l = lits[s->lit];
-        if ((unsigned char)l[s->li] != b) return 0;
-        if (l[++s->li]) return 1;
-        if (s->lit == L_MODE) {
-            s->mode_llm = 1;
-            if (!fits(c, s, cur_cost(s))) return 0;
-        }
-        if (s->after_lit == 0xff) enter_arg(s);
-        else { s->ph = s->after_lit; s->wlen = 0; }
-        return 1;
-    }
-    case P_OP:
-        if (b == '(') {
-            int op = jr_wf_op_lookup(s->w, s->wlen);
-            if (op < 0) return 0;
-            s->op = (uint8_t)op;
-            s->ai = 0;
-            s->num = 0;
-            s->mode_llm = 0;
-            if (!fits(c, s, cur_cost(s))) return 0;
-            enter_arg(s);
-            return 1;
-        }
-        if (!lower(b) || s->wlen >= WG_OPLEN) return 0;
-        s->w[s->wlen++] = (char)b;
-        return is_op_prefix(s->w, s->wlen);
-    case P_NAME: case P_ITEM: {
-        int slot = s->ph == P_ITEM ? S_ITEM : s->slot;
-        if (namec(b) && (s->wlen || lower(b))) {
-            if (s->wlen >= WG_NAME) return 0;
-            s->w[s->wlen++] = (char)b;
-            return word_prefix(s, slot, &exact, &kind);
-        }
-        if (!s->wlen || !word_prefix(s, slot, &exact, &kind) || !exact) return 0;
-        if (s->ph == P_ITEM) {
-            if (kind != JR_WF_CODE) s->list_code = 0;
-            s->list_n++;
-            s->wlen = 0;
-            if (b == ',') {
-                if (s->list_n >= JR_WF_LIST_MAX) return 0;
-                lit_go(s, L_SP, P_ITEM);
-                return 1;
-            }
-            if (b != ']' || s->list_n < 2) return 0;
-            s->a0k = s->list_code ? JR_WF_LIST_CODE : JR_WF_LIST_TEXT;
-            s->ph = P_AFTER_LIST;
-            return 1;
-        }
-        if (b != ',' && b != ')') return 0;
-        if (s->ai == 0) s->a0k = (uint8_t)kind;
-        if (slot == S_LISTNAME) {
-            s->ph = P_AFTER_LIST;
-            return wg_step(ctxp, sp, b);
-        }
-        return end_arg(c, s, b);
-    }
     case P_LIST:
         if (b == '[') { s->ph = P_ITEM; s->wlen = 0; return 1; }
         if (!lower(b)) return 0;
         s->ph = P_NAME;
         s->slot = S_LISTNAME;
-        return wg_step(ctxp, sp, b);
+        return wg_step(c, s, b);
     case P_AFTER_LIST:
         if (b == ')') return close_call(c, s);
         if (b != ',' || s->op != JR_WF_ENSEMBLE) return 0;
@@ -288,6 +299,15 @@ static int wg_step(const void *ctxp, void *sp, unsigned char b) {
         if (!fits(c, s, cur_cost(s))) return 0;
         s->ph = P_CLOSE;
         return 1;
+    default:
+        return 0;
+    }
+}
+
+/* P_AFTER, P_XD, P_XNL, P_RET: after ')' to the end of the line, and the return line. */
+static int step_end(const wg_ctx *c, wg_state *s, unsigned char b) {
+    int exact, kind;
+    switch (s->ph) {
     case P_AFTER:
         if (b == '\n') { commit(s, result_kind(s), cur_cost(s)); return 1; }
         if (b != ' ') return 0;
@@ -316,6 +336,20 @@ static int wg_step(const void *ctxp, void *sp, unsigned char b) {
         return word_prefix(s, S_RETURN, &exact, &kind);
     default:
         return 0;
+    }
+}
+
+static int wg_step(const void *ctxp, void *sp, unsigned char b) {
+    const wg_ctx *c = ctxp;
+    wg_state *s = sp;
+    switch (s->ph) {
+    case P_LINE: return step_line(c, s, b);
+    case P_LIT: return step_lit(c, s, b);
+    case P_OP: return step_op(c, s, b);
+    case P_NAME: case P_ITEM: return step_name(c, s, b);
+    case P_LIST: case P_AFTER_LIST: case P_CLOSE: case P_INSTR: case P_LOOPS: return step_args(c, s, b);
+    case P_AFTER: case P_XD: case P_XNL: case P_RET: return step_end(c, s, b);
+    default: return 0;
     }
 }
 
