@@ -322,8 +322,10 @@ static void drain_rest(stream s[4]) {
 }
 
 /* The outcome and reason of a run whose child has been reaped (killed_for as from pump; started:
- * the sandbox was set up). */
-static jr_status classify(const jr_sandbox_opts *o, jr_sandbox_result *res, int status, int killed_for, int started) {
+ * the sandbox was set up). *silent is set when bubblewrap died before the sandbox existed without a
+ * word (the program never ran). */
+static jr_status classify(const jr_sandbox_opts *o, jr_sandbox_result *res, int status, int killed_for, int started,
+                          int *silent) {
     res->killed = killed_for != 0;
     if (killed_for == 1) { res->outcome = JR_SB_TIMEOUT; return JR_OK; }
     res->outcome = JR_SB_FAILED;
@@ -333,6 +335,7 @@ static jr_status classify(const jr_sandbox_opts *o, jr_sandbox_result *res, int 
     if (!started) { /* bwrap stopped before the sandbox existed: the sandbox is broken, not the program */
         char line[300];
         snprintf(line, sizeof line, "%.*s", (int)strcspn(res->err, "\n"), res->err);
+        *silent = !line[0];
         jr_sandbox_result_free(res);
         return jr_fail(JR_EIO, "sandbox: bubblewrap could not set up the sandbox: %s (user namespaces must be allowed; or set sandbox.unsafe: true)",
                        line[0] ? line : "no message");
@@ -347,13 +350,13 @@ static jr_status classify(const jr_sandbox_opts *o, jr_sandbox_result *res, int 
 }
 
 static jr_status run_once(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len,
-                          jr_sandbox_result *res) {
+                          jr_sandbox_result *res, int *silent) {
     memset(res, 0, sizeof *res);
     res->exit_code = -1;
     jr_status st = jr_sandbox_opts_check(o);
     if (st) return st;
     if (!argv || !argv[0] || argv[0][0] != '/') return jr_fail(JR_EINVAL, "sandbox: the command needs an absolute path");
-    int p[10];
+    int p[10] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1}; /* spawn's error paths close them all */
     pid_t pid = 0;
     double t0 = 0;
     st = spawn(o, argv, input, len, p, &pid, &t0);
@@ -392,7 +395,7 @@ static jr_status run_once(const jr_sandbox_opts *o, const char *const *argv, con
         return jr_fail(JR_EIO, "sandbox: cannot start %s (as uid %ld): %s", o->unsafe ? argv[0] : o->bwrap,
                        geteuid() == 0 ? o->uid : (long)geteuid(), strerror(exec_errno));
     }
-    return classify(o, res, status, killed_for, started);
+    return classify(o, res, status, killed_for, started, silent);
 }
 
 int jr_sandbox_available(const jr_sandbox_opts *o, const char **why) {
@@ -423,11 +426,11 @@ int jr_sandbox_available(const jr_sandbox_opts *o, const char **why) {
 
 jr_status jr_sandbox_run(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len,
                          jr_sandbox_result *res) {
-    jr_status st = run_once(o, argv, input, len, res);
+    int silent = 0;
+    jr_status st = run_once(o, argv, input, len, res, &silent);
     /* bubblewrap that died before the sandbox existed with nothing on stderr (seen once on a loaded
      * machine, among 164 runs that set up fine) gets one more try: the program never ran, so nothing
      * is repeated; a second such failure is the error */
-    if (st == JR_EIO && strstr(jr_errmsg(), "could not set up the sandbox: no message"))
-        st = run_once(o, argv, input, len, res);
+    if (st && silent) st = run_once(o, argv, input, len, res, &silent);
     return st;
 }
