@@ -23,8 +23,16 @@
 typedef struct jr_run_opts {
     uint64_t seed;          /* run.seed */
     const char *out_dir;    /* run.out_dir (required) */
+    int overwrite;          /* run.overwrite: replace the run already in out_dir */
 } jr_run_opts;
 void jr_run_opts_from_config(jr_run_opts *o, const jr_config *c);
+
+/* The run-directory rule: an out_dir that holds anything besides judge_cache.sqlite is refused
+ * (naming what it holds) unless resume (the run continues from its latest checkpoint; its logs are
+ * cut back to that step) or o->overwrite (the previous run's files - checkpoints/, model/,
+ * adapter/, metrics.jsonl, samples.jsonl, TensorBoard files, unscored.json, report.html - are
+ * removed first; other files and the judge cache stay). A missing or empty out_dir is fine. */
+jr_status jr_run_dir_prepare(const jr_run_opts *o, int resume);
 
 /* trainer.*: the optimizer, schedule, cadence and tokenizer of a run (jr_trainer_cfg documents each). */
 typedef struct jr_trainer_opts {

@@ -604,5 +604,8 @@ char *jr_config_dump(const jr_config *c) {
 const jr_cfg_field jr_run_cfg[] = {
     {"run.seed", JR_CFG_INT, "0", "seed of every random choice (same config + seed = same run)", NULL, NULL, 0, 0},
     {"run.out_dir", JR_CFG_STRING, "runs/default", "directory for checkpoints, metrics and reports", NULL, NULL, 0, 0},
+    {"run.overwrite", JR_CFG_BOOL, "false",
+     "train into a run.out_dir that already holds a run, removing its checkpoints, model and logs first "
+     "(without it, or trainer.resume, a used run.out_dir is refused)", NULL, NULL, 0, 0},
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };

@@ -23,6 +23,12 @@ jr_status jr_runlog_open(jr_runlog **out, const char *run_dir, int64_t resume_st
     if (!rl || !path) { free(rl); free(path); return JR_ENOMEM; }
     st = jr_metrics_open(&rl->m, path, resume_step);
     free(path);
+    /* GRPO's sample log follows the same step rule */
+    if (!st && resume_step >= 0) {
+        char *sp = jr_path_join(run_dir, "samples.jsonl");
+        st = sp ? jr_jsonl_cut_after(sp, resume_step) : JR_ENOMEM;
+        free(sp);
+    }
     if (!st && tensorboard) st = jr_tb_open(&rl->tb, run_dir);
     if (!st && rl->tb && resume_step >= 0) st = jr_tb_session_start(rl->tb, resume_step + 1);
     if (st) { jr_runlog_close(rl); return st; }

@@ -1,5 +1,6 @@
 /* run.c - the run harness (run.h): typed run / trainer / LoRA options, resume, model + LoRA + AdamW, threads,
  * run log, progress, checkpoint cadence, stop signals, the evaluation hook; `judgerl train`'s dispatcher */
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,43 @@ double jr_now_s(void) {
 void jr_run_opts_from_config(jr_run_opts *o, const jr_config *c) {
     o->seed = (uint64_t)jr_cfg_int(c, "run.seed");
     o->out_dir = jr_cfg_str(c, "run.out_dir");
+    o->overwrite = jr_cfg_has(c, "run.overwrite") && jr_cfg_bool(c, "run.overwrite");
+}
+
+/* A previous run's own files (what overwrite removes). */
+static int run_file(const char *name) {
+    static const char *const own[] = {"checkpoints", "model", "adapter", "metrics.jsonl", "samples.jsonl",
+                                      "unscored.json", "report.html", NULL};
+    for (int i = 0; own[i]; i++)
+        if (!strcmp(name, own[i])) return 1;
+    return !strncmp(name, "events.out.tfevents.", 20);
+}
+
+jr_status jr_run_dir_prepare(const jr_run_opts *o, int resume) {
+    if (!o->out_dir) return jr_fail(JR_EINVAL, "run.out_dir must be set");
+    DIR *d = opendir(o->out_dir);
+    if (!d) return JR_OK; /* absent (created later) or not a directory (the first write says so) */
+    char seen[160] = "";
+    size_t n = 0;
+    struct dirent *e;
+    jr_status st = JR_OK;
+    while (!st && (e = readdir(d))) {
+        const char *nm = e->d_name;
+        if (!strcmp(nm, ".") || !strcmp(nm, "..") || !strncmp(nm, "judge_cache.sqlite", 18)) continue;
+        if (n++ < 4 && strlen(seen) + strlen(nm) + 3 < sizeof seen)
+            snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s%s", *seen ? ", " : "", nm);
+        if (o->overwrite && !resume && run_file(nm)) {
+            char *p = jr_path_join(o->out_dir, nm);
+            if (!p) st = JR_ENOMEM;
+            else jr_remove_tree(p);
+            free(p);
+        }
+    }
+    closedir(d);
+    if (st || !n || resume || o->overwrite) return st;
+    return jr_fail(JR_EINVAL, "run.out_dir=%s is not empty (it holds %s%s): continue that run with "
+                   "trainer.resume=true, replace it with run.overwrite=true, or choose another run.out_dir",
+                   o->out_dir, seen, n > 4 ? ", ..." : "");
 }
 
 /* trainer.tokenizer unset: the model directory's tokenizer.json when it has one, else bytes. */
@@ -216,7 +254,7 @@ jr_status jr_run_start(jr_run *r, double step_flops, const jr_tok *tok) {
     if (r->to.threads > 0) jr_nn_set_threads(r->to.threads);
     else if (step_flops < 2e9) jr_nn_set_threads(1);
     jr_status st = jr_model_alloc_grads(&r->m);
-    if (!st) st = jr_runlog_open(&r->rl, r->ro.out_dir, r->resumed ? r->ts.step : -1, r->to.tensorboard);
+    if (!st) st = jr_runlog_open(&r->rl, r->ro.out_dir, r->to.resume ? r->ts.step : -1, r->to.tensorboard);
     if (st) return st;
     if (r->progress && r->to.tokenizer_loud) fprintf(r->progress, "%s\n", r->to.tokenizer_note);
     r->first_step = r->ts.step + 1;
@@ -350,6 +388,10 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t
     jr_trainer_opts to;
     jr_trainer_opts_from_config(&to, c);
     const char *algo = to.algo;
+    jr_run_opts ro;
+    jr_run_opts_from_config(&ro, c);
+    jr_status st = jr_run_dir_prepare(&ro, to.resume);
+    if (st) return st;
     if (!strcmp(algo, "grpo") || !strcmp(algo, "rloo")) return jr_grpo_run(c, progress, stop, res);
     if (!strcmp(algo, "distill")) return jr_distill_run(c, progress, stop, res);
     if (!strcmp(algo, "sft")) return jr_sft_run(c, progress, stop, res);
