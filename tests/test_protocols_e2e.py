@@ -480,8 +480,9 @@ def test_configs_check():
     for f in sorted(os.listdir(os.path.join(ROOT, "configs"))):
         if not f.endswith(".yaml"):
             continue
-        r = subprocess.run([BIN, "config", os.path.join(ROOT, "configs", f)], capture_output=True, text=True)
-        if r.returncode != 0:
+        r = subprocess.run([BIN, "config", os.path.join(ROOT, "configs", f)], capture_output=True, text=True, cwd=ROOT)
+        # a config that trains from an earlier step's model (runs/...) is refused until that step ran, as train would
+        if r.returncode != 0 and not ("model.path=runs/" in r.stderr and "not a model directory" in r.stderr):
             bad.append((f, r.stderr.strip()))
     report("every shipped config passes judgerl config", not bad, bad)
 

@@ -467,6 +467,7 @@ int cmd_grade(int argc, char **argv) {
     const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, NULL};
     jr_config cfg;
     jr_status st = jr_config_load(&cfg, a.cfg_path, a.n_over, a.over, tables);
+    if (!st && cfg.notes) fputs(cfg.notes, stderr); /* keys given under TRL / PEFT / verl names */
     free(a.over);
     if (st) return cli_fail(cmd, st);
     if (a.print_only) {

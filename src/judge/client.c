@@ -987,23 +987,33 @@ jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
     return st ? st : jr_judge_open_opts(out, &o);
 }
 
+jr_status jr_judge_opts_check(const jr_judge_opts *o, const char *src) {
+    if (o->n_endpoints <= 0) return jr_fail(JR_EINVAL, "%s: judge.endpoints is empty: add at least one {url, model} (e.g. url: http://127.0.0.1:8000/v1)", src);
+    for (int i = 0; i < o->n_endpoints; i++) {
+        const char *url = o->endpoints[i].url, *model = o->endpoints[i].model;
+        if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)))
+            return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].url=%s: expected an http:// or https:// URL", src, i, url ? url : "null");
+        if (!model) return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model: required", src, i);
+        if (i > 0 && strcmp(model, o->endpoints[0].model))
+            return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model=%s differs from endpoints[0].model=%s: endpoints are servers of one judge", src, i, model, o->endpoints[0].model);
+    }
+    const char *kenv = o->api_key_env;
+    if (kenv && *kenv && !(getenv(kenv) && *getenv(kenv)))
+        return jr_fail(JR_EINVAL, "%s: judge.api_key_env=%s: the environment variable %s is not set (export it, or set judge.api_key_env: null for servers without a key)", src, kenv, kenv);
+    return JR_OK;
+}
+
 /* judge.endpoints: checks each {url, model} and fills j->ep (completions URL, concurrency, rate buckets). */
 static jr_status setup_endpoints(jr_judge *j, const jr_judge_opts *o, const char *src) {
+    jr_status st = jr_judge_opts_check(o, src);
+    if (st) return st;
     j->n_ep = o->n_endpoints;
-    if (j->n_ep <= 0) return jr_fail(JR_EINVAL, "%s: judge.endpoints is empty: add at least one {url, model} (e.g. url: http://127.0.0.1:8000/v1)", src);
     j->ep = jr_calloc((size_t)j->n_ep, sizeof *j->ep);
     if (!j->ep) return JR_ENOMEM;
     int conc = o->concurrency > 0 ? o->concurrency : 0; /* 0: by kind, in setup_servers */
     for (int i = 0; i < j->n_ep; i++) {
         const char *url = o->endpoints[i].url;
         const char *model = o->endpoints[i].model;
-        if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))) {
-            return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].url=%s: expected an http:// or https:// URL", src, i, url ? url : "null");
-        }
-        if (!model) return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model: required", src, i);
-        if (i > 0 && strcmp(model, j->ep[0].model)) {
-            return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model=%s differs from endpoints[0].model=%s: endpoints are servers of one judge", src, i, model, j->ep[0].model);
-        }
         size_t ul = strlen(url);
         while (ul && url[ul - 1] == '/') ul--;
         const char *suffix = j->chat ? "/chat/completions" : "/completions";

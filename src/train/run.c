@@ -71,7 +71,7 @@ static int run_file(const char *name) {
     return !strncmp(name, "events.out.tfevents.", 20);
 }
 
-jr_status jr_run_dir_prepare(const jr_run_opts *o, int resume) {
+jr_status jr_run_dir_prepare(const jr_run_opts *o, int resume, int dry) {
     if (!o->out_dir) return jr_fail(JR_EINVAL, "run.out_dir must be set");
     DIR *d = opendir(o->out_dir);
     if (!d) return JR_OK; /* absent (created later) or not a directory (the first write says so) */
@@ -84,7 +84,7 @@ jr_status jr_run_dir_prepare(const jr_run_opts *o, int resume) {
         if (!strcmp(nm, ".") || !strcmp(nm, "..") || !strncmp(nm, "judge_cache.sqlite", 18)) continue;
         if (n++ < 4 && strlen(seen) + strlen(nm) + 3 < sizeof seen)
             snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s%s", *seen ? ", " : "", nm);
-        if (o->overwrite && !resume && run_file(nm)) {
+        if (o->overwrite && !resume && !dry && run_file(nm)) {
             char *p = jr_path_join(o->out_dir, nm);
             if (!p) st = JR_ENOMEM;
             else jr_remove_tree(p);
@@ -390,7 +390,8 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t
     const char *algo = to.algo;
     jr_run_opts ro;
     jr_run_opts_from_config(&ro, c);
-    jr_status st = jr_run_dir_prepare(&ro, to.resume);
+    jr_status st = jr_train_check(c);
+    if (!st) st = jr_run_dir_prepare(&ro, to.resume, 0);
     if (st) return st;
     if (!strcmp(algo, "grpo") || !strcmp(algo, "rloo")) return jr_grpo_run(c, progress, stop, res);
     if (!strcmp(algo, "distill")) return jr_distill_run(c, progress, stop, res);
