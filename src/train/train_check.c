@@ -7,6 +7,7 @@
 #include "judgerl/fsutil.h"
 #include "judgerl/grpo_trainer.h"
 #include "judgerl/lora.h"
+#include "judgerl/model.h"
 #include "judgerl/reward.h"
 #include "judgerl/run.h"
 #include "judgerl/train.h"
@@ -74,7 +75,9 @@ jr_status jr_train_check(const jr_config *c) {
                                  grpo || distill ? "prompts" : "SFT rows");
     if ((st = need_file(c, "data.train", d.train, "no such file"))) return st;
     if (d.validation && (st = need_file(c, "data.validation", d.validation, "no such file"))) return st;
-    const char *mp = jr_cfg_str(c, "model.path"), *mi = jr_cfg_str(c, "model.init");
+    jr_model_opts mo;
+    if ((st = jr_model_opts_from_config(&mo, c))) return st;
+    const char *mp = mo.path, *mi = mo.init;
     if (mp && mi) return jr_fail(JR_EINVAL, "%s: model.path and model.init are both set: keep one", c->source);
     if (!mp && !mi) return jr_fail(JR_EINVAL, "%s: set model.path (an HF directory) or model.init (a config.json)", c->source);
     if (mi && (st = need_file(c, "model.init", mi, "no such file"))) return st;
