@@ -30,7 +30,7 @@ void jr_run_opts_from_config(jr_run_opts *o, const jr_config *c);
 /* The run-directory rule: an out_dir that holds anything besides judge_cache.sqlite is refused
  * (naming what it holds) unless resume (the run continues from its latest checkpoint; its logs are
  * cut back to that step) or o->overwrite (the previous run's files - checkpoints/, model/,
- * adapter/, metrics.jsonl, samples.jsonl, TensorBoard files, unscored.json, report.html - are
+ * adapter/, metrics.jsonl, samples.jsonl, TensorBoard files, unscored.json, report.html, config.yaml - are
  * removed first, unless dry; other files and the judge cache stay). A missing or empty out_dir is fine. */
 jr_status jr_run_dir_prepare(const jr_run_opts *o, int resume, int dry);
 

@@ -63,6 +63,7 @@ int cli_bench_config(const char *name, struct jr_model_config *c);
 int cmd_seed1(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int cmd_workflow(int argc, char **argv);
 
 /* `judgerl grade` helpers: reads an existing output (drops a torn last line, records finished ids

@@ -65,7 +65,7 @@ void jr_run_opts_from_config(jr_run_opts *o, const jr_config *c) {
 /* A previous run's own files (what overwrite removes). */
 static int run_file(const char *name) {
     static const char *const own[] = {"checkpoints", "model", "adapter", "metrics.jsonl", "samples.jsonl",
-                                      "unscored.json", "report.html", NULL};
+                                      "unscored.json", "report.html", "config.yaml", NULL};
     for (int i = 0; own[i]; i++)
         if (!strcmp(name, own[i])) return 1;
     return !strncmp(name, "events.out.tfevents.", 20);
@@ -382,6 +382,17 @@ jr_status jr_run_close(jr_run *r, jr_status st) {
 
 /* ---- `judgerl train` ---- */
 
+/* run.out_dir/config.yaml: the effective config (defaults filled), what `judgerl report` and
+ * `compare` show; rewritten by a resumed run. */
+static jr_status write_config(const jr_config *c, const char *out_dir) {
+    char *text = jr_config_dump(c), *path = jr_path_join(out_dir, "config.yaml");
+    jr_status st = text && path ? jr_mkdirs(out_dir) : JR_ENOMEM;
+    if (!st) st = jr_write_atomic(path, text, strlen(text));
+    free(text);
+    free(path);
+    return st;
+}
+
 jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res) {
     memset(res, 0, sizeof *res);
     res->last_val_loss = NAN;
@@ -392,6 +403,7 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t
     jr_run_opts_from_config(&ro, c);
     jr_status st = jr_train_check(c);
     if (!st) st = jr_run_dir_prepare(&ro, to.resume, 0);
+    if (!st) st = write_config(c, ro.out_dir);
     if (st) return st;
     if (!strcmp(algo, "grpo") || !strcmp(algo, "rloo")) return jr_grpo_run(c, progress, stop, res);
     if (!strcmp(algo, "distill")) return jr_distill_run(c, progress, stop, res);
