@@ -5,6 +5,8 @@
 #   make demo       deps + release build + `judgerl demo`
 #   make fuzz       libFuzzer targets (clang): build/fuzz/
 #   make check-warnings  both builds with -Werror
+#   make install PREFIX=/usr/local   binary, headers, static library, pkg-config file, and
+#                        configs/ data/ templates/ under PREFIX/share/judgerl (DESTDIR honoured)
 
 CC      ?= cc
 CXX     ?= c++
@@ -41,7 +43,7 @@ FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 HEADERS  := $(wildcard include/judgerl/*.h src/*/*.h tests/*.h)
 
-.PHONY: all build asan deps deps-test test test-fast demo clean fuzz fuzz-targets fuzz-smoke check-warnings
+.PHONY: all build asan deps deps-test test test-fast demo clean fuzz fuzz-targets fuzz-smoke check-warnings install
 .DEFAULT_GOAL := all
 
 all: build
@@ -120,6 +122,25 @@ demo: deps
 check-warnings:
 	@$(MAKE) --no-print-directory -j2 BUILD=rel EXTRA_CFLAGS=-Werror build
 	@$(MAKE) --no-print-directory -j2 BUILD=asan EXTRA_CFLAGS=-Werror build
+
+# `judgerl` on PATH as the README writes it: PREFIX/bin/judgerl finds its configs, data and templates
+# in PREFIX/share/judgerl; C programs link with `pkg-config --cflags --libs judgerl`.
+PREFIX ?= /usr/local
+INSTALL_DIR = $(DESTDIR)$(PREFIX)
+install:
+	@$(MAKE) --no-print-directory -j2 BUILD=rel build/rel/judgerl
+	mkdir -p $(INSTALL_DIR)/bin $(INSTALL_DIR)/include/judgerl $(INSTALL_DIR)/lib/pkgconfig $(INSTALL_DIR)/share/judgerl
+	cp build/rel/judgerl $(INSTALL_DIR)/bin/judgerl
+	cp include/judgerl/*.h $(INSTALL_DIR)/include/judgerl/
+	cp build/rel/libjudgerl.a $(INSTALL_DIR)/lib/libjudgerl.a
+	cp -R configs data templates $(INSTALL_DIR)/share/judgerl/
+	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$${prefix}/include' 'libdir=$${prefix}/lib' '' \
+	  'Name: judgerl' 'Description: RL for language models with LLM-judge rewards' \
+	  'Version: $(shell sed -n 's/.*JUDGERL_VERSION "\([^"]*\)".*/\1/p' src/cli/cmd_version.c)' \
+	  'Cflags: -I$${includedir} $(PKG_CFLAGS) -fopenmp' \
+	  'Libs: -L$${libdir} -ljudgerl $(PKG_LIBS) -ldnnl -lcld2 -lstdc++ -lm -lpthread -fopenmp' \
+	  >$(INSTALL_DIR)/lib/pkgconfig/judgerl.pc
+	@echo "installed: $(INSTALL_DIR)/bin/judgerl (add $(PREFIX)/bin to PATH if it is not there)"
 
 clean:
 	rm -rf build

@@ -37,3 +37,11 @@ if [ "$(cat "$JR_TMP/first")" = q7-1 ] &&
    [ "$(jq -r '.id' "$JR_TMP/resume.jsonl" | tr '\n' ' ')" = "0-0 0-1 q7-0 q7-1 2-0 2-1 " ] &&
    grep -qxF "$(sed -n 1p "$JR_TMP/part.jsonl")" "$JR_TMP/resume.jsonl"; then ok complete_grade_in_input_order
 else fail complete_grade_in_input_order "$(cat "$JR_TMP/e" "$JR_TMP/s"; jq -c .id "$JR_TMP/resume.jsonl")"; fi
+
+# a response holding a NUL byte (an untrained byte-level model's output, as JSON "\u0000") is graded, not refused
+printf '{"id": 1, "prompt": "p", "response": "a\\u0000b"}\n{"id": 2, "prompt": "p", "response": "c"}\n' >"$JR_TMP/nul.jsonl"
+if "$JR_BIN" grade --config "$JR_TMP/g.yaml" --input "$JR_TMP/nul.jsonl" --output "$JR_TMP/nul.out.jsonl" --quiet >/dev/null 2>"$JR_TMP/e" &&
+   [ "$(wc -l <"$JR_TMP/nul.out.jsonl")" -eq 2 ] && grep -q 'a\\u0000b' "$JR_TMP/nul.out.jsonl" &&
+   "$JR_BIN" grade --config "$JR_TMP/g.yaml" --input "$JR_TMP/nul.jsonl" --output "$JR_TMP/nul.out.jsonl" --quiet >"$JR_TMP/s" 2>>"$JR_TMP/e" &&
+   [ "$(jq -r .skipped "$JR_TMP/s")" = 2 ]; then ok grade_nul_in_response
+else fail grade_nul_in_response "$(cat "$JR_TMP/e")"; fi

@@ -41,7 +41,7 @@ int cli_grade_read_row(const char *in_path, long lineno, const char *line, size_
     while (k < len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r')) k++;
     if (k == len) return 0; /* blank line */
     json_error_t je;
-    json_t *r = json_loadb(line, len, 0, &je);
+    json_t *r = json_loadb(line, len, JSON_ALLOW_NUL, &je);
     char id[1024];
     if (!json_is_object(r)) {
         json_decref(r);
@@ -95,7 +95,7 @@ jr_status cli_grade_load_done(const char *path, json_t *done, long *n_unscored, 
         lineno++;
         if (j > i) {
             json_error_t je;
-            json_t *o = json_loadb(text + i, j - i, 0, &je);
+            json_t *o = json_loadb(text + i, j - i, JSON_ALLOW_NUL, &je);
             char id[1024];
             if (!json_is_object(o) || !cli_grade_id_text(json_object_get(o, "id"), id, sizeof id)) {
                 json_decref(o);
@@ -124,7 +124,7 @@ jr_status cli_grade_load_done(const char *path, json_t *done, long *n_unscored, 
 
 /* The id text of a JSONL line (0 when it has none). */
 static int line_id(const char *line, size_t len, char *id, size_t n) {
-    json_t *o = json_loadb(line, len, 0, NULL);
+    json_t *o = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
     int got = json_is_object(o) && cli_grade_id_text(json_object_get(o, "id"), id, n);
     json_decref(o);
     return got;

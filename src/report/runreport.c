@@ -74,7 +74,7 @@ static void load_samples(run_t *r, const char *path) {
     size_t cap = 0;
     json_int_t last = -1;
     while (getline(&line, &cap, f) > 0) {
-        json_t *o = json_loads(line, 0, NULL);
+        json_t *o = json_loads(line, JSON_ALLOW_NUL, NULL);
         if (!json_is_object(o)) { json_decref(o); continue; }
         json_t *st = json_object_get(o, "step"), *rw = json_object_get(o, "reward");
         if (json_is_null(rw) || (rw == NULL && json_object_get(o, "reason")))
@@ -99,7 +99,7 @@ static jr_status load_grade(run_t *r) {
     long lineno = 0;
     while (!st && getline(&line, &cap, f) > 0) {
         lineno++;
-        json_t *o = json_loads(line, 0, NULL);
+        json_t *o = json_loads(line, JSON_ALLOW_NUL, NULL);
         if (!json_is_object(o) || !json_object_get(o, "status")) {
             st = jr_fail(JR_EFORMAT, "%s: line %ld is not a `judgerl grade` output row (no status field)", r->path, lineno);
             json_decref(o);
