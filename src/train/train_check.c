@@ -78,8 +78,9 @@ jr_status jr_train_check(const jr_config *c) {
     jr_model_opts mo;
     if ((st = jr_model_opts_from_config(&mo, c))) return st;
     const char *mp = mo.path, *mi = mo.init;
-    if (mp && mi) return jr_fail(JR_EINVAL, "%s: model.path and model.init are both set: keep one", c->source);
-    if (!mp && !mi) return jr_fail(JR_EINVAL, "%s: set model.path (an HF directory) or model.init (a config.json)", c->source);
+    if ((mp != NULL) == (mi != NULL)) /* jr_model_open's words */
+        return jr_fail(JR_EINVAL, "%s: set exactly one of model.path (an HF directory) and model.init (a config.json "
+                                  "for a random model)", c->source);
     if (mi && (st = need_file(c, "model.init", mi, "no such file"))) return st;
     if (mp) {
         char *cj = jr_path_join(mp, "config.json"), *ac = jr_path_join(mp, "adapter_config.json");
