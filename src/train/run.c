@@ -83,7 +83,7 @@ jr_status jr_run_dir_prepare(const jr_run_opts *o, int resume, int dry) {
         const char *nm = e->d_name;
         if (!strcmp(nm, ".") || !strcmp(nm, "..") || !strncmp(nm, "judge_cache.sqlite", 18)) continue;
         if (n++ < 4 && strlen(seen) + strlen(nm) + 3 < sizeof seen)
-            snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s%s", *seen ? ", " : "", nm);
+            snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s%.60s", *seen ? ", " : "", nm);
         if (o->overwrite && !resume && !dry && run_file(nm)) {
             char *p = jr_path_join(o->out_dir, nm);
             if (!p) st = JR_ENOMEM;
