@@ -69,3 +69,6 @@ expect_error config_weights_mismatch "grpo.reward_weights has 2 entries but rewa
 mkdir -p "$JR_TMP/run" && : >"$JR_TMP/run/metrics.jsonl"
 expect_error config_used_out_dir "run.out_dir=$JR_TMP/run is not empty .*trainer.resume=true" "$JR_BIN" config "$JR_TMP/t.yaml"
 expect_error train_same_refusal "run.out_dir=$JR_TMP/run is not empty .*trainer.resume=true" "$JR_BIN" train "$JR_TMP/t.yaml"
+# a judge config (for grade): the endpoints' checks too
+printf 'judge:\n  endpoints: [{url: "127.0.0.1:8000/v1", model: j}]\n' >"$JR_TMP/j.yaml"
+expect_error config_judge_bad_url "judge.endpoints\[0\].url=127.0.0.1:8000/v1: expected an http:// or https:// URL" "$JR_BIN" config "$JR_TMP/j.yaml"

@@ -94,9 +94,9 @@ void jr_judge_opts_init(jr_judge_opts *o);
 /* Fills o from a config loaded with jr_judge_cfg (and jr_protocols_cfg: without it the protocol
  * fields keep their defaults). cache_dir is left NULL. Fails naming a key the config lacks. */
 jr_status jr_judge_opts_from_config(jr_judge_opts *o, const jr_config *c);
-/* What opening a judge on o would refuse before any request: no endpoint, a URL that is not
- * http(s), a missing or differing model, judge.api_key_env naming an unset variable. src names
- * the config in messages. */
+/* What opening a judge on o would refuse in the config before any request: no endpoint, a URL
+ * that is not http(s), a missing or differing model (the key in judge.api_key_env is the
+ * environment's, checked at open). src names the config in messages. */
 jr_status jr_judge_opts_check(const jr_judge_opts *o, const char *src);
 
 /* ================================ protocol interface ==================================== */

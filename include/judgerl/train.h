@@ -38,7 +38,7 @@ typedef struct jr_train_result {
 jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res);
 /* What jr_train_run would refuse before it loads anything (it runs this first; `judgerl config`
  * runs it on configs with data.train): the algorithm, data files, model.path / model.init,
- * tokenizer, LoRA targets, reward components and their params, the judge's endpoints and key, the
+ * tokenizer, LoRA targets, reward components and their params, the judge's endpoints, the
  * reward weights against the components, and the run-directory rule (jr_run_dir_prepare). */
 jr_status jr_train_check(const jr_config *c);
 

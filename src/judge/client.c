@@ -997,10 +997,7 @@ jr_status jr_judge_opts_check(const jr_judge_opts *o, const char *src) {
         if (i > 0 && strcmp(model, o->endpoints[0].model))
             return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model=%s differs from endpoints[0].model=%s: endpoints are servers of one judge", src, i, model, o->endpoints[0].model);
     }
-    const char *kenv = o->api_key_env;
-    if (kenv && *kenv && !(getenv(kenv) && *getenv(kenv)))
-        return jr_fail(JR_EINVAL, "%s: judge.api_key_env=%s: the environment variable %s is not set (export it, or set judge.api_key_env: null for servers without a key)", src, kenv, kenv);
-    return JR_OK;
+    return JR_OK; /* the key (an environment variable, not the config) is checked when the judge opens */
 }
 
 /* judge.endpoints: checks each {url, model} and fills j->ep (completions URL, concurrency, rate buckets). */
