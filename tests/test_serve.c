@@ -476,17 +476,21 @@ static void *conc_main(void *a) {
 /* The catastrophic pattern of the issue ((a+)+b, the model pushed to 'a' by logit_bias) returns a
  * 400 naming the cause in well under 2 s (PCRE2's match limit), and the server stays up. */
 TEST(catastrophic_guided_regex_returns_400_quickly) {
-    struct timespec t0, t1;
+    /* the server runs in this process: its CPU time for the request does not depend on the machine's
+     * load, so the issue's 2 s bound is checked on CPU time (wall time only against a hang) */
+    struct timespec t0, t1, c0, c1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     char *r = NULL;
     int st = http("POST", "/v1/completions",
                   "{\"model\":\"tiny\",\"prompt\":\"x\",\"max_tokens\":40,\"guided_regex\":\"(a+)+b\",\"ignore_eos\":true,"
                   "\"logit_bias\":{\"97\":100}}", NULL, &r);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     double took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    double cpu = (double)(c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) * 1e-9;
     CHECK_MSG(st == 400 && r && strstr(r, "backtrack"), "status %d: %.300s", st, r ? r : "");
-    /* bounded by the match limit, not by the pattern's exponential time (a generous bound: CI may be loaded) */
-    CHECK_MSG(took < 20.0, "took %.2f s", took);
+    CHECK_MSG(cpu < 2.0 && took < 30.0, "took %.2f s of CPU, %.2f s of wall time", cpu, took);
     free(r);
     CHECK(http("POST", "/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"ok\",\"max_tokens\":3,\"guided_regex\":\"[ab]+\"}", NULL, NULL) == 200);
 }
@@ -640,7 +644,7 @@ TEST(health_answers_during_a_long_generation_and_disconnect_cancels) {
     for (int a = 0; a < 5; a++)
         for (int b = a + 1; b < 5; b++)
             if (lat[b] < lat[a]) { double t = lat[a]; lat[a] = lat[b]; lat[b] = t; }
-    CHECK_MSG(lat[2] < 1.0, "/health took %.3f s (median of 5; worst %.3f s) while the generation ran", lat[2], worst);
+    CHECK_MSG(lat[2] < 0.1, "/health took %.3f s (median of 5; worst %.3f s) while the generation ran", lat[2], worst);
     CHECK_MSG(in_flight() == 1, "the generation should still be running (make it longer)");
     pthread_join(th, NULL);
     CHECK_MSG(lc.status == -1, "the client should have timed out after 2.5 s, got %d after %.1f s (if 200: the "
