@@ -107,7 +107,7 @@ static json_t *post_json(const char *path, const char *body, int *status) {
     char *r;
     *status = http("POST", path, body, NULL, &r);
     json_error_t e;
-    json_t *j = json_loads(r, JSON_ALLOW_NUL, &e); /* a random model may write a NUL byte (\\u0000) */
+    json_t *j = json_loads(r, JSON_ALLOW_NUL, &e); /* a random model may write a NUL byte (\u0000) */
     if (!j) printf("  not JSON (%d): %.300s\n", *status, r);
     free(r);
     return j;
