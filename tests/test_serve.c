@@ -489,7 +489,8 @@ TEST(catastrophic_guided_regex_returns_400_quickly) {
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     double took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
     double cpu = (double)(c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) * 1e-9;
-    CHECK_MSG(st == 400 && r && strstr(r, "backtrack"), "status %d: %.300s", st, r ? r : "");
+    /* refused by the match limit ("backtracks"), or on a loaded machine by the per-step budget first */
+    CHECK_MSG(st == 400 && r && (strstr(r, "backtrack") || strstr(r, "too costly")), "status %d: %.300s", st, r ? r : "");
     CHECK_MSG(cpu < 2.0 && took < 30.0, "took %.2f s of CPU, %.2f s of wall time", cpu, took);
     free(r);
     CHECK(http("POST", "/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"ok\",\"max_tokens\":3,\"guided_regex\":\"[ab]+\"}", NULL, NULL) == 200);
