@@ -96,8 +96,9 @@ double jr_wf_text_similarity(const char *a, const char *b);
 /* ===================================== prompts ============================================== */
 
 /* Renders the Layer-1 prompt (the workflow-generation prompt) of `row` (problem, type) from the
- * template text `tmpl` with fields problem, type, guidance (the task type's paragraph), examples
- * (the few-shot block, "" when none) and n_examples. New string in *out. */
+ * template text `tmpl` (templates/workflow_layer1.txt) with fields problem, type, is_math / is_code /
+ * is_qa (the task type's guidance sections), examples (the few-shot block: "Example i (reward r)",
+ * the problem, the workflow; "" when none) and n_examples. New string in *out. */
 jr_status jr_wf_layer1_render(const char *tmpl, const json_t *row, const jr_wf_example *ex, int n_ex, char **out);
 
 /* ===================================== mix ================================================== */
