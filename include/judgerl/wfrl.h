@@ -4,7 +4,9 @@
 #ifndef JUDGERL_WFRL_H
 #define JUDGERL_WFRL_H
 
+#include <signal.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -46,6 +48,24 @@ jr_status jr_wf_reward_register(void);
  * sb are borrowed and must outlive the environment. */
 jr_status jr_env_from_workflow(jr_env *env, jr_wf_executor *ex, jr_reward *rw, const jr_workflow_opts *wo,
                                const jr_wf_env_opts *o);
+
+struct jr_wf_buffer;
+
+/* Attaches an experience buffer to a workflow environment: every scored training sample (a row
+ * without "split": "heldout") is offered to it (jr_wf_buffer_add with the row's problem and type,
+ * the workflow and the reward), tagged with *step as it is when the results come in. */
+void jr_wf_env_set_buffer(jr_env *env, struct jr_wf_buffer *b, const int64_t *step);
+
+/* The per-domain statistics of the samples finished since the last call for the held-out rows
+ * (heldout = 1: rows with "split": "heldout") or the training rows (0), handed to put(ud, key, value)
+ * and reset. For DOM in math, code, qa (those seen) and overall, keys PREFIX + DOM + "/" +: n, reward
+ * (the mean over scored samples), every component's name (its mean), gold_acc (the verifier's
+ * accuracy, failed and invalid workflows counted wrong), valid_rate (parsed), answer_rate (ran to an
+ * answer), unscored, operators (mean operator calls of the valid ones), executor_tokens (mean),
+ * op/NAME (the share of valid workflows that use operator NAME). Returns the overall gold accuracy
+ * (NAN when there were none). */
+double jr_wf_env_stats_flush(jr_env *env, int heldout, const char *prefix, void (*put)(void *ud, const char *key, double v),
+                             void *ud);
 
 /* ===================================== experience buffer ==================================== */
 
@@ -107,5 +127,25 @@ jr_status jr_wf_layer1_render(const char *tmpl, const json_t *row, const jr_wf_e
  * floor(n w_i / sum) each, the remaining ones to the largest fractional parts (ties broken by a
  * seeded shuffle of (seed, step)). counts[k] sums to n exactly. */
 jr_status jr_wf_mix_counts(const double *w, int k, int n, uint64_t seed, int64_t step, int *counts);
+
+/* ===================================== the trainer ========================================== */
+
+/* wftrain.* and data.mix. */
+extern const jr_cfg_field jr_wf_train_cfg[];
+
+/* `judgerl workflow train`: GRPO (trainer.*, grpo.*, lora.*, model.*) on a policy that writes
+ * workflows. data.train: task rows {problem, type: math|code|qa, answer | hidden_tests, ...} pooled
+ * per domain, drawn per step by data.mix (jr_wf_mix_counts, seeded by run.seed and the step); each
+ * prompt is the Layer-1 render (wftrain.layer1_template) with few-shot examples from the experience
+ * buffer (buffer.*, RUN/buffer.sqlite by default); completions are sampled under the workflow
+ * grammar when wftrain.constrained; rewards come from the workflow environment over the executor of
+ * wftrain.executor and the reward of wftrain.reward (configs relative to cfg_dir). Per-domain
+ * statistics go to every metrics row (train/DOM/..., buffer/DOM); data.validation rows are the
+ * held-out set: every trainer.eval_every steps and at the end, eval/DOM/gold_acc (a verifier's) and
+ * eval/gold_acc. A resumed run drops the buffer's entries from steps after its checkpoint.
+ * Loaded with the tables of `judgerl train` plus jr_wf_env_cfg, jr_wf_buffer_cfg, jr_wf_train_cfg. */
+struct jr_train_result;
+jr_status jr_wf_train_run(const jr_config *c, const char *cfg_dir, FILE *progress, volatile sig_atomic_t *stop,
+                          struct jr_train_result *res);
 
 #endif

@@ -109,6 +109,18 @@ typedef struct {
     char gold_why[256];
 } wf_item;
 
+/* Statistics of one split and domain. */
+#define WF_MAX_PARTS 32
+typedef struct {
+    long n, scored, valid, answered, gold_right, ops_sum, tokens_sum;
+    double reward_sum;
+    double comp_sum[WF_MAX_PARTS];
+    long comp_n[WF_MAX_PARTS];
+    long op_used[JR_WF_N_OPS];
+} wf_stat;
+
+static const char *const kDomains[] = {"math", "code", "qa", "overall"};
+
 typedef struct {
     jr_wf_executor *ex;
     jr_reward *rw;
@@ -120,7 +132,48 @@ typedef struct {
     atomic_int canceled;
     const char **names;
     double *weights;
+    struct jr_wf_buffer *buffer;
+    const int64_t *step;
+    pthread_mutex_t mu;
+    wf_stat stats[2][4]; /* [heldout][domain] */
 } wf_env;
+
+static int is_heldout(const json_t *row) {
+    const char *s = json_string_value(json_object_get(row, "split"));
+    return s && !strcmp(s, "heldout");
+}
+
+static int domain_index(const json_t *row) {
+    const char *t = json_string_value(json_object_get(row, "type"));
+    for (int d = 0; t && d < 3; d++)
+        if (!strcmp(t, kDomains[d])) return d;
+    return -1;
+}
+
+/* Adds a finished sample to its split's statistics (under e->mu). */
+static void stat_add(wf_env *e, const wf_item *it, const jr_env_result *r) {
+    int d = domain_index(it->row);
+    wf_stat *targets[2] = {&e->stats[is_heldout(it->row)][3], d >= 0 ? &e->stats[is_heldout(it->row)][d] : NULL};
+    for (int t = 0; t < 2; t++) {
+        wf_stat *s = targets[t];
+        if (!s) continue;
+        s->n++;
+        if (r->scored) { s->scored++; s->reward_sum += r->reward; }
+        for (int c = 0; c < r->n_parts && c < WF_MAX_PARTS; c++)
+            if (r->parts_scored[c]) { s->comp_sum[c] += r->parts[c]; s->comp_n[c]++; }
+        if (it->w) {
+            s->valid++;
+            s->ops_sum += it->w->n_operators;
+            int used[JR_WF_N_OPS] = {0};
+            for (int i = 0; i < it->w->n_nodes; i++)
+                if (it->w->nodes[i].type == JR_WF_N_CALL) used[it->w->nodes[i].op] = 1;
+            for (int o = 0; o < JR_WF_N_OPS; o++) s->op_used[o] += used[o];
+        }
+        if (it->w && it->res.ok) s->answered++;
+        s->gold_right += it->gold_known == 1 && it->gold;
+        s->tokens_sum += it->res.tokens;
+    }
+}
 
 static void item_free(wf_item *it) {
     json_decref(it->row);
@@ -295,6 +348,15 @@ static jr_status we_flush(void *ctx, jr_env_queue *q) {
             r.reward = it->w ? e->o.failed_reward : e->o.invalid_reward;
             for (int c = 0; c < r.n_parts; c++) r.parts[c] = NAN;
         }
+        pthread_mutex_lock(&e->mu);
+        stat_add(e, it, &r);
+        pthread_mutex_unlock(&e->mu);
+        if (e->buffer && r.scored && !is_heldout(it->row) && domain_index(it->row) >= 0) {
+            const char *prob = json_string_value(json_object_get(it->row, "problem"));
+            jr_status bs = prob ? jr_wf_buffer_add(e->buffer, kDomains[domain_index(it->row)], prob, it->text, r.reward,
+                                                   e->step ? *e->step : 0, NULL) : JR_OK;
+            if (bs && !st) st = bs;
+        }
         jr_env_queue_push(q, &r);
     }
     for (size_t i = 0; i < na; i++) { json_decref(rows[i]); jr_reward_result_free(&rr[i]); }
@@ -321,6 +383,7 @@ static void we_close(void *ctx) {
     free(e->items);
     free(e->names);
     free(e->weights);
+    pthread_mutex_destroy(&e->mu);
     free(e);
 }
 
@@ -337,7 +400,9 @@ jr_status jr_env_from_workflow(jr_env *env, jr_wf_executor *ex, jr_reward *rw, c
     e->rw = rw;
     e->wo = wo;
     e->o = *o;
+    pthread_mutex_init(&e->mu, NULL);
     if (e->o.parallel < 1) e->o.parallel = 1;
+    if (K > WF_MAX_PARTS) { we_close(e); return jr_fail(JR_EINVAL, "workflow environment: %d reward components (at most %d)", K, WF_MAX_PARTS); }
     e->names = jr_calloc((size_t)K + 1, sizeof *e->names);
     e->weights = jr_calloc((size_t)K + 1, sizeof *e->weights);
     if (!e->names || !e->weights) { we_close(e); return JR_ENOMEM; }
@@ -347,4 +412,47 @@ jr_status jr_env_from_workflow(jr_env *env, jr_wf_executor *ex, jr_reward *rw, c
     }
     *env = (jr_env){&wf_ops, e, K, e->names, e->weights};
     return JR_OK;
+}
+
+void jr_wf_env_set_buffer(jr_env *env, struct jr_wf_buffer *b, const int64_t *step) {
+    if (!env || env->ops != &wf_ops) return;
+    wf_env *e = env->ctx;
+    e->buffer = b;
+    e->step = step;
+}
+
+double jr_wf_env_stats_flush(jr_env *env, int heldout, const char *prefix, void (*put)(void *ud, const char *key, double v),
+                             void *ud) {
+    if (!env || env->ops != &wf_ops) return NAN;
+    wf_env *e = env->ctx;
+    wf_stat st[4];
+    pthread_mutex_lock(&e->mu);
+    memcpy(st, e->stats[heldout ? 1 : 0], sizeof st);
+    memset(e->stats[heldout ? 1 : 0], 0, sizeof st);
+    pthread_mutex_unlock(&e->mu);
+    char key[256];
+#define PUT(name, v) do { snprintf(key, sizeof key, "%s%s/%s", prefix, kDomains[d], name); put(ud, key, v); } while (0)
+    for (int d = 0; d < 4; d++) {
+        const wf_stat *s = &st[d];
+        if (!s->n) continue;
+        PUT("n", (double)s->n);
+        if (s->scored) PUT("reward", s->reward_sum / s->scored);
+        for (int c = 0; c < env->n_parts && c < WF_MAX_PARTS; c++)
+            if (s->comp_n[c]) PUT(env->part_names[c], s->comp_sum[c] / s->comp_n[c]);
+        PUT("gold_acc", (double)s->gold_right / s->n);
+        PUT("valid_rate", (double)s->valid / s->n);
+        PUT("answer_rate", (double)s->answered / s->n);
+        PUT("unscored", (double)(s->n - s->scored) / s->n);
+        PUT("executor_tokens", (double)s->tokens_sum / s->n);
+        if (s->valid) {
+            PUT("operators", (double)s->ops_sum / s->valid);
+            for (int o = 0; o < JR_WF_N_OPS; o++) {
+                char name[64];
+                snprintf(name, sizeof name, "op/%s", jr_wf_op_name((jr_wf_op)o));
+                PUT(name, (double)s->op_used[o] / s->valid);
+            }
+        }
+    }
+#undef PUT
+    return st[3].n ? (double)st[3].gold_right / st[3].n : NAN;
 }
