@@ -439,11 +439,12 @@ def test_seed2():
     report("seed 2 recipe: grade exits 0", rc == 0, err)
     if rc != 0 or len(o) != 2:
         return
-    # row 1: judge INCORRECT -> -5; efficiency .5(1-.2)+.5(1-.2)=.8; simplicity 6/7; format: no \boxed -> 0;
-    #        repetition: words "The answer is 8 and 8" -> 4 distinct trigrams of 4 -> 0
-    e1 = 0.65 * -5 + 0.15 * 0.8 + 0.10 * (6 / 7) + 0.05 * 0 + 0.05 * 0
-    # row 2: judge CORRECT -> 10; efficiency .5*0 + .5*(1-.1) = .45; simplicity 3/7; format qa \S -> 1
-    e2 = 0.65 * 10 + 0.15 * 0.45 + 0.10 * (3 / 7) + 0.05 * 1 + 0.05 * 0
+    # every component but correctness on the 10-point scale (scale: 10); no workflow field: the
+    # (optional) repetition component is left out
+    # row 1: judge INCORRECT -> -5; efficiency .5(1-.2)+.5(1-.2)=.8; simplicity 6/7; format: not a bare number, no \boxed -> 0
+    e1 = 0.65 * -5 + 0.15 * 8 + 0.10 * (60 / 7) + 0.05 * 0
+    # row 2: judge CORRECT -> 10; efficiency .5*0 + .5*(1-.1) = .45; simplicity 3/7; format qa: one short line -> 1
+    e2 = 0.65 * 10 + 0.15 * 4.5 + 0.10 * (30 / 7) + 0.05 * 10
     report("seed 2 recipe: judged incorrect row", near(o[1]["reward"], e1) and o[1]["scores"]["correctness"] == -5.0, o[1])
     report("seed 2 recipe: judged correct row", near(o[2]["reward"], e2) and o[2]["scores"]["correctness"] == 10.0, o[2])
     report("seed 2 recipe: per-component means in the summary",
