@@ -221,6 +221,5 @@ jr_status grpo_policy_step(jr_grpo_trainer *g, double lr) {
     }
     us->entropy = ent_n > 0 ? ent / ent_n : 0;
     us->tokens = tokens;
-    us->gnorm = jr_run_update(&g->run, lr);
-    return JR_OK;
+    return jr_run_update(&g->run, lr, &us->gnorm);
 }
