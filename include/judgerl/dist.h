@@ -29,6 +29,8 @@ int jr_dist_size(void);
  * With one rank nothing happens. what names the buffer in an error. */
 jr_status jr_dist_sum_f32(float *buf, size_t n, const char *what);
 jr_status jr_dist_sum_f64(double *buf, size_t n, const char *what);
+/* buf[i] := the largest buf[i] over ranks (the same tree). */
+jr_status jr_dist_max_f64(double *buf, size_t n, const char *what);
 
 /* Copies rank root's buf to every rank. */
 jr_status jr_dist_bcast(void *buf, size_t bytes, int root, const char *what);

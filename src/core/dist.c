@@ -124,6 +124,12 @@ static void add_f64(void *a, const void *b, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
+static void max_f64(void *a, const void *b, size_t n) {
+    double *x = a;
+    const double *y = b;
+    for (size_t i = 0; i < n; i++) x[i] = y[i] > x[i] ? y[i] : x[i];
+}
+
 static jr_status sum_any(void *buf, size_t n, size_t esz, MPI_Datatype t, void (*add)(void *, const void *, size_t),
                          const char *what) {
     if (g_size < 2 || !n) return JR_OK;
@@ -172,6 +178,15 @@ jr_status jr_dist_bcast(void *buf, size_t bytes, int root, const char *what) {
     return JR_OK;
 #else
     (void)buf; (void)bytes; (void)root; (void)what;
+    return JR_OK;
+#endif
+}
+
+jr_status jr_dist_max_f64(double *buf, size_t n, const char *what) {
+#ifdef JR_MPI
+    return sum_any(buf, n, sizeof *buf, MPI_DOUBLE, max_f64, what);
+#else
+    (void)buf; (void)n; (void)what;
     return JR_OK;
 #endif
 }

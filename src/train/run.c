@@ -366,9 +366,9 @@ jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t
     jr_trainer_opts to;
     jr_trainer_opts_from_config(&to, c);
     const char *algo = to.algo;
-    if (jr_dist_size() > 1 && strcmp(algo, "sft"))
-        return jr_fail(JR_EUNSUPPORTED, "%s: trainer.algo=%s does not run data-parallel yet (only sft does over %d "
-                                        "MPI ranks): run it as one process (docs/SCALE.md)", c->source, algo,
+    if (jr_dist_size() > 1 && !strcmp(algo, "distill"))
+        return jr_fail(JR_EUNSUPPORTED, "%s: trainer.algo=%s does not run data-parallel yet (sft, grpo and rloo do "
+                                        "over %d MPI ranks): run it as one process (docs/SCALE.md)", c->source, algo,
                        jr_dist_size());
     if (!strcmp(algo, "grpo") || !strcmp(algo, "rloo")) return jr_grpo_run(c, progress, stop, res);
     if (!strcmp(algo, "distill")) return jr_distill_run(c, progress, stop, res);
