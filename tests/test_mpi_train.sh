@@ -82,6 +82,15 @@ if [ "$(grep -c '^trained steps' "$JR_TMP/two.out")" -eq 1 ] && [ "$(ls "$JR_TMP
   ok rank0_alone_writes
 else fail rank0_alone_writes "$(cat "$JR_TMP/two.out"; ls "$JR_TMP/two")"; fi
 
+# LoRA: only the adapters' gradients are summed; the same losses as one process
+"$JR_BIN" train "$JR_TMP/sft.yaml" run.out_dir="$JR_TMP/l1" lora.enabled=true lora.rank=4 >/dev/null 2>&1
+$MPI "$JR_BIN" train "$JR_TMP/sft.yaml" run.out_dir="$JR_TMP/l2" lora.enabled=true lora.rank=4 >/dev/null 2>"$JR_TMP/l2.err"
+losses "$JR_TMP/l1/metrics.jsonl" >"$JR_TMP/l1.loss"; losses "$JR_TMP/l2/metrics.jsonl" >"$JR_TMP/l2.loss"
+if [ -f "$JR_TMP/l2/adapter/adapter_model.safetensors" ] && [ "$(wc -l <"$JR_TMP/l2.loss")" -eq 20 ] &&
+   paste "$JR_TMP/l1.loss" "$JR_TMP/l2.loss" | awk '{ if ($1 != $3) bad = 1; d = ($2 - $4) / $2; if (d < 0) d = -d;
+     if (d > 1e-6) bad = 1 } END { exit bad }'; then ok lora_two_ranks_equal_one_process
+else fail lora_two_ranks_equal_one_process "$(tail -c 300 "$JR_TMP/l2.err"; paste "$JR_TMP/l1.loss" "$JR_TMP/l2.loss" | tail -3)"; fi
+
 # 3. the TCP transport: the ordered reduction gives the very same bits
 if $MPI --mca btl tcp,self "$JR_BIN" train "$JR_TMP/sft.yaml" run.out_dir="$JR_TMP/tcp" >/dev/null 2>"$JR_TMP/tcp.err"; then
   ok tcp_runs
