@@ -10,6 +10,7 @@ TEST(no_launcher_is_one_rank) {
     unsetenv("OMPI_COMM_WORLD_SIZE");
     unsetenv("PMI_SIZE");
     unsetenv("PMIX_RANK");
+    unsetenv("SLURM_STEP_NUM_TASKS");
     g_init = 0;
     CHECK_OK(jr_dist_init());
     CHECK(!jr_dist_compiled());
@@ -42,6 +43,14 @@ TEST(multi_rank_launch_refused) {
     g_init = 0;
     CHECK(jr_dist_launcher_size() == -1);
     CHECK(jr_dist_init() == JR_EUNSUPPORTED && strstr(jr_errmsg(), "PMIX_RANK is set"));
+    setenv("SLURM_STEP_NUM_TASKS", "1", 1); /* srun -n 1 --mpi=pmix: one rank, fine */
+    g_init = 0;
+    CHECK(jr_dist_launcher_size() == 1);
+    CHECK_OK(jr_dist_init());
+    setenv("SLURM_STEP_NUM_TASKS", "3", 1);
+    g_init = 0;
+    CHECK(jr_dist_init() == JR_EUNSUPPORTED && strstr(jr_errmsg(), "launched as 3 ranks (SLURM_STEP_NUM_TASKS=3)"));
+    unsetenv("SLURM_STEP_NUM_TASKS");
     unsetenv("PMIX_RANK");
 }
 

@@ -195,4 +195,17 @@ if [ -n "$port" ] && $MPI "$JR_BIN" train "$JR_TMP/judge.yaml" run.out_dir="$JR_
    [ ! -e "$JR_TMP/j/judge_cache.sqlite" ] && [ "$(grep -c . "$JR_TMP/judge.log")" -ge 8 ]; then
   ok judge_cache_per_rank
 else fail judge_cache_per_rank "port '$port': $(tail -c 400 "$JR_TMP/j.err"; ls "$JR_TMP/j" 2>&1)"; fi
-kill $jp 2>/dev/null; wait $jp 2>/dev/null
+# the unscored share is the whole batch's and stops every rank after rank 0 wrote its checkpoint and reasons
+# (rank 1's prompts fail at the judge: 2 of 4 prompts, 50% > max_unscored_frac 0.1 only counted globally)
+i=0; while [ $i -lt 32 ]; do
+  if [ $((i % 4)) -ge 2 ]; then f=" fault=500*all"; else f=""; fi
+  printf '{"prompt": "Item %d:%s", "idx": %d}\n' $i "$f" $i; i=$((i + 1)); done >"$JR_TMP/pf.jsonl"
+if [ -n "$port" ]; then
+  $MPI "$JR_BIN" train "$JR_TMP/judge.yaml" data.train="$JR_TMP/pf.jsonl" data.shuffle=false judge.max_attempts=1 \
+    judge.cache=false run.out_dir="$JR_TMP/u" >/dev/null 2>"$JR_TMP/u.err"; rc=$?
+  if [ "$rc" -ne 0 ] && grep -q 'rank 0 of 2: step 1: 8 of 16 samples unscored (50% > judge.max_unscored_frac=0.1' "$JR_TMP/u.err" &&
+     [ -s "$JR_TMP/u/unscored.json" ] && [ "$(cat "$JR_TMP/u/checkpoints/latest" 2>/dev/null)" = step-00000000 ]; then
+    ok unscored_stop_global
+  else fail unscored_stop_global "exit $rc: $(grep judgerl "$JR_TMP/u.err" | tail -c 600; ls "$JR_TMP/u" 2>&1)"; fi
+else fail unscored_stop_global "the judge server did not start"; fi
+kill $jp 2>/dev/null; wait $jp 2>/dev/null || true

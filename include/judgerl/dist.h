@@ -10,13 +10,14 @@
 
 #include "judgerl/status.h"
 
-/* Reads the launcher's environment (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK): without one, a single
+/* Reads the launcher's environment (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK with Slurm's
+ * SLURM_STEP_NUM_TASKS): without one, a single
  * rank and MPI is never initialised. Under a launcher, MPI_Init (MPI builds; errors returned, not
  * fatal) or, in a build without MPI, JR_EUNSUPPORTED naming the launcher's world size. Idempotent. */
 jr_status jr_dist_init(void);
 
 /* The world size the launcher's environment announces before any MPI call: 0 without a launcher,
- * -1 for a launcher that tells it only to MPI_Init (PMIX_RANK alone). */
+ * -1 for a launcher that tells it only to MPI_Init (PMIX_RANK without SLURM_STEP_NUM_TASKS). */
 long jr_dist_launcher_size(void);
 
 /* 1 when this binary has MPI compiled in. */

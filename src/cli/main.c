@@ -48,7 +48,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) { usage(stdout); return CLI_OK; }
     if (!strcmp(argv[1], "--version")) return cmd_version(argc - 1, argv + 1);
     long ranks = jr_dist_launcher_size();
-    if (strcmp(argv[1], "train") && (ranks > 1 || ranks < 0)) {
+    if (strcmp(argv[1], "train") && ranks > 1) {
         fprintf(stderr, "judgerl: %s: launched by mpirun as several ranks, but only `judgerl train` runs over MPI "
                         "(docs/SCALE.md): run %s as one process\n", argv[1], argv[1]);
         return CLI_USAGE;

@@ -29,7 +29,11 @@ static long launcher_size(const char **name) {
     const char *v;
     if ((v = getenv("OMPI_COMM_WORLD_SIZE")) && *v) { *name = "OMPI_COMM_WORLD_SIZE"; return atol(v); }
     if ((v = getenv("PMI_SIZE")) && *v) { *name = "PMI_SIZE"; return atol(v); }
-    if ((v = getenv("PMIX_RANK")) && *v) { *name = "PMIX_RANK"; return -1; }
+    if ((v = getenv("PMIX_RANK")) && *v) { /* srun --mpi=pmix: Slurm tells the step's size */
+        const char *t = getenv("SLURM_STEP_NUM_TASKS");
+        *name = t && *t ? "SLURM_STEP_NUM_TASKS" : "PMIX_RANK";
+        return t && *t ? atol(t) : -1;
+    }
     *name = NULL;
     return 0;
 }

@@ -258,6 +258,10 @@ jr_status jr_run_stop_unscored(jr_run *r, const jr_train_state *prev, int64_t st
     json_decref(o);
     free(text);
     free(path);
+    /* every rank reached the same decision: they wait here for rank 0's files, since the error they return
+     * ends the job (MPI_Abort) */
+    double sync = 0;
+    if ((st = jr_dist_sum_f64(&sync, 1, "the stop"))) return st;
     return jr_fail(JR_EIO, "step %lld: %d of %d %s (%.0f%% > judge.max_unscored_frac=%g; %.1500s); stopped with a "
                            "checkpoint at step %lld: fix the judge and resume with trainer.resume=true", (long long)(step + 1),
                    bad, total, what, 100 * frac, limit, jr_reason_tally_summary(r->why), (long long)step);
