@@ -17,7 +17,14 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN    := -Wall -Wextra -Wno-unused-parameter
 BASE    := -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -fopenmp $(WARN) $(EXTRA_CFLAGS)
 BASECXX := -std=c++17 -D_GNU_SOURCE -Iinclude -Isrc $(WARN) $(EXTRA_CFLAGS)
-LIBS     = $(PKG_LIBS) -ldnnl -lcld2 -lstdc++ -lm -lpthread -fopenmp
+LIBS     = $(PKG_LIBS) $(MPI_LIBS) -ldnnl -lcld2 -lstdc++ -lm -lpthread -fopenmp
+# MPI (OpenMPI, libopenmpi-dev) is compiled in when its pkg-config file is there; MPI=0 builds without it
+# (into build/<b>-nompi): that binary refuses a multi-rank launch (docs/SCALE.md).
+MPI ?= $(if $(shell pkg-config --exists ompi-c 2>/dev/null && echo y),1,0)
+ifeq ($(MPI),1)
+  MPI_CFLAGS := -DJR_MPI $(shell pkg-config --cflags ompi-c 2>/dev/null)
+  MPI_LIBS   := $(shell pkg-config --libs ompi-c 2>/dev/null)
+endif
 
 REL_FLAGS  := -O2 -g -march=native -DNDEBUG
 ASAN_FLAGS := -O1 -g -march=native -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -30,7 +37,7 @@ else ifeq ($(BUILD),fuzz)
 else
   MODE_FLAGS := $(REL_FLAGS)
 endif
-OUT := build/$(BUILD)
+OUT := build/$(BUILD)$(if $(filter 1,$(MPI)),,$(if $(shell pkg-config --exists ompi-c 2>/dev/null && echo y),-nompi))
 
 LIB_SRC  := $(filter-out src/cli/%,$(wildcard src/*/*.c))
 LIB_CXX  := $(filter-out src/cli/%,$(wildcard src/*/*.cc))
@@ -57,6 +64,9 @@ asan:
 $(OUT)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+# only the rank layer sees mpi.h
+$(OUT)/obj/src/core/dist.o: BASE += $(MPI_CFLAGS)
 
 $(OUT)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)

@@ -6,7 +6,7 @@ set -eu
 level=${1:-build}
 pkgs="build-essential pkg-config libcurl4-openssl-dev libjansson-dev libyaml-dev libpcre2-dev
 libutf8proc-dev libsqlite3-dev libopenblas-dev libmicrohttpd-dev libcld2-dev zlib1g-dev bubblewrap python3
-libdnnl-dev"
+libdnnl-dev libopenmpi-dev openmpi-bin"
 case "$level" in
   build) ;;
   test) pkgs="$pkgs curl jq python3 clang libomp-14-dev libclang-rt-14-dev" ;;

@@ -59,6 +59,10 @@ typedef struct jr_judge_opts {
     double backoff_base_s, backoff_max_s, retry_after_max_s;
     int concurrency;           /* per endpoint; 0 = by kind: llama.cpp's total_slots + 1, else 64 */
     double rpm, tpm;           /* per endpoint; 0 = unlimited */
+    int ranks, rank;           /* data-parallel training (dist.h): the ranks sharing the endpoints divide
+                                  concurrency, rpm and tpm by ranks (concurrency at least 1), and each rank
+                                  keeps its own default cache file (judge_cache.rank-R.sqlite; an explicit
+                                  cache_path gets .rank-R); 0 or 1: one process */
     int cache;                 /* 0: no cache; 1: cache_path, else cache_dir/judge_cache.sqlite */
     const char *cache_path;    /* an explicit SQLite file (judge.cache: PATH): may be shared by runs */
     const char *cache_dir;     /* where the default cache lives: the run's directory (run.out_dir,

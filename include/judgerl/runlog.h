@@ -16,7 +16,8 @@ typedef struct jr_runlog jr_runlog;
  * run_dir/samples.jsonl back to that step. Creates run_dir. On error *rl is NULL. */
 jr_status jr_runlog_open(jr_runlog **rl, const char *run_dir, int64_t resume_step, int tensorboard);
 
-/* Adds a named scalar to the step being built (the name is copied; a repeated name replaces the value). */
+/* Adds a named scalar to the step being built (the name is copied; a repeated name replaces the value).
+ * rl NULL (the ranks other than 0 of a data-parallel run): nothing, JR_OK; the same for commit. */
 jr_status jr_runlog_add(jr_runlog *rl, const char *name, double value);
 
 /* Writes the scalars added since the last commit as one metrics.jsonl row and one TensorBoard event

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "judgerl/dist.h"
 #include "judgerl/wfrl.h"
 
 typedef struct {
@@ -49,6 +50,12 @@ int main(int argc, char **argv) {
     if (argc < 2) { usage(stderr); return CLI_USAGE; }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) { usage(stdout); return CLI_OK; }
     if (!strcmp(argv[1], "--version")) return cmd_version(argc - 1, argv + 1);
+    long ranks = jr_dist_launcher_size();
+    if (strcmp(argv[1], "train") && ranks > 1) {
+        fprintf(stderr, "judgerl: %s: launched by mpirun as several ranks, but only `judgerl train` runs over MPI "
+                        "(docs/SCALE.md): run %s as one process\n", argv[1], argv[1]);
+        return CLI_USAGE;
+    }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "judgerl: unknown command '%s' (run judgerl --help for the list)\n", argv[1]);

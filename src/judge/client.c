@@ -891,9 +891,13 @@ static void wake(jr_judge *j) {
 static jr_status open_cache(jr_judge *j, const jr_judge_opts *o) {
     char *path = NULL;
     if (!o->cache) return JR_OK;
-    if (o->cache_path) path = jr_strdup(o->cache_path);
-    else if (o->cache_dir && *o->cache_dir) path = jr_path_join(o->cache_dir, "judge_cache.sqlite");
-    else return JR_OK; /* no run or output directory: nothing to keep it beside */
+    int per_rank = o->ranks > 1; /* never one SQLite file written by several ranks (maybe over NFS) */
+    if (o->cache_path) path = per_rank ? fmt("%s.rank-%d", o->cache_path, o->rank) : jr_strdup(o->cache_path);
+    else if (o->cache_dir && *o->cache_dir) {
+        char name[64];
+        if (per_rank) snprintf(name, sizeof name, "judge_cache.rank-%d.sqlite", o->rank);
+        path = jr_path_join(o->cache_dir, per_rank ? name : "judge_cache.sqlite");
+    } else return JR_OK; /* no run or output directory: nothing to keep it beside */
     if (!path) return JR_ENOMEM;
     jr_status st = jr_cache_open(&j->cache, path);
     free(path);
@@ -952,6 +956,7 @@ static jr_status setup_servers(jr_judge *j, const jr_judge_opts *o, const char *
         int mc = o->endpoints[i].max_connections;
         ep->max_conn = mc > 0 ? mc : ep->conc;
         if (ep->conc > ep->max_conn) ep->conc = ep->max_conn; /* HTTP/1.1: one request per connection */
+        if (o->ranks > 1) ep->conc = ep->conc / o->ranks > 0 ? ep->conc / o->ranks : 1; /* this rank's share */
         all_llamacpp &= ep->info.kind == JR_KIND_LLAMACPP;
         int wrapped = 0;
         jr_status st = jr_judge_constraint_fields(&j->constraint, &ep->info, &ep->cfields, &wrapped);
@@ -1103,8 +1108,8 @@ jr_status jr_judge_open_opts(jr_judge **out, const jr_judge_opts *o) {
     j->backoff_base = o->backoff_base_s;
     j->backoff_max = o->backoff_max_s;
     j->retry_after_max = o->retry_after_max_s;
-    j->rpm = o->rpm;
-    j->tpm = o->tpm;
+    j->rpm = o->ranks > 1 ? o->rpm / o->ranks : o->rpm; /* data-parallel: this rank's share of the limits */
+    j->tpm = o->ranks > 1 ? o->tpm / o->ranks : o->tpm;
     jr_rng_seed2(&j->rng, o->seed, 0x6a75646765ULL);
     const json_t *eb = o->extra_body;
     if (eb && !json_is_object(eb)) { st = jr_fail(JR_EINVAL, "%s: judge.extra_body: expected a mapping of request fields", src); goto fail; }

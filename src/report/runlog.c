@@ -37,6 +37,7 @@ jr_status jr_runlog_open(jr_runlog **out, const char *run_dir, int64_t resume_st
 }
 
 jr_status jr_runlog_add(jr_runlog *rl, const char *name, double value) {
+    if (!rl) return JR_OK; /* a rank other than 0 of a data-parallel run keeps no log */
     for (size_t i = 0; i < rl->n; i++)
         if (!strcmp(rl->names[i], name)) { rl->values[i] = value; return JR_OK; }
     if (rl->n == rl->cap) {
@@ -63,7 +64,7 @@ static void clear(jr_runlog *rl) {
 }
 
 jr_status jr_runlog_commit(jr_runlog *rl, int64_t step) {
-    if (rl->n == 0) return JR_OK;
+    if (!rl || rl->n == 0) return JR_OK;
     const char *const *names = (const char *const *)rl->names;
     jr_status st = jr_metrics_log(rl->m, step, rl->n, names, rl->values);
     if (!st && rl->tb) st = jr_tb_scalars(rl->tb, step, jr_wall_time(), rl->n, names, rl->values);
