@@ -3,6 +3,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "judgerl/dist.h"
 #include "judgerl/dataset.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/grpo_trainer.h"
@@ -97,5 +98,6 @@ jr_status jr_train_check(const jr_config *c) {
     unsigned bits;
     if (lo.enabled && jr_lora_parse_targets(lo.target_modules, &bits)) return jr_fail_ctx(JR_EINVAL, "lora.target_modules");
     if ((grpo || distill) && (st = check_reward(c, grpo))) return st;
-    return jr_run_dir_prepare(&ro, to.resume, 1);
+    /* the run-directory rule is rank 0's (it writes there first; another rank would find it used) */
+    return jr_dist_rank() ? JR_OK : jr_run_dir_prepare(&ro, to.resume, 1);
 }
