@@ -10,6 +10,7 @@
 #include "judgerl/dataset.h"
 #include "judgerl/env.h"
 #include "judgerl/grpo.h"
+#include "judgerl/monitor.h"
 #include "judgerl/run.h"
 #include "judgerl/status.h"
 
@@ -55,6 +56,7 @@ typedef struct jr_grpo_setup {
     jr_model_source policy;      /* the starting weights (and the KL reference) */
     jr_data_opts data;           /* prompts: rows {"prompt"} or {"messages"} */
     jr_env *env;                 /* the reward environment (borrowed; outlives the trainer) */
+    jr_monitor_opts monitor;     /* reward-hacking alarms on the held-out evaluation (enabled 0: off) */
     FILE *progress;              /* progress bar, sample tables, notes (NULL: none) */
     volatile sig_atomic_t *stop; /* set by a signal: checkpoint at the next boundary and stop */
 } jr_grpo_setup;

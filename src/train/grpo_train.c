@@ -49,6 +49,15 @@ static jr_status check_setup(jr_grpo_trainer *g) {
     return JR_OK;
 }
 
+/* monitor.enabled: the alarms need held-out prompts evaluated every trainer.eval_every steps. */
+static jr_status open_monitor(jr_grpo_trainer *g, const jr_monitor_opts *mo) {
+    if (!jr_data_n_val(g->data))
+        return jr_fail(JR_EINVAL, "monitor.enabled needs held-out prompts: set data.validation or data.validation_frac");
+    if (g->run.to.eval_every < 1)
+        return jr_fail(JR_EINVAL, "monitor.enabled watches the held-out evaluation: set trainer.eval_every >= 1");
+    return jr_monitor_open(&g->mon, mo, g->run.ro.out_dir);
+}
+
 /* Everything after the run is open: data, reference and generation copies, generator, buffers. */
 static jr_status open_parts(jr_grpo_trainer *g, const jr_grpo_setup *s) {
     jr_run *r = &g->run;
@@ -76,7 +85,7 @@ static jr_status open_parts(jr_grpo_trainer *g, const jr_grpo_setup *s) {
     g->ent = jr_malloc(sizeof(float) * (size_t)g->B * g->T_max);
     if (!g->adv || !g->active || !g->ent) return JR_ENOMEM;
     r->eval = (jr_run_eval){r->to.eval_every, 0, "eval/reward", jr_data_n_val(g->data) ? grpo_eval_reward : NULL, g};
-    return JR_OK;
+    return s->monitor.enabled ? open_monitor(g, &s->monitor) : JR_OK;
 }
 
 jr_status jr_grpo_open(jr_grpo_trainer **out, const jr_grpo_setup *s) {
@@ -248,6 +257,14 @@ jr_status jr_grpo_update(jr_grpo_trainer *g, double lr) {
     return st;
 }
 
+/* The monitor's baseline: the held-out evaluation of the starting policy, logged as step 0. */
+static jr_status monitor_baseline(jr_grpo_trainer *g) {
+    double v;
+    jr_status st = grpo_eval_reward(g, &v);
+    if (!st) st = jr_runlog_add(g->run.rl, "eval/reward", v);
+    return st ? st : jr_runlog_commit(g->run.rl, 0);
+}
+
 /* The harness's step: a new generation batch every num_iterations steps, then the update and the log. */
 static jr_status grpo_step(void *ud, jr_run *r, int64_t step, double *loss, int *boundary) {
     jr_grpo_trainer *g = ud;
@@ -256,6 +273,7 @@ static jr_status grpo_step(void *ud, jr_run *r, int64_t step, double *loss, int 
     g->fresh = step % g->mu == 0 || !g->ro.s;
     g->t_ref = 0;
     g->prev = r->ts;
+    if (step == 0 && g->mon && (st = monitor_baseline(g))) return st;
     if (g->fresh && ((st = jr_grpo_rollout(g, step)) || (st = jr_grpo_advantages_step(g, step)))) return st;
     if ((st = jr_grpo_update(g, jr_schedule_lr(&r->sch, step)))) return st;
     *loss = g->as.reward_mean;
@@ -281,6 +299,7 @@ jr_status jr_grpo_close(jr_grpo_trainer *g, jr_status st) {
         pthread_join(g->th, NULL);
         g->th_running = 0;
     }
+    jr_monitor_close(g->mon);
     grpo_rollout_free(&g->pend);
     grpo_rollout_free(&g->ro);
     grpo_micro_free(g->mb, g->n_mb);
@@ -336,6 +355,7 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
     s.progress = progress;
     s.stop = stop;
     jr_status st = jr_grpo_opts_from_config(&s.grpo, c);
+    if (!st) st = jr_monitor_opts_from_config(&s.monitor, c);
     if (!st && !s.data.train) st = jr_fail(JR_EINVAL, "%s: data.train must name a JSONL file of prompts", c->source);
     jr_reward *rw = NULL;
     jr_env env = {0};
