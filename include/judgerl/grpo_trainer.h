@@ -37,6 +37,7 @@ typedef struct jr_grpo_opts {
     int64_t log_completions_every;
     int log_completions_n;
     int shuffle_rewards;         /* control experiment */
+    int length_control;          /* mitigation: the reward's linear dependence on length regressed out per batch */
     int async_generation;
     double max_unscored_frac;    /* judge.max_unscored_frac: past it the run stops with a checkpoint */
     int max_in_flight;           /* samples being scored at once (0 = no bound) */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "judgerl/dataset.h"
+#include "judgerl/ensemble.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/grpo_trainer.h"
 #include "judgerl/judge.h"
@@ -41,7 +42,7 @@ const jr_cfg_field jr_study_cfg[] = {
 const jr_cfg_field *const jr_study_run_tables[] = {jr_run_cfg,       jr_data_cfg,    jr_model_cfg,   jr_trainer_cfg,
                                                    jr_grpo_cfg,      jr_distill_cfg, jr_judge_cfg,   jr_protocols_cfg,
                                                    jr_reward_cfg,    jr_tokenizer_cfg, jr_sandbox_cfg, jr_monitor_cfg,
-                                                   jr_probe_cfg,     NULL};
+                                                   jr_probe_cfg,     jr_ensemble_cfg,  NULL};
 
 /* Strings of a list value into out (at most JR_STUDY_MAX). */
 static jr_status str_list(const json_t *a, const char *key, const char **out, int *n) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "grpo_internal.h"
+#include "judgerl/ensemble.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
 #include "judgerl/reward.h"
@@ -33,6 +34,9 @@ static jr_status check_setup(jr_grpo_trainer *g) {
                        g->o.n_reward_weights, g->K);
     if (g->o.rloo && g->o.normalize_then_sum)
         return jr_fail(JR_EINVAL, "trainer.algo=rloo works on the summed reward: use "
+                                  "grpo.multi_objective_aggregation=sum_then_normalize");
+    if (g->o.length_control && g->o.normalize_then_sum)
+        return jr_fail(JR_EINVAL, "grpo.length_control works on the summed reward: use "
                                   "grpo.multi_objective_aggregation=sum_then_normalize");
     if (g->o.async_generation && g->run.to.eval_every > 0)
         return jr_fail(JR_EUNSUPPORTED, "trainer.eval_every with grpo.async_generation: the evaluation would share "
@@ -195,6 +199,7 @@ jr_status jr_grpo_log(jr_grpo_trainer *g, int64_t step) {
     if (!g->run.log_now) return JR_OK;
     jr_runlog_add(rl, "reward", g->as.reward_mean);
     jr_runlog_add(rl, "reward_std", g->as.reward_std);
+    if (g->o.length_control) jr_runlog_add(rl, "length_control/slope", g->lc_slope);
     log_components(g);
     double len_sum = 0, len_max = 0, trunc = 0;
     for (int i = 0; i < ro->n; i++) {
@@ -358,13 +363,25 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
     if (!st) st = jr_monitor_opts_from_config(&s.monitor, c);
     if (!st && !s.data.train) st = jr_fail(JR_EINVAL, "%s: data.train must name a JSONL file of prompts", c->source);
     jr_reward *rw = NULL;
+    jr_ensemble *ens = NULL;
+    jr_ensemble_opts eo;
     jr_env env = {0};
-    if (!st) st = jr_reward_open(&rw, c);
-    if (!st) st = jr_env_from_reward(&env, rw, (size_t)s.grpo.prompts_per_step * s.grpo.num_generations);
+    size_t cap = (size_t)s.grpo.prompts_per_step * s.grpo.num_generations;
+    if (!st) st = jr_ensemble_opts_from_config(&eo, c);
+    if (!st && eo.n) { /* a judge ensemble replaces reward.components */
+        st = jr_ensemble_open(&ens, &eo);
+        if (!st && s.grpo.normalize_then_sum)
+            st = jr_fail(JR_EINVAL, "%s: ensemble.judges combines its members itself: use "
+                                    "grpo.multi_objective_aggregation=sum_then_normalize", c->source);
+        if (!st) st = jr_env_from_ensemble(&env, ens, cap);
+    } else {
+        if (!st) st = jr_reward_open(&rw, c);
+        if (!st) st = jr_env_from_reward(&env, rw, cap);
+    }
     s.env = &env;
     jr_grpo_trainer *g = NULL;
     if (!st) st = jr_grpo_open(&g, &s);
-    if (g) g->judge = jr_reward_judge(rw);
+    if (g && rw) g->judge = jr_reward_judge(rw);
     /* once, beside the progress bar (a terminal only: errors stay one line): what each server is */
     for (int e = 0; g && g->judge && progress && isatty(fileno(progress)) && e < jr_judge_n_endpoints(g->judge); e++)
         fprintf(progress, "judge %s\n", jr_judge_endpoint_info(g->judge, e));
@@ -376,5 +393,6 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
     st = jr_grpo_close(g, st);
     jr_env_close(&env);
     jr_reward_close(rw);
+    jr_ensemble_close(ens);
     return st;
 }
