@@ -110,6 +110,17 @@ else:
            jsonl(os.path.join(out2, "metrics.jsonl"))[-1]["step"] == fired[0] and any(str(fired[0]) in c for c in cks),
            "rc %d, checkpoints %s, %s" % (p2.returncode, cks, p2.stderr[-300:]))
 
+    # resumed after the stop (monitor.stop off): the file keeps its baseline, no step twice, the alarm fired once
+    cfg2 = os.path.join(TMP, "mon_stop.yaml")
+    p3 = subprocess.run([BIN, "train", cfg2, "trainer.resume=true", "monitor.stop=false"], capture_output=True, text=True,
+                        timeout=900, env=dict(os.environ, JR_PROGRESS="plain"))
+    rows3 = jsonl(os.path.join(out2, "monitor.jsonl")) if p3.returncode == 0 else []
+    steps3 = [r["step"] for r in rows3]
+    report("resumed after the stop: monitor.jsonl continues (baseline kept, each step once, the alarm fired once)",
+           p3.returncode == 0 and steps3 == sorted(set(steps3)) and steps3[0] == 0 and steps3[-1] == 16 and
+           sum("proxy_gold" in r["fired"] for r in rows3) == 1 and "proxy_gold" in rows3[-1]["alarms"],
+           "rc %d steps %s %s" % (p3.returncode, steps3, p3.stderr[-300:]))
+
 # 3. gold labels that agree with the proxy (labelled data): no proxy_gold alarm; the labels collapse
 p, out = run("mon_quiet", "{enabled: true, gold_field: gold, labels: %s/mon_labels.jsonl, collapse_share: 0.75}" % TMP)
 if p.returncode != 0:

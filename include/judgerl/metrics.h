@@ -15,6 +15,11 @@ typedef struct jr_metrics jr_metrics;
  * duplicates; -1 keeps every row. On error *m is NULL. */
 jr_status jr_metrics_open(jr_metrics **m, const char *path, int64_t resume_step);
 
+/* Rewrites a JSONL file of {"step": N, ...} rows keeping only the complete lines whose step is <=
+ * resume_step (lines without a readable step are kept); a missing file is fine. What jr_metrics_open does
+ * on resume, for a run's other per-step files (monitor.jsonl). */
+jr_status jr_metrics_drop_after(const char *path, int64_t resume_step);
+
 /* Appends {"step":S,"wall_time":UNIX_SECONDS,NAME:VALUE,...} (names in the order given) and flushes.
  * Non-finite values are written as null. A name "step" or "wall_time", or a repeated name, is
  * JR_EINVAL and nothing is written. */

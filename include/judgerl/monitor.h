@@ -43,10 +43,11 @@ const char *jr_monitor_alarm_name(int i);
 
 typedef struct jr_monitor jr_monitor;
 
-/* Opens a monitor writing out_dir/monitor.jsonl (appended to: a resumed run keeps its rows; the
- * baseline is the file's first row when there is one). Loads the labels file and opens the gold
- * reward registry. On error *m is NULL and the message names the file. */
-jr_status jr_monitor_open(jr_monitor **m, const jr_monitor_opts *o, const char *out_dir);
+/* Opens a monitor writing out_dir/monitor.jsonl: a fresh run (resume_step < 0) starts it anew; a run
+ * resumed at resume_step keeps its rows up to that step, its baseline (the first row) and the alarms
+ * fired so far. Loads the labels file and opens the gold reward registry. On error *m is NULL and the
+ * message names the file. */
+jr_status jr_monitor_open(jr_monitor **m, const jr_monitor_opts *o, const char *out_dir, int64_t resume_step);
 
 /* One held-out sample: its dataset row, its completion and the proxy (training) reward. */
 typedef struct jr_monitor_sample {

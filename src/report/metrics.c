@@ -49,6 +49,8 @@ static jr_status drop_after(const char *path, int64_t resume_step) {
     return st;
 }
 
+jr_status jr_metrics_drop_after(const char *path, int64_t resume_step) { return drop_after(path, resume_step); }
+
 jr_status jr_metrics_open(jr_metrics **m, const char *path, int64_t resume_step) {
     *m = NULL;
     jr_status st = resume_step >= 0 ? drop_after(path, resume_step) : JR_OK;

@@ -59,7 +59,7 @@ static jr_status open_monitor(jr_grpo_trainer *g, const jr_monitor_opts *mo) {
         return jr_fail(JR_EINVAL, "monitor.enabled needs held-out prompts: set data.validation or data.validation_frac");
     if (g->run.to.eval_every < 1)
         return jr_fail(JR_EINVAL, "monitor.enabled watches the held-out evaluation: set trainer.eval_every >= 1");
-    return jr_monitor_open(&g->mon, mo, g->run.ro.out_dir);
+    return jr_monitor_open(&g->mon, mo, g->run.ro.out_dir, g->run.resumed ? g->run.ts.step : -1);
 }
 
 /* Everything after the run is open: data, reference and generation copies, generator, buffers. */

@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "judgerl/dataset.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
+#include "judgerl/metrics.h"
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
 #include "judgerl/sandbox.h"
@@ -117,13 +119,17 @@ static void load_history(jr_monitor *m) {
     free(text);
 }
 
-jr_status jr_monitor_open(jr_monitor **out, const jr_monitor_opts *o, const char *out_dir) {
+jr_status jr_monitor_open(jr_monitor **out, const jr_monitor_opts *o, const char *out_dir, int64_t resume_step) {
     *out = NULL;
     jr_monitor *m = jr_calloc(1, sizeof *m);
     if (!m) return JR_ENOMEM;
     m->o = *o;
     m->path = jr_path_join(out_dir, "monitor.jsonl");
     jr_status st = m->path ? JR_OK : JR_ENOMEM;
+    /* a fresh run starts a new file; a resumed one keeps the rows up to its checkpoint (as metrics.jsonl) */
+    if (!st && resume_step < 0 && unlink(m->path) && errno != ENOENT)
+        st = jr_fail(JR_EIO, "%s: cannot remove the previous run's file: %s", m->path, strerror(errno));
+    if (!st && resume_step >= 0) st = jr_metrics_drop_after(m->path, resume_step);
     if (!st && o->labels) st = load_labels(m, o->labels);
     if (!st && o->gold_reward) {
         const jr_cfg_field *const tables[] = {jr_reward_cfg, jr_judge_cfg, jr_protocols_cfg, jr_sandbox_cfg, NULL};
