@@ -13,32 +13,12 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jrtest import BIN, ROOT, TMP, finish, jsonl, report, write  # noqa: E402
 from rule_judge import Judge  # noqa: E402
 
-BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
-ROOT = os.path.abspath(os.environ.get("JR_ROOT", "."))
-TMP = os.environ.get("JR_TMP", "/tmp")
-failures = 0
 
 
-def report(name, ok, why=""):
-    global failures
-    if ok:
-        print("ok - " + name)
-    else:
-        failures += 1
-        print("FAIL - %s: %s" % (name, why))
-    sys.stdout.flush()
 
-
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-
-
-def jsonl(path):
-    with open(path) as f:
-        return [json.loads(l) for l in f if l.strip()]
 
 
 write(os.path.join(TMP, "mi_train.jsonl"), "".join(json.dumps({"prompt": "Item %d:" % i}) + "\n" for i in range(32)))
@@ -150,4 +130,4 @@ p = subprocess.run([BIN, "train", os.path.join(TMP, "mi_bad.yaml"), "grpo.length
 report("length control with normalize_then_sum: one clear error", p.returncode != 0 and "grpo.length_control" in p.stderr,
        p.stderr[-300:])
 
-sys.exit(1 if failures else 0)
+finish()

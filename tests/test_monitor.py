@@ -10,30 +10,12 @@ import shutil
 import subprocess
 import sys
 
-BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
-ROOT = os.path.abspath(os.environ.get("JR_ROOT", "."))
-TMP = os.environ.get("JR_TMP", "/tmp")
-failures = 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jrtest import BIN, ROOT, TMP, finish, jsonl, report, write  # noqa: E402
 
 
-def report(name, ok, why=""):
-    global failures
-    if ok:
-        print("ok - " + name)
-    else:
-        failures += 1
-        print("FAIL - %s: %s" % (name, why))
-    sys.stdout.flush()
 
 
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-
-
-def jsonl(path):
-    with open(path) as f:
-        return [json.loads(l) for l in f if l.strip()]
 
 
 write(os.path.join(TMP, "mon_train.jsonl"), "".join(json.dumps({"prompt": "Item %d:" % i, "gold": "lower"}) + "\n" for i in range(32)))
@@ -140,4 +122,4 @@ p, _ = run("mon_bad", "{enabled: true, gold_field: gold}", "data.validation=null
 report("monitor without held-out prompts: one clear error", p.returncode != 0 and "monitor.enabled needs held-out prompts" in p.stderr,
        p.stderr[-300:])
 
-sys.exit(1 if failures else 0)
+finish()

@@ -14,27 +14,11 @@ import sys
 import xml.dom.minidom
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jrtest import BIN, ROOT, TMP, finish, report, write  # noqa: E402
 from rule_judge import Judge  # noqa: E402
 
-BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
-ROOT = os.path.abspath(os.environ.get("JR_ROOT", "."))
-TMP = os.environ.get("JR_TMP", "/tmp")
-failures = 0
 
 
-def report(name, ok, why=""):
-    global failures
-    if ok:
-        print("ok - " + name)
-    else:
-        failures += 1
-        print("FAIL - %s: %s" % (name, why))
-    sys.stdout.flush()
-
-
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
 
 
 fair = Judge(lambda c: "A" <= c <= "Z")
@@ -140,4 +124,4 @@ report("a judge name given twice: one clear error", p.returncode != 0 and "given
 
 fair.close()
 biased.close()
-sys.exit(1 if failures else 0)
+finish()
