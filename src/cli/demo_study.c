@@ -73,9 +73,9 @@ static jr_status summarize(const char *out, json_t *sum, char *note, size_t cap)
     json_t *j;
     json_array_foreach(json_object_get(s, "judges"), i, j) {
         const json_t *f = json_object_get(j, "final");
-        json_t *r = json_pack("{s:O, s:O, s:O, s:O, s:O}", "name", json_object_get(j, "name"), "final", f, "alarm_first_step",
+        json_t *r = json_pack("{s:O, s:O, s:O, s:O, s:I}", "name", json_object_get(j, "name"), "final", f, "alarm_first_step",
                               json_object_get(j, "alarm_first_step"), "alarm_runs", json_object_get(j, "alarm_runs"), "runs",
-                              json_integer((json_int_t)json_array_size(json_object_get(j, "runs"))));
+                              (json_int_t)json_array_size(json_object_get(j, "runs")));
         json_array_append_new(judges, r);
         const json_t *al = json_object_get(json_object_get(j, "alarm_first_step"), "proxy_gold");
         char when[64] = "no proxy_gold alarm";
