@@ -14,7 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from jrtest import BIN, ROOT, TMP, finish, jsonl, report, write  # noqa: E402
-from rule_judge import Judge  # noqa: E402
+from rule_judges import Judge  # noqa: E402
 
 
 
@@ -88,9 +88,9 @@ else:
            min(lower["length-control"]) >= 0.3 and len(slopes) >= 16 and 0.1 <= slopes[0] <= 0.3, "lower %s slopes %s" % (lower, slopes[:3]))
 
 # ---- judge ensemble ----
-biased = Judge(lambda c: "a" <= c <= "z")
-fair1 = Judge(lambda c: "A" <= c <= "Z")
-fair2 = Judge(lambda c: "A" <= c <= "Z")
+biased = Judge(want=lambda c: "a" <= c <= "z")
+fair1 = Judge(want=lambda c: "A" <= c <= "Z")
+fair2 = Judge(want=lambda c: "A" <= c <= "Z")
 for name, j, model in (("biased", biased, "b"), ("fair1", fair1, "f1"), ("fair2", fair2, "f2")):
     write(os.path.join(TMP, "mi-%s.yaml" % name), judge_yaml(j.port, model))
 ENS = "ensemble.judges=[%s/mi-biased.yaml, %s/mi-fair1.yaml, %s/mi-fair2.yaml]" % (TMP, TMP, TMP)

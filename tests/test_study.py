@@ -15,14 +15,14 @@ import xml.dom.minidom
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from jrtest import BIN, ROOT, TMP, finish, report, write  # noqa: E402
-from rule_judge import Judge  # noqa: E402
+from rule_judges import Judge  # noqa: E402
 
 
 
 
 
-fair = Judge(lambda c: "A" <= c <= "Z")
-biased = Judge(lambda c: "a" <= c <= "z")
+fair = Judge(want=lambda c: "A" <= c <= "Z")
+biased = Judge(want=lambda c: "a" <= c <= "z")
 
 write(os.path.join(TMP, "st_train.jsonl"), "".join(json.dumps({"prompt": "Item %d:" % i}) + "\n" for i in range(32)))
 write(os.path.join(TMP, "st_val.jsonl"), "".join(json.dumps({"prompt": "Test %d:" % i}) + "\n" for i in range(8)))
@@ -86,8 +86,9 @@ else:
            all(len(x["runs"]) == 2 and x["runs"][0]["series"]["step"][:2] == [0, 4] for x in j.values()), list(j))
     f, b = j.get("fair", {}), j.get("biased", {})
     ff, bf = f.get("final", {}), b.get("final", {})
+    # (proxy = gold up to the few samples the judge refuses: a NUL byte hides the response from it)
     report("fair judge: gold rises with the proxy, no proxy_gold alarm in any seed",
-           ff.get("gold_delta", 0) >= 0.2 and abs(ff.get("divergence_end", 1)) < 1e-9 and f["alarm_runs"]["proxy_gold"] == 0, ff)
+           ff.get("gold_delta", 0) >= 0.2 and abs(ff.get("divergence_end", 1)) < 0.02 and f["alarm_runs"]["proxy_gold"] == 0, ff)
     report("biased judge: proxy rises while gold falls; the alarm fires in both seeds",
            bf.get("proxy_delta", 0) >= 0.3 and bf.get("gold_delta", 1) < 0 and bf.get("divergence_end", 0) >= 0.3 and
            b["alarm_runs"]["proxy_gold"] == 2, "%s %s" % (bf, b.get("alarm_runs")))
