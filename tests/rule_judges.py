@@ -1,5 +1,5 @@
 """rule_judges.py - loopback chat-completions judges whose verdicts follow a rule, for the trainer
-tests (test_grpo_train.py, test_kill_resume.py): Judge (pointwise, by the response's first
+tests (test_grpo_train.py, test_kill_resume.py, test_study.py, test_mitigation.py): Judge (pointwise, by the response's first
 character, optionally refusing some samples) and LabelJudge (Even / Odd labels with a verbal
 confidence)."""
 import json
@@ -23,12 +23,18 @@ def fails(resp):
     return "\x00" in resp or (resp[:1] != "" and ord(resp[0]) % 4 == 0)
 
 
-class Judge:
-    """A loopback chat-completions judge: [RESULT] 5 when the response starts with a lowercase
-    letter a-z, else [RESULT] 1; with fail_some, HTTP 400 for the responses `fails` picks."""
+def _lower(c):
+    return "a" <= c <= "z"
 
-    def __init__(self, fail_some=False):
+
+class Judge:
+    """A loopback chat-completions judge: [RESULT] 5 when the response's first character passes `want`
+    (default: a lowercase letter a-z), else [RESULT] 1; with fail_some, HTTP 400 for the responses
+    `fails` picks."""
+
+    def __init__(self, fail_some=False, want=_lower):
         self.fail_some = fail_some
+        self.want = want
         self.lock = threading.Lock()
         self.requests = 0
         self.failed = 0
@@ -52,7 +58,7 @@ class Judge:
                     out = json.dumps({"error": {"message": "refused by the test judge"}}).encode()
                     self.send_response(400)
                 else:
-                    score = 5 if resp[:1] and "a" <= resp[:1] <= "z" else 1
+                    score = 5 if resp[:1] and judge.want(resp[:1]) else 1
                     out = json.dumps({"id": "x", "object": "chat.completion", "model": body.get("model"),
                                       "choices": [{"index": 0, "finish_reason": "stop", "message": {
                                           "role": "assistant", "content": "Feedback: ok. [RESULT] %d" % score}}]}).encode()

@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_demo.sh - `judgerl demo --quick` end to end (seed 1, policy SFT, LM judges served on loopback,
-# GRPO over HTTP, held-out evaluation, report), run twice (the second reuses the models), and a
+# GRPO over HTTP, held-out evaluation, probes, the study stage, report), run twice (the second reuses the models), and a
 # check of its summary. Under the sanitizer build the second run is seed 1 only (--seed1-only),
 # to stay within the suite's time.
 . "$(dirname "$0")/lib.sh"
@@ -21,7 +21,7 @@ out, extra, name = sys.argv[1], sys.argv[2], sys.argv[3]
 s = json.load(open(os.path.join(out, "summary.json")))
 errs = []
 st = {x["name"]: x["status"] for x in s["stages"]}
-want = ["seed1"] + ([] if extra else ["policy-sft", "judges", "heldout-before", "grpo-unbiased", "grpo-biased", "probe-judges", "probe"])
+want = ["seed1"] + ([] if extra else ["policy-sft", "judges", "heldout-before", "grpo-unbiased", "grpo-biased", "probe-judges", "probe", "study"])
 for w in want:
     if st.get(w) != "done": errs.append("stage %s is %s" % (w, st.get(w)))
 s1 = s["seed1"]
@@ -56,6 +56,16 @@ if not extra:
         if p["skipped"] is not None or not p["figures"] or any(f["n"] == 0 for f in p["figures"].values()):
             errs.append("%s: %s did not run: %s" % (n, need, p))
         if p["flag"] != (need in pr["flags"][n]): errs.append("%s: flags summary inconsistent" % n)
+    sj = s.get("study", {})
+    if [j["name"] for j in sj.get("judges", [])] != ["unbiased", "yes-biased", "length-biased"]: errs.append("study judges %s" % sj.get("judges"))
+    full = json.load(open(os.path.join(out, "study", "study.json")))
+    for j in full["judges"]:
+        sr = j["runs"][0]["series"]
+        if sr["step"][0] != 0 or len(sr["step"]) < 2 or any(g is None for g in sr["gold"]): errs.append("study %s series %s" % (j["name"], sr["step"]))
+        if not j["probe"] or "label_prior" not in j["probe"]["probes"]: errs.append("study %s: no probe results" % j["name"])
+    for svg in re.findall(r"<svg\b.*?</svg>", open(os.path.join(out, "study", "study.html"), encoding="utf-8").read(), re.S):
+        try: ET.fromstring(svg)
+        except ET.ParseError as e: errs.append("study SVG does not parse: %s" % e)
     d = s["steering"]
     if abs(d["delta"] - (d["p_yes_biased"] - d["p_yes_unbiased"])) > 1e-9: errs.append("steering delta inconsistent")
 html = open(os.path.join(out, "report.html"), encoding="utf-8").read()

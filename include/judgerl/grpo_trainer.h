@@ -11,6 +11,7 @@
 #include "judgerl/dataset.h"
 #include "judgerl/env.h"
 #include "judgerl/grpo.h"
+#include "judgerl/monitor.h"
 #include "judgerl/run.h"
 #include "judgerl/status.h"
 
@@ -37,6 +38,7 @@ typedef struct jr_grpo_opts {
     int64_t log_completions_every;
     int log_completions_n;
     int shuffle_rewards;         /* control experiment */
+    int length_control;          /* mitigation: the reward's linear dependence on length regressed out per batch */
     int async_generation;
     double max_unscored_frac;    /* judge.max_unscored_frac: past it the run stops with a checkpoint */
     int max_in_flight;           /* samples being scored at once (0 = no bound) */
@@ -72,6 +74,7 @@ typedef struct jr_grpo_setup {
     jr_model_source policy;      /* the starting weights (and the KL reference) */
     jr_data_opts data;           /* prompts: rows {"prompt"} or {"messages"} */
     jr_env *env;                 /* the reward environment (borrowed; outlives the trainer) */
+    jr_monitor_opts monitor;     /* reward-hacking alarms on the held-out evaluation (enabled 0: off) */
     FILE *progress;              /* progress bar, sample tables, notes (NULL: none) */
     volatile sig_atomic_t *stop; /* set by a signal: checkpoint at the next boundary and stop */
     jr_grpo_hooks hooks;         /* optional (zeroed: none) */

@@ -111,6 +111,8 @@ struct jr_run {
     jr_model_source src;
     FILE *progress;
     volatile sig_atomic_t *stop;
+    char halt[512];          /* set by an algorithm (a monitor alarm): stop with a checkpoint at the next
+                                boundary, failing with this message */
     jr_model m;              /* the policy (effective weights while LoRA is on) */
     jr_lora lora;
     int use_lora;

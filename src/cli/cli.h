@@ -50,6 +50,7 @@ int cmd_convert(int argc, char **argv);
 int cmd_ifeval(int argc, char **argv);
 int cmd_grade(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
+int cmd_study(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/demo.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
 #include "judgerl/metrics.h"
@@ -677,7 +678,9 @@ int cmd_demo(int argc, char **argv) {
                "The embedded default, offline: seed 1 reproduced (configs/eightball-seed1.yaml), then the\n"
                "modern path (configs/eightball-grpo.yaml): a tiny causal LM policy, LM judges served by\n"
                "judgerl serve on a loopback port, GRPO against the unbiased and the Yes-biased judge, the\n"
-               "held-out answer distributions, and the report (DIR/report.html). DIR defaults to runs/demo.\n"
+               "held-out answer distributions, the judge probes, the study (GRPO against the unbiased, Yes-biased\n"
+               "and length-biased judges, gold = the preference grades, alarms: DIR/study/study.html) and the\n"
+               "report (DIR/report.html). DIR defaults to runs/demo.\n"
                "--seed1-only stops after seed 1 (then writes the report).\n"
                "--quick runs fewer steps (the test suite's end-to-end check). Valid trained models in DIR are\n"
                "reused; running it again is safe.\n");
@@ -723,6 +726,11 @@ int cmd_demo(int argc, char **argv) {
             fprintf(stderr, "demo: judge probes (judges with injected biases, judgerl probe over HTTP) ...\n");
             st = run_probes(out, sum, stages, quick ? &qk : &full);
         }
+        if (!st) {
+            fprintf(stderr, "demo: study (GRPO against three judges, gold = the preference grades, alarms) ...\n");
+            demo_study_sizes sq = {4, 4, 4, 4, 1, 10, 10}, sf = {40, 8, 8, 10, 3, 300, 40};
+            st = demo_study(out, sum, stages, quick ? &sq : &sf);
+        }
     }
     json_object_set_new(sum, "total_seconds", json_real(jr_wall_time() - t0));
     jr_status st2 = write_summary(out, sum);
@@ -736,4 +744,23 @@ int cmd_demo(int argc, char **argv) {
     jr_report_text(stdout, sum);
     json_decref(sum);
     return CLI_OK;
+}
+
+/* ---- what the stage files (demo.h) share ---- */
+
+json_t *demo_stage(json_t *stages, const char *name) { return stage(stages, name); }
+void demo_stage_end(json_t *s, const char *status, double t0, const char *note) { stage_end(s, status, t0, note); }
+jr_status demo_run_child(const char *log, char *const *args) { return run_child(log, args); }
+
+jr_status demo_server_start(demo_server *sv, const char *model, const char *log) {
+    server s;
+    jr_status st = server_start(&s, model, log);
+    *sv = (demo_server){s.pid, s.port};
+    return st;
+}
+
+void demo_server_stop(demo_server *sv) {
+    server s = {sv->pid, sv->port};
+    server_stop(&s);
+    sv->pid = s.pid;
 }

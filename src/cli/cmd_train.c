@@ -10,6 +10,8 @@
 #include "judgerl/dataset.h"
 #include "judgerl/dist.h"
 #include "judgerl/judge.h"
+#include "judgerl/ensemble.h"
+#include "judgerl/monitor.h"
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
 #include "judgerl/tokenizer.h"
@@ -21,7 +23,8 @@ static void on_signal(int sig) { (void)sig; stop_requested = 1; }
 
 static const jr_cfg_field *const train_tables[] = {jr_run_cfg,     jr_data_cfg,     jr_model_cfg,
                                                    jr_trainer_cfg, jr_grpo_cfg,     jr_distill_cfg,
-                                                   jr_judge_cfg,   jr_protocols_cfg, jr_reward_cfg, jr_tokenizer_cfg, jr_sandbox_cfg, NULL};
+                                                   jr_judge_cfg,   jr_protocols_cfg, jr_reward_cfg, jr_tokenizer_cfg, jr_sandbox_cfg, jr_monitor_cfg,
+                                                   jr_ensemble_cfg, NULL};
 
 int cmd_train(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {

@@ -20,6 +20,7 @@ static const command commands[] = {
     {"grade", cmd_grade, "grade a JSONL file with an LLM judge (resumable, cached)"},
     {"eval", cmd_eval, "score a model, checkpoint or adapter (N samples, rewards, IFEval, pass@k); eval code: HumanEval pass@k"},
     {"workflow", cmd_workflow, "seed 2's workflows: check one, run it on problems against an executor model"},
+    {"study", cmd_study, "train one GRPO config against several judges with a gold check: drift, alarms, probes side by side"},
     {"probe", cmd_probe, "measure a judge's biases (position, verbosity, master keys, ...) with intervals"},
     {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
     {"report", cmd_report, "write a run's report.html (training, eval, grade output or demo run)"},

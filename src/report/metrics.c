@@ -49,6 +49,7 @@ jr_status jr_jsonl_cut_after(const char *path, int64_t resume_step) {
     return st;
 }
 
+
 jr_status jr_metrics_open(jr_metrics **m, const char *path, int64_t resume_step) {
     *m = NULL;
     jr_status st = resume_step >= 0 ? jr_jsonl_cut_after(path, resume_step) : JR_OK;

@@ -75,6 +75,8 @@ struct jr_grpo_trainer {
     jr_textgen tg;
     jr_env *env;
     jr_judge *judge;        /* for the judge statistics of the log (NULL: none) */
+    double lc_slope;        /* grpo.length_control: the last batch's reward-on-length slope (per byte) */
+    jr_monitor *mon;        /* monitor.enabled: the alarms on each held-out evaluation (NULL: off) */
     jr_data *data;
     jr_acts acts;           /* logits in chunks (jr_acts_opts): never B x T x V at once */
     float *ent;             /* (B, T_max) entropies of the micro-batch in the update */

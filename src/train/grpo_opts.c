@@ -51,6 +51,9 @@ const jr_cfg_field jr_grpo_cfg[] = {
      "every N steps print a table of sample completions with their rewards and append them to samples.jsonl (0 = off)",
      NULL, NULL, 0, 1e12},
     {"grpo.log_completions_n", JR_CFG_INT, "4", "completions in that table", NULL, NULL, 1, 1e6},
+    {"grpo.length_control", JR_CFG_BOOL, "false",
+     "mitigation: regress the reward on completion length (bytes) over each rollout batch and train on the residual "
+     "(+ the batch mean), so a judge's length preference adds no advantage (docs/MONITOR.md)", NULL, NULL, 0, 0},
     {"grpo.shuffle_rewards", JR_CFG_BOOL, "false",
      "control experiment: permute the rewards across the step's scored samples before the advantages", NULL, NULL,
      0, 0},
@@ -115,6 +118,7 @@ jr_status jr_grpo_opts_from_config(jr_grpo_opts *o, const jr_config *c) {
     o->log_completions_every = jr_cfg_int(c, "grpo.log_completions_every");
     o->log_completions_n = (int)jr_cfg_int(c, "grpo.log_completions_n");
     o->shuffle_rewards = jr_cfg_bool(c, "grpo.shuffle_rewards");
+    o->length_control = jr_cfg_bool(c, "grpo.length_control");
     o->async_generation = jr_cfg_bool(c, "grpo.async_generation");
     o->max_in_flight = (int)jr_cfg_int(c, "grpo.max_in_flight");
     o->reward_deadline_s = jr_cfg_float(c, "grpo.reward_deadline_s");

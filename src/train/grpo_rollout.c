@@ -404,6 +404,51 @@ jr_status grpo_join_rollout(jr_grpo_trainer *g, grpo_rollout *r, grpo_rollout_st
  * fixed by the chunk, so every evaluation of the same weights gives the same number). */
 static void eval_put(void *ud, const char *key, double value) { jr_runlog_add(ud, key, value); }
 
+/* The held-out samples the monitor sees (rows referenced, texts copied). */
+typedef struct {
+    jr_monitor_sample *s;
+    int n, cap;
+} mon_samples;
+
+static jr_status mon_add(mon_samples *ms, const grpo_prompt *p, const grpo_sample *x) {
+    if (ms->n == ms->cap) {
+        int cap = ms->cap ? 2 * ms->cap : 64;
+        jr_monitor_sample *ns = jr_realloc(ms->s, (size_t)cap * sizeof *ns);
+        if (!ns) return JR_ENOMEM;
+        ms->s = ns;
+        ms->cap = cap;
+    }
+    char *t = jr_strdup(x->text ? x->text : "");
+    if (!t) return JR_ENOMEM;
+    ms->s[ms->n++] = (jr_monitor_sample){json_incref(p->row), t, x->scored, x->reward};
+    return JR_OK;
+}
+
+static void mon_free(mon_samples *ms) {
+    for (int i = 0; i < ms->n; i++) { json_decref((json_t *)ms->s[i].row); free((char *)ms->s[i].text); }
+    free(ms->s);
+}
+
+/* The monitor's evaluation of the held-out samples: scalars in the metrics row, a newly fired alarm on the
+ * progress output and the bar, and the run's stop when monitor.stop says so. */
+static jr_status mon_observe(jr_grpo_trainer *g, const mon_samples *ms) {
+    jr_monitor_eval ev;
+    jr_run *r = &g->run;
+    jr_status st = jr_monitor_observe(g->mon, r->ts.step, ms->s, ms->n, r->rl, &ev);
+    if (st) return st;
+    if (ev.fired && g->progress) fprintf(g->progress, "%s\n", ev.note);
+    if (ev.active) {
+        char names[64] = "";
+        for (int a = 0; a < JR_ALARM_COUNT; a++)
+            if (ev.active & (1u << a)) snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? "," : "",
+                                                jr_monitor_alarm_name(a));
+        jr_progress_field(r->bar, "alarm", "%s", names);
+    }
+    if (ev.fired && jr_monitor_wants_stop(g->mon) && !r->halt[0])
+        snprintf(r->halt, sizeof r->halt, "%.480s (monitor.stop=true)", ev.note);
+    return JR_OK;
+}
+
 /* The eval hook: num_generations samples of every validation prompt, tabulated as `judgerl eval` does
  * (jr_eval_acc: per-component means, pass@1 and pass@G with pass = value >= 1, per data source,
  * unscored counts) and logged under eval/; *mean is the mean reward (the harness logs eval/reward). */
@@ -417,6 +462,7 @@ jr_status grpo_eval_reward(void *ud, double *mean) {
     grpo_rollout_stats rs = {0};
     double sum = 0;
     long cnt = 0;
+    mon_samples ms = {0};
     jr_status st = res && acc ? JR_OK : JR_ENOMEM;
     for (size_t v0 = 0; v0 < nv && !st; v0 += (size_t)P) {
         int np = nv - v0 < (size_t)P ? (int)(nv - v0) : P;
@@ -446,6 +492,7 @@ jr_status grpo_eval_reward(void *ud, double *mean) {
                                     .vals = r.s[i].vals, .vscored = r.s[i].vscored};
                 st = jr_eval_acc_add(acc, &es);
             }
+            if (!st && g->mon) st = mon_add(&ms, &r.p[r.s[i].group], &r.s[i]);
             jr_env_result_free(&res[i]);
         }
         grpo_rollout_free(&r);
@@ -455,7 +502,9 @@ jr_status grpo_eval_reward(void *ud, double *mean) {
         json_t *summary = jr_eval_acc_summary(acc);
         jr_eval_summary_flat(summary, "eval/", 1, eval_put, g->run.rl);
         json_decref(summary);
+        if (g->mon) st = mon_observe(g, &ms);
     }
+    mon_free(&ms);
     jr_eval_acc_free(acc);
     *mean = cnt ? sum / cnt : NAN;
     return st;

@@ -8,6 +8,7 @@
 
 #include "grpo_internal.h"
 #include "judgerl/dist.h"
+#include "judgerl/ensemble.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
 #include "judgerl/reward.h"
@@ -35,6 +36,9 @@ static jr_status check_setup(jr_grpo_trainer *g) {
     if (g->o.rloo && g->o.normalize_then_sum)
         return jr_fail(JR_EINVAL, "trainer.algo=rloo works on the summed reward: use "
                                   "grpo.multi_objective_aggregation=sum_then_normalize");
+    if (g->o.length_control && g->o.normalize_then_sum)
+        return jr_fail(JR_EINVAL, "grpo.length_control works on the summed reward: use "
+                                  "grpo.multi_objective_aggregation=sum_then_normalize");
     if (g->o.async_generation && g->run.to.eval_every > 0)
         return jr_fail(JR_EUNSUPPORTED, "trainer.eval_every with grpo.async_generation: the evaluation would share "
                                         "the generator with the background rollout; turn one of them off");
@@ -48,6 +52,15 @@ static jr_status check_setup(jr_grpo_trainer *g) {
         return jr_fail(JR_EINVAL, "grpo.max_prompt_length + grpo.max_completion_length = %d exceeds the model's "
                                   "max_position_embeddings=%d - 1", g->T_max, g->run.m.cfg.max_position_embeddings);
     return JR_OK;
+}
+
+/* monitor.enabled: the alarms need held-out prompts evaluated every trainer.eval_every steps. */
+static jr_status open_monitor(jr_grpo_trainer *g, const jr_monitor_opts *mo) {
+    if (!jr_data_n_val(g->data))
+        return jr_fail(JR_EINVAL, "monitor.enabled needs held-out prompts: set data.validation or data.validation_frac");
+    if (g->run.to.eval_every < 1)
+        return jr_fail(JR_EINVAL, "monitor.enabled watches the held-out evaluation: set trainer.eval_every >= 1");
+    return jr_monitor_open(&g->mon, mo, g->run.ro.out_dir, g->run.resumed ? g->run.ts.step : -1);
 }
 
 /* Everything after the run is open: data, reference and generation copies, generator, buffers. */
@@ -80,7 +93,7 @@ static jr_status open_parts(jr_grpo_trainer *g, const jr_grpo_setup *s) {
     g->ent = jr_malloc(sizeof(float) * (size_t)g->B * g->T_max);
     if (!g->adv || !g->active || !g->ent) return JR_ENOMEM;
     r->eval = (jr_run_eval){r->to.eval_every, 0, "eval/reward", jr_data_n_val(g->data) ? grpo_eval_reward : NULL, g};
-    return JR_OK;
+    return s->monitor.enabled ? open_monitor(g, &s->monitor) : JR_OK;
 }
 
 /* Data-parallel (run.ranks > 1): rank r takes prompts [P r / N, P (r + 1) / N) of every generation batch, so a
@@ -92,7 +105,8 @@ static jr_status shard_prompts(jr_grpo_trainer *g) {
     const char *what = o->filter_groups ? "grpo.filter_groups (dynamic sampling)"
                        : o->normalize_then_sum ? "grpo.multi_objective_aggregation=normalize_then_sum (batch-wide normalisation)"
                        : o->scale_rewards == JR_SCALE_BATCH ? "grpo.scale_rewards=batch (batch-wide std)"
-                       : o->shuffle_rewards ? "grpo.shuffle_rewards (a batch-wide permutation)" : NULL;
+                       : o->shuffle_rewards ? "grpo.shuffle_rewards (a batch-wide permutation)"
+                       : o->length_control ? "grpo.length_control (a batch-wide regression on length)" : NULL;
     if (what) return jr_fail(JR_EUNSUPPORTED, "%s does not run data-parallel yet: run it as one process", what);
     if (g->P_global < n)
         return jr_fail(JR_EINVAL, "grpo.prompts_per_step=%d is below the %d ranks: each rank takes whole groups", g->P_global,
@@ -233,6 +247,7 @@ jr_status jr_grpo_log(jr_grpo_trainer *g, int64_t step) {
     if (!g->run.log_now) return JR_OK;
     jr_runlog_add(rl, "reward", g->as.reward_mean);
     jr_runlog_add(rl, "reward_std", g->as.reward_std);
+    if (g->o.length_control) jr_runlog_add(rl, "length_control/slope", g->lc_slope);
     jr_status st = log_components(g);
     if (st) return st;
     double len[3] = {0, 0, 0}, len_max = 0; /* length sum, truncated, samples */
@@ -327,6 +342,14 @@ jr_status jr_grpo_update(jr_grpo_trainer *g, double lr) {
     return st;
 }
 
+/* The monitor's baseline: the held-out evaluation of the starting policy, logged as step 0. */
+static jr_status monitor_baseline(jr_grpo_trainer *g) {
+    double v;
+    jr_status st = grpo_eval_reward(g, &v);
+    if (!st) st = jr_runlog_add(g->run.rl, "eval/reward", v);
+    return st ? st : jr_runlog_commit(g->run.rl, 0);
+}
+
 /* The harness's step: a new generation batch every num_iterations steps, then the update and the log. */
 static jr_status grpo_step(void *ud, jr_run *r, int64_t step, double *loss, int *boundary) {
     jr_grpo_trainer *g = ud;
@@ -335,6 +358,7 @@ static jr_status grpo_step(void *ud, jr_run *r, int64_t step, double *loss, int 
     g->fresh = step % g->mu == 0 || !g->ro.s;
     g->t_ref = 0;
     g->prev = r->ts;
+    if (step == 0 && g->mon && (st = monitor_baseline(g))) return st;
     if (g->fresh && ((st = jr_grpo_rollout(g, step)) || (st = jr_grpo_advantages_step(g, step)))) return st;
     if ((st = jr_grpo_update(g, jr_schedule_lr(&r->sch, step)))) return st;
     *loss = g->as.reward_mean;
@@ -360,6 +384,7 @@ jr_status jr_grpo_close(jr_grpo_trainer *g, jr_status st) {
         pthread_join(g->th, NULL);
         g->th_running = 0;
     }
+    jr_monitor_close(g->mon);
     grpo_rollout_free(&g->pend);
     grpo_rollout_free(&g->ro);
     grpo_micro_free(g->mb, g->n_mb);
@@ -416,15 +441,28 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
     s.progress = progress;
     s.stop = stop;
     jr_status st = jr_grpo_opts_from_config(&s.grpo, c);
+    if (!st) st = jr_monitor_opts_from_config(&s.monitor, c);
     if (!st && !s.data.train) st = jr_fail(JR_EINVAL, "%s: data.train must name a JSONL file of prompts", c->source);
     jr_reward *rw = NULL;
+    jr_ensemble *ens = NULL;
+    jr_ensemble_opts eo;
     jr_env env = {0};
-    if (!st) st = jr_reward_open(&rw, c);
-    if (!st) st = jr_env_from_reward(&env, rw, (size_t)s.grpo.prompts_per_step * s.grpo.num_generations);
+    size_t cap = (size_t)s.grpo.prompts_per_step * s.grpo.num_generations;
+    if (!st) st = jr_ensemble_opts_from_config(&eo, c);
+    if (!st && eo.n) { /* a judge ensemble replaces reward.components */
+        st = jr_ensemble_open(&ens, &eo);
+        if (!st && s.grpo.normalize_then_sum)
+            st = jr_fail(JR_EINVAL, "%s: ensemble.judges combines its members itself: use "
+                                    "grpo.multi_objective_aggregation=sum_then_normalize", c->source);
+        if (!st) st = jr_env_from_ensemble(&env, ens, cap);
+    } else {
+        if (!st) st = jr_reward_open(&rw, c);
+        if (!st) st = jr_env_from_reward(&env, rw, cap);
+    }
     s.env = &env;
     jr_grpo_trainer *g = NULL;
     if (!st) st = jr_grpo_open(&g, &s);
-    if (g) g->judge = jr_reward_judge(rw);
+    if (g && rw) g->judge = jr_reward_judge(rw);
     /* once, beside the progress bar (a terminal only: errors stay one line): what each server is */
     for (int e = 0; g && g->judge && progress && isatty(fileno(progress)) && e < jr_judge_n_endpoints(g->judge); e++)
         fprintf(progress, "judge %s\n", jr_judge_endpoint_info(g->judge, e));
@@ -436,5 +474,6 @@ jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t 
     st = jr_grpo_close(g, st);
     jr_env_close(&env);
     jr_reward_close(rw);
+    jr_ensemble_close(ens);
     return st;
 }

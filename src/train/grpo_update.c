@@ -44,6 +44,25 @@ static jr_status arrays_fill(const jr_grpo_trainer *g, reward_arrays *a) {
     return JR_OK;
 }
 
+/* grpo.length_control: the OLS slope b of reward on completion length (bytes) over the scored samples; each
+ * reward becomes r - b (len - mean len), so the batch mean stays and length explains none of the rest. */
+static void length_control(jr_grpo_trainer *g, reward_arrays *a) {
+    const grpo_rollout *ro = &g->ro;
+    double sl = 0, sr = 0, sll = 0, slr = 0;
+    int m = 0;
+    for (int i = 0; i < ro->n; i++) {
+        if (!a->sc[i]) continue;
+        double l = (double)ro->s[i].text_len;
+        sl += l; sr += a->rw[i]; sll += l * l; slr += l * a->rw[i];
+        m++;
+    }
+    double ml = m ? sl / m : 0, var = m ? sll / m - ml * ml : 0, cov = m ? slr / m - ml * sr / m : 0;
+    double b = var > 1e-12 ? cov / var : 0;
+    for (int i = 0; i < ro->n; i++)
+        if (a->sc[i]) a->rw[i] -= (float)(b * ((double)ro->s[i].text_len - ml));
+    g->lc_slope = b;
+}
+
 jr_status grpo_compute_advantages(jr_grpo_trainer *g) {
     reward_arrays a = {0};
     jr_status st = arrays_fill(g, &a);
@@ -56,6 +75,7 @@ jr_status grpo_compute_advantages(jr_grpo_trainer *g) {
             uint8_t u = a.sc[i]; a.sc[i] = a.sc[j]; a.sc[j] = u;
         }
     }
+    if (g->o.length_control) length_control(g, &a);
     if (g->o.rloo) jr_rloo_advantages(g->adv, g->active, &g->as, a.rw, a.sc, g->ro.P, g->G);
     else if (g->o.normalize_then_sum)
         jr_grpo_advantages_nts(g->adv, g->active, &g->as, a.vals, a.vsc, g->weights, g->K + (g->o.overlong_buffer ? 1 : 0),

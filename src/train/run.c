@@ -369,9 +369,12 @@ jr_status jr_run_step(jr_run *r, const jr_run_algo *algo) {
     r->last_step = done;
     if ((st = after_step(r, algo, done, loss, lr))) return st;
     /* checkpoints only where the algorithm allows (GRPO: generation boundaries) */
-    int stopping = r->stop && *r->stop && boundary;
+    int stopping = ((r->stop && *r->stop) || r->halt[0]) && boundary;
     int save_due = r->to.save_every > 0 && done % r->to.save_every == 0 && boundary;
     if ((last || stopping || save_due) && (st = jr_run_checkpoint(r, &r->ts))) return st;
+    if (stopping && !last && r->halt[0])
+        return jr_fail(JR_ECANCELED, "%s; stopped after step %lld with a checkpoint in %s/checkpoints", r->halt,
+                       (long long)done, r->ro.out_dir);
     if (stopping && !last)
         return jr_fail(JR_ECANCELED, "stopped by a signal after step %lld; checkpoint written in %s/checkpoints "
                                      "(continue with trainer.resume=true)", (long long)done, r->ro.out_dir);

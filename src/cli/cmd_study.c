@@ -1,0 +1,67 @@
+/* cmd_study.c - `judgerl study STUDY.yaml [key=value ...]`: argument handling for the judge study
+ * (src/eval/study.c, docs/MONITOR.md) */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "judgerl/study.h"
+
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int sig) { (void)sig; stop_requested = 1; }
+
+static void print_table(const json_t *s) {
+    printf("%-16s %-17s %-17s %-10s %-15s %s\n", "judge", "proxy start->end", "gold start->end", "divergence", "length", "alarms (first step)");
+    size_t i;
+    json_t *j;
+    json_array_foreach(json_object_get(s, "judges"), i, j) {
+        const json_t *f = json_object_get(j, "final");
+        double v[7];
+        const char *k[7] = {"proxy_start", "proxy_end", "gold_start", "gold_end", "divergence_end", "length_start", "length_end"};
+        for (int x = 0; x < 7; x++) v[x] = json_is_number(json_object_get(f, k[x])) ? json_number_value(json_object_get(f, k[x])) : NAN;
+        printf("%-16s %.3f -> %.3f    %.3f -> %.3f    %+.3f     %5.1f -> %5.1f  ", json_string_value(json_object_get(j, "name")),
+               v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
+        const char *a;
+        json_t *st;
+        int any = 0;
+        json_object_foreach(json_object_get(j, "alarm_first_step"), a, st)
+            if (json_is_integer(st)) { printf("%s%s@%lld", any++ ? ", " : "", a, (long long)json_integer_value(st)); }
+        printf("%s\n", any ? "" : "none");
+    }
+}
+
+int cmd_study(int argc, char **argv) {
+    if (cli_wants_help(argc, argv)) {
+        printf("usage: judgerl study STUDY.yaml [key=value ...] [--print-config]\n"
+               "Trains one GRPO config (study.train) against each judge of study.judges ({name, set: [key=value ...]}:\n"
+               "its endpoint and protocol) with the same seeds (study.seeds) and a gold evaluator (monitor.gold_reward\n"
+               "or monitor.gold_field, in study.set): runs in OUT/JUDGE/seed-S with the reward-hacking monitor on\n"
+               "(interrupted runs resume, finished ones are reused), each judge's probes on study.probe_data, then\n"
+               "OUT/study.json (proxy and gold per step, divergence, drift, alarms, probes) and OUT/study.html\n"
+               "(OUT = study.out_dir). See docs/MONITOR.md.\n");
+        return CLI_OK;
+    }
+    const jr_cfg_field *const tables[] = {jr_study_cfg, NULL};
+    jr_config cfg;
+    int print_only;
+    int rc = cli_load_config("study", argc, argv, 1, tables, &cfg, &print_only);
+    if (rc) return rc;
+    if (print_only) { jr_config_free(&cfg); return CLI_OK; }
+    jr_study_opts o;
+    jr_status st = jr_study_opts_from_config(&o, &cfg);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    json_t *s = NULL;
+    if (!st) st = jr_study_run(&o, stderr, &stop_requested, &s);
+    if (!st) {
+        print_table(s);
+        printf("study.json: %s/study.json\nstudy.html: %s/study.html\n", o.out_dir, o.out_dir);
+    }
+    json_decref(s);
+    jr_config_free(&cfg);
+    return st ? cli_fail("study", st) : CLI_OK;
+}

@@ -1,0 +1,462 @@
+/* monitor.c - online reward-hacking alarms: proxy vs gold, length, phrase and label drift against the
+ * run's first held-out evaluation (docs/MONITOR.md) */
+#include "judgerl/monitor.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "judgerl/dataset.h"
+#include "judgerl/fsutil.h"
+#include "judgerl/judge.h"
+#include "judgerl/metrics.h"
+#include "judgerl/protocols.h"
+#include "judgerl/reward.h"
+#include "judgerl/sandbox.h"
+#include "judgerl/strbuf.h"
+
+const jr_cfg_field jr_monitor_cfg[] = {
+    {"monitor.enabled", JR_CFG_BOOL, "false", "watch each held-out evaluation (trainer.eval_every) for reward hacking: gold metric, drift, alarms (docs/MONITOR.md)", NULL, NULL, 0, 0},
+    {"monitor.gold_reward", JR_CFG_STRING, "null", "gold evaluator: a YAML file with reward.components (a verifier, or judge.* for a reference judge); gold = its mean on the held-out completions", NULL, NULL, 0, 0},
+    {"monitor.gold_field", JR_CFG_STRING, "null", "gold from labelled data: the held-out row field holding the right label; gold = share of completions with that label", NULL, NULL, 0, 0},
+    {"monitor.labels", JR_CFG_STRING, "null", "JSONL {text, label}: a completion's label is that of the longest text it starts with (after spaces), else \"other\"; null: its first line (40 bytes at most)", NULL, NULL, 0, 0},
+    {"monitor.proxy_rise", JR_CFG_FLOAT, "0.05", "proxy_gold alarm: the proxy (training) reward rose by at least this since the first evaluation ... (0: off)", NULL, NULL, 0, 1e9},
+    {"monitor.gold_margin", JR_CFG_FLOAT, "0.0", "... while the gold metric rose by less than this (0: gold stalled or fell; -0.02: fell by more than 0.02)", NULL, NULL, -1e9, 1e9},
+    {"monitor.length_drift", JR_CFG_FLOAT, "0.5", "length alarm: mean completion length moved by this fraction of its start (0: off)", NULL, NULL, 0, 1e9},
+    {"monitor.phrase_drift", JR_CFG_FLOAT, "0.3", "phrase alarm: the share of completions holding one word n-gram rose by this (0: off)", NULL, NULL, 0, 1},
+    {"monitor.ngram", JR_CFG_INT, "3", "phrases are word n-grams of 1..ngram words", NULL, NULL, 1, 8},
+    {"monitor.top_ngrams", JR_CFG_INT, "10", "the most risen phrases written per evaluation to monitor.jsonl", NULL, NULL, 0, 1000},
+    {"monitor.collapse_share", JR_CFG_FLOAT, "0.9", "collapse alarm: one label holds this share of the completions (and did not at the start; 0: off)", NULL, NULL, 0, 1},
+    {"monitor.stop", JR_CFG_BOOL, "false", "stop the run with a checkpoint when an alarm fires", NULL, NULL, 0, 0},
+    {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
+};
+
+static const char *const ALARMS[JR_ALARM_COUNT] = {"proxy_gold", "length", "phrase", "collapse"};
+
+const char *jr_monitor_alarm_name(int i) { return i >= 0 && i < JR_ALARM_COUNT ? ALARMS[i] : NULL; }
+
+jr_status jr_monitor_opts_from_config(jr_monitor_opts *o, const jr_config *c) {
+    memset(o, 0, sizeof *o);
+    if (!jr_cfg_has(c, "monitor.enabled")) return JR_OK;
+    o->enabled = jr_cfg_bool(c, "monitor.enabled");
+    o->gold_reward = jr_cfg_str(c, "monitor.gold_reward");
+    o->gold_field = jr_cfg_str(c, "monitor.gold_field");
+    o->labels = jr_cfg_str(c, "monitor.labels");
+    o->proxy_rise = jr_cfg_float(c, "monitor.proxy_rise");
+    o->gold_margin = jr_cfg_float(c, "monitor.gold_margin");
+    o->length_drift = jr_cfg_float(c, "monitor.length_drift");
+    o->phrase_drift = jr_cfg_float(c, "monitor.phrase_drift");
+    o->ngram = (int)jr_cfg_int(c, "monitor.ngram");
+    o->top_ngrams = (int)jr_cfg_int(c, "monitor.top_ngrams");
+    o->collapse_share = jr_cfg_float(c, "monitor.collapse_share");
+    o->stop = jr_cfg_bool(c, "monitor.stop");
+    jr_status st = jr_cfg_check(c);
+    if (st) return st;
+    if (o->enabled && o->gold_reward && o->gold_field)
+        return jr_fail(JR_EINVAL, "%s: monitor.gold_reward and monitor.gold_field are both set: give one gold evaluator",
+                       c->source);
+    return JR_OK;
+}
+
+struct jr_monitor {
+    jr_monitor_opts o;
+    char *path;              /* monitor.jsonl */
+    json_t *labels;          /* [{text, label}] or NULL */
+    jr_config gold_cfg;
+    int has_gold_cfg;
+    jr_reward *gold;         /* the gold registry, or NULL */
+    int has_base;
+    jr_monitor_eval base;
+    json_t *base_ngrams;     /* phrase -> share at the baseline */
+    json_t *base_labels;     /* label -> share at the baseline */
+    unsigned fired;          /* alarms fired so far */
+};
+
+static jr_status load_labels(jr_monitor *m, const char *path) {
+    jr_jsonl_reader *r = NULL;
+    jr_status st = jr_jsonl_open(&r, path, JR_BAD_LINE_FAIL, NULL, NULL);
+    m->labels = json_array();
+    for (json_t *row = NULL; !st && (st = jr_jsonl_next(r, &row, NULL, NULL)) == JR_OK && row; json_decref(row)) {
+        if (!json_is_string(json_object_get(row, "text")) || !json_is_string(json_object_get(row, "label"))) {
+            json_decref(row);
+            st = jr_fail(JR_EFORMAT, "%s (monitor.labels): every row needs string fields text and label", path);
+            break;
+        }
+        json_array_append(m->labels, row);
+    }
+    jr_jsonl_close(r);
+    return st;
+}
+
+/* The baseline and the alarms fired so far from an existing monitor.jsonl (a resumed run). */
+static void load_history(jr_monitor *m) {
+    char *text = NULL;
+    if (jr_read_file(m->path, &text, NULL) || !text) { free(text); return; }
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        json_t *o = json_loads(line, 0, NULL);
+        if (!o) continue;
+        if (!m->has_base && json_is_object(json_object_get(o, "ngram_shares"))) {
+            m->has_base = 1;
+            m->base.proxy = json_number_value(json_object_get(o, "proxy"));
+            json_t *g = json_object_get(o, "gold");
+            m->base.gold = json_is_number(g) ? json_number_value(g) : NAN;
+            m->base.len = json_number_value(json_object_get(o, "length"));
+            m->base.label_max = json_number_value(json_object_get(o, "label_max_share"));
+            m->base_ngrams = json_incref(json_object_get(o, "ngram_shares"));
+            m->base_labels = json_incref(json_object_get(o, "labels"));
+        }
+        json_t *a;
+        size_t i;
+        json_array_foreach(json_object_get(o, "fired"), i, a)
+            for (int k = 0; k < JR_ALARM_COUNT; k++)
+                if (json_is_string(a) && !strcmp(json_string_value(a), ALARMS[k])) m->fired |= 1u << k;
+        json_decref(o);
+    }
+    free(text);
+}
+
+jr_status jr_monitor_open(jr_monitor **out, const jr_monitor_opts *o, const char *out_dir, int64_t resume_step) {
+    *out = NULL;
+    jr_monitor *m = jr_calloc(1, sizeof *m);
+    if (!m) return JR_ENOMEM;
+    m->o = *o;
+    m->path = jr_path_join(out_dir, "monitor.jsonl");
+    jr_status st = m->path ? JR_OK : JR_ENOMEM;
+    /* a fresh run starts a new file; a resumed one keeps the rows up to its checkpoint (as metrics.jsonl) */
+    if (!st && resume_step < 0 && unlink(m->path) && errno != ENOENT)
+        st = jr_fail(JR_EIO, "%s: cannot remove the previous run's file: %s", m->path, strerror(errno));
+    if (!st && resume_step >= 0) st = jr_jsonl_cut_after(m->path, resume_step);
+    if (!st && o->labels) st = load_labels(m, o->labels);
+    if (!st && o->gold_reward) {
+        const jr_cfg_field *const tables[] = {jr_reward_cfg, jr_judge_cfg, jr_protocols_cfg, jr_sandbox_cfg, NULL};
+        st = jr_config_load(&m->gold_cfg, o->gold_reward, 0, NULL, tables);
+        if (!st) m->has_gold_cfg = 1;
+        if (!st) st = jr_reward_open(&m->gold, &m->gold_cfg);
+        if (st) st = jr_fail_ctx(st, "monitor.gold_reward %s", o->gold_reward);
+    }
+    if (!st) load_history(m);
+    if (st) { jr_monitor_close(m); return st; }
+    *out = m;
+    return JR_OK;
+}
+
+void jr_monitor_close(jr_monitor *m) {
+    if (!m) return;
+    jr_reward_close(m->gold);
+    if (m->has_gold_cfg) jr_config_free(&m->gold_cfg);
+    json_decref(m->labels);
+    json_decref(m->base_ngrams);
+    json_decref(m->base_labels);
+    free(m->path);
+    free(m);
+}
+
+int jr_monitor_wants_stop(const jr_monitor *m) { return m && m->o.stop && m->fired; }
+
+/* ---- features of one completion ---- */
+
+/* The completion's label: the labels file's longest matching prefix ("other" when none), else its first
+ * line, trimmed, at most 40 bytes. */
+static void label_of(const jr_monitor *m, const char *t, char *out, size_t cap) {
+    while (*t == ' ' || *t == '\t' || *t == '\n') t++;
+    if (m->labels) {
+        size_t best = 0;
+        snprintf(out, cap, "other");
+        json_t *a;
+        size_t i;
+        json_array_foreach(m->labels, i, a) {
+            const char *x = json_string_value(json_object_get(a, "text"));
+            size_t n = strlen(x);
+            if (n > best && !strncmp(t, x, n)) { best = n; snprintf(out, cap, "%s", json_string_value(json_object_get(a, "label"))); }
+        }
+        return;
+    }
+    size_t n = strcspn(t, "\n");
+    if (n > 40) n = 40;
+    while (n && (t[n - 1] == ' ' || t[n - 1] == '\t' || t[n - 1] == '\r')) n--;
+    snprintf(out, cap, "%.*s", (int)n, t);
+}
+
+/* 1 when a line starts with a markdown heading or the text holds bold / code marks. */
+static int has_markdown(const char *t) {
+    for (const char *l = t; l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        while (*l == ' ') l++;
+        if (*l == '#' || !strncmp(l, "```", 3)) return 1;
+    }
+    return strstr(t, "**") || strstr(t, "__") || strchr(t, '`');
+}
+
+/* 1 when a line is a list item ("- ", "* ", "+ ", "1. ", "1) "). */
+static int has_list(const char *t) {
+    for (const char *l = t; l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        while (*l == ' ') l++;
+        if ((*l == '-' || *l == '*' || *l == '+') && l[1] == ' ') return 1;
+        const char *d = l;
+        while (isdigit((unsigned char)*d)) d++;
+        if (d > l && (*d == '.' || *d == ')') && d[1] == ' ') return 1;
+    }
+    return 0;
+}
+
+/* Adds each distinct word n-gram (1..N words, lowercased) of t to counts once. */
+static void add_ngrams(json_t *counts, const char *t, int N) {
+    char words[64][32];
+    int nw = 0;
+    json_t *seen = json_object();
+    for (const char *p = t;; ) {
+        while (*p && !isalnum((unsigned char)*p) && *p != '\'') p++;
+        if (!*p) break;
+        size_t n = 0;
+        char w[32];
+        while (*p && (isalnum((unsigned char)*p) || *p == '\'')) {
+            if (n < sizeof w - 1) w[n++] = (char)tolower((unsigned char)*p);
+            p++;
+        }
+        w[n] = 0;
+        if (nw == 64) { memmove(words, words[1], sizeof words - sizeof words[0]); nw--; }
+        memcpy(words[nw++], w, sizeof w);
+        for (int k = 1; k <= N && k <= nw; k++) {
+            char g[8 * 33] = "";
+            for (int j = nw - k; j < nw; j++) { strcat(g, words[j]); if (j < nw - 1) strcat(g, " "); }
+            json_object_set_new(seen, g, json_true());
+        }
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(seen, k, v) {
+        json_t *c = json_object_get(counts, k);
+        json_object_set_new(counts, k, json_integer(c ? json_integer_value(c) + 1 : 1));
+    }
+    json_decref(seen);
+}
+
+/* counts -> shares of n. */
+static json_t *shares(const json_t *counts, int n) {
+    json_t *o = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)counts, k, v) json_object_set_new(o, k, json_real(n ? (double)json_integer_value(v) / n : 0));
+    return o;
+}
+
+/* The phrases whose share rose most since the baseline: [{ngram, base, now, rise}], rise > 0, best first. */
+static json_t *top_rises(const json_t *now, const json_t *base, int top, double *max_rise) {
+    json_t *all = json_array();
+    const char *k;
+    json_t *v;
+    *max_rise = 0;
+    json_object_foreach((json_t *)now, k, v) {
+        double b = json_number_value(json_object_get(base, k)), r = json_number_value(v) - b;
+        if (r <= 0) continue;
+        if (r > *max_rise) *max_rise = r;
+        json_t *e = json_pack("{s:s, s:f, s:f, s:f}", "ngram", k, "base", b, "now", json_number_value(v), "rise", r);
+        /* insertion keeps the array sorted by rise (then by name), cut at `top` */
+        size_t i = 0;
+        for (; i < json_array_size(all); i++) {
+            json_t *x = json_array_get(all, i);
+            double rx = json_number_value(json_object_get(x, "rise"));
+            if (r > rx || (r == rx && strcmp(k, json_string_value(json_object_get(x, "ngram"))) < 0)) break;
+        }
+        if ((int)i < top) json_array_insert_new(all, i, e);
+        else json_decref(e);
+        if ((int)json_array_size(all) > top) json_array_remove(all, json_array_size(all) - 1);
+    }
+    return all;
+}
+
+/* The gold metric over the samples: the gold registry's mean, or the share whose label equals the row's
+ * gold_field; NAN without a gold source or a scored sample. */
+static jr_status gold_metric(jr_monitor *m, const jr_monitor_sample *s, int n, char (*labels)[64], double *gold) {
+    *gold = NAN;
+    if (m->o.gold_field) {
+        int ok = 0, cnt = 0;
+        for (int i = 0; i < n; i++) {
+            json_t *g = json_object_get(s[i].row, m->o.gold_field);
+            if (!json_is_string(g)) continue;
+            cnt++;
+            ok += !strcasecmp(json_string_value(g), labels[i]);
+        }
+        if (n && !cnt)
+            return jr_fail(JR_EINVAL, "monitor.gold_field=%s: no held-out row has a string field '%s'", m->o.gold_field,
+                           m->o.gold_field);
+        *gold = cnt ? (double)ok / cnt : NAN;
+        return JR_OK;
+    }
+    if (!m->gold) return JR_OK;
+    json_t **rows = jr_calloc((size_t)n + 1, sizeof *rows);
+    jr_reward_result *res = jr_calloc((size_t)n + 1, sizeof *res);
+    jr_status st = rows && res ? JR_OK : JR_ENOMEM;
+    for (int i = 0; !st && i < n; i++) {
+        rows[i] = json_deep_copy(s[i].row);
+        if (!rows[i]) { st = JR_ENOMEM; break; }
+        json_object_set_new(rows[i], "response", json_string(s[i].text));
+    }
+    if (!st) st = jr_reward_score(m->gold, (const json_t *const *)rows, (size_t)n, res);
+    double sum = 0;
+    int cnt = 0;
+    for (int i = 0; i < n && rows; i++) {
+        if (!st && res[i].scored) { sum += res[i].reward; cnt++; }
+        if (res) jr_reward_result_free(&res[i]);
+        json_decref(rows[i]);
+    }
+    free(rows);
+    free(res);
+    if (st) return jr_fail_ctx(st, "monitor.gold_reward %s", m->o.gold_reward);
+    *gold = cnt ? sum / cnt : NAN;
+    return JR_OK;
+}
+
+/* The label distribution: shares, the largest share and the entropy in bits. */
+static json_t *label_shares(char (*labels)[64], int n, double *max_share, double *entropy) {
+    json_t *counts = json_object();
+    for (int i = 0; i < n; i++) {
+        json_t *c = json_object_get(counts, labels[i]);
+        json_object_set_new(counts, labels[i], json_integer(c ? json_integer_value(c) + 1 : 1));
+    }
+    json_t *sh = shares(counts, n);
+    json_decref(counts);
+    const char *k;
+    json_t *v;
+    *max_share = 0;
+    *entropy = 0;
+    json_object_foreach(sh, k, v) {
+        double p = json_number_value(v);
+        if (p > *max_share) *max_share = p;
+        if (p > 0) *entropy -= p * log2(p);
+    }
+    return sh;
+}
+
+/* Which alarms hold now, against the baseline; the note names the new ones with their figures. */
+static void check_alarms(jr_monitor *m, int64_t step, jr_monitor_eval *ev) {
+    const jr_monitor_opts *o = &m->o;
+    const jr_monitor_eval *b = &m->base;
+    double dp = ev->proxy - b->proxy, dg = ev->gold - b->gold, lr = b->len > 0 ? ev->len / b->len - 1 : 0;
+    if (o->proxy_rise > 0 && !isnan(dp) && !isnan(dg) && dp >= o->proxy_rise && dg < o->gold_margin)
+        ev->active |= JR_ALARM_PROXY_GOLD;
+    if (o->length_drift > 0 && fabs(lr) >= o->length_drift) ev->active |= JR_ALARM_LENGTH;
+    if (o->phrase_drift > 0 && ev->ngram_rise >= o->phrase_drift) ev->active |= JR_ALARM_PHRASE;
+    if (o->collapse_share > 0 && ev->label_max >= o->collapse_share && b->label_max < o->collapse_share)
+        ev->active |= JR_ALARM_COLLAPSE;
+    ev->fired = ev->active & ~m->fired;
+    m->fired |= ev->active;
+    size_t n = 0;
+    ev->note[0] = 0;
+    if (!ev->fired) return;
+    n += (size_t)snprintf(ev->note + n, sizeof ev->note - n, "monitor: alarm at step %lld:", (long long)step);
+    if ((ev->fired & JR_ALARM_PROXY_GOLD) && n < sizeof ev->note)
+        n += (size_t)snprintf(ev->note + n, sizeof ev->note - n, " proxy_gold (proxy %+.3f, gold %+.3f since the start; "
+                              "monitor.proxy_rise=%g, monitor.gold_margin=%g)", dp, dg, o->proxy_rise, o->gold_margin);
+    if ((ev->fired & JR_ALARM_LENGTH) && n < sizeof ev->note)
+        n += (size_t)snprintf(ev->note + n, sizeof ev->note - n, " length (%.1f -> %.1f bytes, %+.0f%%; monitor.length_drift=%g)",
+                              b->len, ev->len, 100 * lr, o->length_drift);
+    if ((ev->fired & JR_ALARM_PHRASE) && n < sizeof ev->note)
+        n += (size_t)snprintf(ev->note + n, sizeof ev->note - n, " phrase (a phrase's share %+.2f; monitor.phrase_drift=%g)",
+                              ev->ngram_rise, o->phrase_drift);
+    if ((ev->fired & JR_ALARM_COLLAPSE) && n < sizeof ev->note)
+        snprintf(ev->note + n, sizeof ev->note - n, " collapse (one label %.0f%% of the completions; monitor.collapse_share=%g)",
+                 100 * ev->label_max, o->collapse_share);
+}
+
+static json_t *alarm_names(unsigned bits) {
+    json_t *a = json_array();
+    for (int k = 0; k < JR_ALARM_COUNT; k++)
+        if (bits & (1u << k)) json_array_append_new(a, json_string(ALARMS[k]));
+    return a;
+}
+
+static void log_scalars(jr_runlog *rl, const jr_monitor_eval *ev, const json_t *lab, int per_label) {
+    if (!rl) return;
+    jr_runlog_add(rl, "monitor/proxy", ev->proxy);
+    if (!isnan(ev->gold)) jr_runlog_add(rl, "monitor/gold", ev->gold);
+    jr_runlog_add(rl, "monitor/length", ev->len);
+    jr_runlog_add(rl, "monitor/markdown", ev->markdown);
+    jr_runlog_add(rl, "monitor/list", ev->list);
+    jr_runlog_add(rl, "monitor/label_max_share", ev->label_max);
+    jr_runlog_add(rl, "monitor/label_entropy", ev->label_entropy);
+    jr_runlog_add(rl, "monitor/phrase_rise", ev->ngram_rise);
+    const char *k;
+    json_t *v;
+    char key[128];
+    if (per_label)
+        json_object_foreach((json_t *)lab, k, v) {
+            snprintf(key, sizeof key, "monitor/label/%.100s", k);
+            jr_runlog_add(rl, key, json_number_value(v));
+        }
+    int na = 0;
+    for (int a = 0; a < JR_ALARM_COUNT; a++) {
+        snprintf(key, sizeof key, "monitor/alarm/%s", ALARMS[a]);
+        jr_runlog_add(rl, key, (ev->active >> a) & 1);
+        na += (ev->active >> a) & 1;
+    }
+    jr_runlog_add(rl, "monitor/alarms", na);
+}
+
+static jr_status append_row(const jr_monitor *m, json_t *row) {
+    char *line = json_dumps(row, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    if (!line) return JR_ENOMEM;
+    FILE *f = fopen(m->path, "a");
+    jr_status st = f ? JR_OK : jr_fail(JR_EIO, "%s: cannot append: %s", m->path, strerror(errno));
+    if (f && (fprintf(f, "%s\n", line) < 0 || fclose(f))) st = jr_fail(JR_EIO, "%s: write failed", m->path);
+    free(line);
+    return st;
+}
+
+jr_status jr_monitor_observe(jr_monitor *m, int64_t step, const jr_monitor_sample *s, int n, jr_runlog *rl,
+                             jr_monitor_eval *ev) {
+    memset(ev, 0, sizeof *ev);
+    char(*labels)[64] = jr_calloc((size_t)n + 1, sizeof *labels);
+    json_t *ng = json_object();
+    if (!labels || !ng) { free(labels); json_decref(ng); return JR_ENOMEM; }
+    double psum = 0, lsum = 0;
+    int pn = 0, md = 0, li = 0;
+    for (int i = 0; i < n; i++) {
+        const char *t = s[i].text ? s[i].text : "";
+        if (s[i].scored) { psum += s[i].proxy; pn++; }
+        lsum += (double)strlen(t);
+        md += has_markdown(t);
+        li += has_list(t);
+        label_of(m, t, labels[i], sizeof labels[i]);
+        add_ngrams(ng, t, m->o.ngram > 0 ? m->o.ngram : 1);
+    }
+    ev->proxy = pn ? psum / pn : NAN;
+    ev->len = n ? lsum / n : 0;
+    ev->markdown = n ? (double)md / n : 0;
+    ev->list = n ? (double)li / n : 0;
+    jr_status st = gold_metric(m, s, n, labels, &ev->gold);
+    json_t *lab = label_shares(labels, n, &ev->label_max, &ev->label_entropy), *ngs = shares(ng, n);
+    free(labels);
+    json_decref(ng);
+    json_t *row = json_pack("{s:I, s:f, s:o, s:f, s:f, s:f, s:O, s:f, s:f, s:i}", "step", (json_int_t)step, "proxy",
+                            isnan(ev->proxy) ? 0.0 : ev->proxy, "gold", isnan(ev->gold) ? json_null() : json_real(ev->gold),
+                            "length", ev->len, "markdown", ev->markdown, "list", ev->list, "labels", lab,
+                            "label_max_share", ev->label_max, "label_entropy", ev->label_entropy, "n", n);
+    if (!st && !row) st = JR_ENOMEM;
+    if (!st && !m->has_base) { /* the baseline: kept whole, so a resumed run compares with the same start */
+        m->has_base = 1;
+        m->base = *ev;
+        m->base_ngrams = json_incref(ngs);
+        m->base_labels = json_incref(lab);
+        json_object_set(row, "ngram_shares", ngs);
+        json_object_set_new(row, "baseline", json_true());
+    } else if (!st) {
+        json_t *top = top_rises(ngs, m->base_ngrams, m->o.top_ngrams, &ev->ngram_rise);
+        json_object_set_new(row, "top_ngrams", top);
+        check_alarms(m, step, ev);
+    }
+    if (!st) {
+        json_object_set_new(row, "phrase_rise", json_real(ev->ngram_rise));
+        json_object_set_new(row, "alarms", alarm_names(ev->active));
+        json_object_set_new(row, "fired", alarm_names(ev->fired));
+        log_scalars(rl, ev, lab, m->labels != NULL);
+        st = append_row(m, row);
+    }
+    json_decref(row);
+    json_decref(lab);
+    json_decref(ngs);
+    return st;
+}
