@@ -26,6 +26,14 @@ elif [ "$(wc -l <"$JR_TMP/e")" -eq 1 ] && grep -q 'trainer.resume=true' "$JR_TMP
   ok used_dir_refused
 else fail used_dir_refused "$(cat "$JR_TMP/e")"; fi
 
+# 1b. a start that failed after writing config.yaml (here: no such data file) leaves the directory unused
+mkdir -p "$JR_TMP/f"
+"$JR_BIN" train "$JR_TMP/sft.yaml" run.out_dir="$JR_TMP/f" data.train="$JR_TMP/nowhere.jsonl" >/dev/null 2>&1
+echo "config: left by a failed start" >"$JR_TMP/f/config.yaml"
+if "$JR_BIN" train "$JR_TMP/sft.yaml" run.out_dir="$JR_TMP/f" >/dev/null 2>"$JR_TMP/e" && [ -f "$JR_TMP/f/model/config.json" ]; then
+  ok failed_start_leaves_dir_unused
+else fail failed_start_leaves_dir_unused "$(cat "$JR_TMP/e")"; fi
+
 # 2. run.overwrite=true replaces the run: each step once, other files kept
 echo keep >"$JR_TMP/r/notes.txt"
 touch "$JR_TMP/r/events.out.tfevents.1.old"

@@ -82,7 +82,9 @@ jr_status jr_run_dir_prepare(const jr_run_opts *o, int resume, int dry) {
     jr_status st = JR_OK;
     while (!st && (e = readdir(d))) {
         const char *nm = e->d_name;
-        if (!strcmp(nm, ".") || !strcmp(nm, "..") || !strncmp(nm, "judge_cache.sqlite", 18)) continue;
+        /* not a run's work: the judge cache, and the config a start that then failed left (rewritten) */
+        if (!strcmp(nm, ".") || !strcmp(nm, "..") || !strncmp(nm, "judge_cache.sqlite", 18) || !strncmp(nm, "config.yaml", 11))
+            continue;
         if (n++ < 4 && strlen(seen) + strlen(nm) + 3 < sizeof seen)
             snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s%.60s", *seen ? ", " : "", nm);
         if (o->overwrite && !resume && !dry && run_file(nm)) {
