@@ -11,6 +11,7 @@ the sandbox; never a judge) and print the table as Markdown.
 --train-dir (default runs/wf-executor; key=value overrides go to train-executor). Standard library
 only; run from the repository root (JR_BIN picks the binary, default build/rel/judgerl)."""
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -44,7 +45,7 @@ def sh(args, **kw):
 def serve(model, out):
     err_path = os.path.join(out, "serve.err")
     err = open(err_path, "w")
-    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--parallel", "8", "--served-model-name", "executor"],
+    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--parallel", "32", "--max-queue", "4096", "--served-model-name", "executor"],
                             stderr=err, stdout=subprocess.DEVNULL)
     for _ in range(1200):
         with open(err_path) as f:
@@ -61,9 +62,9 @@ def serve(model, out):
 
 def executor_config(out, port, extra):
     text = ("judge:\n  endpoints: [{url: \"http://127.0.0.1:%d/v1\", model: executor}]\n  cache: null\n"
-            "  timeout_s: 600\n  concurrency: 8\n"
+            "  timeout_s: 1200\n  concurrency: 32\n"
             "workflow:\n  templates: %s/templates/workflow\n  max_tokens: 160\n  temperature: 0.7\n  parallel: 8\n"
-            "  budget_seconds: 1200\n" % (port, ROOT))
+            "  budget_seconds: 3600\n" % (port, ROOT))
     for k, v in extra.items():
         text += "  %s: %s\n" % (k, v)
     path = os.path.join(out, "executor.yaml")
@@ -81,6 +82,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1, help="task seed (the executor's executor.task_seed)")
     ap.add_argument("--out", default="runs/wf-table")
     ap.add_argument("--workflows", default="", help="comma-separated names to run (default: all)")
+    ap.add_argument("--jobs", type=int, default=6, help="(workflow, domain) cells run at once against the one server")
     ap.add_argument("overrides", nargs="*", help="key=value for train-executor")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -99,20 +101,27 @@ def main():
     try:
         cfg = executor_config(a.out, port, {})
         chosen = [w for w in WORKFLOWS if not a.workflows or w[0] in a.workflows.split(",")]
-        for name, text in chosen:
-            wf = os.path.join(a.out, re.sub(r"[^a-z0-9]+", "_", name) + ".wf")
+
+        def cell(name, text, d):
+            wf = os.path.join(a.out, re.sub(r"[^a-z0-9]+", "_", name) + "." + d + ".wf")
             with open(wf, "w") as f:
                 f.write(text)
-            for d in DOMAINS:
-                out = wf[:-3] + "." + d + ".jsonl"
-                t0 = time.time()
-                sh([BIN, "workflow", "run", "--workflow", wf, "--problems", files[d], "--executor", cfg, "--grade", "--output", out])
-                rows = [json.loads(line) for line in open(out) if line.strip()]
-                right = sum(1 for r in rows if r.get("correct") is True)
-                failed = sum(1 for r in rows if r["outcome"] == "failed")
-                results[(name, d)] = (right, failed, len(rows))
-                print("%-26s %-4s %3d/%d correct, %d failed runs (%.0f s)" % (name, d, right, len(rows), failed, time.time() - t0),
-                      file=sys.stderr)
+            out = wf[:-3] + ".jsonl"
+            t0 = time.time()
+            sh([BIN, "workflow", "run", "--workflow", wf, "--problems", files[d], "--executor", cfg, "--grade", "--output", out])
+            rows = [json.loads(line) for line in open(out) if line.strip()]
+            right = sum(1 for r in rows if r.get("correct") is True)
+            failed = sum(1 for r in rows if r["outcome"] == "failed")
+            lost = [r["reason"] for r in rows if r["outcome"] == "failed" and "executor call failed" in r["reason"]]
+            if lost:  # the server, not the model: such a table would be wrong, so there is none
+                sys.exit("%s on %s: %d runs lost an executor call (%s); no table" % (name, d, len(lost), lost[0][:300]))
+            print("%-26s %-4s %3d/%d correct, %d failed runs (%.0f s)" % (name, d, right, len(rows), failed, time.time() - t0),
+                  file=sys.stderr)
+            return (name, d), (right, failed, len(rows))
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+            for key, val in pool.map(lambda c: cell(*c), [(n, t, d) for n, t in chosen for d in DOMAINS]):
+                results[key] = val
     finally:
         proc.terminate()
         proc.wait(timeout=60)
