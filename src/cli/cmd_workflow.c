@@ -21,6 +21,7 @@ static void usage_all(FILE *f) {
                "       judgerl workflow check FILE [key=value ...]\n"
                "       judgerl workflow tasks --domain math|code|qa --n N [--seed S] [--first F] [--output OUT.jsonl]\n"
                "       judgerl workflow train-executor [CONFIG.yaml] [--quick] [key=value ...]\n"
+               "       judgerl workflow train CONFIG.yaml [key=value ...]   (GRPO on a policy that writes workflows)\n"
                "run: executes the workflow on each row ({id, problem, type: math|code|qa, ...}) against the\n"
                "  executor endpoint of CFG (judge.* keys: endpoints, concurrency, retries, cache; workflow.*\n"
                "  keys: budgets, templates) and writes one line per row: {id, outcome: answer|failed,\n"
@@ -298,6 +299,7 @@ static int do_train_executor(int argc, char **argv) {
 }
 
 int cmd_workflow(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "train")) return cmd_workflow_train(argc - 1, argv + 1);
     if (argc < 2 || cli_wants_help(argc, argv)) {
         usage_all(argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_USAGE : CLI_OK;
@@ -306,5 +308,5 @@ int cmd_workflow(int argc, char **argv) {
     if (!strcmp(argv[1], "check")) return do_check(argc - 1, argv + 1);
     if (!strcmp(argv[1], "tasks")) return do_tasks(argc - 1, argv + 1);
     if (!strcmp(argv[1], "train-executor")) return do_train_executor(argc - 1, argv + 1);
-    return cli_usage(cmd, "unknown subcommand '%s' (run, check, tasks, train-executor)", argv[1]);
+    return cli_usage(cmd, "unknown subcommand '%s' (run, check, tasks, train, train-executor)", argv[1]);
 }
