@@ -103,6 +103,22 @@ void jr_workflow_free(jr_workflow *w);
  * the same limits. On failure *out is NULL. */
 jr_status jr_workflow_constraint(jr_constraint **out, const jr_token_bytes *v, const jr_workflow_limits *lim);
 
+/* ===================================== templates ========================================== */
+/* The Layer-2 operator prompts (templates/workflow/: OP_TYPE.txt, else OP.txt), loaded once. The
+ * executor renders every call through them, and the executor's SFT data (src/train/wf_executor.c)
+ * is rendered from the same texts, so training and use see the same prompts. */
+typedef struct jr_wf_templates jr_wf_templates;
+
+/* Loads every operator's template for every task type from `dir` (resolved from the current
+ * directory, `cfg_dir` (may be NULL), then the judgerl repository). On error *out is NULL and the
+ * message names the missing file. */
+jr_status jr_wf_templates_open(jr_wf_templates **out, const char *dir, const char *cfg_dir);
+void jr_wf_templates_close(jr_wf_templates *t);
+
+/* Renders op's template for the row's `type` (math, code or qa) with `fields` (an object of
+ * strings; borrowed) plus the row's `problem` and `entry_point`. *out is the new prompt. */
+jr_status jr_wf_render(const jr_wf_templates *t, jr_wf_op op, const json_t *row, const json_t *fields, char **out);
+
 /* ===================================== executor =========================================== */
 /* The executor's options (workflow.* keys; the endpoint, concurrency, retries, rate limits, SSE
  * and cache are the judge client's judge.* keys of the same config). */

@@ -2,6 +2,7 @@
  * endpoint (answers and traces as JSONL), write synthetic tasks */
 #include <libgen.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
 #include "judgerl/strbuf.h"
+#include "judgerl/wf_executor.h"
 #include "judgerl/workflow.h"
 
 static const char *cmd = "workflow";
@@ -17,7 +19,8 @@ static const char *cmd = "workflow";
 static void usage_all(FILE *f) {
     fprintf(f, "usage: judgerl workflow run --workflow FILE --problems IN.jsonl --executor CFG.yaml [--output OUT.jsonl] [--grade] [key=value ...]\n"
                "       judgerl workflow check FILE [key=value ...]\n"
-               "       judgerl workflow tasks --domain math|code|qa --n N [--seed S] [--output OUT.jsonl]\n"
+               "       judgerl workflow tasks --domain math|code|qa --n N [--seed S] [--first F] [--output OUT.jsonl]\n"
+               "       judgerl workflow train-executor [CONFIG.yaml] [--quick] [key=value ...]\n"
                "       judgerl workflow train CONFIG.yaml [key=value ...]   (GRPO on a policy that writes workflows)\n"
                "run: executes the workflow on each row ({id, problem, type: math|code|qa, ...}) against the\n"
                "  executor endpoint of CFG (judge.* keys: endpoints, concurrency, retries, cache; workflow.*\n"
@@ -26,7 +29,10 @@ static void usage_all(FILE *f) {
                "  --grade adds {correct, grade} by a verifier (the reference answer; code: hidden tests in the\n"
                "  sandbox) and prints the accuracy per domain.\n"
                "check: parses FILE and prints its static figures, or the first error as workflow:LINE:COL.\n"
-               "tasks: seeded synthetic rows in the seed's shape (docs/WORKFLOWS.md).\n");
+               "tasks: seeded synthetic rows in the seed's shape (docs/WORKFLOWS.md).\n"
+               "train-executor: the executor model (default configs/wf_executor.yaml): SFT rows rendered from the\n"
+               "  operator templates (direct answers, programs, code, review/revise), a BPE tokenizer trained on\n"
+               "  them, then SFT; the model lands in run.out_dir/model. --quick: a run of well under a minute.\n");
 }
 
 static const jr_cfg_field *const tables[] = {jr_judge_cfg, jr_workflow_cfg, jr_sandbox_cfg, NULL};
@@ -262,6 +268,37 @@ static int do_tasks(int argc, char **argv) {
     return st ? cli_fail(cmd, st) : CLI_OK;
 }
 
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int sig) { (void)sig; stop_requested = 1; }
+
+static int do_train_executor(int argc, char **argv) {
+    const char *cfg_path = "configs/wf_executor.yaml";
+    char **over = calloc((size_t)argc + 8, sizeof *over);
+    int n_over = 0;
+    if (!over) return cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory"));
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--quick"))
+            for (int k = 0; jr_wf_exec_quick[k]; k++) over[n_over++] = (char *)jr_wf_exec_quick[k];
+        else if (a[0] != '-' && strchr(a, '=')) over[n_over++] = argv[i];
+        else if (a[0] != '-' && i == 1) cfg_path = a;
+        else { free(over); return cli_usage(cmd, "unexpected argument '%s' (see judgerl workflow --help)", a); }
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    jr_train_result res;
+    jr_status st = jr_wf_exec_train(cfg_path, n_over, over, stderr, &stop_requested, &res);
+    free(over);
+    if (st) return cli_fail(cmd, st);
+    printf("executor trained: steps %lld..%lld, loss %.4f -> %.4f", (long long)res.first_step, (long long)res.last_step, res.first_loss, res.last_loss);
+    if (res.last_val_loss == res.last_val_loss) printf(", validation loss %.4f", res.last_val_loss);
+    printf("\n");
+    return CLI_OK;
+}
+
 int cmd_workflow(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "train")) return cmd_workflow_train(argc - 1, argv + 1);
     if (argc < 2 || cli_wants_help(argc, argv)) {
@@ -271,5 +308,6 @@ int cmd_workflow(int argc, char **argv) {
     if (!strcmp(argv[1], "run")) return do_run(argc - 1, argv + 1);
     if (!strcmp(argv[1], "check")) return do_check(argc - 1, argv + 1);
     if (!strcmp(argv[1], "tasks")) return do_tasks(argc - 1, argv + 1);
-    return cli_usage(cmd, "unknown subcommand '%s' (run, check, tasks, train)", argv[1]);
+    if (!strcmp(argv[1], "train-executor")) return do_train_executor(argc - 1, argv + 1);
+    return cli_usage(cmd, "unknown subcommand '%s' (run, check, tasks, train, train-executor)", argv[1]);
 }

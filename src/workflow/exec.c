@@ -16,26 +16,71 @@
 
 static const char *const type_names[WF_TYPES] = {"math", "code", "qa"};
 
+/* ---- operator templates ---- */
+struct jr_wf_templates {
+    char *tmpl[JR_WF_N_OPS][WF_TYPES]; /* OP_TYPE.txt, else OP.txt */
+};
+
+static int type_index(const char *type) {
+    for (int k = 0; k < WF_TYPES && type; k++)
+        if (!strcmp(type, type_names[k])) return k;
+    return -1;
+}
+
+jr_status jr_wf_templates_open(jr_wf_templates **out, const char *dir, const char *cfg_dir) {
+    *out = NULL;
+    jr_wf_templates *t = calloc(1, sizeof *t);
+    if (!t) return jr_fail(JR_ENOMEM, "workflow templates: out of memory");
+    if (!dir) dir = "templates/workflow";
+    jr_status st = JR_OK;
+    for (int op = 0; op < JR_WF_N_OPS && !st; op++) {
+        if (op == JR_WF_REFINE) continue; /* review + revise */
+        for (int k = 0; k < WF_TYPES && !st; k++) {
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%s_%s.txt", dir, jr_wf_op_name((jr_wf_op)op), type_names[k]);
+            if (jr_template_load(path, cfg_dir, &t->tmpl[op][k]) == JR_OK) continue;
+            snprintf(path, sizeof path, "%s/%s.txt", dir, jr_wf_op_name((jr_wf_op)op));
+            if (jr_template_load(path, cfg_dir, &t->tmpl[op][k]))
+                st = jr_fail(JR_ENOTFOUND, "workflow.templates: neither %s/%s_%s.txt nor %s found (the current directory, the config's directory and the judgerl repository were tried)",
+                             dir, jr_wf_op_name((jr_wf_op)op), type_names[k], path);
+        }
+    }
+    if (st) { jr_wf_templates_close(t); return st; }
+    jr_err_clear();
+    *out = t;
+    return JR_OK;
+}
+
+void jr_wf_templates_close(jr_wf_templates *t) {
+    if (!t) return;
+    for (int op = 0; op < JR_WF_N_OPS; op++)
+        for (int k = 0; k < WF_TYPES; k++) free(t->tmpl[op][k]);
+    free(t);
+}
+
+jr_status jr_wf_render(const jr_wf_templates *t, jr_wf_op op, const json_t *row, const json_t *fields, char **out) {
+    *out = NULL;
+    int k = type_index(json_string_value(json_object_get(row, "type")));
+    if (k < 0) return jr_fail(JR_EINVAL, "row: field 'type' must be \"math\", \"code\" or \"qa\"");
+    if ((int)op < 0 || op >= JR_WF_N_OPS || !t->tmpl[op][k]) return jr_fail(JR_EINVAL, "workflow templates: operator %d has no template", (int)op);
+    json_t *f = fields ? json_deep_copy(fields) : json_object();
+    if (!f) return jr_fail(JR_ENOMEM, "workflow templates: out of memory");
+    const char *problem = json_string_value(json_object_get(row, "problem"));
+    const char *ep = json_string_value(json_object_get(row, "entry_point"));
+    if (problem) json_object_set_new(f, "problem", json_string(problem));
+    if (ep) json_object_set_new(f, "entry_point", json_string(ep));
+    jr_status st = jr_template_render(t->tmpl[op][k], f, out);
+    json_decref(f);
+    return st;
+}
+
 /* ---- executor lifecycle ---- */
 jr_status jr_wf_executor_open(jr_wf_executor **out, const jr_judge_opts *jo, const char *cfg_dir, const jr_workflow_opts *o) {
     *out = NULL;
     jr_wf_executor *e = calloc(1, sizeof *e);
     if (!e) return jr_fail(JR_ENOMEM, "workflow executor: out of memory");
     e->o = *o;
-    const char *dir = o->templates ? o->templates : "templates/workflow";
-    jr_status st = JR_OK;
-    for (int op = 0; op < JR_WF_N_OPS && !st; op++) {
-        if (op == JR_WF_REFINE) continue; /* review + revise */
-        for (int t = 0; t < WF_TYPES && !st; t++) {
-            char path[1024];
-            snprintf(path, sizeof path, "%s/%s_%s.txt", dir, jr_wf_op_name((jr_wf_op)op), type_names[t]);
-            if (jr_template_load(path, cfg_dir, &e->tmpl[op][t]) == JR_OK) continue;
-            snprintf(path, sizeof path, "%s/%s.txt", dir, jr_wf_op_name((jr_wf_op)op));
-            if (jr_template_load(path, cfg_dir, &e->tmpl[op][t]))
-                st = jr_fail(JR_ENOTFOUND, "workflow.templates: neither %s/%s_%s.txt nor %s found (the current directory, the config's directory and the judgerl repository were tried)",
-                             dir, jr_wf_op_name((jr_wf_op)op), type_names[t], path);
-        }
-    }
+    jr_status st = jr_wf_templates_open(&e->tmpl, o->templates, cfg_dir);
     if (!st) st = wf_client_open(e, jo);
     if (st) { jr_wf_executor_close(e); return st; }
     jr_err_clear();
@@ -46,8 +91,7 @@ jr_status jr_wf_executor_open(jr_wf_executor **out, const jr_judge_opts *jo, con
 void jr_wf_executor_close(jr_wf_executor *e) {
     if (!e) return;
     wf_client_close(e);
-    for (int op = 0; op < JR_WF_N_OPS; op++)
-        for (int t = 0; t < WF_TYPES; t++) free(e->tmpl[op][t]);
+    jr_wf_templates_close(e->tmpl);
     free(e);
 }
 
@@ -126,21 +170,18 @@ static int has_failed(run *r) {
 }
 
 /* Renders the operator's template for the row's type with the given fields (name, value pairs,
- * NULL-terminated). */
+ * NULL-terminated; NULL values are left out). NULL when it cannot. */
 static char *render(run *r, jr_wf_op op, ...) {
     json_t *f = json_object();
     va_list ap;
     va_start(ap, op);
     for (const char *k; (k = va_arg(ap, const char *));) {
         const char *v = va_arg(ap, const char *);
-        if (v) json_object_set_new(f, k, json_string(v));
+        if (v && f) json_object_set_new(f, k, json_string(v));
     }
     va_end(ap);
-    json_object_set_new(f, "problem", json_string(r->problem));
-    const char *ep = json_string_value(json_object_get(r->row, "entry_point"));
-    if (ep) json_object_set_new(f, "entry_point", json_string(ep));
     char *out = NULL;
-    if (jr_template_render(r->e->tmpl[op][r->type], f, &out)) out = NULL;
+    if (!f || jr_wf_render(r->e->tmpl, op, r->row, f, &out)) out = NULL;
     json_decref(f);
     return out;
 }
@@ -603,9 +644,7 @@ jr_status jr_workflow_run(jr_wf_executor *e, const jr_workflow *w, const json_t 
     const char *problem = json_string_value(json_object_get(row, "problem"));
     if (!problem) return jr_fail(JR_EINVAL, "row: field 'problem' must be a string");
     const char *type = json_string_value(json_object_get(row, "type"));
-    int t = -1;
-    for (int k = 0; k < WF_TYPES && type; k++)
-        if (!strcmp(type, type_names[k])) t = k;
+    int t = type_index(type);
     if (t < 0) return jr_fail(JR_EINVAL, "row: field 'type' must be \"math\", \"code\" or \"qa\"");
     run r = {.e = e, .w = w, .row = row, .problem = problem, .type = t, .seed = mix(e->o.seed, row_index)};
     pthread_mutex_init(&r.mu, NULL);

@@ -11,8 +11,7 @@
 
 struct jr_wf_executor {
     jr_workflow_opts o;
-    char *templates_dir;
-    char *tmpl[JR_WF_N_OPS][WF_TYPES]; /* OP_TYPE.txt, else OP.txt; NULL when neither exists */
+    jr_wf_templates *tmpl;
     jr_judge *judge;
     int proto;
     pthread_t thread;
