@@ -195,6 +195,11 @@ def test_unscored_value(jport):
     # a value without on_unscored: value is refused (a wrong default must be loud)
     cfg2 = cfg_copy("valued_bad", extra="  unscored_value: 0\n")
     r = subprocess.run([BIN, "serve-reward", "--config", cfg2, "--port", "0"], capture_output=True, text=True, timeout=60)
+    # slime with --reward-key reward: an object answer
+    s = Service(cfg_copy("slimeobj"), judge_overrides(jport, ["service.slime_answer=object"]))
+    st3, b3 = post(s.url("/slime"), {"prompt": "", "response": "v4 score=4", "label": ""})
+    report("slime_object_answer_for_reward_key", st3 == 200 and b3 == {"reward": 4.0, "quality": 4.0}, "%s %s" % (st3, b3))
+    s.stop()
     report("unscored_value_without_opt_in_refused", r.returncode != 0 and "on_unscored" in r.stderr and len(r.stderr.strip().splitlines()) == 1,
            "rc %d %s" % (r.returncode, r.stderr))
 

@@ -20,6 +20,7 @@ typedef struct jr_rsvc_opts {
     const char *slime_path;    /* the slime route ("/slime") */
     int unscored_value_set;    /* 0: an unscored row fails an OpenRLHF/slime request with 503 (on_unscored: error) */
     double unscored_value;     /* 1: the value answered for it instead (on_unscored: value), each one logged */
+    int slime_object;          /* 1: /slime answers {"reward": r, component: value, ...} (slime's --reward-key reward) */
     int max_rows;              /* rows per request; more: 413 */
     int max_inflight_rows;     /* rows being scored at once over every request; more: 429 */
     size_t max_body;           /* bytes; more: 413 */

@@ -151,6 +151,17 @@ static json_t *answer_openrlhf(jr_rsvc *s, jr_reward_result *res, size_t n) {
     return json_pack("{s:o,s:o,s:o}", "rewards", rewards, "scores", scores, "extra_logs", logs);
 }
 
+/* slime: the reward as the body, or {"reward": r, component: value, ...} read with --reward-key
+ * (a component unscored in an optional part is left out). */
+static json_t *answer_slime(jr_rsvc *s, jr_reward_result *res) {
+    double v = value_of(s, res, 0, s->o.slime_path);
+    if (!s->o.slime_object) return json_real(v);
+    json_t *o = json_pack("{s:f}", "reward", v);
+    for (int k = 0; o && k < res->n_parts; k++)
+        if (res->parts[k].scored) json_object_set_new(o, jr_reward_part_name(s->r, k), json_real(res->parts[k].value));
+    return o;
+}
+
 static json_t *answer_batch(jr_rsvc *s, jr_reward_result *res, size_t n, const double *lat) {
     json_t *out = json_array();
     for (size_t i = 0; i < n; i++) {
@@ -297,7 +308,7 @@ static enum MHD_Result serve_rows(jr_rsvc *s, struct MHD_Connection *c, jr_http_
                  res[i].reason ? res[i].reason : "unscored");
         status = 503;
     } else if (rq->route == R_OPENRLHF) ans = answer_openrlhf(s, res, n);
-    else if (rq->route == R_SLIME) ans = json_real(value_of(s, &res[0], 0, s->o.slime_path));
+    else if (rq->route == R_SLIME) ans = answer_slime(s, &res[0]);
     else ans = answer_batch(s, res, n, lat);
     for (size_t i = 0; res && i < n; i++) jr_reward_result_free(&res[i]);
     free(res);

@@ -8,6 +8,7 @@ const jr_cfg_field jr_reward_service_cfg[] = {
     {"service.unscored_value", JR_CFG_ANY, "null", "the reward answered for an unscored row when on_unscored is value (a number)", NULL, NULL, 0, 0},
     {"service.openrlhf_path", JR_CFG_STRING, "/get_reward", "the route of OpenRLHF's remote reward protocol (--reward.remote_url http://HOST:PORT/get_reward)", NULL, NULL, 0, 0},
     {"service.slime_path", JR_CFG_STRING, "/slime", "the route of slime's remote_rm protocol (--rm-url http://HOST:PORT/slime)", NULL, NULL, 0, 0},
+    {"service.slime_answer", JR_CFG_ENUM, "number", "what /slime answers: number = the reward as the body; object = {\"reward\": r, component: value, ...} for slime's --reward-key reward", "number|object", NULL, 0, 0},
     {"service.max_rows", JR_CFG_INT, "4096", "rows per request; a larger request gets 413", NULL, NULL, 1, 1 << 20},
     {"service.max_inflight_rows", JR_CFG_INT, "16384", "rows being scored at once over every request; past it a request gets 429", NULL, NULL, 1, 1 << 24},
     {"service.max_body", JR_CFG_INT, "67108864", "request body bytes; larger gets 413", NULL, NULL, 1024, 1 << 30},
@@ -26,6 +27,8 @@ jr_status jr_rsvc_opts_from_config(jr_rsvc_opts *o, const jr_config *c) {
     json_t *v = jr_cfg_json(c, "service.unscored_value");
     o->openrlhf_path = jr_cfg_str(c, "service.openrlhf_path");
     o->slime_path = jr_cfg_str(c, "service.slime_path");
+    const char *sa = jr_cfg_str(c, "service.slime_answer");
+    o->slime_object = sa && !strcmp(sa, "object");
     o->max_rows = (int)jr_cfg_int(c, "service.max_rows");
     o->max_inflight_rows = (int)jr_cfg_int(c, "service.max_inflight_rows");
     o->max_body = (size_t)jr_cfg_int(c, "service.max_body");
