@@ -56,7 +56,7 @@ struct jr_reward {
     jr_judge *judge;
     /* shared scoring (jr_reward_shared_*): rows in flight, the collector thread */
     pthread_mutex_t mu;
-    pthread_cond_t cv, cv_work;
+    pthread_cond_t cv_work;
     long judge_waiting; /* judge results submitted and not yet collected */
     pthread_t collector;
     int shared, stop;
@@ -421,6 +421,7 @@ typedef struct flight {
     jr_reward_result res;
     int outstanding;          /* judge results to come, +1 while the row is being evaluated */
     int done, waiters;
+    pthread_cond_t cv;        /* signalled when done (one per flight: a result wakes only its callers) */
     struct fslot { struct flight *f; int comp; } slots[JR_REWARD_MAX_COMPONENTS];
 } flight;
 
@@ -428,7 +429,7 @@ static void flight_compose_if_done(jr_reward *r, flight *f) { /* under r->mu */
     if (f->outstanding > 0 || f->done) return;
     compose(r, &f->res, 1, 0);
     f->done = 1;
-    pthread_cond_broadcast(&r->cv);
+    pthread_cond_broadcast(&f->cv);
 }
 
 static void *collector_main(void *arg) {
@@ -461,13 +462,11 @@ static void *collector_main(void *arg) {
 jr_status jr_reward_shared_start(jr_reward *r) {
     if (r->shared) return JR_OK;
     pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->cv, NULL);
     pthread_cond_init(&r->cv_work, NULL);
     r->shared = 1;
     if (r->judge && pthread_create(&r->collector, NULL, collector_main, r)) {
         r->shared = 0;
         pthread_mutex_destroy(&r->mu);
-        pthread_cond_destroy(&r->cv);
         pthread_cond_destroy(&r->cv_work);
         return jr_fail(JR_EINTERNAL, "reward: cannot start the judge collector thread");
     }
@@ -485,7 +484,6 @@ static void shared_stop(jr_reward *r) {
         pthread_join(r->collector, NULL);
     }
     pthread_mutex_destroy(&r->mu);
-    pthread_cond_destroy(&r->cv);
     pthread_cond_destroy(&r->cv_work);
     r->shared = 0;
 }
@@ -545,6 +543,7 @@ static flight *shared_begin(jr_reward *r, const json_t *row) {
         else f->key[0] = 0; /* never joined: keys are 64 hex digits */
         f->r = r;
         f->outstanding = 1;
+        pthread_cond_init(&f->cv, NULL);
         f->next = r->flights;
         r->flights = f;
         mine = 1;
@@ -577,12 +576,13 @@ static void shared_end(jr_reward *r, flight *f, jr_reward_result *out) {
         return;
     }
     pthread_mutex_lock(&r->mu);
-    while (!f->done) pthread_cond_wait(&r->cv, &r->mu);
+    while (!f->done) pthread_cond_wait(&f->cv, &r->mu);
     if (--f->waiters == 0) {
         *out = f->res;
         flight **pp = &r->flights;
         while (*pp != f) pp = &(*pp)->next;
         *pp = f->next;
+        pthread_cond_destroy(&f->cv);
         free(f);
     } else {
         result_copy(out, &f->res);
