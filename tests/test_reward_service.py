@@ -340,6 +340,15 @@ def test_kill9_restart(jport, jsrv):
         s2.stop()
 
 
+def cleanup(jsrv):
+    """Kills every service process still running (a failed case's) and stops the judge."""
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    jsrv.shutdown()
+
+
 def main():
     jsrv, jport = judge_server.start(stall=2.0)
     try:
@@ -351,11 +360,7 @@ def main():
         test_drain(jport, jsrv)
         test_kill9_restart(jport, jsrv)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        jsrv.shutdown()
+        cleanup(jsrv)
     sys.exit(1 if failures else 0)
 
 

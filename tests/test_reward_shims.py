@@ -32,20 +32,10 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import judge_server  # noqa: E402
-from test_reward_service import ROOT, Service, cfg_copy, judge_overrides, procs  # noqa: E402
+import test_reward_service as base  # noqa: E402
+from test_reward_service import ROOT, Service, cfg_copy, judge_overrides, report  # noqa: E402
 
 SHIMS = os.path.join(ROOT, "contrib", "python")
-failures = 0
-
-
-def report(name, ok, why=""):
-    global failures
-    if ok:
-        print("ok - " + name)
-    else:
-        failures += 1
-        print("FAIL - %s: %s" % (name, why))
-    sys.stdout.flush()
 
 
 def load(path, module_name):
@@ -160,12 +150,8 @@ def main():
     finally:
         if svc:
             svc.stop()
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        jsrv.shutdown()
-    sys.exit(1 if failures else 0)
+        base.cleanup(jsrv)
+    sys.exit(1 if base.failures else 0)
 
 
 if __name__ == "__main__":

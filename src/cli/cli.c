@@ -2,6 +2,8 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,4 +121,12 @@ int cli_seconds_arg(const char *cmd, const char *flag, const char *v, double lo,
     }
     *out = x;
     return 0;
+}
+
+void cli_block_stop_signals(sigset_t *set) {
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, set, NULL);
+    signal(SIGPIPE, SIG_IGN);
 }

@@ -19,6 +19,11 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 int cli_int_arg(const char *cmd, const char *flag, const char *v, long lo, long hi, long *out);
 int cli_seconds_arg(const char *cmd, const char *flag, const char *v, double lo, double *out);
 
+/* Blocks SIGTERM and SIGINT in this thread and every thread started after (a server's main thread
+ * then takes them with sigwait(set)) and ignores SIGPIPE. Call before starting any thread. */
+#include <signal.h>
+void cli_block_stop_signals(sigset_t *set);
+
 /* 1 when argv has -h or --help. */
 int cli_wants_help(int argc, char **argv);
 

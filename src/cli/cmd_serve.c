@@ -83,11 +83,7 @@ int cmd_serve(int argc, char **argv) {
     if (!have) return cli_fail(cmd, jr_fail(JR_ENOTFOUND, "%s: no config.json (not a model directory)", model));
     /* Signals are taken by sigwait below: block them before any thread starts. */
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    cli_block_stop_signals(&set);
 
     jr_serve_opts o = {0};
     o.host = host;

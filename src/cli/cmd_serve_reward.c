@@ -88,11 +88,7 @@ int cmd_serve_reward(int argc, char **argv) {
     so.api_key = key;
     /* Signals are taken by sigwait below: block them before any thread starts. */
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    cli_block_stop_signals(&set);
     jr_reward *r = NULL;
     jr_rsvc *s = NULL;
     if ((st = jr_reward_open_opts(&r, &ro)) || (st = jr_rsvc_start(&s, r, &so))) {
