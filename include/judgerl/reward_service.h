@@ -40,7 +40,8 @@ typedef struct jr_rsvc jr_rsvc;
 jr_status jr_rsvc_start(jr_rsvc **out, jr_reward *r, const jr_rsvc_opts *o);
 int jr_rsvc_port(const jr_rsvc *s);
 /* Stops taking requests (503, /health 503), waits up to timeout_s for the rows being scored,
- * then closes every connection and frees s (not the registry). */
+ * then stops the HTTP layer (which waits for request threads still scoring: the judge's timeouts
+ * bound them), closes every connection and frees s (not the registry). */
 void jr_rsvc_stop(jr_rsvc *s, double timeout_s);
 
 #endif

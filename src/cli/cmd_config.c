@@ -11,6 +11,7 @@
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
+#include "judgerl/reward_service.h"
 #include "judgerl/workflow.h"
 #include "judgerl/probe.h"
 
@@ -30,6 +31,7 @@ static const jr_cfg_field *const all_tables[] = {
     jr_seed1_cfg,
     jr_workflow_cfg,
     jr_probe_cfg,
+    jr_reward_service_cfg,
     NULL,
 };
 

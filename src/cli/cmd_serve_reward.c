@@ -27,7 +27,8 @@ static const char *usage_text =
     "  slime get HTTP 503 with the reason unless service.on_unscored is 'value'. --api-key-env NAME\n"
     "  requires 'Authorization: Bearer $NAME' on the POST routes. The judge cache lives in --state-dir\n"
     "  (default: REWARD.state beside the config). --port 0 picks a free port (printed on stderr).\n"
-    "  SIGTERM/SIGINT: new requests get 503, rows being scored finish (up to --drain-timeout s), exit 0.\n"
+    "  SIGTERM/SIGINT: new requests get 503, rows being scored finish (--drain-timeout s, then the judge's own\n"
+    "  timeouts bound the last ones), exit 0.\n"
     "  KEY=VALUE overrides a config key (service.max_rows=64). See docs/REWARD_SERVICE.md.\n";
 
 /* The default state directory: the config's path without its extension, plus ".state". */
