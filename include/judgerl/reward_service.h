@@ -4,6 +4,7 @@
 #define JUDGERL_REWARD_SERVICE_H
 
 #include <stddef.h>
+#include <jansson.h>
 
 #include "judgerl/config.h"
 #include "judgerl/reward.h"
@@ -32,6 +33,15 @@ typedef struct jr_rsvc_opts {
 /* Fills o from a config loaded with jr_reward_service_cfg (host, port and api_key are left for
  * the command line: host "127.0.0.1", port 8100, no key). */
 jr_status jr_rsvc_opts_from_config(jr_rsvc_opts *o, const jr_config *c);
+
+/* The protocols, for jr_rsvc_parse_rows. */
+typedef enum { JR_RSVC_OPENRLHF = 0, JR_RSVC_SLIME, JR_RSVC_BATCH } jr_rsvc_protocol;
+
+/* Parses a request body (len bytes) of protocol p into rows (a new JSON array of row objects with
+ * prompt, response, reference and label mapped as docs/REWARD_SERVICE.md says). Returns 0, or 400
+ * with the message in msg naming the field ("prompts: a list as long as query (2) is required")
+ * and *rows NULL. */
+int jr_rsvc_parse_rows(jr_rsvc_protocol p, const char *body, size_t len, json_t **rows, char *msg, size_t msz);
 
 typedef struct jr_rsvc jr_rsvc;
 

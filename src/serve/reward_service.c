@@ -119,6 +119,27 @@ static int rows_batch(json_t *body, json_t *rows, char *msg, size_t msz) {
     return 0;
 }
 
+int jr_rsvc_parse_rows(jr_rsvc_protocol p, const char *text, size_t len, json_t **out, char *msg, size_t msz) {
+    *out = NULL;
+    json_error_t je;
+    json_t *body = len ? json_loadb(text, len, 0, &je) : NULL;
+    if (!json_is_object(body)) {
+        if (!len) snprintf(msg, msz, "the body is empty: a JSON object is required");
+        else snprintf(msg, msz, "the body is not a JSON object%s%.200s", body ? "" : ": ", body ? "" : je.text);
+        json_decref(body);
+        return 400;
+    }
+    json_t *rows = json_array();
+    int bad = !rows ? (snprintf(msg, msz, "out of memory"), -1)
+            : p == JR_RSVC_OPENRLHF ? rows_openrlhf(body, rows, msg, msz)
+            : p == JR_RSVC_SLIME    ? rows_slime(body, rows, msg, msz)
+                                    : rows_batch(body, rows, msg, msz);
+    json_decref(body);
+    if (bad) { json_decref(rows); return 400; }
+    *out = rows;
+    return 0;
+}
+
 /* ---- answers -------------------------------------------------------------------------------- */
 
 /* The value answered for row i to a caller that cannot carry null: its reward, or the configured
@@ -234,21 +255,10 @@ static void note(jr_rsvc *s, const char *route, int status, size_t n, long unsco
 /* Scores the rows of one request and answers in its protocol's shape. */
 static enum MHD_Result serve_rows(jr_rsvc *s, struct MHD_Connection *c, jr_http_req *rq, double t0) {
     const char *rname = rq->route == R_OPENRLHF ? s->o.openrlhf_path : rq->route == R_SLIME ? s->o.slime_path : route_name[rq->route];
-    json_error_t je;
-    json_t *body = rq->body ? json_loadb(rq->body, rq->len, 0, &je) : NULL;
     char msg[600];
-    if (!json_is_object(body)) {
-        if (body || rq->body) snprintf(msg, sizeof msg, "the body is not a JSON object%s%s", body ? "" : ": ", body ? "" : je.text);
-        else snprintf(msg, sizeof msg, "the body is empty: a JSON object is required");
-        json_decref(body);
-        note(s, rname, 400, 0, 0, t0);
-        return jr_http_error(s->http, c, 400, msg, NULL);
-    }
-    json_t *rows = json_array();
-    int bad = rq->route == R_OPENRLHF ? rows_openrlhf(body, rows, msg, sizeof msg)
-            : rq->route == R_SLIME    ? rows_slime(body, rows, msg, sizeof msg)
-                                      : rows_batch(body, rows, msg, sizeof msg);
-    json_decref(body);
+    json_t *rows = NULL;
+    jr_rsvc_protocol proto = rq->route == R_OPENRLHF ? JR_RSVC_OPENRLHF : rq->route == R_SLIME ? JR_RSVC_SLIME : JR_RSVC_BATCH;
+    int bad = jr_rsvc_parse_rows(proto, rq->body ? rq->body : "", rq->len, &rows, msg, sizeof msg);
     size_t n = json_array_size(rows);
     int status = bad ? 400 : 0;
     if (!bad && n > (size_t)s->o.max_rows) {
