@@ -14,6 +14,7 @@
 #include "judgerl/reward_service.h"
 #include "judgerl/workflow.h"
 #include "judgerl/probe.h"
+#include "judgerl/wfrl.h"
 
 /* Every module's table of options; a config file may use any of them. */
 static const jr_cfg_field *const all_tables[] = {
@@ -32,6 +33,9 @@ static const jr_cfg_field *const all_tables[] = {
     jr_workflow_cfg,
     jr_probe_cfg,
     jr_reward_service_cfg,
+    jr_wf_env_cfg,
+    jr_wf_buffer_cfg,
+    jr_wf_train_cfg,
     NULL,
 };
 
