@@ -5,6 +5,8 @@
 #   make demo       deps + release build + `judgerl demo`
 #   make fuzz       libFuzzer targets (clang): build/fuzz/
 #   make check-warnings  both builds with -Werror
+#   make install PREFIX=/usr/local   binary, headers, static library, pkg-config file, and
+#                        configs/ data/ templates/ under PREFIX/share/judgerl (DESTDIR honoured)
 
 CC      ?= cc
 CXX     ?= c++
@@ -15,7 +17,14 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN    := -Wall -Wextra -Wno-unused-parameter
 BASE    := -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -fopenmp $(WARN) $(EXTRA_CFLAGS)
 BASECXX := -std=c++17 -D_GNU_SOURCE -Iinclude -Isrc $(WARN) $(EXTRA_CFLAGS)
-LIBS     = $(PKG_LIBS) -ldnnl -lcld2 -lstdc++ -lm -lpthread -fopenmp
+LIBS     = $(PKG_LIBS) $(MPI_LIBS) -ldnnl -lcld2 -lstdc++ -lm -lpthread -fopenmp
+# MPI (OpenMPI, libopenmpi-dev) is compiled in when its pkg-config file is there; MPI=0 builds without it
+# (into build/<b>-nompi): that binary refuses a multi-rank launch (docs/SCALE.md).
+MPI ?= $(if $(shell pkg-config --exists ompi-c 2>/dev/null && echo y),1,0)
+ifeq ($(MPI),1)
+  MPI_CFLAGS := -DJR_MPI $(shell pkg-config --cflags ompi-c 2>/dev/null)
+  MPI_LIBS   := $(shell pkg-config --libs ompi-c 2>/dev/null)
+endif
 
 REL_FLAGS  := -O2 -g -march=native -DNDEBUG
 ASAN_FLAGS := -O1 -g -march=native -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -28,7 +37,7 @@ else ifeq ($(BUILD),fuzz)
 else
   MODE_FLAGS := $(REL_FLAGS)
 endif
-OUT := build/$(BUILD)
+OUT := build/$(BUILD)$(if $(filter 1,$(MPI)),,$(if $(shell pkg-config --exists ompi-c 2>/dev/null && echo y),-nompi))
 
 LIB_SRC  := $(filter-out src/cli/%,$(wildcard src/*/*.c))
 LIB_CXX  := $(filter-out src/cli/%,$(wildcard src/*/*.cc))
@@ -41,7 +50,7 @@ FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 HEADERS  := $(wildcard include/judgerl/*.h src/*/*.h tests/*.h)
 
-.PHONY: all build asan deps deps-test test test-fast demo clean fuzz fuzz-targets fuzz-smoke check-warnings
+.PHONY: all build asan deps deps-test test test-fast demo clean fuzz fuzz-targets fuzz-smoke check-warnings install
 .DEFAULT_GOAL := all
 
 all: build
@@ -55,6 +64,9 @@ asan:
 $(OUT)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+# only the rank layer sees mpi.h
+$(OUT)/obj/src/core/dist.o: BASE += $(MPI_CFLAGS)
 
 $(OUT)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
@@ -120,6 +132,25 @@ demo: deps
 check-warnings:
 	@$(MAKE) --no-print-directory -j2 BUILD=rel EXTRA_CFLAGS=-Werror build
 	@$(MAKE) --no-print-directory -j2 BUILD=asan EXTRA_CFLAGS=-Werror build
+
+# `judgerl` on PATH as the README writes it: PREFIX/bin/judgerl finds its configs, data and templates
+# in PREFIX/share/judgerl; C programs link with `pkg-config --cflags --libs judgerl`.
+PREFIX ?= /usr/local
+INSTALL_DIR = $(DESTDIR)$(PREFIX)
+install:
+	@$(MAKE) --no-print-directory -j2 BUILD=rel build/rel/judgerl
+	mkdir -p $(INSTALL_DIR)/bin $(INSTALL_DIR)/include/judgerl $(INSTALL_DIR)/lib/pkgconfig $(INSTALL_DIR)/share/judgerl
+	cp build/rel/judgerl $(INSTALL_DIR)/bin/judgerl
+	cp include/judgerl/*.h $(INSTALL_DIR)/include/judgerl/
+	cp build/rel/libjudgerl.a $(INSTALL_DIR)/lib/libjudgerl.a
+	cp -R configs data templates $(INSTALL_DIR)/share/judgerl/
+	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$${prefix}/include' 'libdir=$${prefix}/lib' '' \
+	  'Name: judgerl' 'Description: RL for language models with LLM-judge rewards' \
+	  'Version: $(shell sed -n 's/.*JUDGERL_VERSION "\([^"]*\)".*/\1/p' src/cli/cmd_version.c)' \
+	  'Cflags: -I$${includedir} $(PKG_CFLAGS) -fopenmp' \
+	  'Libs: -L$${libdir} -ljudgerl $(PKG_LIBS) -ldnnl -lcld2 -lstdc++ -lm -lpthread -fopenmp' \
+	  >$(INSTALL_DIR)/lib/pkgconfig/judgerl.pc
+	@echo "installed: $(INSTALL_DIR)/bin/judgerl (add $(PREFIX)/bin to PATH if it is not there)"
 
 clean:
 	rm -rf build

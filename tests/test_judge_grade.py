@@ -432,8 +432,25 @@ def test_bad_input():
     srv.shutdown()
 
 
+def test_input_order_and_fields():
+    """A retried first row finishes last; the complete run's output is in input order with the input's fields."""
+    srv, port = judge_server.start()
+    rows = [{"id": "slow", "prompt": "q0", "response": "r0 score=4 fault=429*2 ra=0.3", "meta": {"k": 0}}]
+    rows += [{"id": i, "prompt": "q%d" % i, "response": "r%d score=%d" % (i, 1 + i % 5), "meta": {"k": i}} for i in range(1, 9)]
+    inp, out = os.path.join(TMP, "order.jsonl"), os.path.join(TMP, "order.out.jsonl")
+    write_rows(inp, rows)
+    rc, so, se = grade(config("order", port), inp, out)
+    got = read_out(out)
+    report("grade_output_in_input_order", rc == 0 and [r["id"] for r in got] == [r["id"] for r in rows],
+           "rc=%d %s ids %s" % (rc, se[-300:], [r.get("id") for r in got]))
+    report("grade_output_keeps_input_fields",
+           all(g.get("prompt") == r["prompt"] and g.get("response") == r["response"] and g.get("meta") == r["meta"]
+               and g.get("status") == "ok" for g, r in zip(got, rows)), str(got[:2]))
+    srv.shutdown()
+
+
 for t in [test_faults, test_retry_after_pauses_endpoint, test_sse_and_completions, test_key, test_cache_rerun, test_kill_resume, test_sigterm_and_tpm, test_unscored_limit,
-          test_fail_fast, test_bad_input, test_shipped_configs]:
+          test_fail_fast, test_bad_input, test_shipped_configs, test_input_order_and_fields]:
     t0 = time.time()
     try:
         t()

@@ -500,8 +500,12 @@ def test_configs_check():
     for f in sorted(os.listdir(os.path.join(ROOT, "configs"))):
         if not f.endswith(".yaml"):
             continue
-        r = subprocess.run([BIN, "config", os.path.join(ROOT, "configs", f)], capture_output=True, text=True)
-        if r.returncode != 0:
+        r = subprocess.run([BIN, "config", os.path.join(ROOT, "configs", f)], capture_output=True, text=True, cwd=ROOT)
+        # a training config whose inputs an earlier step makes (runs/.../model, data/seed2/*.jsonl) or the user
+        # has (/models/...) is refused until they exist, as train would: the keys and values are what this checks
+        inputs_missing = ("model.path=" in r.stderr and "not a model directory" in r.stderr) or \
+                         ("data.train=" in r.stderr and "no such file" in r.stderr)
+        if r.returncode != 0 and not inputs_missing:
             bad.append((f, r.stderr.strip()))
     report("every shipped config passes judgerl config", not bad, bad)
 

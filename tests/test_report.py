@@ -85,6 +85,26 @@ def main():
     kl = [e for e in parsed if (e.findtext("title") or "").startswith("KL")]
     result("null_values_skipped", len(kl) == 1 and [len(pl.get("points").split()) for pl in kl[0].iter("polyline")] == [11, 11],
            "a null KL row was plotted")
+    # one colour meaning: "before" bars grey; judge i's "after" bars in judge i's colour of the reward chart
+    line_col = {}
+    if reward:
+        rects = [r for r in reward[0].iter("rect") if r.get("width") == "10"]
+        labels = [t.text for t in reward[0].iter("text") if t.text in ("unbiased", "biased")]
+        line_col = dict(zip(labels, [r.get("fill") for r in rects]))
+    ok, why = len(line_col) == 2 and line_col["unbiased"] != line_col["biased"], str(line_col)
+    for e in parsed:
+        title = e.findtext("title") or ""
+        if not title.startswith("Held-out answers"):
+            continue
+        judge = title.split(", ")[1].split(" ")[0]
+        fills = {}
+        for r in e.iter("rect"):
+            t = r.findtext("title")
+            if t:
+                fills.setdefault(t.rsplit(" ", 1)[0], set()).add(r.get("fill"))
+        good = fills.get("before GRPO") == {"#9ca3af"} and fills.get("after GRPO") == {line_col.get(judge)}
+        ok, why = ok and good, why + " %s: %s" % (judge, fills)
+    result("colours_mean_one_thing", ok, why)
     result("text_is_escaped", "Will I be &lt;successful&gt; &amp; rich?" in html and "<successful>" not in html,
            "probe not escaped")
     out = p.stdout
@@ -97,7 +117,7 @@ def main():
     # errors: one line, exit 1 (missing run) or 2 (usage)
     p = subprocess.run([JR_BIN, "report", os.path.join(TMP, "no_such_run")], capture_output=True, text=True)
     result("missing_run_one_error_line", p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1
-           and "summary.json" in p.stderr, p.stderr)
+           and "no such run directory" in p.stderr and "demo --out" not in p.stderr, p.stderr)
     p = subprocess.run([JR_BIN, "report"], capture_output=True, text=True)
     result("usage_error", p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr)
     bad = os.path.join(TMP, "report_bad")

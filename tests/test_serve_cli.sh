@@ -10,7 +10,7 @@ printf '{"id":"a","prompt":"Hello"}\n{"id":"b","messages":[{"role":"user","conte
 if "$JR_BIN" generate --model "$MODEL" --input "$JR_TMP/in.jsonl" --output "$JR_TMP/out.jsonl" --n 3 --max-tokens 8 \
      --logprobs 0 --seed 4 2>"$JR_TMP/gen.err"; then
   rows=$(wc -l <"$JR_TMP/out.jsonl")
-  if [ "$rows" -eq 6 ] && [ "$(grep -c '"id":"b"' "$JR_TMP/out.jsonl")" -eq 3 ] && grep -q '"finish_reason":' "$JR_TMP/out.jsonl" \
+  if [ "$rows" -eq 6 ] && [ "$(grep -c '"id":"b-[0-2]","messages".*"prompt_id":"b"' "$JR_TMP/out.jsonl")" -eq 3 ] && grep -q '"finish_reason":' "$JR_TMP/out.jsonl" \
      && grep -q '"logprobs":\[' "$JR_TMP/out.jsonl" && grep -q '"sample":2' "$JR_TMP/out.jsonl"; then
     ok generate_jsonl
   else fail generate_jsonl "unexpected rows: $(head -c 400 "$JR_TMP/out.jsonl")"; fi

@@ -6,12 +6,12 @@ set -eu
 level=${1:-build}
 pkgs="build-essential pkg-config libcurl4-openssl-dev libjansson-dev libyaml-dev libpcre2-dev
 libutf8proc-dev libsqlite3-dev libopenblas-dev libmicrohttpd-dev libcld2-dev zlib1g-dev bubblewrap python3
-libdnnl-dev"
+libdnnl-dev libopenmpi-dev openmpi-bin"
 case "$level" in
   build) ;;
-  test) pkgs="$pkgs curl python3 clang libomp-14-dev libclang-rt-14-dev" ;;
+  test) pkgs="$pkgs curl jq python3 clang libomp-14-dev libclang-rt-14-dev" ;;
   dev-fuzz) pkgs="$pkgs clang libomp-14-dev libclang-rt-14-dev" ;;
-  dev) pkgs="$pkgs curl python3 clang libomp-14-dev libclang-rt-14-dev python3-torch python3-jinja2 chromium
+  dev) pkgs="$pkgs curl jq python3 clang libomp-14-dev libclang-rt-14-dev python3-torch python3-jinja2 chromium
        python3-nltk python3-langdetect python3-absl python3-immutabledict" ;;
   *) echo "deps.sh: unknown level '$level' (use build, test, dev-fuzz or dev)" >&2; exit 2 ;;
 esac

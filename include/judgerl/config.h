@@ -35,10 +35,15 @@ typedef struct jr_cfg_field {
 typedef struct jr_config {
     json_t *root;   /* nested mappings in table order; owned */
     char *source;   /* the YAML file name, or "<defaults>" */
+    char *notes;    /* "note: ..." lines (keys given under TRL / PEFT / verl names and mapped), or NULL */
 } jr_config;
 
 /* Loads `yaml_path` (NULL for defaults only), applies `overrides` ("a.b=value", the value parsed
  * as YAML), validates against the NULL-terminated list of `tables` and fills defaults.
+ * Keys under TRL / PEFT / verl names (learning_rate, lora.r, actor_rollout_ref.rollout.n, ...; at any
+ * depth) that mean the same are mapped to judgerl's key, each with a line in c->notes; those whose
+ * meaning differs (num_train_epochs) are refused naming the key to use. A list lora.target_modules
+ * (PEFT's form) is joined with commas.
  * Unknown keys are rejected with their path and the nearest valid name; type and range errors
  * name the key and the file or override. On error *c is left empty. */
 jr_status jr_config_load(jr_config *c, const char *yaml_path, int n_overrides, char *const *overrides,

@@ -59,6 +59,10 @@ typedef struct jr_judge_opts {
     double backoff_base_s, backoff_max_s, retry_after_max_s;
     int concurrency;           /* per endpoint; 0 = by kind: llama.cpp's total_slots + 1, else 64 */
     double rpm, tpm;           /* per endpoint; 0 = unlimited */
+    int ranks, rank;           /* data-parallel training (dist.h): the ranks sharing the endpoints divide
+                                  concurrency, rpm and tpm by ranks (concurrency at least 1), and each rank
+                                  keeps its own default cache file (judge_cache.rank-R.sqlite; an explicit
+                                  cache_path gets .rank-R); 0 or 1: one process */
     int cache;                 /* 0: no cache; 1: cache_path, else cache_dir/judge_cache.sqlite */
     const char *cache_path;    /* an explicit SQLite file (judge.cache: PATH): may be shared by runs */
     const char *cache_dir;     /* where the default cache lives: the run's directory (run.out_dir,
@@ -94,6 +98,10 @@ void jr_judge_opts_init(jr_judge_opts *o);
 /* Fills o from a config loaded with jr_judge_cfg (and jr_protocols_cfg: without it the protocol
  * fields keep their defaults). cache_dir is left NULL. Fails naming a key the config lacks. */
 jr_status jr_judge_opts_from_config(jr_judge_opts *o, const jr_config *c);
+/* What opening a judge on o would refuse in the config before any request: no endpoint, a URL
+ * that is not http(s), a missing or differing model (the key in judge.api_key_env is the
+ * environment's, checked at open). src names the config in messages. */
+jr_status jr_judge_opts_check(const jr_judge_opts *o, const char *src);
 
 /* ================================ protocol interface ==================================== */
 /* A protocol turns one row (a JSON object: id, prompt, response, reference, rubric, ...) into

@@ -14,6 +14,9 @@ typedef struct jr_metrics jr_metrics;
  * step > resume_step, rewriting the file atomically, so the resumed run's rows follow without
  * duplicates; -1 keeps every row. On error *m is NULL. */
 jr_status jr_metrics_open(jr_metrics **m, const char *path, int64_t resume_step);
+/* Rewrites the JSONL log at path (atomically; untouched when nothing goes) keeping the complete
+ * lines whose "step" is <= resume_step and the lines without one; an absent file is fine. */
+jr_status jr_jsonl_cut_after(const char *path, int64_t resume_step);
 
 /* Appends {"step":S,"wall_time":UNIX_SECONDS,NAME:VALUE,...} (names in the order given) and flushes.
  * Non-finite values are written as null. A name "step" or "wall_time", or a repeated name, is

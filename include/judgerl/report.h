@@ -24,10 +24,15 @@ jr_status jr_report_write(const char *run_dir, json_t **summary_out);
 /* Appends an SVG line chart to buf: n_series series of (x, y) points (NaN y values are skipped),
  * with axes, ticks, a title and a legend; exposed for tests. Names and the title are XML-escaped. */
 typedef struct jr_series {
-    const char *name;
+    const char *name;       /* NULL: not in the legend (a raw curve under its smoothed one) */
     const double *x, *y;
     int n;
+    const char *color;      /* NULL: the palette's colour of the series' index */
+    int faint;              /* 1: thin and translucent (the raw curve under a smoothed one) */
 } jr_series;
+/* The palette: colour i is series (run, judge) i's identity on every chart of a page. */
+const char *jr_report_color(int i);
+#define JR_BEFORE_COLOR "#9ca3af" /* "before" beside an entity's colour for "after" */
 typedef struct jr_buf {
     char *s;
     size_t len, cap;
@@ -41,6 +46,22 @@ void jr_svg_lines(jr_buf *b, const char *title, const char *xlabel, const char *
  * negative values hang below the zero line. */
 void jr_svg_bars(jr_buf *b, const char *title, const char *ylabel, const char *const *groups, int n_groups,
                  const char *const *series, int n_series, const double *const *v);
+/* The same with a colour per series (NULL entries: the palette's). */
+void jr_svg_bars_colored(jr_buf *b, const char *title, const char *ylabel, const char *const *groups, int n_groups,
+                         const char *const *series, int n_series, const double *const *v, const char *const *colors);
+
+/* `judgerl report RUN`: a page for any run: a training run directory (metrics.jsonl; SFT, GRPO,
+ * RLOO, distill), an eval directory (summary.json, samples.jsonl), a `judgerl grade` output file or
+ * a demo run (jr_report_write). Curves of every metric (raw and smoothed by a debiased EMA of
+ * weight `smoothing`), the last logged samples, the hyperparameters and config.yaml, unscored
+ * reasons; a grade output adds counts and a reward histogram. Written atomically to out_html
+ * (NULL: RUN/report.html, or FILE.report.html beside a grade output); *written gets the path
+ * (caller frees). A line per run goes to text when not NULL. */
+jr_status jr_run_report(const char *run, const char *out_html, double smoothing, FILE *text, char **written);
+/* `judgerl compare RUN...` (2 to 16 runs of any kind but demo): overlaid curves (run i in colour
+ * i on every chart and table), the config diff and hyperparameters side by side, samples side by
+ * side, grade counts; written atomically to out_html. */
+jr_status jr_compare_report(const char *const *runs, int n, const char *out_html, double smoothing, FILE *text);
 
 /* The report's style sheet (inline CSS). */
 extern const char jr_report_css[];

@@ -23,8 +23,16 @@
 typedef struct jr_run_opts {
     uint64_t seed;          /* run.seed */
     const char *out_dir;    /* run.out_dir (required) */
+    int overwrite;          /* run.overwrite: replace the run already in out_dir */
 } jr_run_opts;
 void jr_run_opts_from_config(jr_run_opts *o, const jr_config *c);
+
+/* The run-directory rule: an out_dir that holds anything besides judge_cache.sqlite is refused
+ * (naming what it holds) unless resume (the run continues from its latest checkpoint; its logs are
+ * cut back to that step) or o->overwrite (the previous run's files - checkpoints/, model/,
+ * adapter/, metrics.jsonl, samples.jsonl, TensorBoard files, unscored.json, report.html, config.yaml - are
+ * removed first, unless dry; other files and the judge cache stay). A missing or empty out_dir is fine. */
+jr_status jr_run_dir_prepare(const jr_run_opts *o, int resume, int dry);
 
 /* trainer.*: the optimizer, schedule, cadence and tokenizer of a run (jr_trainer_cfg documents each). */
 typedef struct jr_trainer_opts {
@@ -118,6 +126,7 @@ struct jr_run {
     jr_run_eval eval;
     int64_t first_step, last_step;
     double first_loss, last_loss, last_eval;
+    int rank, ranks;         /* data-parallel (dist.h): this rank and the world size; 1 rank normally */
     jr_reason_tally *why;    /* why samples were unscored over the run: the algorithms add each reason,
                                 jr_run_stop_unscored names the last and the most frequent */
 };
@@ -147,8 +156,10 @@ jr_status jr_run_loop(jr_run *r, const jr_run_algo *algo);
 jr_status jr_run_checkpoint(jr_run *r, const jr_train_state *s);
 
 /* After a LoRA update: the adapters' gradients from the model's, clip, AdamW step, adapters back on.
- * Without LoRA: clip and AdamW step. Returns the gradient norm before clipping. */
-double jr_run_update(jr_run *r, double lr);
+ * Without LoRA: clip and AdamW step. Over several ranks (dist.h) the trained gradients are first
+ * summed across ranks in a fixed order: each rank's gradient must be its share of the global sum
+ * (scaled by the global count). *gnorm (may be NULL): the gradient norm before clipping. */
+jr_status jr_run_update(jr_run *r, double lr, double *gnorm);
 
 /* Stops the run for too many unscored samples: logs unscored_frac at step + 1, writes a checkpoint of
  * `prev` (the state before the step), writes the reasons (r->why) to RUN/unscored.json and fails

@@ -36,6 +36,11 @@ typedef struct jr_train_result {
  * the run finishes its current step, writes a checkpoint and returns JR_ECANCELED. On error the
  * message names the row, file or key; checkpoints already written stay valid. */
 jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res);
+/* What jr_train_run would refuse before it loads anything (it runs this first; `judgerl config`
+ * runs it on configs with data.train): the algorithm, data files, model.path / model.init,
+ * tokenizer, LoRA targets, reward components and their params, the judge's endpoints, the
+ * reward weights against the components, and the run-directory rule (jr_run_dir_prepare). */
+jr_status jr_train_check(const jr_config *c);
 
 /* trainer.algo sft (sft.c), called by jr_train_run: rows {"prompt","completion"} or {"messages"}, loss on
  * the completion / assistant tokens; trainer.eval_every and the end: validation loss (data.validation*). */

@@ -55,6 +55,7 @@ int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, cons
     jr_status st = jr_config_load(cfg, file, n_over, over, tables);
     free(over);
     if (st) return cli_fail(cmd, st);
+    if (cfg->notes) fputs(cfg->notes, stderr); /* keys given under TRL / PEFT / verl names */
     if (*print_only) {
         char *txt = jr_config_dump(cfg);
         fputs(txt ? txt : "", stdout);

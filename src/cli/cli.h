@@ -74,6 +74,7 @@ int cli_bench_config(const char *name, struct jr_model_config *c);
 int cmd_seed1(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int cmd_workflow(int argc, char **argv);
 int cmd_workflow_train(int argc, char **argv);
 
@@ -84,6 +85,9 @@ int cmd_workflow_train(int argc, char **argv);
 #include "judgerl/reward.h"
 /* 1 when a verdict's detail has reason logprobs_unreliable (counted in grade's summary). */
 int cli_grade_unreliable(const json_t *detail);
+/* After a complete run: rewrites out_path atomically with its rows in in_path's order (rows of ids
+ * not in the input last, in their order); untouched when already in order. */
+jr_status cli_grade_input_order(const char *in_path, const char *out_path);
 jr_status cli_grade_load_done(const char *path, json_t *done, long *n_unscored, int retry_unscored, long *n_dropped);
 int cli_grade_reward(const char *cmd, const jr_reward_opts *ro, const char *in_path, const char *out_path, int quiet,
                      int retry_unscored);

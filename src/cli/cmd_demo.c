@@ -42,6 +42,9 @@ static int find_root(char *root, size_t cap) {
         char probe[PATH_MAX + 64];
         snprintf(probe, sizeof probe, "%s/configs/eightball-seed1.yaml", exe);
         if (jr_path_exists(probe)) { snprintf(root, cap, "%s", exe); return 0; }
+        /* installed by `make install`: PREFIX/bin/judgerl with PREFIX/share/judgerl/{configs,data,templates} */
+        snprintf(probe, sizeof probe, "%s/share/judgerl/configs/eightball-seed1.yaml", exe);
+        if (jr_path_exists(probe)) { snprintf(root, cap, "%.*s/share/judgerl", (int)(cap > 32 ? cap - 32 : 0), exe); return 0; }
     }
     return -1;
 }

@@ -18,8 +18,10 @@ static const char *usage_text =
     "         [--tokenizer auto|byte|PATH] [--parallel SLOTS] [--ctx POSITIONS]\n"
     "  --prompt: one completions prompt; --chat: a JSON list of {role, content} messages;\n"
     "  --input: JSONL rows with \"prompt\" (text) or \"messages\" (chat). Each row gets n output rows\n"
-    "  (the input fields plus sample, response, tokens, finish_reason, prompt_tokens, logprobs when\n"
-    "  --logprobs is given). Without --output the rows go to stdout. Sampling defaults come from the\n"
+    "  (the input fields plus id, prompt_id, sample, response, tokens, finish_reason, prompt_tokens,\n"
+    "  logprobs when --logprobs is given; prompt_id is the input's id, else its 0-based row index; id is\n"
+    "  prompt_id with --n 1, else \"PROMPT_ID-SAMPLE\"), so `judgerl grade` takes OUT.jsonl as it is.\n"
+    "  Without --output the rows go to stdout. Sampling defaults come from the\n"
     "  model's generation_config.json, else temperature 1, top_p 1.\n";
 
 static int parse_num(const char *cmd, const char *flag, const char *v, double lo, double hi, double *out) {
@@ -188,10 +190,20 @@ static jr_status gen_params(const gen_args *a, jr_textgen *t, jr_gen_params *gp,
     return JR_OK;
 }
 
-/* One output row: the input fields plus sample, response, tokens, finish_reason, prompt_tokens, logprobs. */
-static json_t *output_row(const json_t *row, const jr_gen_seq *s, int sample, int prompt_tokens, int logprobs) {
+/* One output row: the input fields plus id, prompt_id, sample, response, tokens, finish_reason, prompt_tokens, logprobs. */
+static json_t *output_row(const json_t *row, size_t p, int n, const jr_gen_seq *s, int sample, int prompt_tokens,
+                          int logprobs) {
     json_t *o = json_deep_copy(row);
     json_object_del(o, "_line");
+    /* an id per output row, so `judgerl grade` takes the file as it is: the input's id (else the row's
+     * 0-based index) as prompt_id; id = prompt_id with one sample, "PROMPT_ID-SAMPLE" with several */
+    json_t *pid = json_object_get(row, "id");
+    pid = json_is_string(pid) || json_is_integer(pid) ? json_incref(pid) : json_integer((json_int_t)p);
+    json_object_set(o, "prompt_id", pid);
+    if (n == 1) json_object_set(o, "id", pid);
+    else if (json_is_string(pid)) json_object_set_new(o, "id", json_sprintf("%s-%d", json_string_value(pid), sample));
+    else json_object_set_new(o, "id", json_sprintf("%lld-%d", (long long)json_integer_value(pid), sample));
+    json_decref(pid);
     json_t *toks = json_array(), *lps = json_array();
     for (int k = 0; k < s->n_tokens; k++) {
         json_array_append_new(toks, json_integer(s->tokens[k]));
@@ -220,7 +232,7 @@ static jr_status write_outputs(const gen_args *a, json_t *rows, const jr_gen_seq
     size_t np = json_array_size(rows);
     for (size_t p = 0; p < np; p++) {
         for (int i = 0; i < (int)a->n; i++) {
-            json_t *o = output_row(json_array_get(rows, p), &outs[p * (size_t)a->n + (size_t)i], i, lens[p], logprobs);
+            json_t *o = output_row(json_array_get(rows, p), p, (int)a->n, &outs[p * (size_t)a->n + (size_t)i], i, lens[p], logprobs);
             char *line = json_dumps(o, JSON_COMPACT);
             json_decref(o);
             if (!line) { st = jr_fail(JR_ENOMEM, "out of memory"); break; }

@@ -41,7 +41,7 @@ int cli_grade_read_row(const char *in_path, long lineno, const char *line, size_
     while (k < len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r')) k++;
     if (k == len) return 0; /* blank line */
     json_error_t je;
-    json_t *r = json_loadb(line, len, 0, &je);
+    json_t *r = json_loadb(line, len, JSON_ALLOW_NUL, &je);
     char id[1024];
     if (!json_is_object(r)) {
         json_decref(r);
@@ -95,7 +95,7 @@ jr_status cli_grade_load_done(const char *path, json_t *done, long *n_unscored, 
         lineno++;
         if (j > i) {
             json_error_t je;
-            json_t *o = json_loadb(text + i, j - i, 0, &je);
+            json_t *o = json_loadb(text + i, j - i, JSON_ALLOW_NUL, &je);
             char id[1024];
             if (!json_is_object(o) || !cli_grade_id_text(json_object_get(o, "id"), id, sizeof id)) {
                 json_decref(o);
@@ -122,6 +122,69 @@ jr_status cli_grade_load_done(const char *path, json_t *done, long *n_unscored, 
     return st;
 }
 
+/* The id text of a JSONL line (0 when it has none). */
+static int line_id(const char *line, size_t len, char *id, size_t n) {
+    json_t *o = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
+    int got = json_is_object(o) && cli_grade_id_text(json_object_get(o, "id"), id, n);
+    json_decref(o);
+    return got;
+}
+
+jr_status cli_grade_input_order(const char *in_path, const char *out_path) {
+    char *in = NULL, *out = NULL, *buf = NULL;
+    size_t in_len, out_len, n_lines = 0, bn = 0;
+    jr_status st = jr_read_file(in_path, &in, &in_len);
+    if (!st) st = jr_read_file(out_path, &out, &out_len);
+    json_t *where = json_object(); /* id text -> index of its output line */
+    size_t *starts = NULL, *lens = NULL;
+    char *used = NULL;
+    for (size_t i = 0; !st && i < out_len; n_lines++) {
+        char *nl = memchr(out + i, '\n', out_len - i);
+        i = nl ? (size_t)(nl - out) + 1 : out_len;
+    }
+    if (!st) {
+        starts = calloc(n_lines + 1, sizeof *starts);
+        lens = calloc(n_lines + 1, sizeof *lens);
+        used = calloc(n_lines + 1, 1);
+        buf = malloc(out_len + 2);
+        if (!starts || !lens || !used || !buf || !where) st = jr_fail(JR_ENOMEM, "out of memory");
+    }
+    char id[1024];
+    size_t k = 0;
+    for (size_t i = 0; !st && i < out_len; k++) {
+        char *nl = memchr(out + i, '\n', out_len - i);
+        size_t e = nl ? (size_t)(nl - out) : out_len;
+        starts[k] = i;
+        lens[k] = e - i;
+        if (line_id(out + i, e - i, id, sizeof id) && !json_object_get(where, id))
+            json_object_set_new(where, id, json_integer((json_int_t)k));
+        i = e + 1;
+    }
+    for (size_t i = 0; !st && i < in_len;) { /* the input's order first */
+        char *nl = memchr(in + i, '\n', in_len - i);
+        size_t e = nl ? (size_t)(nl - in) : in_len;
+        json_t *at = line_id(in + i, e - i, id, sizeof id) ? json_object_get(where, id) : NULL;
+        if (at && !used[json_integer_value(at)]) {
+            size_t j = (size_t)json_integer_value(at);
+            used[j] = 1;
+            memcpy(buf + bn, out + starts[j], lens[j]);
+            bn += lens[j];
+            buf[bn++] = '\n';
+        }
+        i = e + 1;
+    }
+    for (size_t j = 0; !st && j < n_lines; j++) /* then rows of ids no longer in the input, as they were */
+        if (!used[j] && lens[j]) {
+            memcpy(buf + bn, out + starts[j], lens[j]);
+            bn += lens[j];
+            buf[bn++] = '\n';
+        }
+    if (!st && (bn != out_len || memcmp(buf, out, bn))) st = jr_write_atomic(out_path, buf, bn);
+    json_decref(where);
+    free(in); free(out); free(buf); free(starts); free(lens); free(used);
+    return st;
+}
+
 /* 1 when a verdict's detail says its log-probs could not give an honest confidence (label). */
 int cli_grade_unreliable(const json_t *detail) {
     const char *r = json_string_value(json_object_get(detail, "reason"));
@@ -141,9 +204,10 @@ static void progress(double t0, long done, long total, long unscored, const jr_j
     fflush(stderr);
 }
 
-static char *out_line(const jr_judge_result *r, json_t *id) {
-    json_t *o = json_object();
-    json_object_set(o, "id", id);
+/* An output row: the input row's fields (prompt, response, ...) with the grade's fields set over them. */
+static char *out_line(const jr_judge_result *r, const json_t *row) {
+    json_t *o = json_deep_copy(row);
+    if (!o) return NULL;
     json_object_set_new(o, "reward", r->status == JR_SCORE_OK ? json_real(r->reward) : json_null());
     json_object_set(o, "scores", r->scores ? r->scores : json_null());
     json_object_set_new(o, "status", json_string(r->status == JR_SCORE_OK ? "ok" : "unscored"));
@@ -162,8 +226,10 @@ static void print_help(void) {
            "                     [--retry-unscored] [--quiet] [--progress] [--print-config]\n"
            "Grades rows {id, prompt, response[, reference][, rubric]} with the judge of the config (judge.*,\n"
            "see docs/JUDGE.md), or with reward.components when the config lists them (docs/PROTOCOLS.md).\n"
-           "Each finished row is appended to OUT.jsonl and fsynced:\n"
-           "  {id, reward (null when unscored), scores, status: ok|unscored, attempts, cached, latency_s, error, detail}\n"
+           "Each finished row is appended to OUT.jsonl and fsynced: the input row's fields (prompt, response, ...)\n"
+           "  with {id, reward (null when unscored), scores, status: ok|unscored, attempts, cached, latency_s, error, detail}\n"
+           "set over them. Rows are appended as they finish; a complete run then rewrites OUT.jsonl atomically in\n"
+           "the input's order (an interrupted one keeps the finishing order, which resume needs).\n"
            "Rerunning resumes: rows already in OUT.jsonl are skipped (a torn last line is dropped), so every\n"
            "row is written exactly once; unscored rows are graded again (replaced) unless --keep-unscored.\n"
            "judge.cache: true keeps the judge's answers in judge_cache.sqlite beside OUT.jsonl (docs/JUDGE.md).\n"
@@ -225,7 +291,7 @@ struct grade_run {
     char *input;
     size_t in_len, pos;
     long lineno, total;
-    json_t *done, *seen, *ids; /* ids: owns each submitted row's id */
+    json_t *done, *seen, *ids; /* ids: owns each submitted row */
     jr_judge *j;
     jr_reason_tally *why;
     struct grade_counts c;
@@ -275,8 +341,8 @@ static jr_status submit_rows(struct grade_run *g, uint64_t window) {
         json_t *idv = json_object_get(row, "id");
         char id[1024];
         cli_grade_id_text(idv, id, sizeof id);
-        json_array_append(g->ids, idv);
-        jr_status st = jr_judge_submit(g->j, row, idv, NULL);
+        json_array_append(g->ids, row); /* kept until written: the output row carries its fields */
+        jr_status st = jr_judge_submit(g->j, row, row, NULL);
         json_decref(row);
         if (st) return jr_fail_ctx(st, "%s: line %ld (id %s)", g->in_path, g->lineno, id);
     }
@@ -289,9 +355,9 @@ static jr_status submit_rows(struct grade_run *g, uint64_t window) {
 static int write_results(struct grade_run *g, jr_judge_result *res, int n) {
     int werr = 0, config_error = jr_judge_fatal(g->j) != NULL;
     for (int i = 0; i < n; i++) {
-        json_t *idv = res[i].user;
+        json_t *row = res[i].user;
         if (config_error && res[i].status != JR_SCORE_OK) { jr_judge_result_free(&res[i]); continue; }
-        char *line = werr ? NULL : out_line(&res[i], idv);
+        char *line = werr ? NULL : out_line(&res[i], row);
         if (line && !werr) {
             size_t ll = strlen(line);
             line[ll] = '\n';
@@ -382,6 +448,7 @@ static int grade_with_judge(const char *cmd, const jr_reward_opts *ro, const str
                                    "again unless --keep-unscored)", stop_msg, g.c.n_done + g.c.n_skipped, g.out_path));
         goto out;
     }
+    if ((st = cli_grade_input_order(g.in_path, g.out_path))) { rc = cli_fail(cmd, st); goto out; }
     print_summary(&g.c, &s, t0);
 out:
     run_close(&g);
@@ -400,6 +467,7 @@ int cmd_grade(int argc, char **argv) {
     const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, NULL};
     jr_config cfg;
     jr_status st = jr_config_load(&cfg, a.cfg_path, a.n_over, a.over, tables);
+    if (!st && cfg.notes) fputs(cfg.notes, stderr); /* keys given under TRL / PEFT / verl names */
     free(a.over);
     if (st) return cli_fail(cmd, st);
     if (a.print_only) {

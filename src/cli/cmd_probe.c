@@ -50,6 +50,7 @@ int cmd_probe(int argc, char **argv) {
     jr_status st = jr_config_load(&cfg, cfg_path, n_over, over, tables);
     free(over);
     if (st) return cli_fail(cmd, st);
+    if (cfg.notes) fputs(cfg.notes, stderr); /* keys given under TRL / PEFT / verl names */
     if (print_only) {
         char *t = jr_config_dump(&cfg);
         fputs(t ? t : "", stdout);

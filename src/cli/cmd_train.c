@@ -8,6 +8,7 @@
 #include "judgerl/nn.h"
 #include "judgerl/sandbox.h"
 #include "judgerl/dataset.h"
+#include "judgerl/dist.h"
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
@@ -33,11 +34,15 @@ int cmd_train(int argc, char **argv) {
                "trainer.resume=true continues from the latest checkpoint, exactly.\n");
         return CLI_OK;
     }
+    /* under mpirun: MPI ranks (data-parallel, docs/SCALE.md); a build without MPI refuses here */
+    jr_status st = jr_dist_init();
+    if (st) return cli_fail("train", st);
     jr_config cfg;
     int print_only;
     int rc = cli_load_config("train", argc, argv, 1, train_tables, &cfg, &print_only);
-    if (rc) return rc;
-    if (print_only) { jr_config_free(&cfg); return CLI_OK; }
+    if (rc) { jr_dist_abort(rc); return rc; }
+    if (print_only) { jr_config_free(&cfg); jr_dist_finalize(); return CLI_OK; }
+    int rank = jr_dist_rank(), quiet = rank != 0; /* rank 0 alone prints */
     jr_train_result res;
     /* SIGINT/SIGTERM: finish the step, write a checkpoint, exit 1 */
     struct sigaction sa;
@@ -47,15 +52,29 @@ int cmd_train(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     /* the compute type of the training matmuls, said before anything runs (never silent) */
     const char *cn = jr_cfg_str(&cfg, "model.compute");
-    if (jr_model_compute_resolve(cn) == JR_COMPUTE_BF16)
+    if (quiet) {
+    } else if (jr_model_compute_resolve(cn) == JR_COMPUTE_BF16)
         printf("compute: bfloat16 matmuls via oneDNN, ISA %s (model.compute %s%s)\n", jr_nn_isa(), cn,
                jr_nn_bf16_native() ? "" : "; this CPU has no bf16 units: emulated, slower than float32");
     else
         printf("compute: float32 (model.compute %s%s)\n", cn, strcmp(cn, "auto") ? "" : ": this CPU has no bf16 units");
+    if (!quiet && jr_dist_size() > 1)
+        printf("data-parallel: %d MPI ranks, each with its share of every global batch\n", jr_dist_size());
     fflush(stdout);
-    jr_status st = jr_train_run(&cfg, stderr, &stop_requested, &res);
-    if (st) { jr_config_free(&cfg); return cli_fail("train", st); }
-    if (res.last_step >= res.first_step) {
+    st = jr_train_run(&cfg, stderr, &stop_requested, &res);
+    if (st) {
+        jr_config_free(&cfg);
+        if (jr_dist_size() > 1) st = jr_fail_ctx(st, "rank %d of %d", rank, jr_dist_size());
+        if (st == JR_ECANCELED && quiet) rc = CLI_FAIL; /* the stop line is rank 0's (it wrote the checkpoint) */
+        else rc = cli_fail("train", st);
+        /* a stop request is agreed by every rank after the same step (rank 0 checkpoints): a normal end;
+         * any other error on one rank ends every rank (they would wait for it forever) */
+        if (st == JR_ECANCELED) jr_dist_finalize();
+        else jr_dist_abort(rc);
+        return rc;
+    }
+    if (quiet) {
+    } else if (res.last_step >= res.first_step) {
         const char *algo = jr_cfg_str(&cfg, "trainer.algo");
         int rl = !strcmp(algo, "grpo") || !strcmp(algo, "rloo");
         printf("%s steps %lld..%lld: %s %.4f -> %.4f", res.resumed ? "resumed," : "trained", (long long)res.first_step,
@@ -68,5 +87,6 @@ int cmd_train(int argc, char **argv) {
                (long long)jr_cfg_int(&cfg, "trainer.steps"));
     }
     jr_config_free(&cfg);
+    jr_dist_finalize();
     return CLI_OK;
 }

@@ -1,12 +1,15 @@
-/* cmd_version.c - `judgerl version`: prints the version */
+/* cmd_version.c - `judgerl version`: prints the version and whether MPI (data-parallel training) is in */
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "judgerl/dist.h"
 
 #define JUDGERL_VERSION "0.1.0"
 
 int cmd_version(int argc, char **argv) {
     (void)argc; (void)argv;
     printf("judgerl %s\n", JUDGERL_VERSION);
+    printf("mpi: %s\n", jr_dist_compiled() ? "compiled in (mpirun -np N judgerl train: docs/SCALE.md)"
+                                           : "not compiled in (no libopenmpi-dev at build time: one process only)");
     return CLI_OK;
 }

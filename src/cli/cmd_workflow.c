@@ -179,6 +179,7 @@ static int do_run(int argc, char **argv) {
     jr_status st = jr_config_load(&cfg, cfg_path, n_over, over, tables);
     free(over);
     if (st) return cli_fail(cmd, st);
+    if (cfg.notes) fputs(cfg.notes, stderr); /* keys given under TRL / PEFT / verl names */
     jr_workflow_opts o;
     jr_workflow_opts_from_config(&o, &cfg);
     jr_workflow *w = NULL;

@@ -24,11 +24,11 @@ static double mono(void) {
 }
 
 
-/* One output line: {id, reward, scores: {component: value | null}, status, error, judge_calls,
- * components: {...}} (caller frees). */
-static char *out_line(const jr_reward *r, const jr_reward_result *res, const json_t *id) {
-    json_t *o = json_object(), *scores = json_object();
-    json_object_set(o, "id", (json_t *)id);
+/* One output line: the input row's fields with {id, reward, scores: {component: value | null},
+ * status, error, judge_calls, components: {...}} set over them (caller frees). */
+static char *out_line(const jr_reward *r, const jr_reward_result *res, const json_t *row) {
+    json_t *o = json_deep_copy(row), *scores = json_object();
+    if (!o || !scores) { json_decref(o); json_decref(scores); return NULL; }
     json_object_set_new(o, "reward", res->scored ? json_real(res->reward) : json_null());
     for (int k = 0; k < res->n_parts; k++)
         json_object_set_new(scores, jr_reward_part_name(r, k), res->parts[k].scored ? json_real(res->parts[k].value) : json_null());
@@ -114,7 +114,7 @@ static int write_window(const char *cmd, const jr_reward *r, int fd, json_t **ro
     int werr = 0, np = jr_reward_n_parts(r);
     for (long i = 0; i < nw; i++) {
         if (write_rows) {
-            char *line = out_line(r, &res[i], json_object_get(rows[i], "id"));
+            char *line = out_line(r, &res[i], rows[i]);
             if (!line) werr = ENOMEM;
             else {
                 size_t ll = strlen(line);
@@ -215,6 +215,7 @@ int cli_grade_reward(const char *cmd, const jr_reward_opts *ro, const char *in_p
                                    t.n_done + t.n_skipped, out_path));
         goto out;
     }
+    if ((st = cli_grade_input_order(in_path, out_path))) { rc = cli_fail(cmd, st); goto out; }
     print_summary(r, &t, t0);
 out:
     for (long i = 0; rows && i < window; i++) json_decref(rows[i]);

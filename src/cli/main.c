@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "judgerl/dist.h"
 #include "judgerl/wfrl.h"
 
 typedef struct {
@@ -22,7 +23,8 @@ static const command commands[] = {
     {"workflow", cmd_workflow, "seed 2's workflows: check one, run it on problems against an executor model"},
     {"probe", cmd_probe, "measure a judge's biases (position, verbosity, master keys, ...) with intervals"},
     {"ifeval", cmd_ifeval, "score IFEval responses (strict and loose) like the official scorer"},
-    {"report", cmd_report, "write RUN_DIR/report.html (inline SVG) and print the demo summary"},
+    {"report", cmd_report, "write a run's report.html (training, eval, grade output or demo run)"},
+    {"compare", cmd_compare, "one HTML page comparing runs: overlaid curves, config diff, samples"},
     {"seed1", cmd_seed1, "seed 1 reproduced: 8-ball classifier, classifier judges, judge distillation"},
     {"tokenize", cmd_tokenize, "text -> token ids (or back), chat template rendering"},
     {"tokenizer", cmd_tokenizer, "tokenizer train: byte-level BPE from a text corpus"},
@@ -49,6 +51,12 @@ int main(int argc, char **argv) {
     if (argc < 2) { usage(stderr); return CLI_USAGE; }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) { usage(stdout); return CLI_OK; }
     if (!strcmp(argv[1], "--version")) return cmd_version(argc - 1, argv + 1);
+    long ranks = jr_dist_launcher_size();
+    if (strcmp(argv[1], "train") && ranks > 1) {
+        fprintf(stderr, "judgerl: %s: launched by mpirun as several ranks, but only `judgerl train` runs over MPI "
+                        "(docs/SCALE.md): run %s as one process\n", argv[1], argv[1]);
+        return CLI_USAGE;
+    }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "judgerl: unknown command '%s' (run judgerl --help for the list)\n", argv[1]);

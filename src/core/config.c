@@ -442,6 +442,204 @@ static const jr_cfg_field *owner_field(const jr_cfg_field *const *tables, const 
     }
 }
 
+
+/* ---- names users know: TRL, PEFT and verl keys ------------------------------------------- */
+
+/* An alias: a key suffix (whole components) in another library's config, judgerl's key and, when
+ * the meaning differs, why (then the key is refused with that exact suggestion, never mapped). */
+typedef struct {
+    const char *suffix, *target, *from, *why;
+} cfg_alias;
+
+static const cfg_alias ALIASES[] = {
+    /* TRL GRPOConfig / SFTConfig / TrainingArguments */
+    {"learning_rate", "trainer.lr", "TRL", NULL},
+    {"max_steps", "trainer.steps", "TRL", NULL},
+    {"num_train_epochs", "trainer.steps", "TRL",
+     "judgerl counts optimizer steps, not epochs: steps = epochs x rows / (batch_size x grad_accum)"},
+    {"per_device_train_batch_size", "trainer.batch_size", "TRL",
+     "for SFT it is trainer.batch_size; a GRPO step takes grpo.prompts_per_step prompts x grpo.num_generations"},
+    {"gradient_accumulation_steps", "trainer.grad_accum", "TRL", NULL},
+    {"warmup_steps", "trainer.warmup_steps", "TRL", NULL},
+    {"warmup_ratio", "trainer.warmup_steps", "TRL", "judgerl takes a step count: warmup_steps = ratio x trainer.steps"},
+    {"lr_scheduler_type", "trainer.lr_schedule", "TRL", NULL},
+    {"weight_decay", "trainer.weight_decay", "TRL", NULL},
+    {"adam_beta1", "trainer.beta1", "TRL", NULL},
+    {"adam_beta2", "trainer.beta2", "TRL", NULL},
+    {"adam_epsilon", "trainer.eps", "TRL", NULL},
+    {"max_grad_norm", "trainer.max_grad_norm", "TRL", NULL},
+    {"save_steps", "trainer.save_every", "TRL", NULL},
+    {"save_total_limit", "trainer.keep_checkpoints", "TRL", NULL},
+    {"logging_steps", "trainer.log_every", "TRL", NULL},
+    {"eval_steps", "trainer.eval_every", "TRL", NULL},
+    {"resume_from_checkpoint", "trainer.resume", "TRL",
+     "judgerl resumes from run.out_dir's latest checkpoint: set trainer.resume=true (a path is not taken)"},
+    {"report_to", "trainer.tensorboard", "TRL", "judgerl writes TensorBoard files (true/false) and metrics.jsonl"},
+    {"seed", "run.seed", "TRL", NULL},
+    {"output_dir", "run.out_dir", "TRL", NULL},
+    {"overwrite_output_dir", "run.overwrite", "TRL", NULL},
+    {"max_seq_length", "trainer.max_seq_len", "TRL", NULL},
+    {"max_length", "trainer.max_seq_len", "TRL", NULL},
+    {"num_generations", "grpo.num_generations", "TRL", NULL},
+    {"max_prompt_length", "grpo.max_prompt_length", "TRL", NULL},
+    {"max_completion_length", "grpo.max_completion_length", "TRL", NULL},
+    {"kl_coef", "grpo.beta", "TRL", NULL},
+    {"beta", "grpo.beta", "TRL", NULL},
+    {"temperature", "grpo.temperature", "TRL", NULL},
+    {"top_p", "grpo.top_p", "TRL", NULL},
+    {"top_k", "grpo.top_k", "TRL", NULL},
+    {"min_p", "grpo.min_p", "TRL", NULL},
+    {"epsilon", "grpo.epsilon", "TRL", NULL},
+    {"epsilon_high", "grpo.epsilon_high", "TRL", NULL},
+    {"num_iterations", "grpo.num_iterations", "TRL", NULL},
+    {"loss_type", "grpo.loss_type", "TRL", NULL},
+    {"scale_rewards", "grpo.scale_rewards", "TRL", NULL},
+    {"reward_weights", "grpo.reward_weights", "TRL", NULL},
+    {"mask_truncated_completions", "grpo.mask_truncated_completions", "TRL", NULL},
+    {"model_name_or_path", "model.path", "TRL", NULL},
+    /* PEFT LoraConfig */
+    {"lora.r", "lora.rank", "PEFT", NULL},
+    {"peft.r", "lora.rank", "PEFT", NULL},
+    {"peft_config.r", "lora.rank", "PEFT", NULL},
+    {"lora_config.r", "lora.rank", "PEFT", NULL},
+    {"lora_r", "lora.rank", "PEFT", NULL},
+    {"lora_alpha", "lora.alpha", "PEFT", NULL},
+    {"lora_dropout", "lora.dropout", "PEFT", NULL},
+    {"target_modules", "lora.target_modules", "PEFT", NULL},
+    {"use_peft", "lora.enabled", "TRL", NULL},
+    /* verl actor / rollout / data / trainer keys */
+    {"rollout.n", "grpo.num_generations", "verl", NULL},
+    {"optim.lr", "trainer.lr", "verl", NULL},
+    {"optim.lr_warmup_steps", "trainer.warmup_steps", "verl", NULL},
+    {"grad_clip", "trainer.max_grad_norm", "verl", NULL},
+    {"clip_ratio", "grpo.epsilon", "verl", NULL},
+    {"clip_ratio_low", "grpo.epsilon", "verl", NULL},
+    {"clip_ratio_high", "grpo.epsilon_high", "verl", NULL},
+    {"kl_loss_coef", "grpo.beta", "verl", NULL},
+    {"ppo_epochs", "grpo.num_iterations", "verl", NULL},
+    {"loss_agg_mode", "grpo.loss_type", "verl",
+     "verl's token-mean is grpo.loss_type=dapo, seq-mean-token-sum-norm is dr_grpo, seq-mean-token-mean is grpo"},
+    {"ppo_mini_batch_size", "grpo.num_iterations", "verl",
+     "judgerl takes one optimizer step per batch of grpo.prompts_per_step prompts (grpo.num_iterations repeats it)"},
+    {"kl_ctrl.kl_coef", "grpo.beta", "verl",
+     "verl's algorithm.kl_ctrl is a KL penalty in the reward; judgerl's grpo.beta is the KL term in the loss "
+     "(verl's actor.kl_loss_coef)"},
+    {"adv_estimator", "trainer.algo", "verl", "trainer.algo: grpo or rloo"},
+    {"model.lora_rank", "lora.rank", "verl", NULL},
+    {"model.lora_alpha", "lora.alpha", "verl", NULL},
+    {"model.path", "model.path", "verl", NULL},
+    {"data.max_prompt_length", "grpo.max_prompt_length", "verl", NULL},
+    {"max_response_length", "grpo.max_completion_length", "verl", NULL},
+    {"train_batch_size", "grpo.prompts_per_step", "verl", NULL},
+    {"train_files", "data.train", "verl", NULL},
+    {"val_files", "data.validation", "verl", NULL},
+    {"total_training_steps", "trainer.steps", "verl", NULL},
+    {"total_epochs", "trainer.steps", "verl",
+     "judgerl counts optimizer steps, not epochs: steps = epochs x rows / grpo.prompts_per_step"},
+    {"save_freq", "trainer.save_every", "verl", NULL},
+    {"test_freq", "trainer.eval_every", "verl", NULL},
+    {"default_local_dir", "run.out_dir", "verl", NULL},
+    {NULL, NULL, NULL, NULL},
+};
+
+/* The alias for path: the longest suffix that matches whole components and whose target is in the
+ * tables. It applies at any depth, except that a path inside another judgerl section than its
+ * target's (judge.temperature) is not taken for it, unless the suffix names that section itself. */
+static const cfg_alias *find_alias(const jr_cfg_field *const *tables, const char *path) {
+    const cfg_alias *best = NULL;
+    size_t pl = strlen(path), bl = 0;
+    char top[128];
+    snprintf(top, sizeof top, "%.*s", (int)strcspn(path, "."), path);
+    for (const cfg_alias *a = ALIASES; a->suffix; a++) {
+        size_t sl = strlen(a->suffix);
+        if (sl > pl || strcmp(path + pl - sl, a->suffix) || (sl < pl && path[pl - sl - 1] != '.')) continue;
+        if (!find_field(tables, a->target) || sl <= bl) continue;
+        size_t tl = strcspn(a->target, ".");
+        int covers_top = sl == pl, own = strlen(top) == tl && !strncmp(top, a->target, tl);
+        if (!covers_top && !own && is_section(tables, top)) continue;
+        best = a;
+        bl = sl;
+    }
+    return best;
+}
+
+static void add_note(jr_config *c, const char *fmt, const char *a, const char *b, const char *from) {
+    char line[600];
+    snprintf(line, sizeof line, fmt, a, from, b);
+    size_t old = c->notes ? strlen(c->notes) : 0, n = strlen(line);
+    char *p = realloc(c->notes, old + n + 2);
+    if (!p) return;
+    memcpy(p + old, line, n);
+    p[old + n] = '\n';
+    p[old + n + 1] = 0;
+    c->notes = p;
+}
+
+/* A refused alias: "unknown key 'num_train_epochs' (TRL's name; judgerl's is 'trainer.steps': why)". */
+static jr_status alias_refused(const cfg_alias *a, const char *where, const char *path) {
+    return jr_fail(JR_EINVAL, "%s: unknown key '%s' (%s's name; judgerl's nearest is '%s': %s)", where, path, a->from,
+                   a->target, a->why);
+}
+
+/* PEFT writes target_modules as a list: judgerl's lora.target_modules takes it joined by commas. */
+static jr_status join_list(json_t *root, const char *key, const char *where) {
+    json_t *v = get_path(root, key);
+    if (!json_is_array(v)) return JR_OK;
+    char buf[512] = "";
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) {
+        if (!json_is_string(e)) return jr_fail(JR_EINVAL, "%s: %s[%zu]: expected a module name", where, key, i);
+        size_t n = strlen(buf);
+        snprintf(buf + n, sizeof buf - n, "%s%s", n ? "," : "", json_string_value(e));
+    }
+    set_path(root, key, json_string(buf));
+    return JR_OK;
+}
+
+/* Moves every key of obj (at prefix) that an exact alias names to its judgerl key in root, noting
+ * each; refuses one whose meaning differs, naming the key to use. */
+static jr_status apply_aliases(jr_config *c, const jr_cfg_field *const *tables, const char *where, json_t *root,
+                               const char *prefix, json_t *obj) {
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(obj, tmp, k, v) {
+        char path[512];
+        snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", k);
+        if (find_field(tables, path)) continue;
+        if (json_is_object(v) && !find_alias(tables, path)) {
+            jr_status st = apply_aliases(c, tables, where, root, path, v);
+            if (st) return st;
+            continue;
+        }
+        const cfg_alias *a = find_alias(tables, path);
+        if (!a) continue;
+        if (a->why) return alias_refused(a, where, path);
+        if (get_path(root, a->target))
+            return jr_fail(JR_EINVAL, "%s: '%s' (%s's name for '%s') and '%s' are both set: keep one", where, path,
+                           a->from, a->target, a->target);
+        json_t *val = json_incref(v);
+        json_object_del(obj, k);
+        if (set_path(root, a->target, val) != 0)
+            return jr_fail(JR_EINVAL, "%s: cannot set '%s' for '%s'", where, a->target, path);
+        add_note(c, "note: '%s' is %s's name for '%s': using it", path, a->target, a->from);
+    }
+    return JR_OK;
+}
+
+/* Removes the mappings left empty once their aliased keys moved out. */
+static void drop_empty(json_t *obj) {
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(obj, tmp, k, v) {
+        if (!json_is_object(v)) continue;
+        drop_empty(v);
+        if (!json_object_size(v)) json_object_del(obj, k);
+    }
+}
+
 static jr_status build(jr_config *c, json_t *user, const char *name, int n_over, char *const *over,
                        const jr_cfg_field *const *tables) {
     jr_status st;
@@ -450,8 +648,10 @@ static jr_status build(jr_config *c, json_t *user, const char *name, int n_over,
         json_decref(user);
         return jr_fail(JR_EINVAL, "%s: expected a mapping of keys at the top level", name);
     }
-    st = check_known(tables, name, "", user);
-    if (st) { json_decref(user); return st; }
+    st = apply_aliases(c, tables, name, user, "", user);
+    if (!st) drop_empty(user);
+    if (!st) st = check_known(tables, name, "", user);
+    if (st) { json_decref(user); free(c->notes); c->notes = NULL; return st; }
     for (int i = 0; i < n_over; i++) {
         const char *eq = strchr(over[i], '=');
         char where[600];
@@ -462,14 +662,27 @@ static jr_status build(jr_config *c, json_t *user, const char *name, int n_over,
         }
         char key[512];
         snprintf(key, sizeof key, "%.*s", (int)(eq - over[i]) < 511 ? (int)(eq - over[i]) : 511, over[i]);
-        if (!owner_field(tables, key)) { json_decref(user); return unknown_key(tables, where, key); }
+        const cfg_alias *al = owner_field(tables, key) ? NULL : find_alias(tables, key);
+        if (al && al->why) st = alias_refused(al, where, key);
+        else if (!al && !owner_field(tables, key)) st = unknown_key(tables, where, key);
+        if (st) { json_decref(user); free(c->notes); c->notes = NULL; return st; }
+        if (al) {
+            add_note(c, "note: '%s' is %s's name for '%s': using it", key, al->target, al->from);
+            snprintf(key, sizeof key, "%s", al->target);
+        }
         json_t *v;
         st = jr_yaml_parse(eq + 1, strlen(eq + 1), where, &v);
-        if (st) { json_decref(user); return st; }
+        if (st) { json_decref(user); free(c->notes); c->notes = NULL; return st; }
         if (set_path(user, key, v) != 0) {
             json_decref(user);
             return jr_fail(JR_EINVAL, "%s: cannot set '%s' (no such list element)", where, key);
         }
+    }
+    if (find_field(tables, "lora.target_modules") && (st = join_list(user, "lora.target_modules", name))) {
+        json_decref(user);
+        free(c->notes);
+        c->notes = NULL;
+        return st;
     }
     /* Rebuild in table order with defaults filled and values checked. */
     json_t *root = json_object();
@@ -481,7 +694,7 @@ static jr_status build(jr_config *c, json_t *user, const char *name, int n_over,
             else if (!f->def) st = jr_fail(JR_EINVAL, "%s: missing required key '%s' (%s)", name, f->key, f->doc ? f->doc : "");
             else st = parse_default(f, &v);
             if (!st && set_path(root, f->key, v) != 0) st = jr_fail(JR_EINTERNAL, "config key %s clashes with a section", f->key);
-            if (st) { json_decref(root); json_decref(user); return st; }
+            if (st) { json_decref(root); json_decref(user); free(c->notes); c->notes = NULL; return st; }
         }
     json_decref(user);
     c->root = root;
@@ -517,6 +730,8 @@ jr_status jr_config_load(jr_config *c, const char *yaml_path, int n_overrides, c
 void jr_config_free(jr_config *c) {
     json_decref(c->root);
     free(c->source);
+    free(c->notes);
+    c->notes = NULL;
     c->root = NULL;
     c->source = NULL;
 }
@@ -604,5 +819,8 @@ char *jr_config_dump(const jr_config *c) {
 const jr_cfg_field jr_run_cfg[] = {
     {"run.seed", JR_CFG_INT, "0", "seed of every random choice (same config + seed = same run)", NULL, NULL, 0, 0},
     {"run.out_dir", JR_CFG_STRING, "runs/default", "directory for checkpoints, metrics and reports", NULL, NULL, 0, 0},
+    {"run.overwrite", JR_CFG_BOOL, "false",
+     "train into a run.out_dir that already holds a run, removing its checkpoints, model and logs first "
+     "(without it, or trainer.resume, a used run.out_dir is refused)", NULL, NULL, 0, 0},
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };

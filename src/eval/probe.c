@@ -635,7 +635,7 @@ static jr_status probe_agreement(ctx *c, json_t *figs) {
 /* A client for repeat r: the configured judge with the cache off and, from the third repeat on,
  * `seed: r` in every request body. */
 static jr_status open_repeat(const ctx *c, int r, jr_judge **j) {
-    jr_config cc = {json_deep_copy(c->cfg->root), c->cfg->source ? strdup(c->cfg->source) : NULL};
+    jr_config cc = {json_deep_copy(c->cfg->root), c->cfg->source ? strdup(c->cfg->source) : NULL, NULL};
     json_t *judge = json_object_get(cc.root, "judge");
     json_object_set_new(judge, "cache", json_false());
     if (r >= 2) {

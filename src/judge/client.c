@@ -891,9 +891,13 @@ static void wake(jr_judge *j) {
 static jr_status open_cache(jr_judge *j, const jr_judge_opts *o) {
     char *path = NULL;
     if (!o->cache) return JR_OK;
-    if (o->cache_path) path = jr_strdup(o->cache_path);
-    else if (o->cache_dir && *o->cache_dir) path = jr_path_join(o->cache_dir, "judge_cache.sqlite");
-    else return JR_OK; /* no run or output directory: nothing to keep it beside */
+    int per_rank = o->ranks > 1; /* never one SQLite file written by several ranks (maybe over NFS) */
+    if (o->cache_path) path = per_rank ? fmt("%s.rank-%d", o->cache_path, o->rank) : jr_strdup(o->cache_path);
+    else if (o->cache_dir && *o->cache_dir) {
+        char name[64];
+        if (per_rank) snprintf(name, sizeof name, "judge_cache.rank-%d.sqlite", o->rank);
+        path = jr_path_join(o->cache_dir, per_rank ? name : "judge_cache.sqlite");
+    } else return JR_OK; /* no run or output directory: nothing to keep it beside */
     if (!path) return JR_ENOMEM;
     jr_status st = jr_cache_open(&j->cache, path);
     free(path);
@@ -952,6 +956,7 @@ static jr_status setup_servers(jr_judge *j, const jr_judge_opts *o, const char *
         int mc = o->endpoints[i].max_connections;
         ep->max_conn = mc > 0 ? mc : ep->conc;
         if (ep->conc > ep->max_conn) ep->conc = ep->max_conn; /* HTTP/1.1: one request per connection */
+        if (o->ranks > 1) ep->conc = ep->conc / o->ranks > 0 ? ep->conc / o->ranks : 1; /* this rank's share */
         all_llamacpp &= ep->info.kind == JR_KIND_LLAMACPP;
         int wrapped = 0;
         jr_status st = jr_judge_constraint_fields(&j->constraint, &ep->info, &ep->cfields, &wrapped);
@@ -1012,23 +1017,30 @@ jr_status jr_judge_open(jr_judge **out, const jr_config *cfg) {
     return st ? st : jr_judge_open_opts(out, &o);
 }
 
+jr_status jr_judge_opts_check(const jr_judge_opts *o, const char *src) {
+    if (o->n_endpoints <= 0) return jr_fail(JR_EINVAL, "%s: judge.endpoints is empty: add at least one {url, model} (e.g. url: http://127.0.0.1:8000/v1)", src);
+    for (int i = 0; i < o->n_endpoints; i++) {
+        const char *url = o->endpoints[i].url, *model = o->endpoints[i].model;
+        if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)))
+            return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].url=%s: expected an http:// or https:// URL", src, i, url ? url : "null");
+        if (!model) return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model: required", src, i);
+        if (i > 0 && strcmp(model, o->endpoints[0].model))
+            return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model=%s differs from endpoints[0].model=%s: endpoints are servers of one judge", src, i, model, o->endpoints[0].model);
+    }
+    return JR_OK; /* the key (an environment variable, not the config) is checked when the judge opens */
+}
+
 /* judge.endpoints: checks each {url, model} and fills j->ep (completions URL, concurrency, rate buckets). */
 static jr_status setup_endpoints(jr_judge *j, const jr_judge_opts *o, const char *src) {
+    jr_status st = jr_judge_opts_check(o, src);
+    if (st) return st;
     j->n_ep = o->n_endpoints;
-    if (j->n_ep <= 0) return jr_fail(JR_EINVAL, "%s: judge.endpoints is empty: add at least one {url, model} (e.g. url: http://127.0.0.1:8000/v1)", src);
     j->ep = jr_calloc((size_t)j->n_ep, sizeof *j->ep);
     if (!j->ep) return JR_ENOMEM;
     int conc = o->concurrency > 0 ? o->concurrency : 0; /* 0: by kind, in setup_servers */
     for (int i = 0; i < j->n_ep; i++) {
         const char *url = o->endpoints[i].url;
         const char *model = o->endpoints[i].model;
-        if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))) {
-            return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].url=%s: expected an http:// or https:// URL", src, i, url ? url : "null");
-        }
-        if (!model) return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model: required", src, i);
-        if (i > 0 && strcmp(model, j->ep[0].model)) {
-            return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d].model=%s differs from endpoints[0].model=%s: endpoints are servers of one judge", src, i, model, j->ep[0].model);
-        }
         size_t ul = strlen(url);
         while (ul && url[ul - 1] == '/') ul--;
         const char *suffix = j->chat ? "/chat/completions" : "/completions";
@@ -1096,8 +1108,8 @@ jr_status jr_judge_open_opts(jr_judge **out, const jr_judge_opts *o) {
     j->backoff_base = o->backoff_base_s;
     j->backoff_max = o->backoff_max_s;
     j->retry_after_max = o->retry_after_max_s;
-    j->rpm = o->rpm;
-    j->tpm = o->tpm;
+    j->rpm = o->ranks > 1 ? o->rpm / o->ranks : o->rpm; /* data-parallel: this rank's share of the limits */
+    j->tpm = o->ranks > 1 ? o->tpm / o->ranks : o->tpm;
     jr_rng_seed2(&j->rng, o->seed, 0x6a75646765ULL);
     const json_t *eb = o->extra_body;
     if (eb && !json_is_object(eb)) { st = jr_fail(JR_EINVAL, "%s: judge.extra_body: expected a mapping of request fields", src); goto fail; }

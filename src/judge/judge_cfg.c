@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "judge/dialect.h"
+#include "judgerl/dist.h"
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
 
@@ -86,6 +87,8 @@ static void fill_judge(jr_judge_opts *o, const jr_config *c) {
     o->concurrency = (int)jr_cfg_int(c, "judge.concurrency");
     o->rpm = jr_cfg_float(c, "judge.rpm");
     o->tpm = jr_cfg_float(c, "judge.tpm");
+    o->ranks = jr_dist_size();
+    o->rank = jr_dist_rank();
     json_t *cache = jr_cfg_json(c, "judge.cache");
     o->cache = !json_is_false(cache) && !json_is_null(cache);
     o->cache_path = json_string_value(cache);

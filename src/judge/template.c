@@ -94,17 +94,20 @@ jr_status jr_template_load(const char *path, const char *cfg_dir, char **out) {
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) {
         exe[n] = 0;
-        for (int up = 0; up < 3; up++) { /* build/rel/judgerl -> repo */
+        /* installed: PREFIX/bin/judgerl -> PREFIX/share/judgerl; a build: build/rel/judgerl -> the repository */
+        for (int up = 0; up < 3; up++) {
             char *slash = strrchr(exe, '/');
             if (!slash) break;
             *slash = 0;
+            char share[PATH_MAX + 16];
+            snprintf(share, sizeof share, "%s/share/judgerl", exe);
+            char *p = jr_path_join(up == 1 ? share : exe, path);
+            if (!p) return JR_ENOMEM;
+            if ((up == 1 || up == 2) && jr_path_exists(p)) { jr_status st = jr_read_file(p, out, NULL); free(p); return st; }
+            free(p);
         }
-        char *p = jr_path_join(exe, path);
-        if (!p) return JR_ENOMEM;
-        if (jr_path_exists(p)) { jr_status st = jr_read_file(p, out, NULL); free(p); return st; }
-        free(p);
     }
-    return jr_fail(JR_ENOTFOUND, "judge.template: %s: not found (relative paths are tried from the current directory%s and the judgerl repository)",
+    return jr_fail(JR_ENOTFOUND, "judge.template: %s: not found (relative paths are tried from the current directory%s, PREFIX/share/judgerl and the judgerl repository)",
                    path, cfg_dir ? ", the config's directory" : "");
 }
 

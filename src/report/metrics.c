@@ -23,7 +23,7 @@ double jr_wall_time(void) {
 
 /* Rewrites path keeping only complete lines whose "step" is <= resume_step (lines without a
  * readable step are kept). Leaves the file untouched when nothing is dropped. */
-static jr_status drop_after(const char *path, int64_t resume_step) {
+jr_status jr_jsonl_cut_after(const char *path, int64_t resume_step) {
     if (!jr_path_exists(path)) return JR_OK;
     char *text;
     size_t len;
@@ -51,7 +51,7 @@ static jr_status drop_after(const char *path, int64_t resume_step) {
 
 jr_status jr_metrics_open(jr_metrics **m, const char *path, int64_t resume_step) {
     *m = NULL;
-    jr_status st = resume_step >= 0 ? drop_after(path, resume_step) : JR_OK;
+    jr_status st = resume_step >= 0 ? jr_jsonl_cut_after(path, resume_step) : JR_OK;
     if (st) return st;
     jr_metrics *x = jr_calloc(1, sizeof *x);
     if (!x) return JR_ENOMEM;

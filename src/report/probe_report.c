@@ -134,7 +134,7 @@ void jr_probe_html(jr_buf *b, const char *const *names, const json_t *const *res
             const json_t *pr = probe_of(results[i], pn);
             const char *sk = json_string_value(json_object_get(pr, "skipped"));
             const char *st = status_of(pr);
-            jr_buf_printf(b, "<th%s>", !strcmp(st, "FLAG") ? " style=\"color:#b91c1c\"" : "");
+            jr_buf_printf(b, "<th%s>", !strcmp(st, "FLAG") ? " style=\"background:#fde68a\"" : "");
             jr_buf_xml(b, sk ? "skipped: " : st);
             if (sk) jr_buf_xml(b, sk);
             long long un = (long long)json_integer_value(json_object_get(pr, "unscored"));
@@ -156,7 +156,7 @@ void jr_probe_html(jr_buf *b, const char *const *names, const json_t *const *res
                 json_t *by = json_object_get(probe_of(results[i], pn), "flagged_by");
                 int hit = 0;
                 for (size_t k = 0; k < json_array_size(by); k++) hit |= !strcmp(json_string_value(json_array_get(by, k)), fn);
-                jr_buf_printf(b, "<td%s>", hit ? " style=\"color:#b91c1c;font-weight:bold\"" : "");
+                jr_buf_printf(b, "<td%s>", hit ? " style=\"background:#fde68a;font-weight:bold\"" : "");
                 jr_buf_xml(b, t);
                 jr_buf_printf(b, "</td>");
             }

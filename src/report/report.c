@@ -45,8 +45,12 @@ void jr_buf_xml(jr_buf *b, const char *t) {
 
 /* ---- charts ---- */
 
+/* One colour meaning throughout: colour i is the identity of series i (a run in `compare`, a judge in
+ * the demo), the same in every chart and table of a page; "before" is always grey (JR_BEFORE_COLOR)
+ * beside the entity's colour for "after"; a faint line is the raw curve under its smoothed one. */
 static const char *const COLORS[] = {"#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2"};
 #define NCOLORS 6
+const char *jr_report_color(int i) { return COLORS[(i < 0 ? 0 : i) % NCOLORS]; }
 enum { W = 560, H = 260, ML = 58, MR = 16, MT = 30, MB = 46 };
 
 /* A "nice" tick step for a range split into about n parts. */
@@ -92,11 +96,12 @@ static void y_axis(jr_buf *b, double lo, double hi, const char *ylabel) {
     jr_buf_printf(b, "</text>\n");
 }
 
-static void legend(jr_buf *b, const char *const *names, int n) {
+static void legend(jr_buf *b, const char *const *names, const char *const *colors, int n) {
     int x = ML;
     for (int i = 0; i < n; i++) {
+        if (!names[i]) continue; /* an unnamed series (a raw curve under its smoothed one) */
         jr_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>\n"
-                         "<text x=\"%d\" y=\"%d\" fill=\"#111\">", x, H - 16, COLORS[i % NCOLORS], x + 14, H - 7);
+                         "<text x=\"%d\" y=\"%d\" fill=\"#111\">", x, H - 16, colors[i], x + 14, H - 7);
         jr_buf_xml(b, names[i] ? names[i] : "");
         jr_buf_printf(b, "</text>\n");
         x += 24 + 7 * (int)strlen(names[i] ? names[i] : "");
@@ -139,10 +144,12 @@ void jr_svg_lines(jr_buf *b, const char *title, const char *xlabel, const char *
     jr_buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#374151\">", W - MR, H - MB + 28);
     jr_buf_xml(b, xlabel);
     jr_buf_printf(b, "</text>\n");
-    const char *names[16];
+    const char *names[16], *cols[16];
     for (int i = 0; i < ns && i < 16; i++) {
         names[i] = s[i].name;
-        jr_buf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" points=\"", COLORS[i % NCOLORS]);
+        cols[i] = s[i].color ? s[i].color : COLORS[i % NCOLORS];
+        jr_buf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s points=\"", cols[i],
+                      s[i].faint ? "1" : "1.8", s[i].faint ? " stroke-opacity=\"0.3\"" : "");
         int pts = 0;
         for (int j = 0; j < s[i].n; j++) {
             if (!isfinite(s[i].y[j]) || !isfinite(s[i].x[j])) continue;
@@ -155,14 +162,22 @@ void jr_svg_lines(jr_buf *b, const char *title, const char *xlabel, const char *
                 if (isfinite(s[i].y[j]) && isfinite(s[i].x[j]))
                     jr_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
                                   ML + (W - ML - MR) * (s[i].x[j] - x0) / (x1 - x0), ypix(s[i].y[j], y0, y1),
-                                  COLORS[i % NCOLORS]);
+                                  cols[i]);
     }
-    legend(b, names, ns < 16 ? ns : 16);
+    legend(b, names, cols, ns < 16 ? ns : 16);
     jr_buf_printf(b, "</svg>\n");
 }
 
 void jr_svg_bars(jr_buf *b, const char *title, const char *ylabel, const char *const *groups, int ng,
                  const char *const *series, int nser, const double *const *v) {
+    jr_svg_bars_colored(b, title, ylabel, groups, ng, series, nser, v, NULL);
+}
+
+void jr_svg_bars_colored(jr_buf *b, const char *title, const char *ylabel, const char *const *groups, int ng,
+                         const char *const *series, int nser, const double *const *v, const char *const *colors) {
+    const char *cols[16];
+    for (int s = 0; s < nser && s < 16; s++) cols[s] = colors && colors[s] ? colors[s] : COLORS[s % NCOLORS];
+    if (nser > 16) nser = 16;
     double lo = 0, hi = 0;
     for (int s = 0; s < nser; s++)
         for (int g = 0; g < ng; g++)
@@ -181,7 +196,7 @@ void jr_svg_bars(jr_buf *b, const char *title, const char *ylabel, const char *c
             char num[32];
             fmt_num(num, sizeof num, val);
             jr_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>", gx + s * bw,
-                          fmin(y, zero), bw * 0.92, fabs(zero - y), COLORS[s % NCOLORS]);
+                          fmin(y, zero), bw * 0.92, fabs(zero - y), cols[s]);
             jr_buf_xml(b, series[s]);
             jr_buf_printf(b, " %s</title></rect>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"9\" fill=\"#111\">%s</text>\n",
                           num, gx + s * bw + bw * 0.46, val >= 0 ? y - 3 : y + 10, num);
@@ -191,7 +206,7 @@ void jr_svg_bars(jr_buf *b, const char *title, const char *ylabel, const char *c
         jr_buf_printf(b, "</text>\n");
     }
     jr_buf_printf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#6b7280\"/>\n", ML, zero, W - MR, zero);
-    legend(b, series, nser);
+    legend(b, series, cols, nser);
     jr_buf_printf(b, "</svg>\n");
 }
 
@@ -337,6 +352,7 @@ static int read_metric(const char *path, const char *key, double **xs, double **
 static void metric_chart(jr_buf *b, const char *run_dir, const json_t *grpo, const char *key, const char *title,
                          const char *ylabel) {
     jr_series s[8];
+    memset(s, 0, sizeof s);
     double *xs[8] = {0}, *ys[8] = {0};
     int n = 0;
     for (size_t i = 0; i < json_array_size(grpo) && n < 8; i++) {
@@ -408,10 +424,10 @@ static void html_seed1(jr_buf *b, const json_t *s1) {
         vec3(json_object_get(v, "logits_before"), lb);
         vec3(json_object_get(v, "logits_after"), la);
         const double *vals[2] = {lb, la};
-        const char *ser[2] = {"before", "after"};
+        const char *ser[2] = {"before", "after"}, *cols[2] = {JR_BEFORE_COLOR, COLORS[0]};
         char title[128];
         snprintf(title, sizeof title, "Seed 1 logits, variant \"%s\"", json_string_value(json_object_get(v, "name")));
-        jr_svg_bars(b, title, "logit", LAB, 3, ser, 2, vals);
+        jr_svg_bars_colored(b, title, "logit", LAB, 3, ser, 2, vals, cols);
         /* the reward the judge gave per distillation iteration */
         json_t *rw = json_object_get(v, "rewards");
         size_t n = json_array_size(rw);
@@ -420,7 +436,7 @@ static void html_seed1(jr_buf *b, const json_t *s1) {
             for (size_t j = 0; j < n; j++) { x[j] = (double)j; y[j] = json_number_value(json_array_get(rw, j)); }
             const char *vn = json_string_value(json_object_get(v, "name"));
             int answer_variant = vn && !strcmp(vn, "answer");
-            jr_series s = {answer_variant ? "judge P(good) of the sampled answer" : "policy P(judge's label)", x, y, (int)n};
+            jr_series s = {answer_variant ? "judge P(good) of the sampled answer" : "policy P(judge's label)", x, y, (int)n, NULL, 0};
             snprintf(title, sizeof title, "Seed 1 distillation, variant \"%s\"", json_string_value(json_object_get(v, "name")));
             jr_svg_lines(b, title, "iteration", "probability", &s, 1);
         }
@@ -432,7 +448,7 @@ static void html_seed1(jr_buf *b, const json_t *s1) {
     double *x = calloc(n + 1, sizeof(double)), *y = calloc(n + 1, sizeof(double));
     if (x && y) {
         for (size_t j = 0; j < n; j++) { x[j] = (double)(j + 1); y[j] = json_number_value(json_array_get(el, j)); }
-        jr_series s = {"policy (random labels)", x, y, (int)n};
+        jr_series s = {"policy (random labels)", x, y, (int)n, NULL, 0};
         jr_svg_lines(b, "Seed 1 supervised training", "epoch", "mean cross-entropy", &s, 1);
     }
     free(x);
@@ -487,10 +503,11 @@ static void html_grpo(jr_buf *b, const char *run_dir, const json_t *sum) {
             if (!isfinite(va[j])) va[j] = 0;
         }
         const double *vals[2] = {vb, va};
-        const char *ser[2] = {"before GRPO", "after GRPO"};
+        /* before in grey, after in this judge's colour (its line in the reward and KL charts) */
+        const char *ser[2] = {"before GRPO", "after GRPO"}, *cols[2] = {JR_BEFORE_COLOR, COLORS[i % NCOLORS]};
         char title[128];
         snprintf(title, sizeof title, "Held-out answers, %s judge", json_string_value(json_object_get(r, "judge")));
-        jr_svg_bars(b, title, "share of answers", LAB4, 4, ser, 2, vals);
+        jr_svg_bars_colored(b, title, "share of answers", LAB4, 4, ser, 2, vals, cols);
     }
     metric_chart(b, run_dir, g, "judge/latency_p50", "Judge latency per step (p50)", "seconds");
     metric_chart(b, run_dir, g, "unscored_frac", "Unscored share of completions per step", "share");

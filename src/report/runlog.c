@@ -23,6 +23,12 @@ jr_status jr_runlog_open(jr_runlog **out, const char *run_dir, int64_t resume_st
     if (!rl || !path) { free(rl); free(path); return JR_ENOMEM; }
     st = jr_metrics_open(&rl->m, path, resume_step);
     free(path);
+    /* GRPO's sample log follows the same step rule */
+    if (!st && resume_step >= 0) {
+        char *sp = jr_path_join(run_dir, "samples.jsonl");
+        st = sp ? jr_jsonl_cut_after(sp, resume_step) : JR_ENOMEM;
+        free(sp);
+    }
     if (!st && tensorboard) st = jr_tb_open(&rl->tb, run_dir);
     if (!st && rl->tb && resume_step >= 0) st = jr_tb_session_start(rl->tb, resume_step + 1);
     if (st) { jr_runlog_close(rl); return st; }
@@ -31,6 +37,7 @@ jr_status jr_runlog_open(jr_runlog **out, const char *run_dir, int64_t resume_st
 }
 
 jr_status jr_runlog_add(jr_runlog *rl, const char *name, double value) {
+    if (!rl) return JR_OK; /* a rank other than 0 of a data-parallel run keeps no log */
     for (size_t i = 0; i < rl->n; i++)
         if (!strcmp(rl->names[i], name)) { rl->values[i] = value; return JR_OK; }
     if (rl->n == rl->cap) {
@@ -57,7 +64,7 @@ static void clear(jr_runlog *rl) {
 }
 
 jr_status jr_runlog_commit(jr_runlog *rl, int64_t step) {
-    if (rl->n == 0) return JR_OK;
+    if (!rl || rl->n == 0) return JR_OK;
     const char *const *names = (const char *const *)rl->names;
     jr_status st = jr_metrics_log(rl->m, step, rl->n, names, rl->values);
     if (!st && rl->tb) st = jr_tb_scalars(rl->tb, step, jr_wall_time(), rl->n, names, rl->values);

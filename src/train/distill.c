@@ -142,8 +142,7 @@ static jr_status train_kept(distill *d, int kept, int T, double lr, double *loss
     free(tt);
     if (st) return st;
     *loss = nll / (double)*n_tok;
-    *gnorm = jr_run_update(r, lr);
-    return JR_OK;
+    return jr_run_update(r, lr, gnorm);
 }
 
 static void free_rows(distill *d) {

@@ -65,6 +65,8 @@ struct jr_grpo_trainer {
     jr_run run;
     jr_grpo_opts o;
     int G, P, B, mu, max_prompt, max_comp, T_max;
+    int P_global, p0;       /* data-parallel: the step's prompts, and this rank's first (its P from there) */
+    volatile sig_atomic_t *gen_stop; /* cancels generation mid-step: one rank only (ranks agree after a step) */
     double eps_high;
     int K;                  /* reward components */
     float *weights;         /* K + 1 (the overlong penalty last) */

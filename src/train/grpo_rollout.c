@@ -121,7 +121,7 @@ typedef struct {
     int n_req;
     jr_env_batch *eb;
     int64_t step;
-    int gen_batch;
+    int gen_batch, q0;      /* q0: the batch-wide index of prompt 0 (data-parallel shards) */
     double t_first_done;
     jr_status err;
 } gen_ctx;
@@ -131,7 +131,7 @@ static json_t *env_row(const gen_ctx *x, const grpo_prompt *p, int group, int in
     json_t *row = json_copy(p->row);
     if (!row) return NULL;
     char id[96];
-    snprintf(id, sizeof id, "s%lld-b%d-p%d-g%d", (long long)x->step, x->gen_batch, group, index);
+    snprintf(id, sizeof id, "s%lld-b%d-p%d-g%d", (long long)x->step, x->gen_batch, x->q0 + group, index);
     json_object_set_new(row, "id", json_string(id));
     json_object_set_new(row, "prompt", json_string(p->prompt_text));
     return row;
@@ -178,18 +178,20 @@ static jr_status generate_all(gen_ctx *x, jr_gen *gen) {
         for (int q = 0; q < x->n_req; q++)
             if (!jr_gen_req_done(x->reqs[q])) done = 0;
         if (done) break;
-        if (x->g->stop && *x->g->stop) return jr_fail(JR_ECANCELED, "generation canceled by a stop request");
+        if (x->g->gen_stop && *x->g->gen_stop) return jr_fail(JR_ECANCELED, "generation canceled by a stop request");
         st = jr_gen_step(gen);
         if (!st && x->err) st = x->err;
     }
     return st;
 }
 
-/* Generates r->P prompts (already filled) x G into samples, rewarded by the environment into results. */
-static jr_status generate_batch(jr_grpo_trainer *g, grpo_rollout *r, int64_t step, int gen_batch,
+/* Generates r->P prompts (already filled) x G into samples, rewarded by the environment into results; prompt q
+ * is prompt q0 + q of the whole batch (its sampling seed and sample ids), so a rank's shard samples what one
+ * process would. */
+static jr_status generate_batch(jr_grpo_trainer *g, grpo_rollout *r, int64_t step, int gen_batch, int q0,
                                 grpo_rollout_stats *rs, jr_env_result *results) {
     int np = r->P;
-    gen_ctx x = {.g = g, .r = r, .n_req = np, .step = step, .gen_batch = gen_batch};
+    gen_ctx x = {.g = g, .r = r, .n_req = np, .step = step, .gen_batch = gen_batch, .q0 = q0};
     x.reqs = jr_calloc((size_t)np, sizeof *x.reqs);
     if (!x.reqs) return JR_ENOMEM;
     jr_gen *gen = NULL;
@@ -202,12 +204,12 @@ static jr_status generate_batch(jr_grpo_trainer *g, grpo_rollout *r, int64_t ste
     gp.has_seed = 1;
     gp.constraint = g->cons;
     uint64_t base = gen_seed(g->run.ro.seed, step, gen_batch);
-    jr_env_batch_opts eo = {g->o.max_in_flight, g->o.reward_deadline_s, g->stop};
+    jr_env_batch_opts eo = {g->o.max_in_flight, g->o.reward_deadline_s, g->gen_stop};
     double t0 = jr_now_s();
     jr_status st = jr_env_batch_open(&x.eb, g->env, (size_t)np * g->G, results, &eo);
     if (!st) st = jr_gen_open(&gen, &g->tg.lm, &g->tg.vocab, base);
     for (int q = 0; q < np && !st; q++) {
-        gp.seed = base + (uint64_t)q;
+        gp.seed = base + (uint64_t)(q0 + q);
         st = jr_gen_add(gen, r->p[q].ids, r->p[q].n_ids, g->G, &gp, on_event, &x, &x.reqs[q]);
         if (st) jr_fail_ctx(st, "generating for prompt %d", q);
     }
@@ -297,24 +299,27 @@ static void keep_groups(jr_grpo_trainer *g, grpo_rollout *tmp, grpo_rollout *r, 
     }
 }
 
-/* One generation batch into tmp: P prompts from the data, generated and rewarded; stats added to rs. */
+/* One generation batch into tmp: P prompts from the data (data-parallel: every rank reads the P_global prompts
+ * of the batch and keeps its own P from p0), generated and rewarded; stats added to rs. */
 static jr_status gen_batch_from_data(jr_grpo_trainer *g, grpo_rollout *tmp, int64_t step, int gb,
                                      grpo_rollout_stats *rs, jr_env_result *res, double *lat, int *n_lat, int lat_cap) {
     jr_status st = JR_OK;
-    json_t **hrows = g->hooks.prompts ? jr_calloc((size_t)g->P, sizeof *hrows) : NULL;
+    int P = g->P_global; /* every rank reads the whole batch's prompts (one data position) and keeps its own */
+    json_t **hrows = g->hooks.prompts ? jr_calloc((size_t)P, sizeof *hrows) : NULL;
     if (g->hooks.prompts && !hrows) st = JR_ENOMEM;
-    if (hrows && (st = g->hooks.prompts(g->hooks.ud, step, gb, g->P, hrows))) jr_fail_ctx(st, "step %lld prompts", (long long)step);
-    for (int q = 0; q < g->P && !st; q++) {
+    if (hrows && (st = g->hooks.prompts(g->hooks.ud, step, gb, P, hrows))) jr_fail_ctx(st, "step %lld prompts", (long long)step);
+    for (int q = 0; q < P && !st; q++) {
         json_t *row = NULL;
         jr_data_row_info info = {.path = "<prompts hook>", .line_no = q + 1};
         if (hrows) row = json_incref(hrows[q]);
         else if ((st = jr_data_next(g->data, &row, &info))) break;
-        st = row ? make_prompt(g, row, &info, &tmp->p[q]) : jr_fail(JR_EINVAL, "prompts hook: row %d missing", q);
+        if (q >= g->p0 && q < g->p0 + g->P)
+            st = row ? make_prompt(g, row, &info, &tmp->p[q - g->p0]) : jr_fail(JR_EINVAL, "prompts hook: row %d missing", q);
         json_decref(row);
     }
-    for (int q = 0; hrows && q < g->P; q++) json_decref(hrows[q]);
+    for (int q = 0; hrows && q < P; q++) json_decref(hrows[q]);
     free(hrows);
-    if (!st) st = generate_batch(g, tmp, step, gb, rs, res);
+    if (!st) st = generate_batch(g, tmp, step, gb, g->p0, rs, res);
     for (int i = 0; i < tmp->n; i++) {
         if (!st) take_rewards(g, &tmp->s[i], &res[i]);
         jr_env_result_free(&res[i]);
@@ -405,15 +410,16 @@ static void eval_put(void *ud, const char *key, double value) { jr_runlog_add(ud
 jr_status grpo_eval_reward(void *ud, double *mean) {
     jr_grpo_trainer *g = ud;
     size_t nv = jr_data_n_val(g->data);
-    jr_env_result *res = jr_calloc((size_t)g->P * g->G, sizeof *res);
+    int P = g->P_global; /* the whole batch's chunks, as one process (rank 0 alone evaluates) */
+    jr_env_result *res = jr_calloc((size_t)P * g->G, sizeof *res);
     int ks[2] = {1, g->G};
     jr_eval_acc *acc = jr_eval_acc_new(g->K, g->env->part_names, 1.0, ks, g->G > 1 ? 2 : 1);
     grpo_rollout_stats rs = {0};
     double sum = 0;
     long cnt = 0;
     jr_status st = res && acc ? JR_OK : JR_ENOMEM;
-    for (size_t v0 = 0; v0 < nv && !st; v0 += (size_t)g->P) {
-        int np = nv - v0 < (size_t)g->P ? (int)(nv - v0) : g->P;
+    for (size_t v0 = 0; v0 < nv && !st; v0 += (size_t)P) {
+        int np = nv - v0 < (size_t)P ? (int)(nv - v0) : P;
         grpo_rollout r;
         st = rollout_alloc(&r, np, g->G);
         for (int q = 0; q < np && !st; q++) {
@@ -428,7 +434,7 @@ jr_status grpo_eval_reward(void *ud, double *mean) {
             if (!st) st = make_prompt(g, row, &info, &r.p[q]);
             json_decref(row);
         }
-        if (!st) st = generate_batch(g, &r, -1 - (int64_t)(v0 / (size_t)g->P), 0, &rs, res);
+        if (!st) st = generate_batch(g, &r, -1 - (int64_t)(v0 / (size_t)P), 0, 0, &rs, res);
         for (int i = 0; i < r.n; i++) {
             if (!st) take_rewards(g, &r.s[i], &res[i]);
             if (!st && r.s[i].scored) { sum += r.s[i].reward; cnt++; }

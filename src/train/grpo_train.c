@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "grpo_internal.h"
+#include "judgerl/dist.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
 #include "judgerl/reward.h"
@@ -65,7 +66,7 @@ static jr_status open_parts(jr_grpo_trainer *g, const jr_grpo_setup *s) {
         if ((st = r->src.load(r->src.ud, &g->gen_m))) return st;
         g->has_gen = 1;
     }
-    if ((st = jr_textgen_open_model(&g->tg, g->o.async_generation ? &g->gen_m : &r->m, r->to.tokenizer, g->P * g->G,
+    if ((st = jr_textgen_open_model(&g->tg, g->o.async_generation ? &g->gen_m : &r->m, r->to.tokenizer, g->P_global * g->G,
                                     g->T_max + 1)))
         return st;
     if (g->hooks.constraint) {
@@ -79,6 +80,34 @@ static jr_status open_parts(jr_grpo_trainer *g, const jr_grpo_setup *s) {
     g->ent = jr_malloc(sizeof(float) * (size_t)g->B * g->T_max);
     if (!g->adv || !g->active || !g->ent) return JR_ENOMEM;
     r->eval = (jr_run_eval){r->to.eval_every, 0, "eval/reward", jr_data_n_val(g->data) ? grpo_eval_reward : NULL, g};
+    return JR_OK;
+}
+
+/* Data-parallel (run.ranks > 1): rank r takes prompts [P r / N, P (r + 1) / N) of every generation batch, so a
+ * whole group lives on one rank and its advantages need no communication; what needs the whole batch at
+ * once is refused. */
+static jr_status shard_prompts(jr_grpo_trainer *g) {
+    const jr_grpo_opts *o = &g->o;
+    int n = g->run.ranks, r = g->run.rank;
+    const char *what = o->filter_groups ? "grpo.filter_groups (dynamic sampling)"
+                       : o->normalize_then_sum ? "grpo.multi_objective_aggregation=normalize_then_sum (batch-wide normalisation)"
+                       : o->scale_rewards == JR_SCALE_BATCH ? "grpo.scale_rewards=batch (batch-wide std)"
+                       : o->shuffle_rewards ? "grpo.shuffle_rewards (a batch-wide permutation)" : NULL;
+    if (what) return jr_fail(JR_EUNSUPPORTED, "%s does not run data-parallel yet: run it as one process", what);
+    if (g->P_global < n)
+        return jr_fail(JR_EINVAL, "grpo.prompts_per_step=%d is below the %d ranks: each rank takes whole groups", g->P_global,
+                       n);
+    /* bnpo's loss is a mean per micro-batch: the ranks' micro-batches must be one process's */
+    for (int k = 1; k < n && o->loss_type == JR_LOSS_BNPO; k++)
+        if ((long)g->P_global * k / n * g->G % g->B)
+            return jr_fail(JR_EINVAL, "grpo.loss_type=bnpo over %d ranks: rank %d's samples start at %ld, not a multiple "
+                                      "of trainer.batch_size=%d, so its micro-batches (the loss's means) would not be "
+                                      "one process's: make prompts_per_step / ranks x num_generations a multiple of "
+                                      "batch_size", n, k, (long)g->P_global * k / n * g->G, g->B);
+    g->p0 = (int)((long)g->P_global * r / n);
+    g->P = (int)((long)g->P_global * (r + 1) / n) - g->p0;
+    g->gen_stop = NULL;
+    if (r) g->progress = NULL; /* rank 0 alone prints */
     return JR_OK;
 }
 
@@ -100,20 +129,31 @@ jr_status jr_grpo_open(jr_grpo_trainer **out, const jr_grpo_setup *s) {
     g->max_comp = g->o.max_completion_length;
     g->eps_high = g->o.epsilon_high < 0 ? g->o.epsilon : g->o.epsilon_high;
     jr_status st = jr_run_open(&g->run, &s->run, &s->trainer, &s->lora, &s->policy, 0x6772706fULL, s->progress, s->stop);
+    g->P_global = g->P;
+    g->gen_stop = s->stop;
+    if (!st && g->run.ranks > 1) st = shard_prompts(g);
     if (!st) st = open_parts(g, s);
     if (st) return jr_grpo_close(g, st);
     *out = g;
     return JR_OK;
 }
 
-/* Per-component mean and std of the rollout's scored values. */
-static void log_components(jr_grpo_trainer *g) {
+/* Per-component mean and std of the rollout's scored values (over every rank's samples). */
+static jr_status log_components(jr_grpo_trainer *g) {
     const grpo_rollout *ro = &g->ro;
-    for (int k = 0; k < g->K; k++) {
-        double s1 = 0, s2 = 0;
-        int m = 0;
+    double *v = jr_calloc(3 * (size_t)g->K + 1, sizeof *v);
+    if (!v) return JR_ENOMEM;
+    for (int k = 0; k < g->K; k++)
         for (int i = 0; i < ro->n; i++)
-            if (ro->s[i].vals && ro->s[i].vscored[k]) { s1 += ro->s[i].vals[k]; s2 += ro->s[i].vals[k] * ro->s[i].vals[k]; m++; }
+            if (ro->s[i].vals && ro->s[i].vscored[k]) {
+                v[3 * k] += ro->s[i].vals[k];
+                v[3 * k + 1] += ro->s[i].vals[k] * ro->s[i].vals[k];
+                v[3 * k + 2] += 1;
+            }
+    jr_status st = jr_dist_sum_f64(v, 3 * (size_t)g->K, "the reward components");
+    for (int k = 0; k < g->K && !st; k++) {
+        double s1 = v[3 * k], s2 = v[3 * k + 1];
+        int m = (int)v[3 * k + 2];
         char key[160];
         double mean = m ? s1 / m : 0;
         snprintf(key, sizeof key, "rewards/%s/mean", g->env->part_names[k]);
@@ -121,6 +161,8 @@ static void log_components(jr_grpo_trainer *g) {
         snprintf(key, sizeof key, "rewards/%s/std", g->env->part_names[k]);
         jr_runlog_add(g->run.rl, key, m > 1 ? sqrt(fmax(0, (s2 - m * mean * mean) / (m - 1))) : 0);
     }
+    free(v);
+    return st;
 }
 
 /* Timings and judge statistics of the step. */
@@ -184,19 +226,25 @@ jr_status jr_grpo_log(jr_grpo_trainer *g, int64_t step) {
     const grpo_rollout *ro = &g->ro;
     const grpo_update_stats *us = &g->us;
     int64_t done = step + 1;
-    if (g->fresh && g->o.log_completions_every > 0 && done % g->o.log_completions_every == 0) log_samples(g, done);
+    if (g->fresh && g->o.log_completions_every > 0 && done % g->o.log_completions_every == 0 && !g->run.rank)
+        log_samples(g, done); /* rank 0's samples */
     double unscored = g->rs.n_generated ? (double)g->rs.n_unscored / g->rs.n_generated : 0;
     jr_progress_field(g->run.bar, "unscored", "%.2f", unscored);
     if (!g->run.log_now) return JR_OK;
     jr_runlog_add(rl, "reward", g->as.reward_mean);
     jr_runlog_add(rl, "reward_std", g->as.reward_std);
-    log_components(g);
-    double len_sum = 0, len_max = 0, trunc = 0;
+    jr_status st = log_components(g);
+    if (st) return st;
+    double len[3] = {0, 0, 0}, len_max = 0; /* length sum, truncated, samples */
     for (int i = 0; i < ro->n; i++) {
-        len_sum += ro->s[i].n;
+        len[0] += ro->s[i].n;
         if (ro->s[i].n > len_max) len_max = ro->s[i].n;
-        trunc += ro->s[i].truncated;
+        len[1] += ro->s[i].truncated;
     }
+    len[2] = ro->n;
+    if ((st = jr_dist_sum_f64(len, 3, "the completion lengths")) || (st = jr_dist_max_f64(&len_max, 1, "the longest completion")))
+        return st;
+    double len_sum = len[0], trunc = len[1], n_all = len[2];
     jr_runlog_add(rl, "unscored_frac", unscored);
     jr_runlog_add(rl, "frac_reward_zero_std", g->as.frac_zero_std);
     jr_runlog_add(rl, "groups_used", g->as.groups_used);
@@ -206,9 +254,9 @@ jr_status jr_grpo_log(jr_grpo_trainer *g, int64_t step) {
     jr_runlog_add(rl, "clip_ratio/high_mean", us->clip_high);
     jr_runlog_add(rl, "clip_ratio/region_mean", us->clip_region);
     jr_runlog_add(rl, "entropy", us->entropy);
-    jr_runlog_add(rl, "completions/mean_length", ro->n ? len_sum / ro->n : 0);
+    jr_runlog_add(rl, "completions/mean_length", n_all ? len_sum / n_all : 0);
     jr_runlog_add(rl, "completions/max_length", len_max);
-    jr_runlog_add(rl, "completions/clipped_ratio", ro->n ? trunc / ro->n : 0);
+    jr_runlog_add(rl, "completions/clipped_ratio", n_all ? trunc / n_all : 0);
     jr_runlog_add(rl, "grad_norm", us->gnorm);
     log_timing(g, jr_now_s());
     return g->hooks.log ? g->hooks.log(g->hooks.ud, rl, step) : JR_OK;
@@ -230,6 +278,13 @@ jr_status jr_grpo_rollout(jr_grpo_trainer *g, int64_t step) {
     g->t_wait = jr_now_s() - t0;
     if (st) return st;
     g->run.ts.data = g->rs.data_after;
+    if (g->run.ranks > 1) { /* the unscored share and the stop rule are the whole batch's */
+        double v[3] = {g->rs.n_generated, g->rs.n_unscored, (double)g->rs.gen_tokens};
+        if ((st = jr_dist_sum_f64(v, 3, "the rollout counts"))) return st;
+        g->rs.n_generated = (int)v[0];
+        g->rs.n_unscored = (int)v[1];
+        g->rs.gen_tokens = (long)v[2];
+    }
     double unscored = g->rs.n_generated ? (double)g->rs.n_unscored / g->rs.n_generated : 0;
     if (unscored > g->o.max_unscored_frac) /* stop cleanly with a checkpoint of the state before this step */
         return jr_run_stop_unscored(&g->run, &g->prev, step, g->rs.n_unscored, g->rs.n_generated, "samples unscored",
@@ -237,8 +292,28 @@ jr_status jr_grpo_rollout(jr_grpo_trainer *g, int64_t step) {
     return JR_OK;
 }
 
+/* Data-parallel: the advantage statistics of the whole batch from every rank's groups. */
+static jr_status reduce_adv_stats(jr_grpo_trainer *g) {
+    jr_adv_stats *a = &g->as;
+    double s1 = 0, s2 = 0;
+    for (int i = 0; i < g->ro.n; i++)
+        if (g->ro.s[i].scored) { s1 += g->ro.s[i].reward; s2 += g->ro.s[i].reward * g->ro.s[i].reward; }
+    double v[7] = {a->groups, a->groups_used, a->scored, a->unscored, s1, s2, a->frac_zero_std * a->groups_used};
+    jr_status st = jr_dist_sum_f64(v, 7, "the advantage statistics");
+    if (st) return st;
+    a->groups = (int)v[0];
+    a->groups_used = (int)v[1];
+    a->scored = (int)v[2];
+    a->unscored = (int)v[3];
+    a->reward_mean = a->scored ? v[4] / a->scored : 0;
+    a->reward_std = a->scored > 1 ? sqrt(fmax(0, (v[5] - a->scored * a->reward_mean * a->reward_mean) / (a->scored - 1))) : 0;
+    a->frac_zero_std = a->groups_used ? v[6] / a->groups_used : 0;
+    return JR_OK;
+}
+
 jr_status jr_grpo_advantages_step(jr_grpo_trainer *g, int64_t step) {
     jr_status st = grpo_compute_advantages(g);
+    if (!st && g->run.ranks > 1) st = reduce_adv_stats(g);
     if (!st) st = grpo_build_micro(g);
     if (!st) st = grpo_old_and_ref(g, step);
     return st;

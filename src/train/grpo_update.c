@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "grpo_internal.h"
+#include "judgerl/dist.h"
 #include "judgerl/fsutil.h"
 
 void grpo_micro_free(grpo_micro *mb, int n) {
@@ -167,7 +168,7 @@ static void entropy_sum(const grpo_micro *x, const float *ent, double *sum, doub
 }
 
 /* Forward, loss and backward of one micro-batch; statistics weighted by its tokens into us. */
-static jr_status micro_step(jr_grpo_trainer *g, grpo_micro *x, const jr_policy_loss_cfg *pc, double *ent,
+static jr_status micro_step(jr_grpo_trainer *g, grpo_micro *x, const jr_policy_loss_cfg *pc, double n_mb, double *ent,
                             double *ent_n, double *w_sum) {
     int use_old = g->mu > 1 || g->o.async_generation;
     jr_status st = micro_logprobs(g, &g->run.m, x, x->lp, g->ent);
@@ -178,7 +179,7 @@ static jr_status micro_step(jr_grpo_trainer *g, grpo_micro *x, const jr_policy_l
                         x->active, x->nb, x->T, pc);
     if (st) return st;
     if (pc->type == JR_LOSS_BNPO) { /* per micro-batch mean, averaged over micro-batches */
-        float f = 1.0f / (float)g->n_mb;
+        float f = 1.0f / (float)n_mb;
         for (size_t i = 0; i < (size_t)x->nb * x->T; i++) x->dlp[i] *= f;
         ps.loss *= f;
     }
@@ -204,7 +205,13 @@ jr_status grpo_policy_step(jr_grpo_trainer *g, double lr) {
             seqs += 1;
             for (int t = 0; t < g->mb[k].T; t++) tokens += g->mb[k].mask[(size_t)b * g->mb[k].T + t];
         }
-    if (seqs == 0 || tokens == 0) return JR_OK; /* nothing to learn from: no update */
+    /* data-parallel: the loss normalisers (tokens, sequences, micro-batches) are the whole batch's */
+    double cnt[3] = {tokens, seqs, g->n_mb};
+    jr_status st = jr_dist_sum_f64(cnt, 3, "the loss normalisers");
+    if (st) return st;
+    tokens = cnt[0];
+    seqs = cnt[1];
+    if (seqs == 0 || tokens == 0) return JR_OK; /* nothing to learn from: no update (on every rank) */
     jr_policy_loss_cfg pc = {g->o.loss_type, g->o.epsilon, g->eps_high, g->o.beta, g->max_comp, tokens, seqs};
     jr_model_zero_grads(&g->run.m);
     double ent = 0, ent_n = 0, w_sum = 0;
@@ -213,14 +220,16 @@ jr_status grpo_policy_step(jr_grpo_trainer *g, double lr) {
         int any = 0;
         for (int b = 0; b < x->nb; b++) any |= x->active[b];
         if (!any) continue;
-        jr_status st = micro_step(g, x, &pc, &ent, &ent_n, &w_sum);
-        if (st) return st;
+        if ((st = micro_step(g, x, &pc, cnt[2], &ent, &ent_n, &w_sum))) return st;
     }
+    double v[8] = {us->loss, us->kl, us->clip_low, us->clip_high, us->clip_region, w_sum, ent, ent_n};
+    if ((st = jr_dist_sum_f64(v, 8, "the update statistics"))) return st;
+    us->loss = v[0]; us->kl = v[1]; us->clip_low = v[2]; us->clip_high = v[3]; us->clip_region = v[4];
+    w_sum = v[5]; ent = v[6]; ent_n = v[7];
     if (w_sum > 0) {
         us->kl /= w_sum; us->clip_low /= w_sum; us->clip_high /= w_sum; us->clip_region /= w_sum;
     }
     us->entropy = ent_n > 0 ? ent / ent_n : 0;
     us->tokens = tokens;
-    us->gnorm = jr_run_update(&g->run, lr);
-    return JR_OK;
+    return jr_run_update(&g->run, lr, &us->gnorm);
 }

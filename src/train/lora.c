@@ -232,6 +232,14 @@ jr_status jr_lora_load_peft(jr_lora *l, const char *dir) {
         else
             st = jr_st_read_f32(&f, t, l->ad.params + l->ad.offset[i]);
     }
+    /* a tensor the base model has no place for: the adapter was made for another (e.g. deeper) model */
+    for (int j = 0; j < f.n && !st; j++) {
+        int known = 0;
+        for (int i = 0; i < l->ad.n_tensors && !known; i++) known = !strcmp(f.tensors[j].name, l->ad.tensors[i].name);
+        if (!known)
+            st = jr_fail(JR_EFORMAT, "%s: tensor '%s' has no place in the base model (%d layers; the adapter was made "
+                         "for another model?)", wpath, f.tensors[j].name, l->m ? l->m->cfg.num_hidden_layers : -1);
+    }
     jr_st_close(&f);
     free(wpath);
     if (!st) jr_lora_on(l);

@@ -1,10 +1,12 @@
 /* run.c - the run harness (run.h): typed run / trainer / LoRA options, resume, model + LoRA + AdamW, threads,
  * run log, progress, checkpoint cadence, stop signals, the evaluation hook; `judgerl train`'s dispatcher */
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "judgerl/dist.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/nn.h"
 #include "judgerl/run.h"
@@ -58,6 +60,43 @@ double jr_now_s(void) {
 void jr_run_opts_from_config(jr_run_opts *o, const jr_config *c) {
     o->seed = (uint64_t)jr_cfg_int(c, "run.seed");
     o->out_dir = jr_cfg_str(c, "run.out_dir");
+    o->overwrite = jr_cfg_has(c, "run.overwrite") && jr_cfg_bool(c, "run.overwrite");
+}
+
+/* A previous run's own files (what overwrite removes). */
+static int run_file(const char *name) {
+    static const char *const own[] = {"checkpoints", "model", "adapter", "metrics.jsonl", "samples.jsonl",
+                                      "unscored.json", "report.html", "config.yaml", NULL};
+    for (int i = 0; own[i]; i++)
+        if (!strcmp(name, own[i])) return 1;
+    return !strncmp(name, "events.out.tfevents.", 20);
+}
+
+jr_status jr_run_dir_prepare(const jr_run_opts *o, int resume, int dry) {
+    if (!o->out_dir) return jr_fail(JR_EINVAL, "run.out_dir must be set");
+    DIR *d = opendir(o->out_dir);
+    if (!d) return JR_OK; /* absent (created later) or not a directory (the first write says so) */
+    char seen[160] = "";
+    size_t n = 0;
+    struct dirent *e;
+    jr_status st = JR_OK;
+    while (!st && (e = readdir(d))) {
+        const char *nm = e->d_name;
+        if (!strcmp(nm, ".") || !strcmp(nm, "..") || !strncmp(nm, "judge_cache.sqlite", 18)) continue;
+        if (n++ < 4 && strlen(seen) + strlen(nm) + 3 < sizeof seen)
+            snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s%.60s", *seen ? ", " : "", nm);
+        if (o->overwrite && !resume && !dry && run_file(nm)) {
+            char *p = jr_path_join(o->out_dir, nm);
+            if (!p) st = JR_ENOMEM;
+            else jr_remove_tree(p);
+            free(p);
+        }
+    }
+    closedir(d);
+    if (st || !n || resume || o->overwrite) return st;
+    return jr_fail(JR_EINVAL, "run.out_dir=%s is not empty (it holds %s%s): continue that run with "
+                   "trainer.resume=true, replace it with run.overwrite=true, or choose another run.out_dir",
+                   o->out_dir, seen, n > 4 ? ", ..." : "");
 }
 
 /* trainer.tokenizer unset: the model directory's tokenizer.json when it has one, else bytes. */
@@ -184,7 +223,9 @@ jr_status jr_run_open(jr_run *r, const jr_run_opts *ro, const jr_trainer_opts *t
     r->to = *to;
     if (lo) r->lo = *lo;
     r->src = *src;
-    r->progress = progress;
+    r->rank = jr_dist_rank();
+    r->ranks = jr_dist_size();
+    r->progress = r->rank ? NULL : progress; /* rank 0 alone shows progress */
     r->stop = stop;
     r->last_eval = NAN;
     if (!(r->why = jr_reason_tally_new())) return JR_ENOMEM;
@@ -216,7 +257,9 @@ jr_status jr_run_start(jr_run *r, double step_flops, const jr_tok *tok) {
     if (r->to.threads > 0) jr_nn_set_threads(r->to.threads);
     else if (step_flops < 2e9) jr_nn_set_threads(1);
     jr_status st = jr_model_alloc_grads(&r->m);
-    if (!st) st = jr_runlog_open(&r->rl, r->ro.out_dir, r->resumed ? r->ts.step : -1, r->to.tensorboard);
+    /* rank 0 alone writes metrics, TensorBoard and checkpoints: the other ranks keep no log. A resume
+     * cuts the logs back to the checkpoint's step, to 0 when the run was killed before its first one */
+    if (!st && !r->rank) st = jr_runlog_open(&r->rl, r->ro.out_dir, r->to.resume ? r->ts.step : -1, r->to.tensorboard);
     if (st) return st;
     if (r->progress && r->to.tokenizer_loud) fprintf(r->progress, "%s\n", r->to.tokenizer_note);
     r->first_step = r->ts.step + 1;
@@ -224,15 +267,21 @@ jr_status jr_run_start(jr_run *r, double step_flops, const jr_tok *tok) {
 }
 
 jr_status jr_run_checkpoint(jr_run *r, const jr_train_state *s) {
+    if (r->rank) return JR_OK;
     return jr_ckpt_save_with(r->ro.out_dir, r->trained, &r->opt, s, r->to.keep_checkpoints, write_model, r);
 }
 
-double jr_run_update(jr_run *r, double lr) {
+jr_status jr_run_update(jr_run *r, double lr, double *gnorm) {
     if (r->use_lora) jr_lora_grads(&r->lora);
-    double gnorm = jr_clip_grad_norm(r->trained, r->to.max_grad_norm);
+    /* data-parallel: the ranks' gradients summed in a fixed order, the same bits on every rank, so every
+     * rank takes the same AdamW step and holds the same weights */
+    jr_status st = jr_dist_sum_f32(r->trained->grads, r->trained->n_params, "the gradients");
+    if (st) return st;
+    double gn = jr_clip_grad_norm(r->trained, r->to.max_grad_norm);
     jr_adamw_step(&r->opt, r->trained, lr);
     if (r->use_lora) jr_lora_on(&r->lora);
-    return gnorm;
+    if (gnorm) *gnorm = gn;
+    return JR_OK;
 }
 
 jr_status jr_run_stop_unscored(jr_run *r, const jr_train_state *prev, int64_t step, int bad, int total,
@@ -242,12 +291,16 @@ jr_status jr_run_stop_unscored(jr_run *r, const jr_train_state *prev, int64_t st
     jr_runlog_commit(r->rl, step + 1);
     jr_status st = jr_run_checkpoint(r, prev);
     if (st) return st;
-    json_t *o = jr_reason_tally_json(r->why); /* the reasons, kept for after the run */
+    json_t *o = r->rank ? NULL : jr_reason_tally_json(r->why); /* the reasons, kept for after the run (rank 0) */
     char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL, *path = jr_path_join(r->ro.out_dir, "unscored.json");
     if (text && path) jr_write_atomic(path, text, strlen(text));
     json_decref(o);
     free(text);
     free(path);
+    /* every rank reached the same decision: they wait here for rank 0's files, since the error they return
+     * ends the job (MPI_Abort) */
+    double sync = 0;
+    if ((st = jr_dist_sum_f64(&sync, 1, "the stop"))) return st;
     return jr_fail(JR_EIO, "step %lld: %d of %d %s (%.0f%% > judge.max_unscored_frac=%g; %.1500s); stopped with a "
                            "checkpoint at step %lld: fix the judge and resume with trainer.resume=true", (long long)(step + 1),
                    bad, total, what, 100 * frac, limit, jr_reason_tally_summary(r->why), (long long)step);
@@ -255,7 +308,7 @@ jr_status jr_run_stop_unscored(jr_run *r, const jr_train_state *prev, int64_t st
 
 /* The eval hook is due after step `done` (1-based count of steps done). */
 static int eval_due(const jr_run *r, int64_t done) {
-    if (!r->eval.score) return 0;
+    if (!r->eval.score || r->rank) return 0; /* data-parallel: rank 0 evaluates */
     return (done == r->to.steps && r->eval.at_end) || (r->eval.every > 0 && done % r->eval.every == 0);
 }
 
@@ -282,6 +335,7 @@ static jr_status after_step(jr_run *r, const jr_run_algo *algo, int64_t done, do
 
 /* The final policy: an HF directory with the tokenizer (full fine-tuning) or a PEFT adapter (LoRA). */
 static jr_status save_final(jr_run *r) {
+    if (r->rank) return JR_OK;
     return jr_ckpt_save_final(r->ro.out_dir, r->use_lora ? "adapter" : "model", &r->m, r->use_lora ? write_model : NULL,
                               r, r->tok);
 }
@@ -304,6 +358,11 @@ jr_status jr_run_step(jr_run *r, const jr_run_algo *algo) {
     jr_status st = algo->step(algo->ud, r, step, &loss, &boundary);
     if (st == JR_ECANCELED && r->stop && *r->stop) return stopped_in_step(r, done);
     if (st) return st;
+    if (r->ranks > 1 && r->stop) { /* a stop request seen by any rank stops every rank after the same step */
+        double any = *r->stop ? 1 : 0;
+        if ((st = jr_dist_sum_f64(&any, 1, "the stop flag"))) return st;
+        if (any > 0) *r->stop = 1;
+    }
     r->ts.step = done;
     if (done == r->first_step) r->first_loss = loss;
     r->last_loss = loss;
@@ -344,12 +403,34 @@ jr_status jr_run_close(jr_run *r, jr_status st) {
 
 /* ---- `judgerl train` ---- */
 
+/* run.out_dir/config.yaml: the effective config (defaults filled), what `judgerl report` and
+ * `compare` show; rewritten by a resumed run. */
+static jr_status write_config(const jr_config *c, const char *out_dir) {
+    char *text = jr_config_dump(c), *path = jr_path_join(out_dir, "config.yaml");
+    jr_status st = text && path ? jr_mkdirs(out_dir) : JR_ENOMEM;
+    if (!st) st = jr_write_atomic(path, text, strlen(text));
+    free(text);
+    free(path);
+    return st;
+}
+
 jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res) {
     memset(res, 0, sizeof *res);
     res->last_val_loss = NAN;
     jr_trainer_opts to;
     jr_trainer_opts_from_config(&to, c);
     const char *algo = to.algo;
+    if (jr_dist_size() > 1 && !strcmp(algo, "distill"))
+        return jr_fail(JR_EUNSUPPORTED, "%s: trainer.algo=%s does not run data-parallel yet (sft, grpo and rloo do "
+                                        "over %d MPI ranks): run it as one process (docs/SCALE.md)", c->source, algo,
+                       jr_dist_size());
+    jr_run_opts ro;
+    jr_run_opts_from_config(&ro, c);
+    jr_status st = jr_train_check(c);
+    /* rank 0 alone prepares the run directory and writes into it (another rank would find it used) */
+    if (!st && !jr_dist_rank()) st = jr_run_dir_prepare(&ro, to.resume, 0);
+    if (!st && !jr_dist_rank()) st = write_config(c, ro.out_dir);
+    if (st) return st;
     if (!strcmp(algo, "grpo") || !strcmp(algo, "rloo")) return jr_grpo_run(c, progress, stop, res);
     if (!strcmp(algo, "distill")) return jr_distill_run(c, progress, stop, res);
     if (!strcmp(algo, "sft")) return jr_sft_run(c, progress, stop, res);

@@ -6,6 +6,7 @@
 
 #include "judgerl/checkpoint.h"
 #include "judgerl/dataset.h"
+#include "judgerl/dist.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/model.h"
 #include "judgerl/nn.h"
@@ -154,11 +155,14 @@ static jr_status val_loss(sft *s, double *out) {
 
 static jr_status sft_eval(void *ud, double *out) { return val_loss(ud, out); }
 
-/* One optimizer step: accum micro-batches of the training stream, cross-entropy, AdamW. */
+/* One optimizer step: accum micro-batches of the training stream, cross-entropy, AdamW. Data-parallel
+ * (run.ranks > 1): every rank reads and tokenizes the whole global batch (the same stream, position and
+ * token count as one process) and runs forward/backward on its own micro-batches only, rank r the
+ * r-th contiguous share; jr_run_update sums the gradients across ranks in a fixed order. */
 static jr_status sft_step(void *ud, jr_run *r, int64_t step, double *loss, int *boundary) {
     sft *s = ud;
     (void)boundary;
-    double t0 = jr_now_s();
+    double t0 = jr_now_s(), c0;
     long n_tok = 0;
     jr_status st;
     for (int i = 0; i < s->accum; i++) {
@@ -168,16 +172,21 @@ static jr_status sft_step(void *ud, jr_run *r, int64_t step, double *loss, int *
     jr_model_zero_grads(&r->m);
     double nll = 0;
     float scale = n_tok ? 1.0f / (float)n_tok : 0.0f;
-    for (int i = 0; i < s->accum; i++) {
+    int lo = (int)((long)s->accum * r->rank / r->ranks), hi = (int)((long)s->accum * (r->rank + 1) / r->ranks);
+    for (int i = lo; i < hi; i++) {
         double part;
         long cnt;
         st = jr_model_nll(&r->m, &s->acts, s->mb[i].ids, s->mb[i].targets, s->mb[i].B, s->mb[i].T, scale, s->lp, &part, &cnt);
         if (st) return st;
         nll += part;
     }
+    jr_dist_traffic(NULL, NULL, &c0);
+    if ((st = jr_dist_sum_f64(&nll, 1, "the loss"))) return st;
     *loss = n_tok ? nll / n_tok : NAN;
-    double gnorm = jr_run_update(r, jr_schedule_lr(&r->sch, step));
+    double gnorm, c1;
+    if ((st = jr_run_update(r, jr_schedule_lr(&r->sch, step), &gnorm))) return st;
     double dt = jr_now_s() - t0;
+    jr_dist_traffic(NULL, NULL, &c1);
     r->ts.tokens += n_tok;
     r->ts.data = jr_data_tell(s->data);
     if (r->log_now) {
@@ -185,6 +194,7 @@ static jr_status sft_step(void *ud, jr_run *r, int64_t step, double *loss, int *
         jr_runlog_add(r->rl, "grad_norm", gnorm);
         jr_runlog_add(r->rl, "tokens", (double)n_tok);
         jr_runlog_add(r->rl, "tokens_per_s", dt > 0 ? n_tok / dt : 0);
+        if (r->ranks > 1) jr_runlog_add(r->rl, "comm_frac", dt > 0 ? (c1 - c0) / dt : 0); /* rank 0's share in the sums */
     }
     return JR_OK;
 }
@@ -202,6 +212,10 @@ static jr_status sft_open(sft *s, const jr_data_opts *dopt) {
     if (s->accum < 1 || s->max_len < 2)
         return jr_fail(JR_EINVAL, "trainer options: grad_accum=%d must be >= 1 and max_seq_len=%d >= 2", s->accum,
                        s->max_len);
+    if (s->accum < r->ranks)
+        return jr_fail(JR_EINVAL, "trainer.grad_accum=%d is below the %d ranks: each rank takes whole micro-batches "
+                                  "of the global batch (batch_size x grad_accum rows), so set trainer.grad_accum to a "
+                                  "multiple of the ranks", s->accum, r->ranks);
     if ((st = jr_run_start(r, jr_model_train_flops(&r->m, s->B, s->max_len) * s->accum, &s->tok))) return st;
     if ((st = jr_acts_init_opts(&s->acts, &r->m, s->B, s->max_len, &(jr_acts_opts){JR_LOGIT_ROWS_AUTO, 1}))) return st;
     s->mb = jr_calloc((size_t)s->accum, sizeof *s->mb);
