@@ -3,6 +3,7 @@
 #include "harness.h"
 
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -199,9 +200,69 @@ TEST(custom_function_and_rules_without_judge) {
     jr_config_free(&cfg);
 }
 
+/* jr_reward_shared_score from 8 threads at once (rows repeated across threads, so identical rows
+ * are in flight together) gives each caller exactly what jr_reward_score gives. */
+enum { N_THREADS = 8, N_ROWS = 40 };
+struct shared_job { jr_reward *r; json_t **rows; jr_reward_result res[N_ROWS]; jr_status st; };
+
+static void *shared_worker(void *arg) {
+    struct shared_job *j = arg;
+    j->st = jr_reward_shared_score(j->r, (const json_t *const *)j->rows, N_ROWS, j->res);
+    return NULL;
+}
+
+TEST(shared_scoring_from_threads_matches_serial) {
+    const char *yaml = "reward:\n  components:\n"
+                       "    - {name: ok, fn: exact, weight: 2}\n"
+                       "    - {name: len, fn: length, weight: 1, params: {min: 1, max: 2, unit: chars}}\n";
+    jr_reward *serial, *shared;
+    jr_config c1, c2;
+    CHECK_OK(open_yaml(yaml, &serial, &c1));
+    CHECK_OK(open_yaml(yaml, &shared, &c2));
+    if (!serial || !shared) return;
+    json_t *rows[N_ROWS];
+    for (int i = 0; i < N_ROWS; i++) {
+        char b[200];
+        if (i % 10 == 9) snprintf(b, sizeof b, "{\"id\": %d, \"response\": \"r%d\"}", i, i % 7); /* no reference: unscored */
+        else snprintf(b, sizeof b, "{\"id\": %d, \"response\": \"%s%d\", \"reference\": \"a%d\"}", i, i % 3 ? "a" : "b", i % 7, i % 7);
+        rows[i] = row(b);
+    }
+    jr_reward_result want[N_ROWS];
+    CHECK_OK(jr_reward_score(serial, (const json_t *const *)rows, N_ROWS, want));
+    CHECK(jr_reward_shared_score(shared, (const json_t *const *)rows, 1, want) == JR_EINVAL); /* not started: refused */
+    CHECK_OK(jr_reward_shared_start(shared));
+    static struct shared_job jobs[N_THREADS];
+    pthread_t th[N_THREADS];
+    for (int t = 0; t < N_THREADS; t++) {
+        jobs[t].r = shared;
+        jobs[t].rows = rows;
+        pthread_create(&th[t], NULL, shared_worker, &jobs[t]);
+    }
+    for (int t = 0; t < N_THREADS; t++) pthread_join(th[t], NULL);
+    int n_unscored = 0;
+    for (int t = 0; t < N_THREADS; t++) {
+        CHECK_OK(jobs[t].st);
+        for (int i = 0; i < N_ROWS; i++) {
+            jr_reward_result *g = &jobs[t].res[i], *w = &want[i];
+            CHECK_MSG(g->scored == w->scored, "thread %d row %d", t, i);
+            if (w->scored) CHECK_NEAR(g->reward, w->reward, 0, 0);
+            else { CHECK_STR(g->reason, w->reason); n_unscored += t == 0; }
+            CHECK(g->n_parts == 2 && g->parts[1].scored == w->parts[1].scored);
+            jr_reward_result_free(g);
+        }
+    }
+    CHECK(n_unscored == N_ROWS / 10);
+    for (int i = 0; i < N_ROWS; i++) { jr_reward_result_free(&want[i]); json_decref(rows[i]); }
+    jr_reward_close(serial);
+    jr_reward_close(shared);
+    jr_config_free(&c1);
+    jr_config_free(&c2);
+}
+
 int main(void) {
     RUN(seed2_recipe_hand_computed);
     RUN(config_errors);
     RUN(custom_function_and_rules_without_judge);
+    RUN(shared_scoring_from_threads_matches_serial);
     return jt_done();
 }

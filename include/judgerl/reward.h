@@ -102,6 +102,7 @@ typedef struct jr_reward_result {
     int n_parts;
     jr_reward_part *parts; /* one per component, in config order (owned) */
     int judge_calls;       /* judge calls made for this row (0 when short-circuited or cached) */
+    int judge_cached;      /* judge calls answered by the cache */
     double judge_latency_s; /* the slowest of its judge results, submit -> result (0 without one) */
 } jr_reward_result;
 
@@ -135,6 +136,19 @@ typedef struct jr_reward_batch jr_reward_batch;
 jr_status jr_reward_batch_open(jr_reward *r, size_t cap, jr_reward_result *results, jr_reward_batch **out);
 jr_status jr_reward_batch_add(jr_reward_batch *b, size_t i, const json_t *row);
 jr_status jr_reward_batch_finish(jr_reward_batch *b);
+
+/* Shared scoring, for services (judgerl serve-reward): after jr_reward_shared_start, any number of
+ * threads may call jr_reward_shared_score at once. Rule components run in the caller's thread;
+ * judge components of every caller share the registry's judge client (its per-endpoint
+ * concurrency, rate limits and cache apply across callers) and one collector thread hands each
+ * judge result to its row. Rows in flight at the same time with identical fields ("id" aside) are
+ * computed once and every caller gets the result. Blocks until the caller's n rows are done;
+ * results[i] as jr_reward_score gives them. Returns JR_ENET with the message when the judge
+ * refused a request in a way no retry fixes (jr_judge_fatal); the results are still filled. Do
+ * not use jr_reward_score or batches on a registry that was started for sharing. The collector
+ * stops in jr_reward_close. */
+jr_status jr_reward_shared_start(jr_reward *r);
+jr_status jr_reward_shared_score(jr_reward *r, const json_t *const *rows, size_t n, jr_reward_result *results);
 
 /* A result as JSON: {"reward": x | null, "scored": bool, "reason"?: str,
  * "components": {name: {"value": x | null, "weight": w, "scored": bool, "reason"?, "detail"?}}}. */

@@ -1,6 +1,9 @@
 /* cli.c - shared helpers of the subcommands: error lines, exit codes, config loading */
 #include "cli/cli.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,4 +99,35 @@ jr_status cli_textgen_open(jr_textgen *t, const char *model, const char *tok_spe
     }
     json_decref(ac);
     return st;
+}
+
+int cli_int_arg(const char *cmd, const char *flag, const char *v, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || errno || *end || x < lo || x > hi) {
+        cli_usage(cmd, "%s: expected an integer in [%ld, %ld], got '%s'", flag, lo, hi, v ? v : "");
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+int cli_seconds_arg(const char *cmd, const char *flag, const char *v, double lo, double *out) {
+    char *end;
+    double x = v ? strtod(v, &end) : 0;
+    if (!v || *end || !(x >= lo) || x > 1e7) {
+        cli_usage(cmd, "%s: expected seconds >= %g, got '%s'", flag, lo, v ? v : "");
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+void cli_block_stop_signals(sigset_t *set) {
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, set, NULL);
+    signal(SIGPIPE, SIG_IGN);
 }

@@ -14,6 +14,16 @@ int cli_fail(const char *cmd, jr_status st);
 /* Prints "judgerl CMD: <formatted message>" (one line) and returns CLI_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A flag's value as an integer in [lo, hi] or as seconds >= lo: 0 with *out set, or -1 after
+ * printing the usage error (the command returns CLI_USAGE). */
+int cli_int_arg(const char *cmd, const char *flag, const char *v, long lo, long hi, long *out);
+int cli_seconds_arg(const char *cmd, const char *flag, const char *v, double lo, double *out);
+
+/* Blocks SIGTERM and SIGINT in this thread and every thread started after (a server's main thread
+ * then takes them with sigwait(set)) and ignores SIGPIPE. Call before starting any thread. */
+#include <signal.h>
+void cli_block_stop_signals(sigset_t *set);
+
 /* 1 when argv has -h or --help. */
 int cli_wants_help(int argc, char **argv);
 
@@ -37,6 +47,7 @@ int cmd_version(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_serve_reward(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);
 int cmd_train(int argc, char **argv);

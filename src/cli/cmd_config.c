@@ -11,6 +11,7 @@
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
+#include "judgerl/reward_service.h"
 #include "judgerl/wf_executor.h"
 #include "judgerl/workflow.h"
 #include "judgerl/probe.h"
@@ -33,6 +34,7 @@ static const jr_cfg_field *const all_tables[] = {
     jr_workflow_cfg,
     jr_wf_exec_cfg,
     jr_probe_cfg,
+    jr_reward_service_cfg,
     jr_wf_env_cfg,
     jr_wf_buffer_cfg,
     jr_wf_train_cfg,

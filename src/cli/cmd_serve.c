@@ -34,29 +34,6 @@ static jr_status tg_chat(void *tok, int n, const char *const *roles, const char 
     return jr_textgen_encode_chat(tok, n, roles, contents, ids, n_ids);
 }
 
-static int num(const char *cmd, const char *flag, const char *v, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || errno || *end || x < lo || x > hi) {
-        cli_usage(cmd, "%s: expected an integer in [%ld, %ld], got '%s'", flag, lo, hi, v ? v : "");
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
-static int seconds(const char *cmd, const char *flag, const char *v, double lo, double *out) {
-    char *end;
-    double x = v ? strtod(v, &end) : 0;
-    if (!v || *end || !(x >= lo) || x > 1e7) {
-        cli_usage(cmd, "%s: expected seconds >= %g, got '%s'", flag, lo, v ? v : "");
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
 int cmd_serve(int argc, char **argv) {
     const char *cmd = "serve";
     if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
@@ -83,19 +60,19 @@ int cmd_serve(int argc, char **argv) {
             }
         }
         else if (!strcmp(a, "--tokenizer")) tokenizer = v;
-        else if (!strcmp(a, "--port")) bad = num(cmd, a, v, 0, 65535, &port);
-        else if (!strcmp(a, "--parallel")) bad = num(cmd, a, v, 1, 1024, &parallel);
-        else if (!strcmp(a, "--max-tokens")) bad = num(cmd, a, v, 1, 1 << 20, &max_tokens);
-        else if (!strcmp(a, "--ctx")) bad = num(cmd, a, v, 2, 1 << 20, &ctx);
-        else if (!strcmp(a, "--max-queue")) bad = num(cmd, a, v, 1, 1 << 20, &max_queue);
-        else if (!strcmp(a, "--max-body")) bad = num(cmd, a, v, 1024, 1L << 30, &max_body);
-        else if (!strcmp(a, "--seed")) bad = num(cmd, a, v, 0, 1L << 62, &seed);
-        else if (!strcmp(a, "--max-connections")) bad = num(cmd, a, v, 1, 65536, &max_conn);
-        else if (!strcmp(a, "--max-per-client")) bad = num(cmd, a, v, 1, 65536, &per_client);
-        else if (!strcmp(a, "--drain-timeout")) bad = seconds(cmd, a, v, 0, &drain);
-        else if (!strcmp(a, "--request-timeout")) bad = seconds(cmd, a, v, 0, &req_timeout);
-        else if (!strcmp(a, "--header-timeout")) bad = seconds(cmd, a, v, 0.1, &hdr_timeout);
-        else if (!strcmp(a, "--body-timeout")) bad = seconds(cmd, a, v, 0.1, &body_timeout);
+        else if (!strcmp(a, "--port")) bad = cli_int_arg(cmd, a, v, 0, 65535, &port);
+        else if (!strcmp(a, "--parallel")) bad = cli_int_arg(cmd, a, v, 1, 1024, &parallel);
+        else if (!strcmp(a, "--max-tokens")) bad = cli_int_arg(cmd, a, v, 1, 1 << 20, &max_tokens);
+        else if (!strcmp(a, "--ctx")) bad = cli_int_arg(cmd, a, v, 2, 1 << 20, &ctx);
+        else if (!strcmp(a, "--max-queue")) bad = cli_int_arg(cmd, a, v, 1, 1 << 20, &max_queue);
+        else if (!strcmp(a, "--max-body")) bad = cli_int_arg(cmd, a, v, 1024, 1L << 30, &max_body);
+        else if (!strcmp(a, "--seed")) bad = cli_int_arg(cmd, a, v, 0, 1L << 62, &seed);
+        else if (!strcmp(a, "--max-connections")) bad = cli_int_arg(cmd, a, v, 1, 65536, &max_conn);
+        else if (!strcmp(a, "--max-per-client")) bad = cli_int_arg(cmd, a, v, 1, 65536, &per_client);
+        else if (!strcmp(a, "--drain-timeout")) bad = cli_seconds_arg(cmd, a, v, 0, &drain);
+        else if (!strcmp(a, "--request-timeout")) bad = cli_seconds_arg(cmd, a, v, 0, &req_timeout);
+        else if (!strcmp(a, "--header-timeout")) bad = cli_seconds_arg(cmd, a, v, 0.1, &hdr_timeout);
+        else if (!strcmp(a, "--body-timeout")) bad = cli_seconds_arg(cmd, a, v, 0.1, &body_timeout);
         else return cli_usage(cmd, "unknown argument '%s' (see judgerl serve --help)", a);
         if (bad) return CLI_USAGE;
         if (!v) return cli_usage(cmd, "%s needs a value", a);
@@ -118,11 +95,7 @@ int cmd_serve(int argc, char **argv) {
     if (!have) return cli_fail(cmd, jr_fail(JR_ENOTFOUND, "%s: no config.json (not a model directory)", model));
     /* Signals are taken by sigwait below: block them before any thread starts. */
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    cli_block_stop_signals(&set);
 
     jr_serve_opts o = {0};
     o.host = host;

@@ -17,6 +17,7 @@ static const command commands[] = {
     {"train", cmd_train, "train a model from a YAML config (SFT, GRPO, RLOO, distill)"},
     {"generate", cmd_generate, "sample completions from a model directory (prompt, chat or JSONL)"},
     {"serve", cmd_serve, "OpenAI-compatible HTTP server for a model directory"},
+    {"serve-reward", cmd_serve_reward, "reward service for verl / OpenRLHF / TRL / slime (remote reward protocols, batch API)"},
     {"grade", cmd_grade, "grade a JSONL file with an LLM judge (resumable, cached)"},
     {"eval", cmd_eval, "score a model, checkpoint or adapter (N samples, rewards, IFEval, pass@k); eval code: HumanEval pass@k"},
     {"workflow", cmd_workflow, "seed 2's workflows: check one, run it on problems against an executor model"},

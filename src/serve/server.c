@@ -1,4 +1,4 @@
-/* server.c - the OpenAI-compatible HTTP server: libmicrohttpd routes, auth, limits, batching thread, SSE */
+/* server.c - the OpenAI-compatible HTTP server: routes over the shared HTTP layer (http.c), batching thread, SSE */
 #include "judgerl/serve.h"
 
 #include <arpa/inet.h>
@@ -15,12 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "serve/http.h"
 #include "serve/respond.h"
-
-#define N_STATUS 11
-static const int status_codes[N_STATUS] = {200, 400, 401, 404, 405, 413, 429, 500, 503, 504, 0};
-#define N_BUCKETS 12
-static const double buckets[N_BUCKETS] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
 
 typedef struct job {
     struct job *next;
@@ -47,10 +43,9 @@ typedef struct job {
 
 struct jr_server {
     jr_serve_opts o;
-    char *host, *api_key, *model_name;
+    char *model_name;
     char **aliases; /* o.aliases copied */
-    struct MHD_Daemon *d;
-    int port;
+    jr_http *http;
     pthread_mutex_t mu;
     pthread_cond_t cv_sched, cv_out;
     pthread_t sched;
@@ -63,35 +58,9 @@ struct jr_server {
     int n_running, cap_running;
     uint64_t next_id;
     /* metrics */
-    unsigned long long by_status[N_STATUS];
     unsigned long long prompt_tokens, completion_tokens;
-    unsigned long long lat_buckets[N_BUCKETS], lat_count;
-    double lat_sum;
-    /* connection deadlines (watchdog thread) */
-    pthread_mutex_t conn_mu;
-    struct sock_ctx *socks;
-    pthread_t watchdog;
-    int watchdog_started, stop_watchdog;
+    jr_http_hist lat;
 };
-
-/* One TCP connection, for the header and body deadlines: the watchdog shuts down the socket of a
- * connection that has been in the header phase longer than --header-timeout (counted from the
- * connection or the end of its previous request) or in the body phase longer than --body-timeout. */
-enum { PH_HEADERS, PH_BODY, PH_BUSY };
-typedef struct sock_ctx {
-    struct sock_ctx *prev, *next;
-    int fd, phase, shut;
-    int served;      /* a complete request has arrived on it */
-    uint32_t addr;   /* the client's IPv4 address */
-    double since;
-} sock_ctx;
-
-typedef struct conn {
-    int route;
-    char *body;
-    size_t len, cap;
-    int too_big;
-} conn;
 
 enum { R_NONE, R_HEALTH, R_METRICS, R_MODELS, R_CHAT, R_TEXT };
 
@@ -101,31 +70,12 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void count_status(jr_server *s, int status) {
-    int i = 0;
-    while (status_codes[i] && status_codes[i] != status) i++;
-    s->by_status[i]++;
-}
-
 static enum MHD_Result send_body(jr_server *s, struct MHD_Connection *c, int status, const char *type, char *body) {
-    pthread_mutex_lock(&s->mu);
-    count_status(s, status);
-    pthread_mutex_unlock(&s->mu);
-    if (!body) {
-        status = 500;
-        body = strdup("{\"error\":{\"message\":\"out of memory\",\"type\":\"internal_error\",\"param\":null,\"code\":null}}");
-        if (!body) return MHD_NO;
-    }
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
-    if (!r) { free(body); return MHD_NO; }
-    MHD_add_response_header(r, "Content-Type", type);
-    enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
-    return ret;
+    return jr_http_send(s->http, c, status, type, body);
 }
 
 static enum MHD_Result send_error(jr_server *s, struct MHD_Connection *c, int status, const char *msg, const char *code) {
-    return send_body(s, c, status, "application/json", jr_error_body(status, msg, code));
+    return jr_http_error(s->http, c, status, msg, code);
 }
 
 static char *dump(json_t *j) {
@@ -225,11 +175,7 @@ static void job_finish(jr_server *s, job *j) {
     int ct = completion_tokens(j);
     s->prompt_tokens += (unsigned long long)j->n_prompt;
     s->completion_tokens += (unsigned long long)ct;
-    double lat = now_s() - j->t0;
-    s->lat_sum += lat;
-    s->lat_count++;
-    for (int b = 0; b < N_BUCKETS; b++)
-        if (lat <= buckets[b]) s->lat_buckets[b]++;
+    jr_http_hist_add(&s->lat, now_s() - j->t0);
     if (j->req.stream) {
         if (j->req.include_usage) {
             json_t *o = chunk_head(j);
@@ -395,23 +341,12 @@ static void *sched_main(void *arg) {
 
 /* ---- HTTP ----------------------------------------------------------------------------------- */
 
-/* 1 when the client closed its end of the socket (or it failed): its request is cancelled. */
-static int client_gone(int fd) {
-    if (fd < 0) return 0;
-    struct pollfd p = {fd, POLLIN | POLLRDHUP, 0};
-    if (poll(&p, 1, 0) <= 0) return 0;
-    if (p.revents & (POLLHUP | POLLERR | POLLRDHUP)) return 1;
-    char c;
-    ssize_t k = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
 /* Waits (under s->mu) until `more` holds or the job finished; checks every 50 ms whether the
  * client went away, and then cancels the job. Returns 0 when the client is gone. */
 static int wait_job(jr_server *s, job *j, int (*more)(const job *)) {
     while (!more(j) && !j->finished) {
         timed_wait(&s->cv_out, &s->mu, 0.05);
-        if (!more(j) && !j->finished && client_gone(j->fd)) {
+        if (!more(j) && !j->finished && jr_http_client_gone(j->fd)) {
             j->cancelled = 1;
             pthread_cond_signal(&s->cv_sched);
             return 0;
@@ -474,29 +409,16 @@ static int serves_name(const jr_server *s, const char *name) {
 }
 
 static enum MHD_Result send_metrics(jr_server *s, struct MHD_Connection *c) {
-    size_t cap = 8192;
-    char *t = malloc(cap);
-    if (!t) return send_error(s, c, 500, "out of memory", NULL);
-    size_t o = 0;
+    jr_strbuf b = {0};
+    jr_http_metrics_requests(s->http, &b);
     pthread_mutex_lock(&s->mu);
-#define P(...) do { int w_ = snprintf(t + o, cap - o, __VA_ARGS__); if (w_ > 0 && (size_t)w_ < cap - o) o += (size_t)w_; } while (0)
-    P("# HELP judgerl_requests_total HTTP responses by status code.\n# TYPE judgerl_requests_total counter\n");
-    for (int i = 0; status_codes[i]; i++) P("judgerl_requests_total{status=\"%d\"} %llu\n", status_codes[i], s->by_status[i]);
-    P("# HELP judgerl_prompt_tokens_total Prompt tokens of finished requests.\n# TYPE judgerl_prompt_tokens_total counter\n");
-    P("judgerl_prompt_tokens_total %llu\n", s->prompt_tokens);
-    P("# HELP judgerl_completion_tokens_total Generated tokens of finished requests.\n# TYPE judgerl_completion_tokens_total counter\n");
-    P("judgerl_completion_tokens_total %llu\n", s->completion_tokens);
-    P("# HELP judgerl_request_latency_seconds Time from arrival to the last token.\n# TYPE judgerl_request_latency_seconds histogram\n");
-    for (int b = 0; b < N_BUCKETS; b++) P("judgerl_request_latency_seconds_bucket{le=\"%g\"} %llu\n", buckets[b], s->lat_buckets[b]);
-    P("judgerl_request_latency_seconds_bucket{le=\"+Inf\"} %llu\n", s->lat_count);
-    P("judgerl_request_latency_seconds_sum %.6f\njudgerl_request_latency_seconds_count %llu\n", s->lat_sum, s->lat_count);
-    P("# HELP judgerl_requests_in_flight Requests holding decode slots.\n# TYPE judgerl_requests_in_flight gauge\n");
-    P("judgerl_requests_in_flight %d\n", s->n_running);
-    P("# HELP judgerl_requests_queued Requests waiting for slots.\n# TYPE judgerl_requests_queued gauge\n");
-    P("judgerl_requests_queued %d\n", s->n_queued);
-#undef P
+    jr_http_metrics_value(&b, "judgerl_prompt_tokens_total", "counter", "Prompt tokens of finished requests.", (double)s->prompt_tokens);
+    jr_http_metrics_value(&b, "judgerl_completion_tokens_total", "counter", "Generated tokens of finished requests.", (double)s->completion_tokens);
+    jr_http_metrics_hist(&b, "judgerl_request_latency_seconds", "Time from arrival to the last token.", &s->lat);
+    jr_http_metrics_value(&b, "judgerl_requests_in_flight", "gauge", "Requests holding decode slots.", s->n_running);
+    jr_http_metrics_value(&b, "judgerl_requests_queued", "gauge", "Requests waiting for slots.", s->n_queued);
     pthread_mutex_unlock(&s->mu);
-    return send_body(s, c, 200, "text/plain; version=0.0.4", t);
+    return send_body(s, c, 200, "text/plain; version=0.0.4", jr_strbuf_take(&b));
 }
 
 /* Turns a parsed request into a job: prompt ids, limits, sampling settings, constraint. Returns
@@ -560,7 +482,7 @@ static int prepare(jr_server *s, job *j, char *msg, size_t msz) {
     return 0;
 }
 
-static enum MHD_Result serve_completion(jr_server *s, struct MHD_Connection *c, conn *cx) {
+static enum MHD_Result serve_completion(jr_server *s, struct MHD_Connection *c, jr_http_req *cx) {
     /* --max-tokens 0: a request may ask for up to the context (the prompt + max_tokens check follows) */
     int mt_limit = s->o.max_tokens > 0 ? s->o.max_tokens : s->b.lm ? s->b.lm->max_ctx : 1 << 20;
     jr_serve_limits lim = {s->o.parallel, mt_limit, 16, 1024};
@@ -569,8 +491,7 @@ static enum MHD_Result serve_completion(jr_server *s, struct MHD_Connection *c, 
     j->srv = s;
     j->refs = 1;
     j->t0 = now_s();
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    j->fd = ci ? ci->connect_fd : -1;
+    j->fd = cx->fd;
     j->created = (long)time(NULL);
     if (jr_serve_parse_request(&j->req, cx->route == R_CHAT, cx->body ? cx->body : "", cx->len, &lim)) {
         char *e = jr_error_body(400, jr_errmsg(), NULL);
@@ -612,7 +533,7 @@ static enum MHD_Result serve_completion(jr_server *s, struct MHD_Connection *c, 
     s->n_queued++;
     pthread_cond_signal(&s->cv_sched);
     if (j->req.stream) {
-        count_status(s, 200);
+        jr_http_count(s->http, 200);
         pthread_mutex_unlock(&s->mu);
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, j, stream_free);
         if (!r) { stream_free(j); return MHD_NO; }
@@ -635,149 +556,17 @@ static enum MHD_Result serve_completion(jr_server *s, struct MHD_Connection *c, 
     return send_body(s, c, st, "application/json", body);
 }
 
-static int authorized(jr_server *s, struct MHD_Connection *c) {
-    if (!s->api_key) return 1;
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    if (!h || strncmp(h, "Bearer ", 7)) return 0;
-    const char *k = h + 7;
-    size_t a = strlen(k), b = strlen(s->api_key);
-    unsigned diff = (unsigned)(a != b);
-    for (size_t i = 0; i < a && i < b; i++) diff |= (unsigned)(k[i] ^ s->api_key[i]);
-    return diff == 0;
+static int route(void *ud, const char *url, int *post, int *auth) {
+    (void)ud;
+    int r = !strcmp(url, "/health") ? R_HEALTH : !strcmp(url, "/metrics") ? R_METRICS : !strcmp(url, "/v1/models") ? R_MODELS
+          : !strcmp(url, "/v1/chat/completions") ? R_CHAT : !strcmp(url, "/v1/completions") ? R_TEXT : R_NONE;
+    *post = r == R_CHAT || r == R_TEXT;
+    *auth = *post || r == R_MODELS;
+    return r;
 }
 
-/* ---- connection deadlines and the per-client cap --------------------------------------------- */
-
-static void sock_phase(jr_server *s, struct MHD_Connection *c, int phase) {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    sock_ctx *k = ci ? ci->socket_context : NULL;
-    if (!k) return;
-    pthread_mutex_lock(&s->conn_mu);
-    k->phase = phase;
-    k->since = now_s();
-    if (phase == PH_BUSY) k->served = 1;
-    pthread_mutex_unlock(&s->conn_mu);
-}
-
-static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode code) {
-    jr_server *s = cls;
-    pthread_mutex_lock(&s->conn_mu);
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        sock_ctx *k = calloc(1, sizeof *k);
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        const union MHD_ConnectionInfo *ai = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        if (k && ci) {
-            k->fd = ci->connect_fd;
-            k->since = now_s();
-            if (ai && ai->client_addr && ai->client_addr->sa_family == AF_INET)
-                k->addr = ((const struct sockaddr_in *)ai->client_addr)->sin_addr.s_addr;
-            /* the per-client cap: connections of this address that have not yet sent a complete
-             * request (a slow client's); busy and keep-alive connections of a fast client do not count */
-            int pending = 0;
-            for (sock_ctx *o = s->socks; o; o = o->next) pending += o->addr == k->addr && !o->served && !o->shut;
-            if (pending >= s->o.max_per_client) {
-                shutdown(k->fd, SHUT_RDWR);
-                k->shut = 1;
-            }
-            k->next = s->socks;
-            if (s->socks) s->socks->prev = k;
-            s->socks = k;
-        } else {
-            free(k);
-            k = NULL;
-        }
-        *socket_context = k;
-    } else if (*socket_context) { /* closed (MHD closes the fd after this call) */
-        sock_ctx *k = *socket_context;
-        if (k->prev) k->prev->next = k->next;
-        else s->socks = k->next;
-        if (k->next) k->next->prev = k->prev;
-        free(k);
-        *socket_context = NULL;
-    }
-    pthread_mutex_unlock(&s->conn_mu);
-}
-
-/* Every 100 ms: shuts down the sockets past their header or body deadline (the connection's
- * thread then sees end-of-file and closes it). */
-static void *watchdog_main(void *arg) {
-    jr_server *s = arg;
-    pthread_mutex_lock(&s->conn_mu);
-    while (!s->stop_watchdog) {
-        double t = now_s();
-        for (sock_ctx *k = s->socks; k; k = k->next) {
-            double limit = k->phase == PH_HEADERS ? s->o.header_timeout : k->phase == PH_BODY ? s->o.body_timeout : 0;
-            if (!k->shut && limit > 0 && t - k->since > limit) {
-                shutdown(k->fd, SHUT_RDWR);
-                k->shut = 1;
-            }
-        }
-        pthread_mutex_unlock(&s->conn_mu);
-        usleep(100000);
-        pthread_mutex_lock(&s->conn_mu);
-    }
-    pthread_mutex_unlock(&s->conn_mu);
-    return NULL;
-}
-
-static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
-                               const char *upload_data, size_t *upload_data_size, void **con_cls) {
-    (void)version;
-    jr_server *s = cls;
-    conn *cx = *con_cls;
-    if (!cx) {
-        sock_phase(s, c, PH_BODY); /* headers are in: the body deadline starts */
-        if (!(cx = calloc(1, sizeof *cx))) return MHD_NO;
-        *con_cls = cx;
-        int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
-        if (!strcmp(url, "/health")) cx->route = R_HEALTH;
-        else if (!strcmp(url, "/metrics")) cx->route = R_METRICS;
-        else if (!strcmp(url, "/v1/models")) cx->route = R_MODELS;
-        else if (!strcmp(url, "/v1/chat/completions")) cx->route = R_CHAT;
-        else if (!strcmp(url, "/v1/completions")) cx->route = R_TEXT;
-        else {
-            char m[300];
-            snprintf(m, sizeof m, "no route %.16s %.200s", method, url);
-            return send_error(s, c, 404, m, NULL);
-        }
-        int want_post = cx->route == R_CHAT || cx->route == R_TEXT;
-        if ((want_post && !post) || (!want_post && !get)) {
-            char m[300];
-            snprintf(m, sizeof m, "method %.16s not allowed on %.200s (use %s)", method, url, want_post ? "POST" : "GET");
-            return send_error(s, c, 405, m, NULL);
-        }
-        if ((cx->route == R_MODELS || want_post) && !authorized(s, c))
-            return send_error(s, c, 401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "invalid_api_key");
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        if (want_post && cl && strtoull(cl, NULL, 10) > s->o.max_body) {
-            char m[200];
-            snprintf(m, sizeof m, "the request body is %s bytes, the limit is %zu", cl, s->o.max_body);
-            return send_error(s, c, 413, m, NULL);
-        }
-        return MHD_YES;
-    }
-    if (*upload_data_size) {
-        size_t n = *upload_data_size;
-        *upload_data_size = 0;
-        if (cx->too_big || cx->len + n > s->o.max_body) { cx->too_big = 1; return MHD_YES; }
-        if (cx->len + n + 1 > cx->cap) {
-            size_t cap = cx->cap ? cx->cap : 4096;
-            while (cap < cx->len + n + 1) cap *= 2;
-            char *b = realloc(cx->body, cap);
-            if (!b) return MHD_NO;
-            cx->body = b;
-            cx->cap = cap;
-        }
-        memcpy(cx->body + cx->len, upload_data, n);
-        cx->len += n;
-        return MHD_YES;
-    }
-    sock_phase(s, c, PH_BUSY); /* the whole request is in */
-    if (cx->too_big) {
-        char m[100];
-        snprintf(m, sizeof m, "the request body exceeds the limit of %zu bytes", s->o.max_body);
-        return send_error(s, c, 413, m, NULL);
-    }
+static enum MHD_Result serve(void *ud, struct MHD_Connection *c, jr_http_req *cx) {
+    jr_server *s = ud;
     pthread_mutex_lock(&s->mu);
     int ready = s->ready, draining = s->draining;
     pthread_mutex_unlock(&s->mu);
@@ -797,78 +586,34 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     }
 }
 
-static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)toe;
-    sock_phase(cls, c, PH_HEADERS); /* keep-alive: the next request's headers have their deadline */
-    conn *cx = *con_cls;
-    if (!cx) return;
-    free(cx->body);
-    free(cx);
-    *con_cls = NULL;
-}
-
 jr_status jr_server_start(jr_server **out, const jr_serve_opts *opts) {
     *out = NULL;
     jr_server *s = calloc(1, sizeof *s);
     if (!s) return jr_fail(JR_ENOMEM, "serve: out of memory");
     s->o = *opts;
-    s->host = strdup(opts->host ? opts->host : "127.0.0.1");
     s->model_name = strdup(opts->model_name ? opts->model_name : "judgerl");
     int na = opts->aliases && opts->n_aliases > 0 ? opts->n_aliases : 0;
     s->o.n_aliases = 0; /* counts the copies made, so stop frees exactly those */
     s->o.aliases = NULL;
     int alias_oom = na && !(s->aliases = calloc((size_t)na, sizeof *s->aliases));
     for (int i = 0; !alias_oom && i < na; i++, s->o.n_aliases++) alias_oom = !(s->aliases[i] = strdup(opts->aliases[i]));
-    s->api_key = opts->api_key ? strdup(opts->api_key) : NULL;
     if (s->o.parallel <= 0) s->o.parallel = 4;
     if (s->o.max_tokens < 0) s->o.max_tokens = 0;
     if (s->o.max_queue <= 0) s->o.max_queue = 64;
-    if (!s->o.max_body) s->o.max_body = 1 << 20;
-    if (s->o.max_connections <= 0) s->o.max_connections = 512;
-    /* Half the connections per client address, counting only those that have not yet sent a complete
-     * request (see on_connection): on loopback every local client shares 127.0.0.1 (a judge client
-     * keeps up to 64 connections, judgerl probe opens a second one beside it). */
-    if (s->o.max_per_client <= 0) s->o.max_per_client = s->o.max_connections / 2 > 0 ? s->o.max_connections / 2 : 1;
-    if (s->o.header_timeout <= 0) s->o.header_timeout = 10;
-    if (s->o.body_timeout <= 0) s->o.body_timeout = 30;
     pthread_mutex_init(&s->mu, NULL);
-    pthread_mutex_init(&s->conn_mu, NULL);
     pthread_cond_init(&s->cv_sched, NULL);
     pthread_cond_init(&s->cv_out, NULL);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)opts->port);
-    if (!s->host || !s->model_name || alias_oom) {
-        jr_server_stop(s, 0);
-        return jr_fail(JR_ENOMEM, "serve: out of memory");
-    }
-    if (inet_pton(AF_INET, s->host, &a.sin_addr) != 1) {
-        jr_status st = jr_fail(JR_EINVAL, "serve: --host '%s' is not an IPv4 address", opts->host ? opts->host : "");
-        jr_server_stop(s, 0);
-        return st;
-    }
-    s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, (uint16_t)opts->port, NULL, NULL,
-                            handler, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a, MHD_OPTION_CONNECTION_LIMIT,
-                            (unsigned)s->o.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
-    if (!s->d) {
-        jr_status st = jr_fail(JR_ENET, "serve: cannot listen on %s:%d (port in use or not permitted)", s->host, opts->port);
-        jr_server_stop(s, 0);
-        return st;
-    }
-    if (pthread_create(&s->watchdog, NULL, watchdog_main, s)) {
-        jr_server_stop(s, 0);
-        return jr_fail(JR_EINTERNAL, "serve: cannot start the connection watchdog thread");
-    }
-    s->watchdog_started = 1;
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info ? info->port : opts->port;
+    if (!s->model_name || alias_oom) { jr_server_stop(s, 0); return jr_fail(JR_ENOMEM, "serve: out of memory"); }
+    jr_http_opts ho = {.who = "serve", .host = opts->host, .port = opts->port, .api_key = opts->api_key, .max_body = opts->max_body,
+                       .max_connections = opts->max_connections, .max_per_client = opts->max_per_client,
+                       .header_timeout = opts->header_timeout, .body_timeout = opts->body_timeout, .route = route, .serve = serve, .ud = s};
+    jr_status st = jr_http_start(&s->http, &ho);
+    if (st) { jr_server_stop(s, 0); return st; }
     *out = s;
     return JR_OK;
 }
 
-int jr_server_port(const jr_server *s) { return s->port; }
+int jr_server_port(const jr_server *s) { return jr_http_port(s->http); }
 
 jr_status jr_server_set_backend(jr_server *s, const jr_serve_backend *b) {
     if (b->lm->n_slots < s->o.parallel)
@@ -928,22 +673,13 @@ void jr_server_stop(jr_server *s, double timeout_s) {
         pthread_mutex_unlock(&s->mu);
         pthread_join(s->sched, NULL);
     }
-    if (s->watchdog_started) {
-        pthread_mutex_lock(&s->conn_mu);
-        s->stop_watchdog = 1;
-        pthread_mutex_unlock(&s->conn_mu);
-        pthread_join(s->watchdog, NULL);
-    }
-    if (s->d) MHD_stop_daemon(s->d);
+    jr_http_stop(s->http);
     jr_gen_close(s->gen);
     free(s->running);
-    free(s->host);
     free(s->model_name);
     for (int i = 0; i < s->o.n_aliases; i++) free(s->aliases[i]);
     free(s->aliases);
-    free(s->api_key);
     pthread_mutex_destroy(&s->mu);
-    pthread_mutex_destroy(&s->conn_mu);
     pthread_cond_destroy(&s->cv_sched);
     pthread_cond_destroy(&s->cv_out);
     free(s);

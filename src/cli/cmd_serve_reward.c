@@ -1,0 +1,114 @@
+/* cmd_serve_reward.c - `judgerl serve-reward`: the reward registry of a config as an HTTP service
+ * for verl, OpenRLHF, TRL and slime (docs/REWARD_SERVICE.md) */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "judgerl/fsutil.h"
+#include "judgerl/judge.h"
+#include "judgerl/protocols.h"
+#include "judgerl/reward.h"
+#include "judgerl/reward_service.h"
+#include "judgerl/sandbox.h"
+
+static const char *usage_text =
+    "usage: judgerl serve-reward --config REWARD.yaml [--host 127.0.0.1] [--port 8100] [--api-key-env NAME]\n"
+    "         [--state-dir DIR] [--drain-timeout 60] [KEY=VALUE ...]\n"
+    "  Serves the config's reward.components (rule verifiers and judge protocols, judge.* as for\n"
+    "  judgerl grade) to distributed RL engines:\n"
+    "    POST /get_reward   OpenRLHF (--reward.remote_url): {query, prompts, labels} -> {rewards, scores, extra_logs}\n"
+    "    POST /slime        slime (--rm-type remote_rm): {prompt, response, label} -> the reward\n"
+    "    POST /v1/rewards   batch API: {rows: [{prompt, response, reference?, ...}]} -> {results: [{reward|null, ...}]}\n"
+    "    GET /health, GET /metrics (Prometheus text)\n"
+    "  An unscored row is never a number: the batch API answers null with the reason; OpenRLHF and\n"
+    "  slime get HTTP 503 with the reason unless service.on_unscored is 'value'. --api-key-env NAME\n"
+    "  requires 'Authorization: Bearer $NAME' on the POST routes. The judge cache lives in --state-dir\n"
+    "  (default: REWARD.state beside the config). --port 0 picks a free port (printed on stderr).\n"
+    "  SIGTERM/SIGINT: new requests get 503, rows being scored finish (--drain-timeout s, then the judge's own\n"
+    "  timeouts bound the last ones), exit 0.\n"
+    "  KEY=VALUE overrides a config key (service.max_rows=64). See docs/REWARD_SERVICE.md.\n";
+
+/* The default state directory: the config's path without its extension, plus ".state". */
+static void default_state_dir(const char *cfg, char *out, size_t n) {
+    const char *slash = strrchr(cfg, '/'), *dot = strrchr(cfg, '.');
+    size_t len = dot && (!slash || dot > slash) ? (size_t)(dot - cfg) : strlen(cfg);
+    snprintf(out, n, "%.*s.state", (int)len, cfg);
+}
+
+int cmd_serve_reward(int argc, char **argv) {
+    const char *cmd = "serve-reward";
+    if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
+    const char *cfg_path = NULL, *host = "127.0.0.1", *key_env = NULL, *state_dir = NULL;
+    long port = 8100;
+    double drain = 60;
+    char **over = calloc((size_t)argc + 1, sizeof *over);
+    int n_over = 0;
+    if (!over) return cli_fail(cmd, JR_ENOMEM);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (a[0] != '-' && strchr(a, '=')) { over[n_over++] = argv[i]; continue; }
+        if (!strcmp(a, "--config")) cfg_path = v;
+        else if (!strcmp(a, "--host")) host = v;
+        else if (!strcmp(a, "--api-key-env")) key_env = v;
+        else if (!strcmp(a, "--state-dir")) state_dir = v;
+        else if (!strcmp(a, "--port")) bad = cli_int_arg(cmd, a, v, 0, 65535, &port);
+        else if (!strcmp(a, "--drain-timeout")) bad = cli_seconds_arg(cmd, a, v, 0, &drain);
+        else { free(over); return cli_usage(cmd, "unknown argument '%s' (see judgerl serve-reward --help)", a); }
+        if (bad) { free(over); return CLI_USAGE; }
+        if (!v) { free(over); return cli_usage(cmd, "%s needs a value", a); }
+        i++;
+    }
+    if (!cfg_path) { free(over); return cli_usage(cmd, "--config REWARD.yaml is required (see judgerl serve-reward --help)"); }
+    const char *key = NULL;
+    if (key_env) {
+        key = getenv(key_env);
+        if (!key || !*key) { free(over); return cli_usage(cmd, "--api-key-env %s: the environment variable is unset or empty", key_env); }
+    }
+    const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, jr_reward_service_cfg, NULL};
+    jr_config cfg;
+    jr_status st = jr_config_load(&cfg, cfg_path, n_over, over, tables);
+    free(over);
+    if (st) return cli_fail(cmd, st);
+    jr_reward_opts ro;
+    jr_rsvc_opts so;
+    if ((st = jr_reward_opts_from_config(&ro, &cfg)) || (st = jr_rsvc_opts_from_config(&so, &cfg))) {
+        jr_config_free(&cfg);
+        return cli_fail(cmd, st);
+    }
+    char sdir[4096];
+    if (state_dir) snprintf(sdir, sizeof sdir, "%s", state_dir);
+    else default_state_dir(cfg_path, sdir, sizeof sdir);
+    if ((st = jr_mkdirs(sdir))) { jr_config_free(&cfg); return cli_fail(cmd, st); }
+    ro.judge.cache_dir = sdir; /* judge_cache.sqlite of this service, never a global file */
+    so.host = host;
+    so.port = (int)port;
+    so.api_key = key;
+    /* Signals are taken by sigwait below: block them before any thread starts. */
+    sigset_t set;
+    cli_block_stop_signals(&set);
+    jr_reward *r = NULL;
+    jr_rsvc *s = NULL;
+    if ((st = jr_reward_open_opts(&r, &ro)) || (st = jr_rsvc_start(&s, r, &so))) {
+        jr_reward_close(r);
+        jr_config_free(&cfg);
+        return cli_fail(cmd, st);
+    }
+    jr_judge *j = jr_reward_judge(r);
+    for (int i = 0; j && i < jr_judge_n_endpoints(j); i++) fprintf(stderr, "judgerl serve-reward: judge: %s\n", jr_judge_endpoint_info(j, i));
+    fprintf(stderr, "judgerl serve-reward: %d reward components, unscored rows: %s; state in %s\n", jr_reward_n_parts(r),
+            so.unscored_value_set ? "answered service.unscored_value (logged)" : "HTTP 503 (OpenRLHF, slime), null (batch API)", sdir);
+    fprintf(stderr, "judgerl serve-reward: listening on http://%s:%d (%s, %s, /v1/rewards)\n", host, jr_rsvc_port(s), so.openrlhf_path,
+            so.slime_path);
+    int sig = 0;
+    sigwait(&set, &sig);
+    fprintf(stderr, "judgerl serve-reward: %s: finishing the rows being scored (up to %g s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT", drain);
+    jr_rsvc_stop(s, drain);
+    jr_reward_close(r);
+    jr_config_free(&cfg);
+    fprintf(stderr, "judgerl serve-reward: stopped\n");
+    return CLI_OK;
+}
