@@ -307,10 +307,20 @@ jr_status jr_wf_exec_train(const char *config_path, int n_over, char *const *ove
     if (slash) *slash = 0;
     long n = 0;
     if (!st && !dir) st = jr_fail(JR_ENOMEM, "out of memory");
+    /* the run-directory rule, for the whole pipeline: a used run.out_dir (a previous executor's data,
+     * tokenizer or run) needs trainer.resume or run.overwrite; the training run below then finds the
+     * data just written there and takes it as its own directory (overwrite: only a run's own files go) */
+    jr_run_opts ro;
+    jr_trainer_opts to;
+    if (!st) {
+        jr_run_opts_from_config(&ro, &cfg);
+        jr_trainer_opts_from_config(&to, &cfg);
+        st = jr_run_dir_prepare(&ro, to.resume, 1);
+    }
     if (!st) st = jr_wf_exec_prepare(&o, slash ? dir : ".", &n);
     if (!st && progress) fprintf(progress, "executor data: %ld SFT rows and a %d-token BPE tokenizer in %s\n", n, o.vocab_size, o.out_dir);
     /* the same config, with the data and tokenizer just written */
-    char **all = calloc((size_t)n_over + 3, sizeof *all);
+    char **all = calloc((size_t)n_over + 4, sizeof *all);
     char *d_over = jr_strfmt("data.train=\"%s/sft.jsonl\"", o.out_dir), *t_over = jr_strfmt("trainer.tokenizer=\"%s/tokenizer\"", o.out_dir);
     if (!st && (!all || !d_over || !t_over)) st = jr_fail(JR_ENOMEM, "out of memory");
     jr_config train = {0};
@@ -318,7 +328,9 @@ jr_status jr_wf_exec_train(const char *config_path, int n_over, char *const *ove
         for (int i = 0; i < n_over; i++) all[i] = over[i];
         all[n_over] = d_over;
         all[n_over + 1] = t_over;
-        st = jr_config_load(&train, config_path, n_over + 2, all, exec_tables);
+        int extra = 2;
+        if (!to.resume) all[n_over + extra++] = "run.overwrite=true";
+        st = jr_config_load(&train, config_path, n_over + extra, all, exec_tables);
     }
     if (!st) {
         st = jr_train_run(&train, progress, stop, res);
