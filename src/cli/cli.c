@@ -69,6 +69,23 @@ static int has_file(const char *dir, const char *name) {
     return ok;
 }
 
+int cli_kv_opts(const char *cmd, const cli_kv_args *a, jr_kv_opts *o) {
+    *o = jr_kv_opts_default();
+    const char *c = a->compute ? a->compute : "auto", *k = a->kv_cache ? a->kv_cache : "float32";
+    if (strcmp(c, "auto") && strcmp(c, "float32") && strcmp(c, "bfloat16"))
+        return cli_usage(cmd, "--compute: expected auto, float32 or bfloat16, got '%s'", c);
+    if (strcmp(k, "float32") && strcmp(k, "bfloat16"))
+        return cli_usage(cmd, "--kv-cache: expected float32 or bfloat16, got '%s'", k);
+    if (a->deterministic && strcmp(a->deterministic, "0") && strcmp(a->deterministic, "1"))
+        return cli_usage(cmd, "--deterministic: expected 1 or 0, got '%s'", a->deterministic);
+    o->weights = jr_model_compute_resolve(c);
+    o->kv_bf16 = !strcmp(k, "bfloat16");
+    o->deterministic = !a->deterministic || !strcmp(a->deterministic, "1");
+    if (!o->deterministic && o->weights != JR_COMPUTE_BF16)
+        return cli_usage(cmd, "--deterministic 0 only changes bfloat16 compute (float32 is always deterministic)");
+    return CLI_OK;
+}
+
 jr_status cli_textgen_open(jr_textgen *t, const char *model, const char *tok_spec, int n_slots, int max_ctx, char *desc,
                            size_t desc_len) {
     snprintf(desc, desc_len, "%s", model);

@@ -29,6 +29,17 @@ int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, cons
  * whose base_model_name_or_path is loaded and the adapter folded into it in memory, with the
  * checkpoint's tokenizer unless tok_spec names one. desc gets what was loaded ("BASE + LoRA adapter
  * DIR"). A base that is not a model directory here is an error naming `judgerl merge`. */
+/* generate's and serve's --compute auto|float32|bfloat16 (the weights: auto = bfloat16 where the CPU
+ * has bf16 units, as model.compute), --kv-cache float32|bfloat16, --deterministic 1|0 (NULL = default). */
+typedef struct cli_kv_args { const char *compute, *kv_cache, *deterministic; } cli_kv_args;
+/* Checks and resolves them into *o: CLI_OK, or the exit code after a usage message. */
+int cli_kv_opts(const char *cmd, const cli_kv_args *a, jr_kv_opts *o);
+#define CLI_KV_USAGE \
+    "  --compute auto|float32|bfloat16 (default auto: bfloat16 where the CPU has bf16 units, as\n" \
+    "  model.compute): bfloat16 keeps the weights in bf16 (half the bytes per decode step);\n" \
+    "  --kv-cache float32|bfloat16 (default float32); --deterministic 1|0 (default 1: a seeded request\n" \
+    "  gives the same tokens alone or batched; 0 lets oneDNN run prefills of 64+ rows in bf16, faster,\n" \
+    "  batch-dependent in the last bits). See docs/PERFORMANCE.md.\n"
 jr_status cli_textgen_open(jr_textgen *t, const char *model, const char *tok_spec, int n_slots, int max_ctx, char *desc,
                            size_t desc_len);
 

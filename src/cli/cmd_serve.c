@@ -16,6 +16,7 @@ static const char *usage_text =
     "         [--max-tokens N] [--served-model-name NAME] [--ctx POSITIONS] [--max-queue N] [--max-body BYTES]\n"
     "         [--tokenizer auto|byte|PATH] [--seed S] [--drain-timeout 60] [--request-timeout 0]\n"
     "         [--header-timeout 10] [--body-timeout 30] [--max-connections 512] [--max-per-client N]\n"
+    "         [--compute auto|float32|bfloat16] [--kv-cache float32|bfloat16] [--deterministic 1|0]\n"
     "  Serves POST /v1/chat/completions and /v1/completions (stream or not), GET /v1/models, /health\n"
     "  (503 while loading) and /metrics. --api-key-env NAME requires 'Authorization: Bearer $NAME' on\n"
     "  /v1/. --port 0 picks a free port; the address is printed on stderr. SIGTERM or SIGINT stop\n"
@@ -23,7 +24,7 @@ static const char *usage_text =
     "  rest and exit 0. --request-timeout S cancels a request S seconds after it arrived (504; 0 = no\n"
     "  limit). A connection must send its headers within --header-timeout and its body within\n"
     "  --body-timeout seconds; one client address holds at most --max-per-client connections that\n"
-    "  have not yet sent a complete request (default --max-connections / 2). See docs/SERVE.md.\n";
+    "  have not yet sent a complete request (default --max-connections / 2). See docs/SERVE.md.\n" CLI_KV_USAGE;
 
 static jr_status tg_encode(void *tok, const char *text, size_t len, int32_t **ids, int *n) {
     return jr_textgen_encode(tok, text, len, ids, n);
@@ -63,6 +64,7 @@ int cmd_serve(int argc, char **argv) {
     long port = 8000, parallel = 4, max_tokens = 512, ctx = 0, max_queue = 64, max_body = 1 << 20, seed = 0;
     long max_conn = 512, per_client = 0;
     double drain = 60, req_timeout = 0, hdr_timeout = 10, body_timeout = 30;
+    cli_kv_args kva = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
@@ -71,6 +73,9 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--api-key-env")) key_env = v;
         else if (!strcmp(a, "--served-model-name")) name = v;
         else if (!strcmp(a, "--tokenizer")) tokenizer = v;
+        else if (!strcmp(a, "--compute")) kva.compute = v;
+        else if (!strcmp(a, "--kv-cache")) kva.kv_cache = v;
+        else if (!strcmp(a, "--deterministic")) kva.deterministic = v;
         else if (!strcmp(a, "--port")) bad = num(cmd, a, v, 0, 65535, &port);
         else if (!strcmp(a, "--parallel")) bad = num(cmd, a, v, 1, 1024, &parallel);
         else if (!strcmp(a, "--max-tokens")) bad = num(cmd, a, v, 1, 1 << 20, &max_tokens);
@@ -90,6 +95,9 @@ int cmd_serve(int argc, char **argv) {
         i++;
     }
     if (!model) return cli_usage(cmd, "--model DIR is required (see judgerl serve --help)");
+    jr_kv_opts kvo;
+    int kvrc = cli_kv_opts(cmd, &kva, &kvo);
+    if (kvrc) return kvrc;
     const char *key = NULL;
     if (key_env) {
         key = getenv(key_env);
@@ -137,6 +145,11 @@ int cmd_serve(int argc, char **argv) {
         jr_server_stop(s, 0);
         return cli_fail(cmd, st);
     }
+    if ((st = jr_textgen_set_kv(&t, &kvo))) {
+        jr_server_stop(s, 0);
+        jr_textgen_close(&t);
+        return cli_fail(cmd, st);
+    }
     if (strcmp(mdesc, model)) fprintf(stderr, "judgerl serve: model: %s\n", mdesc);
     fprintf(stderr, "judgerl serve: tokenizer: %s\n", t.tok_desc);
     char fingerprint[65];
@@ -153,8 +166,9 @@ int cmd_serve(int argc, char **argv) {
         jr_textgen_close(&t);
         return cli_fail(cmd, st);
     }
-    fprintf(stderr, "judgerl serve: ready: model '%s' (fingerprint %.16s), %d slots of %d positions\n", name, fingerprint,
-            t.lm.n_slots, t.lm.max_ctx);
+    char kdesc[160];
+    fprintf(stderr, "judgerl serve: ready: model '%s' (fingerprint %.16s), %d slots of %d positions, %s\n", name, fingerprint,
+            t.lm.n_slots, t.lm.max_ctx, jr_kv_lm_describe(&t.lm, kdesc, sizeof kdesc));
     int sig = 0;
     sigwait(&set, &sig);
     fprintf(stderr, "judgerl serve: %s: finishing running requests (up to %g s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT", drain);
