@@ -472,6 +472,68 @@ TEST(bf16_sampler_logprobs_near_training_logprobs) {
     check_logprobs_vs_training_in(1.0f, 1.0f, JR_COMPUTE_BF16, BF16_BOTH_LP_ATOL);
 }
 
+/* Batched, chunked prefill (bf16 weights: jr_lm.batch_prefill): a seeded request with a 40-token
+ * prompt gives the same tokens prefilled whole and alone as cut into 7-token chunks among 5 other
+ * requests' prompts and decode rows; while it is being prefilled the running sequences keep getting
+ * one token per step. */
+TEST(bf16_chunked_batched_prefill_same_tokens_and_no_stall) {
+    jr_model m;
+    if (random_model(&m, 0.1f)) { CHECK(0); return; }
+    int32_t prompt[40];
+    for (int i = 0; i < 40; i++) prompt[i] = (int32_t)((i * 37 + 11) % 256);
+    jr_gen_params p = jr_gen_params_default();
+    p.sample.temperature = 1.0f;
+    p.max_tokens = 16;
+    p.has_seed = 1;
+    p.seed = 77;
+    p.ignore_eos = 1;
+    jr_kv_opts o = {JR_COMPUTE_BF16, 0, 1};
+    jr_lm lm1;
+    CHECK_OK(jr_kv_lm_open_opts(&lm1, &m, 2, 64, &o));
+    CHECK(lm1.batch_prefill == 1);
+    jr_gen *g;
+    CHECK_OK(jr_gen_open(&g, &lm1, &V, 1));
+    jr_gen_set_prefill_chunk(g, 0);
+    jr_gen_req *r;
+    CHECK_OK(jr_gen_add(g, prompt, 40, 2, &p, NULL, NULL, &r));
+    while (!jr_gen_req_done(r)) CHECK_OK(jr_gen_step(g));
+    int32_t alone[2][16];
+    for (int i = 0; i < 2; i++) {
+        CHECK(jr_gen_req_seq(r, i)->n_tokens == 16);
+        memcpy(alone[i], jr_gen_req_seq(r, i)->tokens, sizeof alone[i]);
+    }
+    jr_gen_close(g);
+    jr_kv_lm_close(&lm1);
+
+    jr_lm lm;
+    CHECK_OK(jr_kv_lm_open_opts(&lm, &m, 8, 64, &o));
+    CHECK_OK(jr_gen_open(&g, &lm, &V, 5));
+    jr_gen_set_prefill_chunk(g, 7);
+    jr_gen_req *others[5];
+    for (int k = 0; k < 5; k++) {
+        int32_t op[5] = {k, k + 1, 7, 9, 200};
+        jr_gen_params q = p;
+        q.seed = (uint64_t)k + 1000;
+        q.max_tokens = 40;
+        CHECK_OK(jr_gen_add(g, op, 5, 1, &q, NULL, NULL, &others[k]));
+    }
+    for (int i = 0; i < 6; i++) CHECK_OK(jr_gen_step(g)); /* 25 prompt tokens: in by the 4th step */
+    int before = jr_gen_req_seq(others[0], 0)->n_tokens;
+    CHECK_OK(jr_gen_add(g, prompt, 40, 2, &p, NULL, NULL, &r));
+    int steps = 0;
+    while (jr_gen_req_seq(r, 0)->n_tokens == 0) { CHECK_OK(jr_gen_step(g)); steps++; if (steps > 50) break; }
+    CHECK_MSG(steps == 6, "a 40-token prompt in chunks of 7 took %d steps", steps); /* ceil(40 / 7) */
+    CHECK_MSG(jr_gen_req_seq(others[0], 0)->n_tokens == before + steps, "the running sequence got %d tokens in %d steps",
+              jr_gen_req_seq(others[0], 0)->n_tokens - before, steps);
+    while (!jr_gen_req_done(r)) CHECK_OK(jr_gen_step(g));
+    for (int i = 0; i < 2; i++)
+        CHECK_MSG(jr_gen_req_seq(r, i)->n_tokens == 16 && !memcmp(jr_gen_req_seq(r, i)->tokens, alone[i], sizeof alone[i]),
+                  "sequence %d differs when its prompt is chunked and batched", i);
+    jr_gen_close(g);
+    jr_kv_lm_close(&lm);
+    jr_model_free(&m);
+}
+
 int main(void) {
     vocab_init();
     KVO = jr_kv_opts_default();
@@ -489,6 +551,7 @@ int main(void) {
     jt_run("bf16_decode_rows_do_not_depend_on_the_batch", decode_rows_do_not_depend_on_the_batch);
     jt_run("bf16_seeded_request_same_alone_and_batched_with_31_others", seeded_request_same_alone_and_batched_with_31_others);
     RUN(bf16_sampler_logprobs_near_training_logprobs);
+    RUN(bf16_chunked_batched_prefill_same_tokens_and_no_stall);
     jt_run("bf16_stop_strings_eos_length_and_streamed_text", stop_strings_eos_length_and_streamed_text);
     KVO.kv_bf16 = 1;
     jt_run("bf16_kv_cache_decode_rows_do_not_depend_on_the_batch", decode_rows_do_not_depend_on_the_batch);

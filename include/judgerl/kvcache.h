@@ -20,10 +20,12 @@ typedef struct jr_kv_opts {
                          * products by jr_matmul_rows_bf16 (AVX512-BF16, fp32 fallback elsewhere). The
                          * copy is taken at open: after the model's weights change, jr_kv_lm_sync. */
     int kv_bf16;        /* 1: keys and values stored in bf16 (half the cache; attention in fp32) */
-    int deterministic;  /* 1 (default): every row's result independent of the batch, prefill included.
-                         * 0 (bf16 weights only): oneDNN for products of 64 rows or more (faster prefill;
-                         * its blocking depends on the rows, so a prompt's logits may differ in the last
-                         * bits with the prompts prefilled beside it) */
+    int deterministic;  /* 1 (default): a row's result never depends on the rows beside it: with bf16
+                         * weights prompts are still batched and chunked (one exact kernel for all rows),
+                         * with fp32 weights each prompt is prefilled alone (sgemm).
+                         * 0: fp32 prompts batched through sgemm, bf16 products of 64 rows or more through
+                         * oneDNN (faster prefill; their rounding depends on the rows beside, so a
+                         * seeded request's tokens may change with what else is running) */
 } jr_kv_opts;
 jr_kv_opts jr_kv_opts_default(void);
 jr_status jr_kv_lm_open_opts(jr_lm *lm, const jr_model *m, int n_slots, int max_ctx, const jr_kv_opts *o);

@@ -81,8 +81,6 @@ int cli_kv_opts(const char *cmd, const cli_kv_args *a, jr_kv_opts *o) {
     o->weights = jr_model_compute_resolve(c);
     o->kv_bf16 = !strcmp(k, "bfloat16");
     o->deterministic = !a->deterministic || !strcmp(a->deterministic, "1");
-    if (!o->deterministic && o->weights != JR_COMPUTE_BF16)
-        return cli_usage(cmd, "--deterministic 0 only changes bfloat16 compute (float32 is always deterministic)");
     return CLI_OK;
 }
 

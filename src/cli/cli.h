@@ -38,8 +38,8 @@ int cli_kv_opts(const char *cmd, const cli_kv_args *a, jr_kv_opts *o);
     "  --compute auto|float32|bfloat16 (default auto: bfloat16 where the CPU has bf16 units, as\n" \
     "  model.compute): bfloat16 keeps the weights in bf16 (half the bytes per decode step);\n" \
     "  --kv-cache float32|bfloat16 (default float32); --deterministic 1|0 (default 1: a seeded request\n" \
-    "  gives the same tokens alone or batched; 0 lets oneDNN run prefills of 64+ rows in bf16, faster,\n" \
-    "  batch-dependent in the last bits). See docs/PERFORMANCE.md.\n"
+    "  gives the same tokens alone or batched; 0 batches float32 prompts too and lets oneDNN run bf16\n" \
+    "  products of 64+ rows: faster, batch-dependent in the last bits). See docs/PERFORMANCE.md.\n"
 jr_status cli_textgen_open(jr_textgen *t, const char *model, const char *tok_spec, int n_slots, int max_ctx, char *desc,
                            size_t desc_len);
 

@@ -314,29 +314,56 @@ static void forward_rows(kv *s, int R, const int *out_rows, int n_out, float *lo
     mm(s, decode, logits, s->ln, w->lm_head, s->head_b, NULL, n_out, C, s->V);
 }
 
+static jr_status kv_extend(void *impl, int k, const int *slots, const int32_t *const *toks, const int *n,
+                           const int *start, float *logits) {
+    kv *s = impl;
+    long total = 0;
+    for (int i = 0; i < k; i++) {
+        int sl = slots[i];
+        if (sl < 0 || sl >= s->S) return jr_fail(JR_EINVAL, "kv cache: slot %d outside [0, %d)", sl, s->S);
+        for (int j = 0; j < i; j++)
+            if (slots[j] == sl) return jr_fail(JR_EINVAL, "kv cache: slot %d twice in one pass", sl);
+        if (start[i] != 0 && start[i] != s->len[sl])
+            return jr_fail(JR_EINVAL, "kv cache: slot %d holds %d positions, not %d", sl, s->len[sl], start[i]);
+        if (n[i] <= 0 || start[i] + n[i] > s->T)
+            return jr_fail(JR_EINVAL, "kv cache: %d tokens from position %d do not fit %d positions", n[i], start[i], s->T);
+        for (int t = 0; t < n[i]; t++)
+            if (toks[i][t] < 0 || toks[i][t] >= s->V)
+                return jr_fail(JR_EINVAL, "kv cache: token id %d at position %d outside [0, %d)", toks[i][t], start[i] + t, s->V);
+        total += n[i];
+    }
+    /* Rows of every item in order, in passes of up to `chunk` rows (bounds the row buffers); the
+     * logits of an item's last row go to its row of `logits`. */
+    const int chunk = 256;
+    int R = total < chunk ? (int)total : chunk, *outs = malloc(sizeof(int) * (size_t)(k > 0 ? k : 1));
+    if (!outs) return jr_fail(JR_ENOMEM, "kv cache: out of memory");
+    jr_status st = rows_reserve(s, R);
+    if (st) { free(outs); return st; }
+    for (int i = 0; i < k; i++) s->len[slots[i]] = start[i];
+    int r = 0, n_out = 0, done = 0, decode = k > 0 && total == k; /* decode: one row per item */
+    for (int i = 0; i < k; i++)
+        for (int t = 0; t < n[i]; t++) {
+            s->ids[r] = toks[i][t];
+            s->pos[r] = start[i] + t;
+            s->slot_of[r] = slots[i];
+            if (t == n[i] - 1) outs[n_out++] = r;
+            if (++r == R || (i == k - 1 && t == n[i] - 1)) {
+                forward_rows(s, r, outs, n_out, logits + (size_t)done * s->V, decode);
+                done += n_out;
+                r = n_out = 0;
+            }
+        }
+    for (int i = 0; i < k; i++) s->len[slots[i]] = start[i] + n[i];
+    free(outs);
+    return JR_OK;
+}
+
 static jr_status kv_prefill(void *impl, int slot, const int32_t *toks, int n, float *logits) {
     kv *s = impl;
     if (slot < 0 || slot >= s->S) return jr_fail(JR_EINVAL, "kv cache: slot %d outside [0, %d)", slot, s->S);
     if (n <= 0 || n > s->T) return jr_fail(JR_EINVAL, "kv cache: a prompt of %d tokens does not fit %d positions", n, s->T);
-    for (int i = 0; i < n; i++)
-        if (toks[i] < 0 || toks[i] >= s->V) return jr_fail(JR_EINVAL, "kv cache: token id %d at position %d outside [0, %d)", toks[i], i, s->V);
-    /* Long prompts go through in chunks to bound the row buffers. */
-    const int chunk = 256;
-    s->len[slot] = 0;
-    for (int at = 0; at < n; at += chunk) {
-        int R = n - at < chunk ? n - at : chunk;
-        jr_status st = rows_reserve(s, R);
-        if (st) return st;
-        for (int r = 0; r < R; r++) {
-            s->ids[r] = toks[at + r];
-            s->pos[r] = at + r;
-            s->slot_of[r] = slot;
-        }
-        int last = R - 1;
-        forward_rows(s, R, &last, at + R < n ? 0 : 1, logits, 0); /* logits of the last position only */
-    }
-    s->len[slot] = n;
-    return JR_OK;
+    int zero = 0;
+    return kv_extend(impl, 1, &slot, &toks, &n, &zero, logits);
 }
 
 static jr_status kv_copy(void *impl, int dst, int src) {
@@ -450,6 +477,11 @@ jr_status jr_kv_lm_open_opts(jr_lm *lm, const jr_model *m, int n_slots, int max_
     lm->prefill = kv_prefill;
     lm->copy = kv_copy;
     lm->decode = kv_decode;
+    lm->extend = kv_extend;
+    /* bf16 weights: one batch-invariant kernel for every row (exact; oneDNN when not deterministic);
+     * fp32: sgemm for prefill (its rounding may depend on the rows beside it) and the fixed-order
+     * kernel for decode, so batched only when not deterministic */
+    lm->batch_prefill = o->weights == JR_COMPUTE_BF16 || !o->deterministic;
     return JR_OK;
 }
 
