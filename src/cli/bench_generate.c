@@ -31,13 +31,16 @@ int cmd_bench_generate(int argc, char **argv) {
     const char *cmd = "bench generate", *model = NULL, *cname = NULL, *save = NULL;
     if (cli_wants_help(argc, argv)) {
         printf("usage: judgerl bench generate (--model DIR | --config 10m|100m|0.5b) [--batch B] [--prompt P] [--tokens N] [--save DIR]\n"
+               "         [--compute auto|float32|bfloat16] [--kv-cache float32|bfloat16] [--deterministic 1|0]\n"
                "Prefills B random prompts of P tokens into a KV cache, then decodes N tokens for all B at once\n"
                "(sampling at temperature 1); prints prefill/decode tokens per second (wall clock and per CPU\n"
                "second), decode_step_ms and the sampler's share. --save DIR also writes the (random) model as an\n"
-               "HF directory. Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS.\n");
+               "HF directory. Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS. With bf16 weights (or\n"
+               "--deterministic 0) the B prompts are prefilled in one batched pass, else one at a time.\n" CLI_KV_USAGE);
         return CLI_OK;
     }
     int B = 8, P = 64, N = 64;
+    cli_kv_args kva = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (i + 1 >= argc) return cli_usage(cmd, "%s needs a value (see judgerl bench --help)", a);
@@ -48,10 +51,16 @@ int cmd_bench_generate(int argc, char **argv) {
         else if (!strcmp(a, "--prompt")) P = atoi(v);
         else if (!strcmp(a, "--tokens")) N = atoi(v);
         else if (!strcmp(a, "--save")) save = v;
+        else if (!strcmp(a, "--compute")) kva.compute = v;
+        else if (!strcmp(a, "--kv-cache")) kva.kv_cache = v;
+        else if (!strcmp(a, "--deterministic")) kva.deterministic = v;
         else return cli_usage(cmd, "unknown option '%s'", a);
     }
     if ((model != NULL) == (cname != NULL)) return cli_usage(cmd, "give one of --model DIR or --config 10m|100m|0.5b");
     if (B < 1 || P < 1 || N < 1) return cli_usage(cmd, "--batch, --prompt, --tokens must be positive");
+    jr_kv_opts kvo;
+    int rc = cli_kv_opts(cmd, &kva, &kvo);
+    if (rc) return rc;
     jr_model m;
     jr_status st;
     if (model) st = jr_model_load(&m, model);
@@ -63,7 +72,7 @@ int cmd_bench_generate(int argc, char **argv) {
     if (!st && save) st = jr_model_save(&m, save, NULL); /* the benchmark model, e.g. for bench/serve_load.py */
     if (st) return cli_fail(cmd, st);
     jr_lm lm;
-    if ((st = jr_kv_lm_open(&lm, &m, B, P + N + 1))) { jr_model_free(&m); return cli_fail(cmd, st); }
+    if ((st = jr_kv_lm_open_opts(&lm, &m, B, P + N + 1, &kvo))) { jr_model_free(&m); return cli_fail(cmd, st); }
     int V = lm.n_logits;
     float *logits = malloc(sizeof(float) * (size_t)V * (size_t)B);
     int32_t *prompt = malloc(sizeof(int32_t) * (size_t)P), *toks = malloc(sizeof(int32_t) * (size_t)B);
@@ -74,13 +83,22 @@ int cmd_bench_generate(int argc, char **argv) {
     jr_rng_seed(&r, 3);
     if (!logits || !prompt || !toks || !slots) st = jr_fail(JR_ENOMEM, "out of memory");
     for (int i = 0; !st && i < P; i++) prompt[i] = (int32_t)jr_rng_below(&r, (uint64_t)m.cfg.vocab_size);
-    /* Prefill each sequence (its own prompt pass, as requests arrive), then decode B rows per step. */
-    double t0 = now(), c0 = cpu();
+    /* Prefill: the B prompts in one batched pass when the lm batches (jr_lm.batch_prefill), else each
+     * on its own (as requests arrive); then decode B rows per step. */
+    int32_t *prompts = malloc(sizeof(int32_t) * (size_t)P * (size_t)B);
+    const int32_t **pp = malloc(sizeof *pp * (size_t)B);
+    int *ns = malloc(sizeof(int) * (size_t)B), *starts = calloc((size_t)B, sizeof(int));
+    if (!prompts || !pp || !ns || !starts) st = jr_fail(JR_ENOMEM, "out of memory");
     for (int b = 0; !st && b < B; b++) {
-        prompt[0] = b;
-        st = lm.prefill(lm.impl, b, prompt, P, logits + (size_t)b * V);
+        memcpy(prompts + (size_t)b * P, prompt, sizeof(int32_t) * (size_t)P);
+        prompts[(size_t)b * P] = b;
+        pp[b] = prompts + (size_t)b * P;
+        ns[b] = P;
         slots[b] = b;
     }
+    double t0 = now(), c0 = cpu();
+    if (!st && lm.batch_prefill) st = lm.extend(lm.impl, B, slots, pp, ns, starts, logits);
+    for (int b = 0; !st && !lm.batch_prefill && b < B; b++) st = lm.prefill(lm.impl, b, pp[b], P, logits + (size_t)b * V);
     double t_prefill = now() - t0, c_prefill = cpu() - c0, t_sample = 0;
     for (int b = 0; !st && b < B; b++) st = jr_sample(logits + (size_t)b * V, V, &sp, NULL, &r, &w, &toks[b]);
     t0 = now();
@@ -94,7 +112,10 @@ int cmd_bench_generate(int argc, char **argv) {
     double t_decode = now() - t0, c_decode = cpu() - c0;
     if (!st) {
         const char *ct = getenv("OPENBLAS_CORETYPE"), *l2 = getenv("OPENBLAS_L2_SIZE");
-        json_t *j = json_pack("{s:s,s:I,s:i,s:i,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:s}", "model", model ? model : cname, "params",
+        char kdesc[160];
+        json_t *j = json_pack("{s:s,s:s,s:b,s:I,s:i,s:i,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:s}", "model",
+                              model ? model : cname, "compute", jr_kv_lm_describe(&lm, kdesc, sizeof kdesc),
+                              "batched_prefill", lm.batch_prefill, "params",
                               (json_int_t)jr_model_param_count(&m.cfg), "batch", B, "prompt", P, "tokens", N, "omp_threads",
                               omp_get_max_threads(), "blas_threads", openblas_get_num_threads(), "prefill_tokens_per_s",
                               (double)B * P / t_prefill, "decode_tokens_per_s", (double)B * N / t_decode, "decode_step_ms",
@@ -107,7 +128,7 @@ int cmd_bench_generate(int argc, char **argv) {
         free(txt);
         json_decref(j);
     }
-    free(logits); free(prompt); free(toks); free(slots);
+    free(logits); free(prompt); free(toks); free(slots); free(prompts); free(pp); free(ns); free(starts);
     jr_sample_scratch_free(&w);
     jr_kv_lm_close(&lm);
     jr_model_free(&m);

@@ -55,6 +55,7 @@ const char *jr_matmul_rows_bf16_kernel(void) {
 #include <immintrin.h>
 #define HAVE_AVX512BF16_KERNEL 1
 #define TGT __attribute__((target("avx512f,avx512bw,avx512bf16")))
+#define UNROLL _Pragma("GCC unroll 4")
 
 /* A block of NR rows x NC outputs: NR, NC are compile-time constants at every call (always_inline),
  * so the accumulators stay in registers. */
@@ -62,26 +63,26 @@ TGT static inline __attribute__((always_inline)) void blk_avx(float *out, const 
                                                               const float *bias, int C, int OC, int n, int o, int NR,
                                                               int NC) {
     __m512 acc[4][4];
-    for (int i = 0; i < NR; i++)
-        for (int j = 0; j < NC; j++) acc[i][j] = _mm512_setzero_ps();
+    UNROLL for (int i = 0; i < NR; i++)
+        UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_setzero_ps();
     int k = 0;
     for (; k + 32 <= C; k += 32) {
         __m512i wv[4], av[4];
-        for (int j = 0; j < NC; j++) wv[j] = _mm512_loadu_si512((const void *)(w + (size_t)(o + j) * C + k));
-        for (int i = 0; i < NR; i++) av[i] = _mm512_loadu_si512((const void *)(a + (size_t)(n + i) * C + k));
-        for (int i = 0; i < NR; i++)
-            for (int j = 0; j < NC; j++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)av[i], (__m512bh)wv[j]);
+        UNROLL for (int j = 0; j < NC; j++) wv[j] = _mm512_loadu_si512((const void *)(w + (size_t)(o + j) * C + k));
+        UNROLL for (int i = 0; i < NR; i++) av[i] = _mm512_loadu_si512((const void *)(a + (size_t)(n + i) * C + k));
+        UNROLL for (int i = 0; i < NR; i++)
+            UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)av[i], (__m512bh)wv[j]);
     }
     if (k < C) {
         __mmask32 m = (__mmask32)((1ull << (C - k)) - 1);
         __m512i wv[4], av[4];
-        for (int j = 0; j < NC; j++) wv[j] = _mm512_maskz_loadu_epi16(m, w + (size_t)(o + j) * C + k);
-        for (int i = 0; i < NR; i++) av[i] = _mm512_maskz_loadu_epi16(m, a + (size_t)(n + i) * C + k);
-        for (int i = 0; i < NR; i++)
-            for (int j = 0; j < NC; j++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)av[i], (__m512bh)wv[j]);
+        UNROLL for (int j = 0; j < NC; j++) wv[j] = _mm512_maskz_loadu_epi16(m, w + (size_t)(o + j) * C + k);
+        UNROLL for (int i = 0; i < NR; i++) av[i] = _mm512_maskz_loadu_epi16(m, a + (size_t)(n + i) * C + k);
+        UNROLL for (int i = 0; i < NR; i++)
+            UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)av[i], (__m512bh)wv[j]);
     }
-    for (int i = 0; i < NR; i++)
-        for (int j = 0; j < NC; j++)
+    UNROLL for (int i = 0; i < NR; i++)
+        UNROLL for (int j = 0; j < NC; j++)
             out[(size_t)(n + i) * OC + o + j] = _mm512_reduce_add_ps(acc[i][j]) + (bias ? bias[o + j] : 0.0f);
 }
 
