@@ -4,7 +4,8 @@
  * Generation streams every weight once per decode step, so keeping weights in bf16 halves the bytes
  * per step. Two kernels, chosen at run time from cpuid:
  *  - AVX512-BF16: vdpbf16ps over 32 bf16 pairs per instruction into 16 fp32 lanes, a register block of
- *    up to 4 rows x 4 outputs (weight rows reused across the rows while in L1), the C tail through
+ *    4 rows x 4 outputs (weight rows reused across the rows while in L1; 1 row x 8 outputs for the
+ *    rows left over, decode's case: 8 weight rows streamed at once), the C tail through
  *    masked loads, the 16 lanes summed with _mm512_reduce_add_ps;
  *  - fallback (no AVX512-BF16): the same bf16 operands widened to fp32, summed in the same 16-lane
  *    layout in plain C.
@@ -55,19 +56,19 @@ const char *jr_matmul_rows_bf16_kernel(void) {
 #include <immintrin.h>
 #define HAVE_AVX512BF16_KERNEL 1
 #define TGT __attribute__((target("avx512f,avx512bw,avx512bf16")))
-#define UNROLL _Pragma("GCC unroll 4")
+#define UNROLL _Pragma("GCC unroll 8")
 
-/* A block of NR rows x NC outputs: NR, NC are compile-time constants at every call (always_inline),
+/* A block of NR rows x NC outputs (NR <= 4, NC <= 8, NR * NC <= 16): NR, NC are compile-time constants at every call (always_inline),
  * so the accumulators stay in registers. */
 TGT static inline __attribute__((always_inline)) void blk_avx(float *out, const uint16_t *a, const uint16_t *w,
                                                               const float *bias, int C, int OC, int n, int o, int NR,
                                                               int NC) {
-    __m512 acc[4][4];
+    __m512 acc[4][8];
     UNROLL for (int i = 0; i < NR; i++)
         UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_setzero_ps();
     int k = 0;
     for (; k + 32 <= C; k += 32) {
-        __m512i wv[4], av[4];
+        __m512i wv[8], av[4];
         UNROLL for (int j = 0; j < NC; j++) wv[j] = _mm512_loadu_si512((const void *)(w + (size_t)(o + j) * C + k));
         UNROLL for (int i = 0; i < NR; i++) av[i] = _mm512_loadu_si512((const void *)(a + (size_t)(n + i) * C + k));
         UNROLL for (int i = 0; i < NR; i++)
@@ -75,7 +76,7 @@ TGT static inline __attribute__((always_inline)) void blk_avx(float *out, const 
     }
     if (k < C) {
         __mmask32 m = (__mmask32)((1ull << (C - k)) - 1);
-        __m512i wv[4], av[4];
+        __m512i wv[8], av[4];
         UNROLL for (int j = 0; j < NC; j++) wv[j] = _mm512_maskz_loadu_epi16(m, w + (size_t)(o + j) * C + k);
         UNROLL for (int i = 0; i < NR; i++) av[i] = _mm512_maskz_loadu_epi16(m, a + (size_t)(n + i) * C + k);
         UNROLL for (int i = 0; i < NR; i++)
@@ -90,6 +91,14 @@ TGT static inline __attribute__((always_inline)) void blk_avx(float *out, const 
 TGT static void range_avx(float *out, const uint16_t *a, const uint16_t *w, const float *bias, int N, int C, int OC,
                           int o0, int o1) {
     int o = o0;
+    for (; o + 8 <= o1; o += 8) { /* 4 x 4 blocks, the rows left over 1 x 8 (decode: 8 weight rows in flight) */
+        int n = 0;
+        for (; n + 4 <= N; n += 4) {
+            blk_avx(out, a, w, bias, C, OC, n, o, 4, 4);
+            blk_avx(out, a, w, bias, C, OC, n, o + 4, 4, 4);
+        }
+        for (; n < N; n++) blk_avx(out, a, w, bias, C, OC, n, o, 1, 8);
+    }
     for (; o + 4 <= o1; o += 4) {
         int n = 0;
         for (; n + 4 <= N; n += 4) blk_avx(out, a, w, bias, C, OC, n, o, 4, 4);
