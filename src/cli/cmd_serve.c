@@ -17,6 +17,7 @@ static const char *usage_text =
     "         [--tokenizer auto|byte|PATH] [--seed S] [--drain-timeout 60] [--request-timeout 0]\n"
     "         [--header-timeout 10] [--body-timeout 30] [--max-connections 512] [--max-per-client N]\n"
     "         [--compute auto|float32|bfloat16] [--kv-cache float32|bfloat16] [--deterministic 1|0]\n"
+    "         [--prefill-chunk 256]\n"
     "  Serves POST /v1/chat/completions and /v1/completions (stream or not), GET /v1/models, /health\n"
     "  (503 while loading) and /metrics. --api-key-env NAME requires 'Authorization: Bearer $NAME' on\n"
     "  /v1/. --port 0 picks a free port; the address is printed on stderr. SIGTERM or SIGINT stop\n"
@@ -24,7 +25,9 @@ static const char *usage_text =
     "  rest and exit 0. --request-timeout S cancels a request S seconds after it arrived (504; 0 = no\n"
     "  limit). A connection must send its headers within --header-timeout and its body within\n"
     "  --body-timeout seconds; one client address holds at most --max-per-client connections that\n"
-    "  have not yet sent a complete request (default --max-connections / 2). See docs/SERVE.md.\n" CLI_KV_USAGE;
+    "  have not yet sent a complete request (default --max-connections / 2). See docs/SERVE.md.\n"
+    "  --prefill-chunk N: prompt tokens prefilled per decode step when prompts are batched (bfloat16):\n"
+    "  smaller keeps the running sequences' inter-token latency lower, larger prefills faster.\n" CLI_KV_USAGE;
 
 static jr_status tg_encode(void *tok, const char *text, size_t len, int32_t **ids, int *n) {
     return jr_textgen_encode(tok, text, len, ids, n);
@@ -62,7 +65,7 @@ int cmd_serve(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
     const char *model = NULL, *host = "127.0.0.1", *key_env = NULL, *name = NULL, *tokenizer = "auto";
     long port = 8000, parallel = 4, max_tokens = 512, ctx = 0, max_queue = 64, max_body = 1 << 20, seed = 0;
-    long max_conn = 512, per_client = 0;
+    long max_conn = 512, per_client = 0, chunk = JR_GEN_PREFILL_CHUNK;
     double drain = 60, req_timeout = 0, hdr_timeout = 10, body_timeout = 30;
     cli_kv_args kva = {0};
     for (int i = 1; i < argc; i++) {
@@ -85,6 +88,7 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) bad = num(cmd, a, v, 0, 1L << 62, &seed);
         else if (!strcmp(a, "--max-connections")) bad = num(cmd, a, v, 1, 65536, &max_conn);
         else if (!strcmp(a, "--max-per-client")) bad = num(cmd, a, v, 1, 65536, &per_client);
+        else if (!strcmp(a, "--prefill-chunk")) bad = num(cmd, a, v, 1, 1 << 20, &chunk);
         else if (!strcmp(a, "--drain-timeout")) bad = seconds(cmd, a, v, 0, &drain);
         else if (!strcmp(a, "--request-timeout")) bad = seconds(cmd, a, v, 0, &req_timeout);
         else if (!strcmp(a, "--header-timeout")) bad = seconds(cmd, a, v, 0.1, &hdr_timeout);
@@ -130,6 +134,7 @@ int cmd_serve(int argc, char **argv) {
     o.max_queue = (int)max_queue;
     o.max_body = (size_t)max_body;
     o.seed = (uint64_t)seed;
+    o.prefill_chunk = (int)chunk;
     o.max_connections = (int)max_conn;
     o.max_per_client = (int)per_client;
     o.request_timeout = req_timeout;
