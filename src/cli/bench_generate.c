@@ -14,20 +14,6 @@
 #include "judgerl/rng.h"
 #include "judgerl/sampler.h"
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* CPU time of the whole process (all threads): on a shared machine, with one thread, the cost of
- * the work itself however long the process waited for a core. */
-static double cpu(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -62,16 +48,16 @@ static jr_status interference(const jr_model *m, const jr_kv_opts *kvo, int B, i
     int n_during = 0;
     for (int i = 0; i < 4 && !st; i++) st = jr_gen_step(g); /* every short prompt in */
     for (int i = 0; i < 8 && !st; i++) {
-        double t0 = now();
+        double t0 = cli_wall_s();
         st = jr_gen_step(g);
-        before[i] = now() - t0;
+        before[i] = cli_wall_s() - t0;
     }
     prompt[0] = B;
     if (!st) st = jr_gen_add(g, prompt, L, 1, &p, NULL, NULL, &r);
     while (!st && jr_gen_req_seq(r, 0)->n_tokens == 0) {
-        double t0 = now();
+        double t0 = cli_wall_s();
         st = jr_gen_step(g);
-        double d = now() - t0;
+        double d = cli_wall_s() - t0;
         during_sum += d;
         if (d > during_max) during_max = d;
         n_during++;
@@ -172,20 +158,20 @@ int cmd_bench_generate(int argc, char **argv) {
         ns[b] = P;
         slots[b] = b;
     }
-    double t0 = now(), c0 = cpu();
+    double t0 = cli_wall_s(), c0 = cli_cpu_s();
     if (!st && lm.batch_prefill) st = lm.extend(lm.impl, B, slots, pp, ns, starts, logits);
     for (int b = 0; !st && !lm.batch_prefill && b < B; b++) st = lm.prefill(lm.impl, b, pp[b], P, logits + (size_t)b * V);
-    double t_prefill = now() - t0, c_prefill = cpu() - c0, t_sample = 0;
+    double t_prefill = cli_wall_s() - t0, c_prefill = cli_cpu_s() - c0, t_sample = 0;
     for (int b = 0; !st && b < B; b++) st = jr_sample(logits + (size_t)b * V, V, &sp, NULL, &r, &w, &toks[b]);
-    t0 = now();
-    c0 = cpu();
+    t0 = cli_wall_s();
+    c0 = cli_cpu_s();
     for (int s = 0; !st && s < N; s++) {
         st = lm.decode(lm.impl, B, slots, toks, logits);
-        double ts = now();
+        double ts = cli_wall_s();
         for (int b = 0; !st && b < B; b++) st = jr_sample(logits + (size_t)b * V, V, &sp, NULL, &r, &w, &toks[b]);
-        t_sample += now() - ts;
+        t_sample += cli_wall_s() - ts;
     }
-    double t_decode = now() - t0, c_decode = cpu() - c0;
+    double t_decode = cli_wall_s() - t0, c_decode = cli_cpu_s() - c0;
     if (!st) {
         const char *ct = getenv("OPENBLAS_CORETYPE"), *l2 = getenv("OPENBLAS_L2_SIZE");
         char kdesc[160];

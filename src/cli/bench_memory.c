@@ -9,19 +9,6 @@
 
 #include "cli/cli.h"
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* CPU time of the process (all threads): on a shared machine, the time the reads took while running. */
-static double cpu(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 typedef float v16 __attribute__((vector_size(64)));
 
 /* Sums the buffer 64 bytes at a time with 4 independent accumulators per thread (the loads, not the
@@ -76,10 +63,10 @@ int cmd_bench_memory(int argc, char **argv) {
     float sink = 0;
     int T = omp_get_max_threads();
     for (long r = 0; gbs && r < reps; r++) {
-        double t0 = now(), c0 = cpu();
+        double t0 = cli_wall_s(), c0 = cli_cpu_s();
         sink += read_all(p, n);
-        gbs[r] = (double)n * sizeof(v16) / (now() - t0) / 1e9;
-        cgbs[r] = (double)n * sizeof(v16) / ((cpu() - c0) / T) / 1e9; /* per thread-second, times the threads */
+        gbs[r] = (double)n * sizeof(v16) / (cli_wall_s() - t0) / 1e9;
+        cgbs[r] = (double)n * sizeof(v16) / ((cli_cpu_s() - c0) / T) / 1e9; /* per thread-second, times the threads */
     }
     if (!gbs) { free(p); return cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory")); }
     for (int k = 0; k < 2; k++) {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <jansson.h>
 
@@ -67,6 +68,18 @@ static int has_file(const char *dir, const char *name) {
     int ok = p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
     free(p);
     return ok;
+}
+
+double cli_wall_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+double cli_cpu_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 int cli_kv_opts(const char *cmd, const cli_kv_args *a, jr_kv_opts *o) {
