@@ -12,6 +12,10 @@
 #define ATOL 2e-5
 #define RTOL 2e-5
 
+/* The options every lm of the tests below opens with (main runs some tests in fp32, then in bf16). */
+static jr_kv_opts KVO;
+static jr_status open_lm(jr_lm *lm, const jr_model *m, int slots, int ctx) { return jr_kv_lm_open_opts(lm, m, slots, ctx, &KVO); }
+
 static const char *fixtures[] = {"llama_gqa", "qwen2_bias", "qwen3_qknorm", "qwen3_tied_bias"};
 
 static int load_fixture(jr_model *m, const char *name) {
@@ -94,7 +98,7 @@ TEST(decode_rows_do_not_depend_on_the_batch) {
     jr_model m;
     if (random_model(&m, 0.5f)) { CHECK(0); return; }
     jr_lm lm;
-    CHECK_OK(jr_kv_lm_open(&lm, &m, 8, 64));
+    CHECK_OK(open_lm(&lm, &m, 8, 64));
     int V0 = lm.n_logits;
     float *alone = malloc(sizeof(float) * V0), *batch = malloc(sizeof(float) * 8 * V0);
     int32_t prompt[5] = {1, 2, 3, 4, 5};
@@ -122,9 +126,9 @@ TEST(decode_rows_do_not_depend_on_the_batch) {
 static void check_logprobs_vs_training_in(float temperature, float top_p, jr_compute comp, double atol) {
     jr_model m;
     if (random_model(&m, 0.3f)) { CHECK(0); return; }
-    m.compute = comp; /* the trainer's matmuls; the sampler (KV cache) always runs fp32 */
+    m.compute = comp; /* the trainer's matmuls; the sampler's (KV cache) are KVO's */
     jr_lm lm;
-    CHECK_OK(jr_kv_lm_open(&lm, &m, 4, 64));
+    CHECK_OK(open_lm(&lm, &m, 4, 64));
     int32_t prompt[6] = {72, 101, 108, 108, 111, 33};
     const int32_t *prompts[1] = {prompt};
     int lens[1] = {6};
@@ -168,8 +172,9 @@ static void check_logprobs_vs_training_in(float temperature, float top_p, jr_com
     }
     CHECK_MSG(worst <= atol, "T=%g: worst log-prob gap %.3g", temperature, worst);
     CHECK_MSG(worst_raw <= atol, "raw: worst log-prob gap %.3g", worst_raw);
-    if (comp == JR_COMPUTE_BF16)
-        printf("  T=%g: bf16 trainer vs fp32 sampler: worst log-prob gap %.3g (tolerance %.3g)\n", temperature,
+    if (comp == JR_COMPUTE_BF16 || KVO.weights == JR_COMPUTE_BF16)
+        printf("  T=%g: %s trainer vs %s sampler: worst log-prob gap %.3g (tolerance %.3g)\n", temperature,
+               comp == JR_COMPUTE_BF16 ? "bf16" : "fp32", KVO.weights == JR_COMPUTE_BF16 ? "bf16" : "fp32",
                worst > worst_raw ? worst : worst_raw, atol);
     if (temperature > 0) CHECK(distinct);
     jr_kv_lm_close(&lm);
@@ -211,7 +216,7 @@ TEST(seeded_request_same_alone_and_batched_with_31_others) {
     p.has_seed = 1;
     p.seed = 1234;
     jr_lm lm1;
-    CHECK_OK(jr_kv_lm_open(&lm1, &m, 1, 64));
+    CHECK_OK(open_lm(&lm1, &m, 1, 64));
     jr_gen *g;
     CHECK_OK(jr_gen_open(&g, &lm1, &V, 1));
     jr_gen_req *r;
@@ -226,7 +231,7 @@ TEST(seeded_request_same_alone_and_batched_with_31_others) {
 
     /* Now with 31 other requests (other prompts, seeds, lengths), ours added in the middle of a run. */
     jr_lm lm;
-    CHECK_OK(jr_kv_lm_open(&lm, &m, 32, 64));
+    CHECK_OK(open_lm(&lm, &m, 32, 64));
     CHECK_OK(jr_gen_open(&g, &lm, &V, 99));
     jr_gen_req *others[31];
     for (int k = 0; k < 31; k++) {
@@ -262,7 +267,7 @@ TEST(stop_strings_eos_length_and_streamed_text) {
     jr_model m;
     if (random_model(&m, 0.1f)) { CHECK(0); return; }
     jr_lm lm;
-    CHECK_OK(jr_kv_lm_open(&lm, &m, 4, 64));
+    CHECK_OK(open_lm(&lm, &m, 4, 64));
     jr_gen *g;
     CHECK_OK(jr_gen_open(&g, &lm, &V, 5));
     int32_t prompt[2] = {1, 2};
@@ -332,7 +337,7 @@ TEST(constrained_choice_from_a_random_model) {
     jr_model m;
     if (random_model(&m, 1.0f)) { CHECK(0); return; }
     jr_lm lm;
-    CHECK_OK(jr_kv_lm_open(&lm, &m, 8, 64));
+    CHECK_OK(open_lm(&lm, &m, 8, 64));
     const char *choices[3] = {"GOOD", "BAD", "UNSURE"};
     jr_constraint *c;
     CHECK_OK(jr_constraint_choice(&c, &V.tb, choices, 3));
@@ -355,8 +360,183 @@ TEST(constrained_choice_from_a_random_model) {
     jr_model_free(&m);
 }
 
+/* bf16 generation (jr_kv_opts.weights = BF16, optionally a bf16 KV cache) against the fp32 training
+ * forward: |a - b| <= BF16_LOGIT_ATOL + 2% |b| per logit (bf16 rounding of weights and activations;
+ * the same bound the bf16 trainer's tests use), with the AVX512-BF16 kernel and the fp32 fallback. */
+#define BF16_LOGIT_ATOL 0.1
+static void bf16_logits_one(int fallback, int kv_bf16) {
+    jr_matmul_rows_bf16_force_fallback(fallback);
+    for (size_t f = 0; f < sizeof fixtures / sizeof *fixtures; f++) {
+        jr_model m;
+        if (load_fixture(&m, fixtures[f])) { CHECK(0); continue; }
+        int T = 24, P = 9, V0 = m.cfg.vocab_size;
+        int32_t ids[24];
+        jr_rng r;
+        jr_rng_seed(&r, f);
+        for (int i = 0; i < T; i++) ids[i] = (int32_t)jr_rng_below(&r, (uint64_t)V0);
+        jr_acts a;
+        CHECK_OK(jr_acts_init(&a, &m, 1, T));
+        CHECK_OK(jr_model_forward(&m, &a, ids, 1, T));
+        jr_lm lm, lm32;
+        jr_kv_opts o = {JR_COMPUTE_BF16, kv_bf16, 1};
+        CHECK_OK(jr_kv_lm_open_opts(&lm, &m, 2, 32, &o));
+        CHECK_OK(jr_kv_lm_open(&lm32, &m, 2, 32));
+        float *lg = malloc(sizeof(float) * (size_t)V0), *lg32 = malloc(sizeof(float) * (size_t)V0);
+        double worst = 0, gap32 = 0;
+        CHECK_OK(lm.prefill(lm.impl, 1, ids, P, lg));
+        CHECK_OK(lm32.prefill(lm32.impl, 1, ids, P, lg32));
+        for (int t = P - 1; t < T; t++) {
+            if (t >= P) {
+                int slot = 1;
+                CHECK_OK(lm.decode(lm.impl, 1, &slot, &ids[t], lg));
+                CHECK_OK(lm32.decode(lm32.impl, 1, &slot, &ids[t], lg32));
+            }
+            for (int v = 0; v < V0; v++) {
+                double ref = a.logits[(size_t)t * V0 + v], d = fabs(lg[v] - ref) - 0.02 * fabs(ref);
+                if (d > worst) worst = d;
+                if (fabs(lg[v] - lg32[v]) > gap32) gap32 = fabs(lg[v] - lg32[v]);
+            }
+        }
+        printf("  %s, %s kernel, KV cache %s: worst logit gap to fp32 %.3g beyond 2%% (tolerance %.3g), max |bf16 - fp32| %.3g\n",
+               fixtures[f], jr_matmul_rows_bf16_kernel(), kv_bf16 ? "bf16" : "fp32", worst, BF16_LOGIT_ATOL, gap32);
+        CHECK_MSG(worst <= BF16_LOGIT_ATOL, "%s: worst logit gap %.3g", fixtures[f], worst);
+        CHECK_MSG(gap32 > 0, "%s: bf16 logits equal the fp32 ones bit for bit: the bf16 path did not run", fixtures[f]);
+        free(lg);
+        free(lg32);
+        jr_kv_lm_close(&lm);
+        jr_kv_lm_close(&lm32);
+        jr_acts_free(&a);
+        jr_model_free(&m);
+    }
+    jr_matmul_rows_bf16_force_fallback(0);
+}
+
+TEST(bf16_kv_logits_near_training_forward) {
+    printf("  CPU kernel: %s\n", jr_matmul_rows_bf16_kernel());
+    bf16_logits_one(0, 0);
+    bf16_logits_one(0, 1);
+    bf16_logits_one(1, 0);
+}
+
+/* The bf16 kernels against a float64 product of the same bf16 operands, odd shapes (tails), and
+ * batch invariance of the kernel itself (one row alone == the same row among 7 others, bitwise). */
+static float rb16(float f) { uint16_t h; jr_bf16_from_f32(&h, &f, 1); uint32_t u = (uint32_t)h << 16; memcpy(&f, &u, 4); return f; }
+TEST(bf16_rows_kernel_exact_and_batch_invariant) {
+    int shapes[][3] = {{1, 32, 16}, {7, 45, 19}, {8, 768, 33}, {3, 1000, 5}, {13, 64, 64}};
+    for (int fb = 0; fb < 2; fb++) {
+        jr_matmul_rows_bf16_force_fallback(fb);
+        for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+            int N = shapes[k][0], C = shapes[k][1], OC = shapes[k][2];
+            jr_rng r;
+            jr_rng_seed(&r, k + 100);
+            float *x = malloc(sizeof(float) * (size_t)N * C), *wf = malloc(sizeof(float) * (size_t)OC * C);
+            float *bias = malloc(sizeof(float) * (size_t)OC), *out = malloc(sizeof(float) * (size_t)N * OC);
+            float *one = malloc(sizeof(float) * (size_t)OC);
+            uint16_t *w = malloc(sizeof(uint16_t) * (size_t)OC * C), *scr = malloc(sizeof(uint16_t) * (size_t)N * C);
+            for (long i = 0; i < (long)N * C; i++) x[i] = (float)jr_rng_normal(&r);
+            for (long i = 0; i < (long)OC * C; i++) wf[i] = (float)jr_rng_normal(&r);
+            for (int i = 0; i < OC; i++) bias[i] = (float)jr_rng_normal(&r);
+            jr_bf16_from_f32(w, wf, (long)OC * C);
+            jr_matmul_rows_bf16(out, x, w, bias, N, C, OC, scr);
+            int bad = 0;
+            for (int n = 0; n < N; n++)
+                for (int o = 0; o < OC; o++) {
+                    double ref = bias[o], mag = fabs(bias[o]);
+                    for (int c = 0; c < C; c++) {
+                        double p = (double)rb16(x[(size_t)n * C + c]) * rb16(wf[(size_t)o * C + c]);
+                        ref += p;
+                        mag += fabs(p);
+                    }
+                    if (fabs(out[(size_t)n * OC + o] - ref) > 1e-5 * mag + 1e-6) bad++;
+                }
+            CHECK_MSG(bad == 0, "%s kernel, %d x %d x %d: %d outputs off", jr_matmul_rows_bf16_kernel(), N, C, OC, bad);
+            int n = N / 2;
+            jr_matmul_rows_bf16(one, x + (size_t)n * C, w, bias, 1, C, OC, scr);
+            CHECK_MSG(!memcmp(one, out + (size_t)n * OC, sizeof(float) * (size_t)OC), "%d x %d x %d: row %d alone differs",
+                      N, C, OC, n);
+            free(x); free(wf); free(bias); free(out); free(one); free(w); free(scr);
+        }
+    }
+    jr_matmul_rows_bf16_force_fallback(0);
+}
+
+/* With bf16 weights in both the sampler and the trainer (oneDNN, other summation order), their
+ * log-probs agree to |a - b| <= BF16_BOTH_LP_ATOL + 2e-5 |b| (measured: see the test's output). */
+#define BF16_BOTH_LP_ATOL 0.15
+TEST(bf16_sampler_logprobs_near_training_logprobs) {
+    float x[4] = {1, 2, 3, 4}, w[4] = {1, 0, 0, 1}, o[4];
+    check_logprobs_vs_training_in(0.7f, 0.9f, JR_COMPUTE_F32, BF16_LP_ATOL);
+    check_logprobs_vs_training_in(1.0f, 1.0f, JR_COMPUTE_F32, BF16_LP_ATOL);
+    if (jr_matmul_bf16_forward(o, x, w, NULL, 2, 2, 2)) SKIP("no oneDNN bf16 matmul here: %s", jr_matmul_bf16_error());
+    check_logprobs_vs_training_in(0.7f, 0.9f, JR_COMPUTE_BF16, BF16_BOTH_LP_ATOL);
+    check_logprobs_vs_training_in(1.0f, 1.0f, JR_COMPUTE_BF16, BF16_BOTH_LP_ATOL);
+}
+
+/* Batched, chunked prefill (bf16 weights: jr_lm.batch_prefill): a seeded request with a 40-token
+ * prompt gives the same tokens prefilled whole and alone as cut into 7-token chunks among 5 other
+ * requests' prompts and decode rows; while it is being prefilled the running sequences keep getting
+ * one token per step. */
+TEST(bf16_chunked_batched_prefill_same_tokens_and_no_stall) {
+    jr_model m;
+    if (random_model(&m, 0.1f)) { CHECK(0); return; }
+    int32_t prompt[40];
+    for (int i = 0; i < 40; i++) prompt[i] = (int32_t)((i * 37 + 11) % 256);
+    jr_gen_params p = jr_gen_params_default();
+    p.sample.temperature = 1.0f;
+    p.max_tokens = 16;
+    p.has_seed = 1;
+    p.seed = 77;
+    p.ignore_eos = 1;
+    jr_kv_opts o = {JR_COMPUTE_BF16, 0, 1};
+    jr_lm lm1;
+    CHECK_OK(jr_kv_lm_open_opts(&lm1, &m, 2, 64, &o));
+    CHECK(lm1.batch_prefill == 1);
+    jr_gen *g;
+    CHECK_OK(jr_gen_open(&g, &lm1, &V, 1));
+    jr_gen_set_prefill_chunk(g, 0);
+    jr_gen_req *r;
+    CHECK_OK(jr_gen_add(g, prompt, 40, 2, &p, NULL, NULL, &r));
+    while (!jr_gen_req_done(r)) CHECK_OK(jr_gen_step(g));
+    int32_t alone[2][16];
+    for (int i = 0; i < 2; i++) {
+        CHECK(jr_gen_req_seq(r, i)->n_tokens == 16);
+        memcpy(alone[i], jr_gen_req_seq(r, i)->tokens, sizeof alone[i]);
+    }
+    jr_gen_close(g);
+    jr_kv_lm_close(&lm1);
+
+    jr_lm lm;
+    CHECK_OK(jr_kv_lm_open_opts(&lm, &m, 8, 64, &o));
+    CHECK_OK(jr_gen_open(&g, &lm, &V, 5));
+    jr_gen_set_prefill_chunk(g, 7);
+    jr_gen_req *others[5];
+    for (int k = 0; k < 5; k++) {
+        int32_t op[5] = {k, k + 1, 7, 9, 200};
+        jr_gen_params q = p;
+        q.seed = (uint64_t)k + 1000;
+        q.max_tokens = 40;
+        CHECK_OK(jr_gen_add(g, op, 5, 1, &q, NULL, NULL, &others[k]));
+    }
+    for (int i = 0; i < 6; i++) CHECK_OK(jr_gen_step(g)); /* 25 prompt tokens: in by the 4th step */
+    int before = jr_gen_req_seq(others[0], 0)->n_tokens;
+    CHECK_OK(jr_gen_add(g, prompt, 40, 2, &p, NULL, NULL, &r));
+    int steps = 0;
+    while (jr_gen_req_seq(r, 0)->n_tokens == 0) { CHECK_OK(jr_gen_step(g)); steps++; if (steps > 50) break; }
+    CHECK_MSG(steps == 6, "a 40-token prompt in chunks of 7 took %d steps", steps); /* ceil(40 / 7) */
+    CHECK_MSG(jr_gen_req_seq(others[0], 0)->n_tokens == before + steps, "the running sequence got %d tokens in %d steps",
+              jr_gen_req_seq(others[0], 0)->n_tokens - before, steps);
+    while (!jr_gen_req_done(r)) CHECK_OK(jr_gen_step(g));
+    for (int i = 0; i < 2; i++)
+        CHECK_MSG(jr_gen_req_seq(r, i)->n_tokens == 16 && !memcmp(jr_gen_req_seq(r, i)->tokens, alone[i], sizeof alone[i]),
+                  "sequence %d differs when its prompt is chunked and batched", i);
+    jr_gen_close(g);
+    jr_kv_lm_close(&lm);
+    jr_model_free(&m);
+}
+
 int main(void) {
     vocab_init();
+    KVO = jr_kv_opts_default();
     RUN(kv_logits_equal_training_forward);
     RUN(decode_rows_do_not_depend_on_the_batch);
     RUN(sampler_logprobs_equal_training_logprobs);
@@ -364,5 +544,20 @@ int main(void) {
     RUN(seeded_request_same_alone_and_batched_with_31_others);
     RUN(stop_strings_eos_length_and_streamed_text);
     RUN(constrained_choice_from_a_random_model);
+    /* generation in bf16: weights kept in bf16, then the bf16 KV cache too */
+    RUN(bf16_rows_kernel_exact_and_batch_invariant);
+    RUN(bf16_kv_logits_near_training_forward);
+    KVO = (jr_kv_opts){JR_COMPUTE_BF16, 0, 1};
+    jt_run("bf16_decode_rows_do_not_depend_on_the_batch", decode_rows_do_not_depend_on_the_batch);
+    jt_run("bf16_seeded_request_same_alone_and_batched_with_31_others", seeded_request_same_alone_and_batched_with_31_others);
+    RUN(bf16_sampler_logprobs_near_training_logprobs);
+    RUN(bf16_chunked_batched_prefill_same_tokens_and_no_stall);
+    jt_run("bf16_stop_strings_eos_length_and_streamed_text", stop_strings_eos_length_and_streamed_text);
+    KVO.kv_bf16 = 1;
+    jt_run("bf16_kv_cache_decode_rows_do_not_depend_on_the_batch", decode_rows_do_not_depend_on_the_batch);
+    jt_run("bf16_kv_cache_seeded_request_same_alone_and_batched_with_31_others", seeded_request_same_alone_and_batched_with_31_others);
+    jr_matmul_rows_bf16_force_fallback(1);
+    jt_run("bf16_fallback_seeded_request_same_alone_and_batched_with_31_others", seeded_request_same_alone_and_batched_with_31_others);
+    jr_matmul_rows_bf16_force_fallback(0);
     return jt_done();
 }

@@ -24,11 +24,24 @@ expect_error generate_bad_row 'bad.jsonl:2' "$JR_BIN" generate --model "$MODEL" 
 expect_error generate_no_model 'no such model directory' "$JR_BIN" generate --model "$JR_TMP/nowhere" --prompt hi
 expect_error generate_two_sources 'exactly one' "$JR_BIN" generate --model "$MODEL" --prompt hi --input "$JR_TMP/in.jsonl"
 expect_error generate_bad_regex 'guided_regex|regex' "$JR_BIN" generate --model "$MODEL" --prompt hi --regex '(a'
+expect_error generate_bad_compute "--compute: expected auto, float32 or bfloat16, got 'fp16'" "$JR_BIN" generate --model "$MODEL" --prompt hi --compute fp16
+expect_error generate_bad_kv_cache "--kv-cache: expected float32 or bfloat16" "$JR_BIN" generate --model "$MODEL" --prompt hi --kv-cache half
+# the compute type is announced; float32 and bfloat16 differ (bf16 rounding) yet each is repeatable
+for c in float32 bfloat16; do
+  "$JR_BIN" generate --model "$MODEL" --input "$JR_TMP/in.jsonl" --output "$JR_TMP/c_$c.jsonl" --n 2 --max-tokens 8 --logprobs 0 \
+    --seed 4 --compute $c 2>"$JR_TMP/c_$c.err"
+done
+if grep -q '^judgerl generate: compute: weights fp32, KV cache fp32$' "$JR_TMP/c_float32.err" &&
+   grep -q '^judgerl generate: compute: weights bf16 (\(avx512_bf16\|fp32_fallback\) kernel), KV cache fp32$' "$JR_TMP/c_bfloat16.err" &&
+   [ "$(wc -l <"$JR_TMP/c_bfloat16.jsonl")" -eq 4 ] && ! cmp -s "$JR_TMP/c_float32.jsonl" "$JR_TMP/c_bfloat16.jsonl"; then
+  ok generate_compute_announced
+else fail generate_compute_announced "$(cat "$JR_TMP/c_float32.err" "$JR_TMP/c_bfloat16.err")"; fi
 [ -e "$JR_TMP/o.jsonl" ] && fail generate_no_partial_output "o.jsonl was written" || ok generate_no_partial_output
 
 # ---- judgerl serve ----
 expect_error serve_no_model 'nowhere: no config.json' "$JR_BIN" serve --model "$JR_TMP/nowhere" --port 0
 expect_error serve_bad_port 'port' "$JR_BIN" serve --model "$MODEL" --port 99999
+expect_error serve_bad_deterministic '--deterministic: expected 1 or 0' "$JR_BIN" serve --model "$MODEL" --port 0 --deterministic maybe
 expect_error serve_key_env_unset 'JR_UNSET_KEY_VAR' "$JR_BIN" serve --model "$MODEL" --api-key-env JR_UNSET_KEY_VAR
 export JR_TEST_KEY=k3y-for-tests
 serve_start --model "$MODEL" --api-key-env JR_TEST_KEY --parallel 4 --served-model-name tiny org/tiny-alias --max-body 65536

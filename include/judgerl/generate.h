@@ -25,6 +25,17 @@ typedef struct jr_lm {
     /* Appends toks[i] to slots[i] for i < n (distinct slots) and writes n rows of scores. The rows
      * do not depend on which other slots are in the batch (bitwise). */
     jr_status (*decode)(void *impl, int n, const int *slots, const int32_t *toks, float *logits);
+    /* Optional (NULL: not offered). Appends toks[i][0..n[i]) to slots[i] (distinct) from position
+     * start[i] (0: the slot is emptied first; else the slot's length) for i < k, all in one pass over
+     * the weights; writes k rows of scores, row i for the last position appended to slots[i]. Decode
+     * rows (n = 1), whole prompts and pieces of prompts may share one call. */
+    jr_status (*extend)(void *impl, int k, const int *slots, const int32_t *const *toks, const int *n,
+                        const int *start, float *logits);
+    /* 1: the generator batches decode rows and prompts (cut into chunks, jr_gen_set_prefill_chunk)
+     * into extend calls. The lm sets it when extend's rows are bitwise those of prefill + decode
+     * whatever the call's other rows and however a prompt is cut (so no seeded request's tokens
+     * change), or when it was opened non-deterministic (jr_kv_opts.deterministic = 0). */
+    int batch_prefill;
 } jr_lm;
 
 /* The tokenizer as the generator sees it: each token's bytes (NULL for special tokens, which add
@@ -87,6 +98,12 @@ jr_status jr_gen_open(jr_gen **out, jr_lm *lm, const jr_gen_vocab *vocab, uint64
 /* Frees the generator and every request still in it. */
 void jr_gen_close(jr_gen *g);
 
+/* Prompt tokens prefilled per step (0 = whole prompts; the default, JR_GEN_PREFILL_CHUNK, keeps a long
+ * prompt from stalling running sequences for its whole length). Only with an lm that sets
+ * batch_prefill; otherwise each prompt is prefilled whole, on its own, as it arrives. */
+#define JR_GEN_PREFILL_CHUNK 256
+void jr_gen_set_prefill_chunk(jr_gen *g, int tokens);
+
 /* Slots not held by a request. */
 int jr_gen_free_slots(const jr_gen *g);
 /* Requests holding slots. */
@@ -99,7 +116,8 @@ jr_status jr_gen_add(jr_gen *g, const int32_t *prompt, int n_prompt, int n, cons
                      jr_gen_event_fn cb, void *ud, jr_gen_req **out);
 
 /* One step: prefills new requests and advances every running sequence by one token, calling the
- * event callbacks. A request whose sequences are all done stays until jr_gen_release. */
+ * event callbacks. With jr_lm.batch_prefill the decode rows and up to the prefill
+ * chunk of prompt tokens (of as many requests as fit) go through the model in one pass. A request whose sequences are all done stays until jr_gen_release. */
 jr_status jr_gen_step(jr_gen *g);
 
 /* The request's n sequences (valid until release), its prompt length and whether all are done. */

@@ -13,6 +13,27 @@
 jr_status jr_kv_lm_open(jr_lm *lm, const jr_model *m, int n_slots, int max_ctx);
 void jr_kv_lm_close(jr_lm *lm);
 
+/* How the cache computes (jr_kv_lm_open uses jr_kv_opts_default: fp32 weights and cache). */
+typedef struct jr_kv_opts {
+    jr_compute weights; /* JR_COMPUTE_BF16: every matmul weight (q, k, v, o, gate, up, down, lm_head) kept
+                         * as a bf16 copy (2 bytes per parameter streamed per decode step instead of 4),
+                         * products by jr_matmul_rows_bf16 (AVX512-BF16, fp32 fallback elsewhere). The
+                         * copy is taken at open: after the model's weights change, jr_kv_lm_sync. */
+    int kv_bf16;        /* 1: keys and values stored in bf16 (half the cache; attention in fp32) */
+    int deterministic;  /* 1 (default): a row's result never depends on the rows beside it: with bf16
+                         * weights prompts are still batched and chunked (one exact kernel for all rows),
+                         * with fp32 weights each prompt is prefilled alone (sgemm).
+                         * 0: fp32 prompts batched through sgemm, bf16 products of 64 rows or more through
+                         * oneDNN (faster prefill; their rounding depends on the rows beside, so a
+                         * seeded request's tokens may change with what else is running) */
+} jr_kv_opts;
+jr_kv_opts jr_kv_opts_default(void);
+jr_status jr_kv_lm_open_opts(jr_lm *lm, const jr_model *m, int n_slots, int max_ctx, const jr_kv_opts *o);
+/* Re-reads the model's fp32 weights into the bf16 copy (no-op with fp32 weights). */
+jr_status jr_kv_lm_sync(jr_lm *lm);
+/* "weights bf16 (avx512_bf16 kernel), KV cache fp32" and the like, for logs. */
+const char *jr_kv_lm_describe(const jr_lm *lm, char *buf, size_t n);
+
 /* Bytes the cache of jr_kv_lm_open(m, n_slots, max_ctx) takes (for messages and sizing). */
 double jr_kv_bytes(const jr_model *m, int n_slots, int max_ctx);
 

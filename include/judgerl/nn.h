@@ -28,6 +28,21 @@ int jr_matmul_bf16_forward(float *out, const float *inp, const float *weight, co
 int jr_matmul_bf16_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                             const float *weight, int N, int C, int OC);
 const char *jr_matmul_bf16_error(void);
+/* The forward with weights already in bf16 (OC,C) (generation keeps them so): oneDNN, for many rows. */
+int jr_matmul_bf16w_forward(float *out, const float *inp, const uint16_t *weight, const float *bias, int N, int C,
+                            int OC);
+/* Inference matmul over bf16 weights (matmul_rows_bf16.c): out (N,OC) = bf16(inp) (N,C) . w (OC,C)^T
+ * + bias, fp32 accumulation, every output summed in one fixed order whatever N (batch-invariant).
+ * scratch holds N*C bf16. AVX512-BF16 kernel when cpuid has it, else a portable fp32 kernel over the
+ * same bf16 operands. */
+void jr_matmul_rows_bf16(float *out, const float *inp, const uint16_t *w, const float *bias, int N, int C, int OC,
+                         uint16_t *scratch);
+/* "avx512_bf16" or "fp32_fallback": the kernel jr_matmul_rows_bf16 runs. */
+const char *jr_matmul_rows_bf16_kernel(void);
+/* Tests: 1 forces the fallback kernel (to check it on a CPU that has AVX512-BF16), 0 back to cpuid. */
+void jr_matmul_rows_bf16_force_fallback(int on);
+/* dst[i] = bf16(src[i]), round to nearest even (NaN kept quiet). */
+void jr_bf16_from_f32(uint16_t *dst, const float *src, long n);
 /* oneDNN's implementation name for a forward product of this shape (e.g. "brg:avx512_core_bf16"). */
 void jr_matmul_bf16_impl(char *buf, size_t n, int N, int C, int OC);
 /* 1 when the CPU has bf16 matrix units (AMX-BF16, or AVX-512 with AVX512-BF16), from cpuid. */

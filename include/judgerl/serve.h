@@ -96,6 +96,7 @@ typedef struct jr_serve_opts {
     double body_timeout;      /* s to receive a request's body once its headers are in (30) */
     double request_timeout;   /* s from arrival to the last token; then 504 and the request is cancelled (0 = none) */
     uint64_t seed;            /* streams of requests without a seed */
+    int prefill_chunk;        /* prompt tokens per step when the lm batches prompts (0 = JR_GEN_PREFILL_CHUNK) */
 } jr_serve_opts;
 
 typedef struct jr_server jr_server;

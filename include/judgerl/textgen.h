@@ -18,6 +18,7 @@ typedef struct jr_textgen {
     const jr_model *m;       /* the model generated from (&model, or the caller's) */
     int owns_model;
     jr_lm lm;
+    jr_kv_opts kvo;          /* how lm computes (jr_textgen_set_kv; open: fp32, open_model: m->compute) */
     jr_tokenizer *bpe;       /* tokenizer.json (BPE + chat template; tok.hf, owned by tok), or NULL for byte */
     jr_tok tok;              /* the tokenizer (byte or bpe) */
     jr_gen_vocab vocab;
@@ -33,6 +34,11 @@ typedef struct jr_textgen {
  * already these. On error t->lm is closed (zeroed). */
 jr_status jr_textgen_reserve(jr_textgen *t, int n_slots, int max_ctx);
 
+/* Reopens the KV cache (same sizes) with options o when they differ from t->kvo. */
+jr_status jr_textgen_set_kv(jr_textgen *t, const jr_kv_opts *o);
+/* After the model's weights changed (GRPO's update): refreshes the cache's bf16 weight copy. */
+jr_status jr_textgen_sync(jr_textgen *t);
+
 /* Loads model directory `dir` (config.json + safetensors) with tokenizer `tok_spec`: "auto" (or
  * NULL): dir/tokenizer.json when present (with tokenizer_config.json's chat template), else the
  * byte tokenizer; "byte"; or the path of a tokenizer.json file or of a directory holding one
@@ -42,13 +48,14 @@ jr_status jr_textgen_reserve(jr_textgen *t, int n_slots, int max_ctx);
 jr_status jr_textgen_open(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx);
 
 /* Same over a model already in memory (borrowed: GRPO's policy), eos ids from its config;
- * tok_spec "auto" means "byte" here. */
+ * tok_spec "auto" means "byte" here. The cache's weights follow m->compute (bf16: a bf16 copy that
+ * jr_textgen_sync refreshes after the weights change). */
 jr_status jr_textgen_open_model(jr_textgen *t, const jr_model *m, const char *tok_spec, int n_slots, int max_ctx);
 
 void jr_textgen_close(jr_textgen *t);
 
-/* What answers: SHA-256 (hex) of the model's shape, its weights as loaded and its tokenizer's
- * files (chat template included). Two servers with the same fingerprint give the same answers
+/* What answers: SHA-256 (hex) of the model's shape, its weights as loaded, its tokenizer's
+ * files (chat template included) and the cache's options when not the fp32 default (t->kvo). Two servers with the same fingerprint give the same answers
  * to the same request; `judgerl serve` reports it in /v1/models (judgerl_fingerprint). */
 void jr_textgen_fingerprint(const jr_textgen *t, char out[65]);
 

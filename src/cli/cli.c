@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <jansson.h>
 
@@ -71,6 +72,33 @@ static int has_file(const char *dir, const char *name) {
     int ok = p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
     free(p);
     return ok;
+}
+
+double cli_wall_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+double cli_cpu_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int cli_kv_opts(const char *cmd, const cli_kv_args *a, jr_kv_opts *o) {
+    *o = jr_kv_opts_default();
+    const char *c = a->compute ? a->compute : "auto", *k = a->kv_cache ? a->kv_cache : "float32";
+    if (strcmp(c, "auto") && strcmp(c, "float32") && strcmp(c, "bfloat16"))
+        return cli_usage(cmd, "--compute: expected auto, float32 or bfloat16, got '%s'", c);
+    if (strcmp(k, "float32") && strcmp(k, "bfloat16"))
+        return cli_usage(cmd, "--kv-cache: expected float32 or bfloat16, got '%s'", k);
+    if (a->deterministic && strcmp(a->deterministic, "0") && strcmp(a->deterministic, "1"))
+        return cli_usage(cmd, "--deterministic: expected 1 or 0, got '%s'", a->deterministic);
+    o->weights = jr_model_compute_resolve(c);
+    o->kv_bf16 = !strcmp(k, "bfloat16");
+    o->deterministic = !a->deterministic || !strcmp(a->deterministic, "1");
+    return CLI_OK;
 }
 
 jr_status cli_textgen_open(jr_textgen *t, const char *model, const char *tok_spec, int n_slots, int max_ctx, char *desc,

@@ -39,6 +39,22 @@ int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, cons
  * whose base_model_name_or_path is loaded and the adapter folded into it in memory, with the
  * checkpoint's tokenizer unless tok_spec names one. desc gets what was loaded ("BASE + LoRA adapter
  * DIR"). A base that is not a model directory here is an error naming `judgerl merge`. */
+/* Benchmarks' clocks: monotonic wall time, and the CPU time of the whole process (all threads: on a
+ * shared machine, the cost of the work itself however long the process waited for a core). */
+double cli_wall_s(void);
+double cli_cpu_s(void);
+
+/* generate's and serve's --compute auto|float32|bfloat16 (the weights: auto = bfloat16 where the CPU
+ * has bf16 units, as model.compute), --kv-cache float32|bfloat16, --deterministic 1|0 (NULL = default). */
+typedef struct cli_kv_args { const char *compute, *kv_cache, *deterministic; } cli_kv_args;
+/* Checks and resolves them into *o: CLI_OK, or the exit code after a usage message. */
+int cli_kv_opts(const char *cmd, const cli_kv_args *a, jr_kv_opts *o);
+#define CLI_KV_USAGE \
+    "  --compute auto|float32|bfloat16 (default auto: bfloat16 where the CPU has bf16 units, as\n" \
+    "  model.compute): bfloat16 keeps the weights in bf16 (half the bytes per decode step);\n" \
+    "  --kv-cache float32|bfloat16 (default float32); --deterministic 1|0 (default 1: a seeded request\n" \
+    "  gives the same tokens alone or batched; 0 batches float32 prompts too and lets oneDNN run bf16\n" \
+    "  products of 64+ rows: faster, batch-dependent in the last bits). See docs/PERFORMANCE.md.\n"
 jr_status cli_textgen_open(jr_textgen *t, const char *model, const char *tok_spec, int n_slots, int max_ctx, char *desc,
                            size_t desc_len);
 
@@ -68,6 +84,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_bench_grade(int argc, char **argv);
 int cmd_bench_train(int argc, char **argv);
 int cmd_bench_generate(int argc, char **argv);
+int cmd_bench_memory(int argc, char **argv);
 /* The engine's benchmark configs ("10m", "100m") shared by bench train and bench generate
  * (cmd_bench_train.c); -1 for an unknown name. */
 struct jr_model_config;

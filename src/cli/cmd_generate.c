@@ -16,13 +16,14 @@ static const char *usage_text =
     "         [--n N] [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S]\n"
     "         [--stop TEXT]... [--logprobs K] [--choice TEXT]... [--regex RE] [--ignore-eos]\n"
     "         [--tokenizer auto|byte|PATH] [--parallel SLOTS] [--ctx POSITIONS]\n"
+    "         [--compute auto|float32|bfloat16] [--kv-cache float32|bfloat16] [--deterministic 1|0]\n"
     "  --prompt: one completions prompt; --chat: a JSON list of {role, content} messages;\n"
     "  --input: JSONL rows with \"prompt\" (text) or \"messages\" (chat). Each row gets n output rows\n"
     "  (the input fields plus id, prompt_id, sample, response, tokens, finish_reason, prompt_tokens,\n"
     "  logprobs when --logprobs is given; prompt_id is the input's id, else its 0-based row index; id is\n"
     "  prompt_id with --n 1, else \"PROMPT_ID-SAMPLE\"), so `judgerl grade` takes OUT.jsonl as it is.\n"
     "  Without --output the rows go to stdout. Sampling defaults come from the\n"
-    "  model's generation_config.json, else temperature 1, top_p 1.\n";
+    "  model's generation_config.json, else temperature 1, top_p 1.\n" CLI_KV_USAGE;
 
 static int parse_num(const char *cmd, const char *flag, const char *v, double lo, double hi, double *out) {
     char *end;
@@ -42,6 +43,7 @@ typedef struct {
     const char *stops[16], *choices[64];
     int n_stop, n_choice, ignore_eos;
     double n, max_tokens, temperature, top_p, top_k, min_p, seed, logprobs, parallel, ctx;
+    cli_kv_args kv;
 } gen_args;
 
 /* Fills a from argv; CLI_OK, or the exit code after a usage message. */
@@ -58,6 +60,9 @@ static int parse_gen_args(const char *cmd, int argc, char **argv, gen_args *a) {
         else if (!strcmp(f, "--input")) a->input = v;
         else if (!strcmp(f, "--output")) a->output = v;
         else if (!strcmp(f, "--regex")) a->regex = v;
+        else if (!strcmp(f, "--compute")) a->kv.compute = v;
+        else if (!strcmp(f, "--kv-cache")) a->kv.kv_cache = v;
+        else if (!strcmp(f, "--deterministic")) a->kv.deterministic = v;
         else if (!strcmp(f, "--stop")) { if (a->n_stop == 16) return cli_usage(cmd, "--stop: at most 16"); if (v) a->stops[a->n_stop++] = v; }
         else if (!strcmp(f, "--choice")) { if (a->n_choice == 64) return cli_usage(cmd, "--choice: at most 64"); if (v) a->choices[a->n_choice++] = v; }
         else if (!strcmp(f, "--n")) bad = parse_num(cmd, f, v, 1, 256, &a->n);
@@ -256,6 +261,8 @@ int cmd_generate(int argc, char **argv) {
     gen_args a;
     int rc = parse_gen_args(cmd, argc, argv, &a);
     if (rc) return rc;
+    jr_kv_opts kvo;
+    if ((rc = cli_kv_opts(cmd, &a.kv, &kvo))) return rc;
     json_t *rows = NULL;
     if ((rc = read_prompt_rows(cmd, &a, &rows))) return rc;
 
@@ -263,6 +270,7 @@ int cmd_generate(int argc, char **argv) {
     char mdesc[1024];
     jr_status st = cli_textgen_open(&t, a.model, a.tokenizer, 1, 2, mdesc, sizeof mdesc); /* the cache is sized once the prompts are known */
     if (st) { json_decref(rows); return cli_fail(cmd, st); }
+    if ((st = jr_textgen_set_kv(&t, &kvo))) { json_decref(rows); jr_textgen_close(&t); return cli_fail(cmd, st); }
     size_t np = json_array_size(rows), n = (size_t)a.n;
     int32_t **ids = calloc(np, sizeof *ids);
     int *lens = calloc(np, sizeof *lens);
@@ -278,6 +286,8 @@ int cmd_generate(int argc, char **argv) {
 done:
     if (!st && strcmp(mdesc, a.model)) fprintf(stderr, "judgerl generate: model: %s\n", mdesc);
     if (!st) fprintf(stderr, "judgerl generate: tokenizer: %s\n", t.tok_desc); /* after the output: an error stays one line */
+    char kdesc[160];
+    if (!st) fprintf(stderr, "judgerl generate: compute: %s\n", jr_kv_lm_describe(&t.lm, kdesc, sizeof kdesc));
     for (size_t p = 0; ids && p < np; p++) free(ids[p]);
     for (size_t k = 0; outs && k < np * n; k++) jr_gen_seq_free(&outs[k]);
     free(ids);

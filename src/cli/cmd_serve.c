@@ -16,6 +16,8 @@ static const char *usage_text =
     "         [--max-tokens N] [--served-model-name NAME [NAME...]] [--ctx POSITIONS] [--max-queue N] [--max-body BYTES]\n"
     "         [--tokenizer auto|byte|PATH] [--seed S] [--drain-timeout 60] [--request-timeout 0]\n"
     "         [--header-timeout 10] [--body-timeout 30] [--max-connections 512] [--max-per-client N]\n"
+    "         [--compute auto|float32|bfloat16] [--kv-cache float32|bfloat16] [--deterministic 1|0]\n"
+    "         [--prefill-chunk 256]\n"
     "  Serves POST /v1/chat/completions and /v1/completions (stream or not), GET /v1/models, /health\n"
     "  (503 while loading) and /metrics. --api-key-env NAME requires 'Authorization: Bearer $NAME' on\n"
     "  /v1/. --port 0 picks a free port; the address is printed on stderr. SIGTERM or SIGINT stop\n"
@@ -24,7 +26,9 @@ static const char *usage_text =
     "  limit). --max-tokens N caps a request's max_tokens (default: the context, as vLLM; a request\n"
     "  without max_tokens gets what fits, at most 512). A connection must send its headers within --header-timeout and its body within\n"
     "  --body-timeout seconds; one client address holds at most --max-per-client connections that\n"
-    "  have not yet sent a complete request (default --max-connections / 2). See docs/SERVE.md.\n";
+    "  have not yet sent a complete request (default --max-connections / 2). See docs/SERVE.md.\n"
+    "  --prefill-chunk N: prompt tokens prefilled per decode step when prompts are batched (bfloat16):\n"
+    "  smaller keeps the running sequences' inter-token latency lower, larger prefills faster.\n" CLI_KV_USAGE;
 
 static jr_status tg_encode(void *tok, const char *text, size_t len, int32_t **ids, int *n) {
     return jr_textgen_encode(tok, text, len, ids, n);
@@ -39,10 +43,11 @@ int cmd_serve(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
     const char *model = NULL, *host = "127.0.0.1", *key_env = NULL, *name = NULL, *tokenizer = "auto";
     long port = 8000, parallel = 4, max_tokens = 0, ctx = 0, max_queue = 64, max_body = 1 << 20, seed = 0;
-    long max_conn = 512, per_client = 0;
+    long max_conn = 512, per_client = 0, chunk = JR_GEN_PREFILL_CHUNK;
     const char *alias[16];
     int n_alias = 0;
     double drain = 60, req_timeout = 0, hdr_timeout = 10, body_timeout = 30;
+    cli_kv_args kva = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
@@ -60,6 +65,9 @@ int cmd_serve(int argc, char **argv) {
             }
         }
         else if (!strcmp(a, "--tokenizer")) tokenizer = v;
+        else if (!strcmp(a, "--compute")) kva.compute = v;
+        else if (!strcmp(a, "--kv-cache")) kva.kv_cache = v;
+        else if (!strcmp(a, "--deterministic")) kva.deterministic = v;
         else if (!strcmp(a, "--port")) bad = cli_int_arg(cmd, a, v, 0, 65535, &port);
         else if (!strcmp(a, "--parallel")) bad = cli_int_arg(cmd, a, v, 1, 1024, &parallel);
         else if (!strcmp(a, "--max-tokens")) bad = cli_int_arg(cmd, a, v, 1, 1 << 20, &max_tokens);
@@ -69,6 +77,7 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) bad = cli_int_arg(cmd, a, v, 0, 1L << 62, &seed);
         else if (!strcmp(a, "--max-connections")) bad = cli_int_arg(cmd, a, v, 1, 65536, &max_conn);
         else if (!strcmp(a, "--max-per-client")) bad = cli_int_arg(cmd, a, v, 1, 65536, &per_client);
+        else if (!strcmp(a, "--prefill-chunk")) bad = cli_int_arg(cmd, a, v, 1, 1 << 20, &chunk);
         else if (!strcmp(a, "--drain-timeout")) bad = cli_seconds_arg(cmd, a, v, 0, &drain);
         else if (!strcmp(a, "--request-timeout")) bad = cli_seconds_arg(cmd, a, v, 0, &req_timeout);
         else if (!strcmp(a, "--header-timeout")) bad = cli_seconds_arg(cmd, a, v, 0.1, &hdr_timeout);
@@ -79,6 +88,9 @@ int cmd_serve(int argc, char **argv) {
         i++;
     }
     if (!model) return cli_usage(cmd, "--model DIR is required (see judgerl serve --help)");
+    jr_kv_opts kvo;
+    int kvrc = cli_kv_opts(cmd, &kva, &kvo);
+    if (kvrc) return kvrc;
     const char *key = NULL;
     if (key_env) {
         key = getenv(key_env);
@@ -109,6 +121,7 @@ int cmd_serve(int argc, char **argv) {
     o.max_queue = (int)max_queue;
     o.max_body = (size_t)max_body;
     o.seed = (uint64_t)seed;
+    o.prefill_chunk = (int)chunk;
     o.max_connections = (int)max_conn;
     o.max_per_client = (int)per_client;
     o.request_timeout = req_timeout;
@@ -122,6 +135,11 @@ int cmd_serve(int argc, char **argv) {
     char mdesc[1024];
     if ((st = cli_textgen_open(&t, model, tokenizer, (int)parallel, (int)ctx, mdesc, sizeof mdesc))) {
         jr_server_stop(s, 0);
+        return cli_fail(cmd, st);
+    }
+    if ((st = jr_textgen_set_kv(&t, &kvo))) {
+        jr_server_stop(s, 0);
+        jr_textgen_close(&t);
         return cli_fail(cmd, st);
     }
     if (strcmp(mdesc, model)) fprintf(stderr, "judgerl serve: model: %s\n", mdesc);
@@ -140,8 +158,9 @@ int cmd_serve(int argc, char **argv) {
         jr_textgen_close(&t);
         return cli_fail(cmd, st);
     }
-    fprintf(stderr, "judgerl serve: ready: model '%s' (fingerprint %.16s), %d slots of %d positions\n", name, fingerprint,
-            t.lm.n_slots, t.lm.max_ctx);
+    char kdesc[160];
+    fprintf(stderr, "judgerl serve: ready: model '%s' (fingerprint %.16s), %d slots of %d positions, %s\n", name, fingerprint,
+            t.lm.n_slots, t.lm.max_ctx, jr_kv_lm_describe(&t.lm, kdesc, sizeof kdesc));
     int sig = 0;
     sigwait(&set, &sig);
     fprintf(stderr, "judgerl serve: %s: finishing running requests (up to %g s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT", drain);

@@ -2,17 +2,27 @@
 #include "judgerl/kvcache.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "judgerl/nn.h"
+
+/* One layer's matmul weights in bf16. */
+typedef struct lw16 { uint16_t *q, *k, *v, *o, *gate, *up, *down; } lw16;
 
 typedef struct kv {
     const jr_model *m;
     int S, T;                  /* slots, positions per slot */
     int L, C, Hq, Hkv, D, QD, KD, F, V;
     float eps;
-    float *k, *v;              /* (L, S, T, KD) */
+    jr_kv_opts o;
+    void *k, *v;               /* (L, S, T, KD) floats, or bf16 when o.kv_bf16 */
+    size_t esz;                /* bytes per cached element */
+    uint16_t *wb;              /* o.weights == BF16: every matmul weight in bf16 (one buffer) */
+    lw16 *lb;                  /* per layer, into wb */
+    uint16_t *head_b;          /* lm_head (V, C) in bf16, into wb */
+    uint16_t *a16;             /* bf16 copy of a matmul's input rows */
     int *len;                  /* (S) positions filled */
     float *cos_t, *sin_t;      /* (T, D/2) */
     int R;                     /* rows the buffers hold */
@@ -25,6 +35,15 @@ typedef struct kv {
 double jr_kv_bytes(const jr_model *m, int n_slots, int max_ctx) {
     const jr_model_config *c = &m->cfg;
     return 2.0 * c->num_hidden_layers * (double)n_slots * max_ctx * c->num_key_value_heads * c->head_dim * sizeof(float);
+}
+
+jr_kv_opts jr_kv_opts_default(void) { return (jr_kv_opts){JR_COMPUTE_F32, 0, 1}; }
+
+static inline float widen(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
 }
 
 typedef float v8 __attribute__((vector_size(32)));
@@ -64,6 +83,22 @@ static float dot_fixed(const float *a, const float *b, int n) {
     return fold(s0, s1, a, b, i, n);
 }
 
+/* dot_fixed against a bf16 vector (a key of a bf16 cache), widened 8 at a time: the same order. */
+static float dot_fixed_b(const float *a, const uint16_t *b, int n) {
+    v8 s0 = {0}, s1 = {0};
+    int i = 0;
+    float w[16];
+    for (; i + 16 <= n; i += 16) {
+        for (int j = 0; j < 16; j++) w[j] = widen(b[i + j]);
+        s0 = fma8(s0, ld8(a + i), ld8(w));
+        s1 = fma8(s1, ld8(a + i + 8), ld8(w + 8));
+    }
+    v8 t = s0 + s1;
+    float r = ((t[0] + t[4]) + (t[1] + t[5])) + ((t[2] + t[6]) + (t[3] + t[7]));
+    for (; i < n; i++) r += a[i] * widen(b[i]);
+    return r;
+}
+
 /* Four rows against one weight row with exactly dot_fixed's order for each row (the weight
  * vectors are loaded once for the four). */
 static void dot4_fixed(const float *a0, const float *a1, const float *a2, const float *a3, const float *w, int n, float *out) {
@@ -100,13 +135,61 @@ static void matmul_rows(float *out, const float *inp, const float *weight, const
     }
 }
 
-/* Prefill (one sequence, many rows) uses the engine's sgemm; decode uses matmul_rows. */
-static void mm(int decode, float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
-    if (decode) matmul_rows(out, inp, weight, bias, N, C, OC);
+/* fp32 weights: prefill (many rows of one sequence) uses the engine's sgemm, decode matmul_rows.
+ * bf16 weights: jr_matmul_rows_bf16 (batch-invariant) for both, or oneDNN for 64 rows and more when
+ * the lm is not deterministic (its blocking, hence its rounding, depends on the rows). */
+static void mm(kv *s, int decode, float *out, const float *inp, const float *weight, const uint16_t *wb,
+               const float *bias, int N, int C, int OC) {
+    if (wb) {
+        if (!s->o.deterministic && N >= 64 && !jr_matmul_bf16w_forward(out, inp, wb, bias, N, C, OC)) return;
+        jr_matmul_rows_bf16(out, inp, wb, bias, N, C, OC, s->a16);
+    } else if (decode) matmul_rows(out, inp, weight, bias, N, C, OC);
     else jr_matmul_forward(out, inp, weight, bias, N, C, OC);
 }
 
-static float *kslot(kv *s, float *base, int l, int slot) { return base + (((size_t)l * s->S + (size_t)slot) * s->T) * (size_t)s->KD; }
+/* Element (position 0) of slot `slot` in layer l of cache base. */
+static char *kslot(kv *s, void *base, int l, int slot) {
+    return (char *)base + (((size_t)l * s->S + (size_t)slot) * s->T) * (size_t)s->KD * s->esz;
+}
+
+/* Converts the model's fp32 matmul weights into the bf16 copy. */
+static void sync_weights(kv *s) {
+    const jr_weights *w = &s->m->w;
+    size_t C = (size_t)s->C, QD = (size_t)s->QD, KD = (size_t)s->KD, F = (size_t)s->F;
+    for (int l = 0; l < s->L; l++) {
+        const jr_layer_w *lw = &w->layers[l];
+        jr_bf16_from_f32(s->lb[l].q, lw->wq, (long)(QD * C));
+        jr_bf16_from_f32(s->lb[l].k, lw->wk, (long)(KD * C));
+        jr_bf16_from_f32(s->lb[l].v, lw->wv, (long)(KD * C));
+        jr_bf16_from_f32(s->lb[l].o, lw->wo, (long)(C * QD));
+        jr_bf16_from_f32(s->lb[l].gate, lw->wgate, (long)(F * C));
+        jr_bf16_from_f32(s->lb[l].up, lw->wup, (long)(F * C));
+        jr_bf16_from_f32(s->lb[l].down, lw->wdown, (long)(C * F));
+    }
+    jr_bf16_from_f32(s->head_b, w->lm_head, (long)s->V * (long)C);
+}
+
+/* Lays the bf16 copy out in one buffer (per layer q, k, v, o, gate, up, down, then lm_head). */
+static int alloc_weights(kv *s) {
+    size_t C = (size_t)s->C, QD = (size_t)s->QD, KD = (size_t)s->KD, F = (size_t)s->F;
+    size_t per = QD * C + 2 * KD * C + C * QD + 3 * F * C, n = per * (size_t)s->L + (size_t)s->V * C;
+    s->wb = malloc(n * sizeof(uint16_t));
+    s->lb = calloc((size_t)s->L, sizeof *s->lb);
+    if (!s->wb || !s->lb) return -1;
+    uint16_t *p = s->wb;
+    for (int l = 0; l < s->L; l++) {
+        s->lb[l].q = p; p += QD * C;
+        s->lb[l].k = p; p += KD * C;
+        s->lb[l].v = p; p += KD * C;
+        s->lb[l].o = p; p += C * QD;
+        s->lb[l].gate = p; p += F * C;
+        s->lb[l].up = p; p += F * C;
+        s->lb[l].down = p; p += C * F;
+    }
+    s->head_b = p;
+    sync_weights(s);
+    return 0;
+}
 
 static void kv_free(kv *s) {
     if (!s) return;
@@ -114,6 +197,7 @@ static void kv_free(kv *s) {
     free(s->x); free(s->ln); free(s->q); free(s->kk); free(s->vv); free(s->ao); free(s->tmp);
     free(s->gate); free(s->up); free(s->rstd); free(s->qtmp); free(s->att); free(s->lnf);
     free(s->pos); free(s->slot_of); free(s->ids);
+    free(s->wb); free(s->lb); free(s->a16);
     free(s);
 }
 
@@ -137,6 +221,9 @@ static jr_status rows_reserve(kv *s, int R) {
     GROW(s->pos, r * sizeof(int32_t));
     GROW(s->slot_of, r * sizeof(int));
     GROW(s->ids, r * sizeof(int32_t));
+    int widest = s->C > s->QD ? s->C : s->QD;
+    if (s->F > widest) widest = s->F;
+    if (s->wb) GROW(s->a16, r * (size_t)widest * sizeof(uint16_t));
 #undef GROW
     s->R = R;
     return JR_OK;
@@ -153,10 +240,11 @@ static void forward_rows(kv *s, int R, const int *out_rows, int n_out, float *lo
     jr_embedding_forward(s->x, s->ids, w->embed, R, C);
     for (int l = 0; l < s->L; l++) {
         const jr_layer_w *lw = &w->layers[l];
+        const lw16 *lb = s->wb ? &s->lb[l] : NULL;
         jr_rmsnorm_forward(s->ln, s->rstd, s->x, lw->attn_norm, R, C, s->eps);
-        mm(decode, s->q, s->ln, lw->wq, lw->bq, R, C, QD);
-        mm(decode, s->kk, s->ln, lw->wk, lw->bk, R, C, KD);
-        mm(decode, s->vv, s->ln, lw->wv, lw->bv, R, C, KD);
+        mm(s, decode, s->q, s->ln, lw->wq, lb ? lb->q : NULL, lw->bq, R, C, QD);
+        mm(s, decode, s->kk, s->ln, lw->wk, lb ? lb->k : NULL, lw->bk, R, C, KD);
+        mm(s, decode, s->vv, s->ln, lw->wv, lb ? lb->v : NULL, lw->bv, R, C, KD);
         if (lw->q_norm) {
             jr_rmsnorm_forward(s->qtmp, s->rstd, s->q, lw->q_norm, R * Hq, D, s->eps);
             memcpy(s->q, s->qtmp, (size_t)R * QD * sizeof(float));
@@ -166,21 +254,31 @@ static void forward_rows(kv *s, int R, const int *out_rows, int n_out, float *lo
         jr_rope_forward(s->q, s->q, s->pos, s->cos_t, s->sin_t, R, Hq, D);
         jr_rope_forward(s->kk, s->kk, s->pos, s->cos_t, s->sin_t, R, Hkv, D);
         for (int r = 0; r < R; r++) {
-            memcpy(kslot(s, s->k, l, s->slot_of[r]) + (size_t)s->pos[r] * KD, s->kk + (size_t)r * KD, (size_t)KD * sizeof(float));
-            memcpy(kslot(s, s->v, l, s->slot_of[r]) + (size_t)s->pos[r] * KD, s->vv + (size_t)r * KD, (size_t)KD * sizeof(float));
+            size_t at = (size_t)s->pos[r] * KD * s->esz;
+            char *kd = kslot(s, s->k, l, s->slot_of[r]) + at, *vd = kslot(s, s->v, l, s->slot_of[r]) + at;
+            if (s->o.kv_bf16) {
+                jr_bf16_from_f32((uint16_t *)(void *)kd, s->kk + (size_t)r * KD, KD);
+                jr_bf16_from_f32((uint16_t *)(void *)vd, s->vv + (size_t)r * KD, KD);
+            } else {
+                memcpy(kd, s->kk + (size_t)r * KD, (size_t)KD * sizeof(float));
+                memcpy(vd, s->vv + (size_t)r * KD, (size_t)KD * sizeof(float));
+            }
         }
         /* Attention of each row over its slot's cache, positions 0..pos (causal). */
 #pragma omp parallel for collapse(2) schedule(static) if ((long)R * Hq * (s->pos[R - 1] + 1) * D >= 65536)
         for (int r = 0; r < R; r++)
             for (int h = 0; h < Hq; h++) {
                 const float *qv = s->q + (size_t)r * QD + (size_t)h * D;
-                const float *kc = kslot(s, s->k, l, s->slot_of[r]) + (size_t)(h / grp) * D;
-                const float *vc = kslot(s, s->v, l, s->slot_of[r]) + (size_t)(h / grp) * D;
+                const char *kc = kslot(s, s->k, l, s->slot_of[r]) + (size_t)(h / grp) * D * s->esz;
+                const char *vc = kslot(s, s->v, l, s->slot_of[r]) + (size_t)(h / grp) * D * s->esz;
+                int kb = s->o.kv_bf16;
                 float *a = s->att + ((size_t)r * Hq + (size_t)h) * s->T;
                 int P = s->pos[r] + 1;
                 float mx = -INFINITY;
                 for (int t = 0; t < P; t++) {
-                    a[t] = dot_fixed(qv, kc + (size_t)t * KD, D) * scale;
+                    const char *kt = kc + (size_t)t * KD * s->esz;
+                    a[t] = (kb ? dot_fixed_b(qv, (const uint16_t *)(const void *)kt, D)
+                               : dot_fixed(qv, (const float *)(const void *)kt, D)) * scale;
                     if (a[t] > mx) mx = a[t];
                 }
                 float sum = 0;
@@ -189,57 +287,90 @@ static void forward_rows(kv *s, int R, const int *out_rows, int n_out, float *lo
                 float *o = s->ao + (size_t)r * QD + (size_t)h * D;
                 for (int d = 0; d < D; d++) o[d] = 0;
                 for (int t = 0; t < P; t++) {
-                    const float *vt = vc + (size_t)t * KD;
+                    const char *vt = vc + (size_t)t * KD * s->esz;
                     float p = a[t] * inv;
-                    for (int d = 0; d < D; d++) o[d] += p * vt[d];
+                    if (kb) {
+                        const uint16_t *vb = (const uint16_t *)(const void *)vt;
+                        for (int d = 0; d < D; d++) o[d] += p * widen(vb[d]);
+                    } else {
+                        const float *vf = (const float *)(const void *)vt;
+                        for (int d = 0; d < D; d++) o[d] += p * vf[d];
+                    }
                 }
             }
-        mm(decode, s->tmp, s->ao, lw->wo, lw->bo, R, QD, C);
+        mm(s, decode, s->tmp, s->ao, lw->wo, lb ? lb->o : NULL, lw->bo, R, QD, C);
         jr_add_inplace(s->x, s->tmp, (long)R * C);
         jr_rmsnorm_forward(s->ln, s->rstd, s->x, lw->mlp_norm, R, C, s->eps);
-        mm(decode, s->gate, s->ln, lw->wgate, NULL, R, C, F);
-        mm(decode, s->up, s->ln, lw->wup, NULL, R, C, F);
+        mm(s, decode, s->gate, s->ln, lw->wgate, lb ? lb->gate : NULL, NULL, R, C, F);
+        mm(s, decode, s->up, s->ln, lw->wup, lb ? lb->up : NULL, NULL, R, C, F);
         jr_swiglu_forward(s->gate, s->gate, s->up, R, F);
-        mm(decode, s->tmp, s->gate, lw->wdown, NULL, R, F, C);
+        mm(s, decode, s->tmp, s->gate, lw->wdown, lb ? lb->down : NULL, NULL, R, F, C);
         jr_add_inplace(s->x, s->tmp, (long)R * C);
     }
     /* Final norm and lm_head only for the rows whose logits are wanted. */
     if (n_out <= 0) return;
     for (int i = 0; i < n_out; i++) memcpy(s->tmp + (size_t)i * C, s->x + (size_t)out_rows[i] * C, (size_t)C * sizeof(float));
     jr_rmsnorm_forward(s->ln, s->rstd, s->tmp, w->final_norm, n_out, C, s->eps);
-    mm(decode, logits, s->ln, w->lm_head, NULL, n_out, C, s->V);
+    mm(s, decode, logits, s->ln, w->lm_head, s->head_b, NULL, n_out, C, s->V);
+}
+
+static jr_status kv_extend(void *impl, int k, const int *slots, const int32_t *const *toks, const int *n,
+                           const int *start, float *logits) {
+    kv *s = impl;
+    long total = 0;
+    for (int i = 0; i < k; i++) {
+        int sl = slots[i];
+        if (sl < 0 || sl >= s->S) return jr_fail(JR_EINVAL, "kv cache: slot %d outside [0, %d)", sl, s->S);
+        for (int j = 0; j < i; j++)
+            if (slots[j] == sl) return jr_fail(JR_EINVAL, "kv cache: slot %d twice in one pass", sl);
+        if (start[i] != 0 && start[i] != s->len[sl])
+            return jr_fail(JR_EINVAL, "kv cache: slot %d holds %d positions, not %d", sl, s->len[sl], start[i]);
+        if (n[i] <= 0 || start[i] + n[i] > s->T)
+            return jr_fail(JR_EINVAL, "kv cache: %d tokens from position %d do not fit %d positions", n[i], start[i], s->T);
+        for (int t = 0; t < n[i]; t++)
+            if (toks[i][t] < 0 || toks[i][t] >= s->V)
+                return jr_fail(JR_EINVAL, "kv cache: token id %d at position %d outside [0, %d)", toks[i][t], start[i] + t, s->V);
+        total += n[i];
+    }
+    /* Rows of every item in order, in passes of up to `chunk` rows (bounds the row buffers); the
+     * logits of an item's last row go to its row of `logits`. */
+    const int chunk = 256;
+    int R = total < chunk ? (int)total : chunk, *outs = malloc(sizeof(int) * (size_t)(k > 0 ? k : 1));
+    if (!outs) return jr_fail(JR_ENOMEM, "kv cache: out of memory");
+    jr_status st = rows_reserve(s, R);
+    if (st) { free(outs); return st; }
+    for (int i = 0; i < k; i++) s->len[slots[i]] = start[i];
+    int r = 0, n_out = 0, done = 0, decode = k > 0 && total == k; /* decode: one row per item */
+    for (int i = 0; i < k; i++)
+        for (int t = 0; t < n[i]; t++) {
+            s->ids[r] = toks[i][t];
+            s->pos[r] = start[i] + t;
+            s->slot_of[r] = slots[i];
+            if (t == n[i] - 1) outs[n_out++] = r;
+            if (++r == R || (i == k - 1 && t == n[i] - 1)) {
+                forward_rows(s, r, outs, n_out, logits + (size_t)done * s->V, decode);
+                done += n_out;
+                r = n_out = 0;
+            }
+        }
+    for (int i = 0; i < k; i++) s->len[slots[i]] = start[i] + n[i];
+    free(outs);
+    return JR_OK;
 }
 
 static jr_status kv_prefill(void *impl, int slot, const int32_t *toks, int n, float *logits) {
     kv *s = impl;
     if (slot < 0 || slot >= s->S) return jr_fail(JR_EINVAL, "kv cache: slot %d outside [0, %d)", slot, s->S);
     if (n <= 0 || n > s->T) return jr_fail(JR_EINVAL, "kv cache: a prompt of %d tokens does not fit %d positions", n, s->T);
-    for (int i = 0; i < n; i++)
-        if (toks[i] < 0 || toks[i] >= s->V) return jr_fail(JR_EINVAL, "kv cache: token id %d at position %d outside [0, %d)", toks[i], i, s->V);
-    /* Long prompts go through in chunks to bound the row buffers. */
-    const int chunk = 256;
-    s->len[slot] = 0;
-    for (int at = 0; at < n; at += chunk) {
-        int R = n - at < chunk ? n - at : chunk;
-        jr_status st = rows_reserve(s, R);
-        if (st) return st;
-        for (int r = 0; r < R; r++) {
-            s->ids[r] = toks[at + r];
-            s->pos[r] = at + r;
-            s->slot_of[r] = slot;
-        }
-        int last = R - 1;
-        forward_rows(s, R, &last, at + R < n ? 0 : 1, logits, 0); /* logits of the last position only */
-    }
-    s->len[slot] = n;
-    return JR_OK;
+    int zero = 0;
+    return kv_extend(impl, 1, &slot, &toks, &n, &zero, logits);
 }
 
 static jr_status kv_copy(void *impl, int dst, int src) {
     kv *s = impl;
     if (dst < 0 || dst >= s->S || src < 0 || src >= s->S) return jr_fail(JR_EINVAL, "kv cache: slot %d or %d outside [0, %d)", dst, src, s->S);
     if (dst == src) return JR_OK;
-    size_t n = (size_t)s->len[src] * (size_t)s->KD * sizeof(float);
+    size_t n = (size_t)s->len[src] * (size_t)s->KD * s->esz;
     for (int l = 0; l < s->L; l++) {
         memcpy(kslot(s, s->k, l, dst), kslot(s, s->k, l, src), n);
         memcpy(kslot(s, s->v, l, dst), kslot(s, s->v, l, src), n);
@@ -272,6 +403,27 @@ static jr_status kv_decode(void *impl, int n, const int *slots, const int32_t *t
 }
 
 jr_status jr_kv_lm_open(jr_lm *lm, const jr_model *m, int n_slots, int max_ctx) {
+    jr_kv_opts o = jr_kv_opts_default();
+    return jr_kv_lm_open_opts(lm, m, n_slots, max_ctx, &o);
+}
+
+jr_status jr_kv_lm_sync(jr_lm *lm) {
+    kv *s = lm->impl;
+    if (s && s->wb) sync_weights(s);
+    return JR_OK;
+}
+
+const char *jr_kv_lm_describe(const jr_lm *lm, char *buf, size_t n) {
+    const kv *s = lm->impl;
+    if (!s) snprintf(buf, n, "closed");
+    else if (s->wb)
+        snprintf(buf, n, "weights bf16 (%s kernel%s), KV cache %s", jr_matmul_rows_bf16_kernel(),
+                 s->o.deterministic ? "" : ", oneDNN for 64+ rows: not deterministic", s->o.kv_bf16 ? "bf16" : "fp32");
+    else snprintf(buf, n, "weights fp32, KV cache %s", s->o.kv_bf16 ? "bf16" : "fp32");
+    return buf;
+}
+
+jr_status jr_kv_lm_open_opts(jr_lm *lm, const jr_model *m, int n_slots, int max_ctx, const jr_kv_opts *o) {
     memset(lm, 0, sizeof *lm);
     if (n_slots <= 0 || max_ctx <= 1) return jr_fail(JR_EINVAL, "kv cache: need at least 1 slot and 2 positions (got %d, %d)", n_slots, max_ctx);
     const jr_model_config *c = &m->cfg;
@@ -290,9 +442,11 @@ jr_status jr_kv_lm_open(jr_lm *lm, const jr_model *m, int n_slots, int max_ctx) 
     s->F = c->intermediate_size;
     s->V = c->vocab_size;
     s->eps = (float)c->rms_norm_eps;
+    s->o = *o;
+    s->esz = o->kv_bf16 ? sizeof(uint16_t) : sizeof(float);
     size_t cache = (size_t)s->L * (size_t)s->S * (size_t)s->T * (size_t)s->KD;
-    s->k = malloc(cache * sizeof(float));
-    s->v = malloc(cache * sizeof(float));
+    s->k = malloc(cache * s->esz);
+    s->v = malloc(cache * s->esz);
     s->len = calloc((size_t)s->S, sizeof *s->len);
     int half = s->D / 2;
     s->cos_t = malloc((size_t)s->T * (size_t)half * sizeof(float));
@@ -302,7 +456,7 @@ jr_status jr_kv_lm_open(jr_lm *lm, const jr_model *m, int n_slots, int max_ctx) 
     if (!s->k || !s->v || !s->len || !s->cos_t || !s->sin_t || !inv_f || !inv_d) {
         free(inv_f); free(inv_d);
         kv_free(s);
-        return jr_fail(JR_ENOMEM, "kv cache: cannot allocate %.1f MiB for %d slots x %d positions", 2.0 * cache * 4 / 1048576, n_slots, max_ctx);
+        return jr_fail(JR_ENOMEM, "kv cache: cannot allocate %.1f MiB for %d slots x %d positions", 2.0 * cache * s->esz / 1048576, n_slots, max_ctx);
     }
     /* The same rotary tables as the training forward (jr_acts_init). */
     jr_model_rope_inv_freq(c, inv_f);
@@ -310,6 +464,10 @@ jr_status jr_kv_lm_open(jr_lm *lm, const jr_model *m, int n_slots, int max_ctx) 
     jr_rope_table(s->cos_t, s->sin_t, inv_d, s->T, s->D);
     free(inv_f);
     free(inv_d);
+    if (o->weights == JR_COMPUTE_BF16 && alloc_weights(s)) {
+        kv_free(s);
+        return jr_fail(JR_ENOMEM, "kv cache: cannot allocate the bf16 weights (%zu parameters)", m->n_params);
+    }
     jr_status st = rows_reserve(s, n_slots > 16 ? n_slots : 16);
     if (st) { kv_free(s); return st; }
     lm->impl = s;
@@ -319,6 +477,11 @@ jr_status jr_kv_lm_open(jr_lm *lm, const jr_model *m, int n_slots, int max_ctx) 
     lm->prefill = kv_prefill;
     lm->copy = kv_copy;
     lm->decode = kv_decode;
+    lm->extend = kv_extend;
+    /* bf16 weights: one batch-invariant kernel for every row (exact; oneDNN when not deterministic);
+     * fp32: sgemm for prefill (its rounding may depend on the rows beside it) and the fixed-order
+     * kernel for decode, so batched only when not deterministic */
+    lm->batch_prefill = o->weights == JR_COMPUTE_BF16 || !o->deterministic;
     return JR_OK;
 }
 

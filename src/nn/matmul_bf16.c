@@ -200,6 +200,22 @@ int jr_matmul_bf16_forward(float *out, const float *inp, const float *weight, co
     return rc ? -1 : 0;
 }
 
+int jr_matmul_bf16w_forward(float *out, const float *inp, const uint16_t *weight, const float *bias, int N, int C,
+                            int OC) {
+    pthread_mutex_lock(&S.mu);
+    int rc = !init_engine();
+    if (!rc && grow(&S.a, &S.na, (size_t)N * C)) {
+        snprintf(S.err, sizeof S.err, "bf16 matmul: out of memory for %d x %d operands", N, C);
+        rc = -1;
+    }
+    if (!rc) {
+        cvt(S.a, inp, (long)N * C);
+        rc = run(out, S.a, weight, bias, N, C, OC, 1, 0);
+    }
+    pthread_mutex_unlock(&S.mu);
+    return rc ? -1 : 0;
+}
+
 int jr_matmul_bf16_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                             const float *weight, int N, int C, int OC) {
     double t0 = jr_nn_profile.enabled ? now() : 0;

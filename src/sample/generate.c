@@ -1,6 +1,7 @@
 /* generate.c - batched generation with a KV cache: prefill, shared prompt prefix, decode steps, stop rules, log-probs */
 #include "judgerl/generate.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@ struct jr_gen_req {
     jr_gen_event_fn cb;
     void *ud;
     int prefilled;
+    int n_pre;     /* prompt tokens in the cache so far (chunked prefill) */
     int *slots;
     jr_rng *rng;
     jr_cstate *cs;
@@ -37,7 +39,12 @@ struct jr_gen {
     int32_t *btoks;
     jr_gen_req **breq;
     int *bidx;
+    int chunk;                 /* prompt tokens per step (batch_prefill), 0 = unlimited */
+    const int32_t **bptr;      /* extend's arguments: token pointers, counts, starts */
+    int *bn, *bstart;
 };
+
+void jr_gen_set_prefill_chunk(jr_gen *g, int tokens) { g->chunk = tokens > 0 ? tokens : 0; }
 
 jr_gen_params jr_gen_params_default(void) {
     jr_gen_params p;
@@ -64,7 +71,12 @@ jr_status jr_gen_open(jr_gen **out, jr_lm *lm, const jr_gen_vocab *vocab, uint64
     g->btoks = malloc((size_t)S * sizeof(int32_t));
     g->breq = malloc((size_t)S * sizeof(jr_gen_req *));
     g->bidx = malloc((size_t)S * sizeof(int));
-    if (!g->slot_used || !g->logits || !g->mask || !g->bslots || !g->btoks || !g->breq || !g->bidx) {
+    g->bptr = malloc((size_t)S * sizeof *g->bptr);
+    g->bn = malloc((size_t)S * sizeof(int));
+    g->bstart = malloc((size_t)S * sizeof(int));
+    g->chunk = JR_GEN_PREFILL_CHUNK;
+    if (!g->slot_used || !g->logits || !g->mask || !g->bslots || !g->btoks || !g->breq || !g->bidx || !g->bptr ||
+        !g->bn || !g->bstart) {
         jr_gen_close(g);
         return jr_fail(JR_ENOMEM, "generate: out of memory for %d slots", S);
     }
@@ -113,6 +125,9 @@ void jr_gen_close(jr_gen *g) {
     free(g->btoks);
     free(g->breq);
     free(g->bidx);
+    free(g->bptr);
+    free(g->bn);
+    free(g->bstart);
     jr_sample_scratch_free(&g->w);
     free(g);
 }
@@ -334,8 +349,60 @@ static jr_status choose(jr_gen *g, jr_gen_req *r, int i, const float *row) {
     return JR_OK;
 }
 
+/* The batched step: every running sequence's next row and up to g->chunk prompt tokens (whole
+ * requests first come, first served; the last one taken may be cut) in one extend call. */
+static jr_status step_batched(jr_gen *g) {
+    jr_lm *lm = g->lm;
+    int k = 0, nb = 0;
+    for (jr_gen_req *r = g->head; r; r = r->next) {
+        if (!r->prefilled) continue;
+        for (int i = 0; i < r->n; i++) {
+            if (r->seqs[i].done) continue;
+            g->bslots[k] = r->slots[i];
+            g->bptr[k] = &r->pending[i];
+            g->bn[k] = 1;
+            g->bstart[k] = r->n_prompt + r->seqs[i].n_tokens - 1;
+            g->breq[k] = r;
+            g->bidx[k] = i;
+            k++;
+        }
+    }
+    nb = k;
+    long budget = g->chunk > 0 ? g->chunk : LONG_MAX;
+    for (jr_gen_req *r = g->head; r && budget > 0; r = r->next) {
+        if (r->prefilled || r->n_done == r->n) continue; /* cancelled before its prompt was in */
+        int take = r->n_prompt - r->n_pre;
+        if (take > budget) take = (int)budget;
+        g->bslots[k] = r->slots[0];
+        g->bptr[k] = r->prompt + r->n_pre;
+        g->bn[k] = take;
+        g->bstart[k] = r->n_pre;
+        g->breq[k] = r;
+        k++;
+        budget -= take;
+    }
+    if (k == 0) return JR_OK;
+    jr_status st = lm->extend(lm->impl, k, g->bslots, g->bptr, g->bn, g->bstart, g->logits);
+    if (st) return st;
+    for (int b = 0; b < nb; b++)
+        if ((st = choose(g, g->breq[b], g->bidx[b], g->logits + (size_t)b * (size_t)lm->n_logits))) return st;
+    for (int b = nb; b < k; b++) {
+        jr_gen_req *r = g->breq[b];
+        r->n_pre += g->bn[b];
+        if (r->n_pre < r->n_prompt) continue;
+        r->prefilled = 1;
+        const float *row = g->logits + (size_t)b * (size_t)lm->n_logits;
+        for (int i = 1; i < r->n; i++)
+            if ((st = lm->copy(lm->impl, r->slots[i], r->slots[0]))) return st;
+        for (int i = 0; i < r->n; i++)
+            if ((st = choose(g, r, i, row))) return st;
+    }
+    return JR_OK;
+}
+
 jr_status jr_gen_step(jr_gen *g) {
     jr_lm *lm = g->lm;
+    if (lm->extend && lm->batch_prefill) return step_batched(g);
     /* Decode: one token for every running sequence, in one batch. */
     int nb = 0;
     for (jr_gen_req *r = g->head; r; r = r->next) {

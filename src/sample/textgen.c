@@ -71,11 +71,23 @@ jr_status jr_textgen_reserve(jr_textgen *t, int n_slots, int max_ctx) {
     if (max_ctx > maxpos) max_ctx = maxpos;
     if (t->lm.impl && t->lm.n_slots == n_slots && t->lm.max_ctx == max_ctx) return JR_OK;
     if (t->lm.impl) jr_kv_lm_close(&t->lm);
-    return jr_kv_lm_open(&t->lm, t->m, n_slots, max_ctx);
+    return jr_kv_lm_open_opts(&t->lm, t->m, n_slots, max_ctx, &t->kvo);
 }
+
+jr_status jr_textgen_set_kv(jr_textgen *t, const jr_kv_opts *o) {
+    if (!memcmp(&t->kvo, o, sizeof *o)) return JR_OK;
+    t->kvo = *o;
+    if (!t->lm.impl) return JR_OK;
+    int n_slots = t->lm.n_slots, max_ctx = t->lm.max_ctx;
+    jr_kv_lm_close(&t->lm);
+    return jr_kv_lm_open_opts(&t->lm, t->m, n_slots, max_ctx, &t->kvo);
+}
+
+jr_status jr_textgen_sync(jr_textgen *t) { return t->lm.impl ? jr_kv_lm_sync(&t->lm) : JR_OK; }
 
 jr_status jr_textgen_open(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx) {
     memset(t, 0, sizeof *t);
+    t->kvo = jr_kv_opts_default();
     jr_generation_config_init(&t->gen);
     jr_status st = jr_model_load(&t->model, dir);
     if (st) { memset(t, 0, sizeof *t); return st; }
@@ -92,6 +104,8 @@ jr_status jr_textgen_open(jr_textgen *t, const char *dir, const char *tok_spec, 
 
 jr_status jr_textgen_open_model(jr_textgen *t, const jr_model *m, const char *tok_spec, int n_slots, int max_ctx) {
     memset(t, 0, sizeof *t);
+    t->kvo = jr_kv_opts_default();
+    t->kvo.weights = m->compute; /* generation computes as the trainer does (model.compute) */
     jr_generation_config_init(&t->gen);
     t->m = m;
     jr_status st = finish_open(t, NULL, tok_spec, n_slots, max_ctx);
@@ -108,6 +122,11 @@ void jr_textgen_fingerprint(const jr_textgen *t, char out[65]) {
     jr_sha256_update(&h, "judgerl-fingerprint-1", 22);
     jr_sha256_update(&h, dims, sizeof dims);
     jr_sha256_update(&h, t->m->params, t->m->n_params * sizeof *t->m->params);
+    jr_kv_opts d = jr_kv_opts_default();
+    if (memcmp(&t->kvo, &d, sizeof d)) { /* bf16 weights or cache give other answers than fp32 */
+        int k[3] = {(int)t->kvo.weights, t->kvo.kv_bf16, t->kvo.deterministic};
+        jr_sha256_update(&h, k, sizeof k);
+    }
     jr_tok_hash(&t->tok, &h);
     jr_sha256_final_hex(&h, out);
 }

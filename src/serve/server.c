@@ -621,6 +621,7 @@ jr_status jr_server_set_backend(jr_server *s, const jr_serve_backend *b) {
     s->b = *b;
     jr_status st = jr_gen_open(&s->gen, s->b.lm, &s->b.vocab, s->o.seed);
     if (st) return st;
+    if (s->o.prefill_chunk > 0) jr_gen_set_prefill_chunk(s->gen, s->o.prefill_chunk);
     if (pthread_create(&s->sched, NULL, sched_main, s)) {
         jr_gen_close(s->gen);
         s->gen = NULL;

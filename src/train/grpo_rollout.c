@@ -206,7 +206,9 @@ static jr_status generate_batch(jr_grpo_trainer *g, grpo_rollout *r, int64_t ste
     uint64_t base = gen_seed(g->run.ro.seed, step, gen_batch);
     jr_env_batch_opts eo = {g->o.max_in_flight, g->o.reward_deadline_s, g->gen_stop};
     double t0 = jr_now_s();
-    jr_status st = jr_env_batch_open(&x.eb, g->env, (size_t)np * g->G, results, &eo);
+    /* the generating weights changed since the last batch (update, or the async copy): bf16 copy */
+    jr_status st = jr_textgen_sync(&g->tg);
+    if (!st) st = jr_env_batch_open(&x.eb, g->env, (size_t)np * g->G, results, &eo);
     if (!st) st = jr_gen_open(&gen, &g->tg.lm, &g->tg.vocab, base);
     for (int q = 0; q < np && !st; q++) {
         gp.seed = base + (uint64_t)(q0 + q);

@@ -78,6 +78,7 @@ static jr_status open_parts(jr_grpo_trainer *g, const jr_grpo_setup *s) {
     if (g->o.async_generation) { /* the generation weights: a second copy of the model, refreshed before each rollout */
         if ((st = r->src.load(r->src.ud, &g->gen_m))) return st;
         g->has_gen = 1;
+        g->gen_m.compute = r->m.compute; /* generation computes as the trainer (bf16: bf16 weights) */
     }
     if ((st = jr_textgen_open_model(&g->tg, g->o.async_generation ? &g->gen_m : &r->m, r->to.tokenizer, g->P_global * g->G,
                                     g->T_max + 1)))

@@ -1,0 +1,164 @@
+/* matmul_rows_bf16.c - inference matmul over bf16 weights: out = bf16(inp) . w^T, each output summed in
+ * one fixed order whatever the batch (a row's result never depends on the rows beside it)
+ *
+ * Generation streams every weight once per decode step, so keeping weights in bf16 halves the bytes
+ * per step. Two kernels, chosen at run time from cpuid:
+ *  - AVX512-BF16: vdpbf16ps over 32 bf16 pairs per instruction into 16 fp32 lanes, a register block of
+ *    4 rows x 4 outputs (weight rows reused across the rows while in L1; 1 row x 8 outputs for the
+ *    rows left over, decode's case: 8 weight rows streamed at once), the C tail through
+ *    masked loads, the 16 lanes summed with _mm512_reduce_add_ps;
+ *  - fallback (no AVX512-BF16): the same bf16 operands widened to fp32, summed in the same 16-lane
+ *    layout in plain C.
+ * Every output element runs the same instruction sequence whatever block it falls in, so the result
+ * is batch-invariant (the seeded-request guarantee of generate.h) for either kernel. The two kernels
+ * may differ from each other by fp32 rounding (vdpbf16ps adds pair products before accumulating). */
+#include <cpuid.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "judgerl/nn.h"
+
+void jr_bf16_from_f32(uint16_t *dst, const float *src, long n) {
+#pragma omp parallel for schedule(static) if (n > JR_PAR_MIN)
+    for (long i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &src[i], 4);
+        if ((u & 0x7fffffffu) > 0x7f800000u) { dst[i] = (uint16_t)((u >> 16) | 0x40); continue; } /* quiet NaN */
+        u += 0x7fffu + ((u >> 16) & 1);                                                           /* nearest even */
+        dst[i] = (uint16_t)(u >> 16);
+    }
+}
+
+static inline float widen(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static int has_avx512_bf16(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    int f = (b >> 16) & 1, bw = (b >> 30) & 1;
+    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
+    return f && bw && ((a >> 5) & 1);
+}
+
+static int force_fallback = -1; /* -1: not decided yet */
+
+void jr_matmul_rows_bf16_force_fallback(int on) { force_fallback = on ? 1 : 0; }
+
+const char *jr_matmul_rows_bf16_kernel(void) {
+    return force_fallback != 1 && has_avx512_bf16() ? "avx512_bf16" : "fp32_fallback";
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 10 || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_AVX512BF16_KERNEL 1
+#define TGT __attribute__((target("avx512f,avx512bw,avx512bf16")))
+#define UNROLL _Pragma("GCC unroll 8")
+
+/* A block of NR rows x NC outputs (NR <= 4, NC <= 8, NR * NC <= 16): NR, NC are compile-time constants at every call (always_inline),
+ * so the accumulators stay in registers. */
+TGT static inline __attribute__((always_inline)) void blk_avx(float *out, const uint16_t *a, const uint16_t *w,
+                                                              const float *bias, int C, int OC, int n, int o, int NR,
+                                                              int NC) {
+    __m512 acc[4][8];
+    UNROLL for (int i = 0; i < NR; i++)
+        UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_setzero_ps();
+    int k = 0;
+    for (; k + 32 <= C; k += 32) {
+        __m512i wv[8], av[4];
+        UNROLL for (int j = 0; j < NC; j++) wv[j] = _mm512_loadu_si512((const void *)(w + (size_t)(o + j) * C + k));
+        UNROLL for (int i = 0; i < NR; i++) av[i] = _mm512_loadu_si512((const void *)(a + (size_t)(n + i) * C + k));
+        UNROLL for (int i = 0; i < NR; i++)
+            UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)av[i], (__m512bh)wv[j]);
+    }
+    if (k < C) {
+        __mmask32 m = (__mmask32)((1ull << (C - k)) - 1);
+        __m512i wv[8], av[4];
+        UNROLL for (int j = 0; j < NC; j++) wv[j] = _mm512_maskz_loadu_epi16(m, w + (size_t)(o + j) * C + k);
+        UNROLL for (int i = 0; i < NR; i++) av[i] = _mm512_maskz_loadu_epi16(m, a + (size_t)(n + i) * C + k);
+        UNROLL for (int i = 0; i < NR; i++)
+            UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)av[i], (__m512bh)wv[j]);
+    }
+    UNROLL for (int i = 0; i < NR; i++)
+        UNROLL for (int j = 0; j < NC; j++)
+            out[(size_t)(n + i) * OC + o + j] = _mm512_reduce_add_ps(acc[i][j]) + (bias ? bias[o + j] : 0.0f);
+}
+
+/* Outputs [o0, o1) for all N rows. */
+TGT static void range_avx(float *out, const uint16_t *a, const uint16_t *w, const float *bias, int N, int C, int OC,
+                          int o0, int o1) {
+    int o = o0;
+    for (; o + 8 <= o1; o += 8) { /* 4 x 4 blocks, the rows left over 1 x 8 (decode: 8 weight rows in flight) */
+        int n = 0;
+        for (; n + 4 <= N; n += 4) {
+            blk_avx(out, a, w, bias, C, OC, n, o, 4, 4);
+            blk_avx(out, a, w, bias, C, OC, n, o + 4, 4, 4);
+        }
+        for (; n < N; n++) blk_avx(out, a, w, bias, C, OC, n, o, 1, 8);
+    }
+    for (; o + 4 <= o1; o += 4) {
+        int n = 0;
+        for (; n + 4 <= N; n += 4) blk_avx(out, a, w, bias, C, OC, n, o, 4, 4);
+        for (; n < N; n++) blk_avx(out, a, w, bias, C, OC, n, o, 1, 4);
+    }
+    for (; o < o1; o++) {
+        int n = 0;
+        for (; n + 4 <= N; n += 4) blk_avx(out, a, w, bias, C, OC, n, o, 4, 1);
+        for (; n < N; n++) blk_avx(out, a, w, bias, C, OC, n, o, 1, 1);
+    }
+}
+#endif
+
+/* The fallback: the same 16 lanes of pair products, widened to fp32. */
+static float dot_fallback(const uint16_t *a, const uint16_t *w, int C) {
+    float acc[16] = {0};
+    int k = 0;
+    for (; k + 32 <= C; k += 32)
+        for (int l = 0; l < 16; l++)
+            acc[l] += widen(a[k + 2 * l]) * widen(w[k + 2 * l]) + widen(a[k + 2 * l + 1]) * widen(w[k + 2 * l + 1]);
+    for (int l = 0; k + 2 * l < C; l++) {
+        float p = widen(a[k + 2 * l]) * widen(w[k + 2 * l]);
+        if (k + 2 * l + 1 < C) p += widen(a[k + 2 * l + 1]) * widen(w[k + 2 * l + 1]);
+        acc[l] += p;
+    }
+    float s = 0;
+    for (int h = 8; h >= 1; h /= 2) /* pairwise, lanes l and l + h */
+        for (int l = 0; l < h; l++) acc[l] += acc[l + h];
+    s = acc[0];
+    return s;
+}
+
+static void range_fallback(float *out, const uint16_t *a, const uint16_t *w, const float *bias, int N, int C, int OC,
+                           int o0, int o1) {
+    for (int o = o0; o < o1; o++)
+        for (int n = 0; n < N; n++)
+            out[(size_t)n * OC + o] = dot_fallback(a + (size_t)n * C, w + (size_t)o * C, C) + (bias ? bias[o] : 0.0f);
+}
+
+void jr_matmul_rows_bf16(float *out, const float *inp, const uint16_t *w, const float *bias, int N, int C, int OC,
+                         uint16_t *scratch) {
+    if (N <= 0 || OC <= 0) return;
+    jr_bf16_from_f32(scratch, inp, (long)N * C);
+    if (force_fallback < 0) force_fallback = 0;
+    int avx = 0;
+#ifdef HAVE_AVX512BF16_KERNEL
+    static int cpu = -1;
+    if (cpu < 0) cpu = has_avx512_bf16();
+    avx = cpu && force_fallback != 1;
+#endif
+    /* Blocks of 16 outputs per task: enough rows of weights per thread to stream, few barriers. */
+    int nb = (OC + 15) / 16;
+    long work = (long)OC * C * N;
+#pragma omp parallel for schedule(static) if (work >= 262144)
+    for (int b = 0; b < nb; b++) {
+        int o0 = b * 16, o1 = o0 + 16 < OC ? o0 + 16 : OC;
+#ifdef HAVE_AVX512BF16_KERNEL
+        if (avx) { range_avx(out, scratch, w, bias, N, C, OC, o0, o1); continue; }
+#endif
+        range_fallback(out, scratch, w, bias, N, C, OC, o0, o1);
+    }
+    (void)avx;
+}
