@@ -39,6 +39,7 @@ typedef struct job {
     long created;
     double t0;
     int oom;
+    int live;      /* counted in srv->n_live until freed (its response may still be on its way) */
 } job;
 
 struct jr_server {
@@ -56,6 +57,7 @@ struct jr_server {
     int n_queued;
     job **running;
     int n_running, cap_running;
+    int n_live; /* queued jobs whose response is not yet fully handed to the client */
     uint64_t next_id;
     /* metrics */
     unsigned long long prompt_tokens, completion_tokens;
@@ -89,6 +91,10 @@ static char *dump(json_t *j) {
 
 static void job_unref(job *j) { /* under s->mu */
     if (--j->refs > 0) return;
+    if (j->live) {
+        j->srv->n_live--;
+        pthread_cond_broadcast(&j->srv->cv_out);
+    }
     jr_serve_req_free(&j->req);
     free(j->prompt);
     jr_constraint_free(j->constraint);
@@ -527,6 +533,8 @@ static enum MHD_Result serve_completion(jr_server *s, struct MHD_Connection *c, 
     snprintf(j->id, sizeof j->id, "%s-%llu%06llx", j->req.chat ? "chatcmpl" : "cmpl", (unsigned long long)j->created,
              (unsigned long long)++s->next_id);
     j->refs = 2; /* this connection + the batching thread */
+    j->live = 1;
+    s->n_live++;
     job **pp = &s->queue;
     while (*pp) pp = &(*pp)->next;
     *pp = j;
@@ -674,6 +682,19 @@ void jr_server_stop(jr_server *s, double timeout_s) {
         pthread_mutex_unlock(&s->mu);
         pthread_join(s->sched, NULL);
     }
+    /* The generation is over, but a response (a stream's last chunks, [DONE]) may still be on its way:
+     * stopping the HTTP daemon now would cut it. Wait until every response is handed over, up to the
+     * drain deadline and a few seconds more (for the error bodies of cancelled requests). */
+    pthread_mutex_lock(&s->mu);
+    double deliver_until = (until > now_s() ? until : now_s()) + 5;
+    while (s->n_live && now_s() < deliver_until) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50000000;
+        if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+        pthread_cond_timedwait(&s->cv_out, &s->mu, &ts);
+    }
+    pthread_mutex_unlock(&s->mu);
     jr_http_stop(s->http);
     jr_gen_close(s->gen);
     free(s->running);
