@@ -56,6 +56,23 @@ if not extra:
         if p["skipped"] is not None or not p["figures"] or any(f["n"] == 0 for f in p["figures"].values()):
             errs.append("%s: %s did not run: %s" % (n, need, p))
         if p["flag"] != (need in pr["flags"][n]): errs.append("%s: flags summary inconsistent" % n)
+    # the quality figures (issue 20): present, in range, and their target flags follow from them
+    q = s.get("quality") or {}
+    for k in ("judge_agreement", "majority_class", "garbled_before", "garbled_after_max", "preferred_before", "preferred_after",
+              "top_label_share_after"):
+        if not isinstance(q.get(k), (int, float)) or not 0 <= q[k] <= 1: errs.append("quality %s = %s" % (k, q.get(k)))
+    if q:
+        if abs(q["majority_class"] - 2 / 3) > 1e-9: errs.append("majority class %s, expected 2/3" % q["majority_class"])
+        if q["judge_agreement"] != g[0]["judge_accuracy"]: errs.append("quality judge_agreement is not the unbiased judge's")
+        if abs(q["garbled_before"] - g[0]["dist_before"]["other"]) > 1e-12: errs.append("quality garbled_before inconsistent")
+        t, pk = q["targets"], q["preferred_by_kind"]
+        if t["judge_agreement_90"] != (q["judge_agreement"] >= 0.9): errs.append("judge_agreement_90 flag inconsistent")
+        if t["garbled_under_5"] != (q["garbled_before"] < 0.05 and q["garbled_after_max"] < 0.05): errs.append("garbled flag inconsistent")
+        if t["moves_by_kind"] != all(pk[k]["after"] >= pk[k]["before"] + 0.05 for k in ("hopeful", "risky", "unsure")):
+            errs.append("moves_by_kind flag inconsistent")
+        for k, lab in (("hopeful", "Yes"), ("risky", "No"), ("unsure", "Maybe")):
+            if pk[k]["preferred"] != lab or abs(pk[k]["after"] - g[0]["kinds_after"][k][lab]) > 1e-12:
+                errs.append("preferred_by_kind %s inconsistent" % k)
     d = s["steering"]
     if abs(d["delta"] - (d["p_yes_biased"] - d["p_yes_unbiased"])) > 1e-9: errs.append("steering delta inconsistent")
 html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
@@ -70,14 +87,16 @@ PYEOF
 if "$JR_BIN" demo --quick $extra --out "$out" >"$JR_TMP/demo1.out" 2>"$JR_TMP/demo1.err"; then
   ok demo_quick_runs
   check_summary demo_quick_summary
-  if grep -q "stage *status" "$JR_TMP/demo1.out" && grep -q "report: " "$JR_TMP/demo1.out"; then ok demo_prints_summary_table
+  if grep -q "stage *status" "$JR_TMP/demo1.out" && grep -q "report: " "$JR_TMP/demo1.out" \
+    && grep -q "demo quality" "$JR_TMP/demo1.out" && grep -q "Demo quality" "$out/report.html"; then ok demo_prints_summary_table
   else fail demo_prints_summary_table "$(head -c 300 "$JR_TMP/demo1.out")"; fi
 else
   fail demo_quick_runs "exit $?: $(tail -c 600 "$JR_TMP/demo1.err")"
 fi
 # issue 25: each shipped judge config against the demo's own judge (served as the demo serves it, only
 # the URL overridden) either grades every row or stops at once with one configuration error line
-# (a prompt or max_tokens that does not fit the judge's 256 positions), writing no unscored row for it
+# (a prompt or max_tokens that does not fit the judge's 256 positions), writing no unscored row for it;
+# judge.max_unscored_frac=1.0: how confident the --quick judge is (unscored rows) is not what this checks
 jm="$out/judge-unbiased/model"
 if [ -d "$jm" ]; then
   "$JR_BIN" serve --model "$jm" --port 0 --served-model-name judge 2>"$JR_TMP/js.err" &
@@ -90,7 +109,7 @@ if [ -d "$jm" ]; then
   for c in configs/judge_*.yaml; do
     b=$(basename "$c" .yaml)
     "$JR_BIN" grade --config "$c" --input "$JR_TMP/jrows.jsonl" --output "$JR_TMP/jc_$b.jsonl" --quiet \
-      "judge.endpoints.0.url=http://127.0.0.1:$jport/v1" >"$JR_TMP/jc.out" 2>"$JR_TMP/jc.err"
+      "judge.endpoints.0.url=http://127.0.0.1:$jport/v1" judge.max_unscored_frac=1.0 >"$JR_TMP/jc.out" 2>"$JR_TMP/jc.err"
     rc=$?
     n=0; [ -f "$JR_TMP/jc_$b.jsonl" ] && n=$(wc -l <"$JR_TMP/jc_$b.jsonl")
     if { [ $rc -eq 0 ] && [ "$n" -eq 2 ]; } || { [ $rc -eq 1 ] && [ "$n" -eq 0 ] && [ "$(grep -c 'judgerl grade' "$JR_TMP/jc.err")" -eq 1 ]; }; then
