@@ -62,16 +62,16 @@ if not extra:
               "top_label_share_after"):
         if not isinstance(q.get(k), (int, float)) or not 0 <= q[k] <= 1: errs.append("quality %s = %s" % (k, q.get(k)))
     if q:
-        if abs(q["majority_class"] - 2 / 3) > 1e-9: errs.append("majority class %s, expected 2/3" % q["majority_class"])
-        if q["judge_agreement"] != g[0]["judge_accuracy"]: errs.append("quality judge_agreement is not the unbiased judge's")
-        if abs(q["garbled_before"] - g[0]["dist_before"]["other"]) > 1e-12: errs.append("quality garbled_before inconsistent")
+        if abs(q["majority_class"] - 2 / 3) > 1e-6: errs.append("majority class %s, expected 2/3" % q["majority_class"])
+        if abs(q["judge_agreement"] - g[0]["judge_accuracy"]) > 1e-6: errs.append("quality judge_agreement is not the unbiased judge's")
+        if abs(q["garbled_before"] - g[0]["dist_before"]["other"]) > 1e-6: errs.append("quality garbled_before inconsistent")
         t, pk = q["targets"], q["preferred_by_kind"]
         if t["judge_agreement_90"] != (q["judge_agreement"] >= 0.9): errs.append("judge_agreement_90 flag inconsistent")
         if t["garbled_under_5"] != (q["garbled_before"] < 0.05 and q["garbled_after_max"] < 0.05): errs.append("garbled flag inconsistent")
         if t["moves_by_kind"] != all(pk[k]["after"] >= pk[k]["before"] + 0.05 for k in ("hopeful", "risky", "unsure")):
             errs.append("moves_by_kind flag inconsistent")
         for k, lab in (("hopeful", "Yes"), ("risky", "No"), ("unsure", "Maybe")):
-            if pk[k]["preferred"] != lab or abs(pk[k]["after"] - g[0]["kinds_after"][k][lab]) > 1e-12:
+            if pk[k]["preferred"] != lab or abs(pk[k]["after"] - g[0]["kinds_after"][k][lab]) > 1e-6:
                 errs.append("preferred_by_kind %s inconsistent" % k)
     d = s["steering"]
     if abs(d["delta"] - (d["p_yes_biased"] - d["p_yes_unbiased"])) > 1e-9: errs.append("steering delta inconsistent")
