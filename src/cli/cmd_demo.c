@@ -675,8 +675,9 @@ static jr_status run_probes(const char *out, json_t *sum, json_t *stages, const 
         snprintf(o2, sizeof o2, "trainer.steps=%d", pj->pair ? z->pair_steps : z->probe_bias_steps);
         snprintf(o3, sizeof o3, "model.path=%s/model", d_ju);
         snprintf(o4, sizeof o4, "data.train=%s", pj->data);
-        /* the pairwise judges at a lower learning rate: at 1e-2 the pairwise judge trained on both orders
-         * still preferred the first answer 78% of the time */
+        /* the pairwise judges at lr 3e-3 (a new task on top of the verdict judge; the config's 1e-3 is the
+         * verdict judges'): at 1e-2 the pairwise judge trained on both orders still preferred the first
+         * answer 78% of the time, at 3e-3 about 47% (demo of 2026-11-23) */
         char *args[] = {"train", "configs/eightball/judge-sft.yaml", o1, o2, "trainer.max_seq_len=128", o3, "model.init=null", o4,
                         "run.seed=3", pj->pair ? "trainer.lr=3e-3" : NULL, NULL};
         int reused = 0;
