@@ -132,11 +132,110 @@ TEST(advance_rejects_invalid_token) {
     jr_constraint_free(c);
 }
 
+/* 1 when text fully matches the regex of `schema` (built by jr_json_schema_regex). */
+static int schema_accepts(const char *rx, const char *text) {
+    int err;
+    PCRE2_SIZE off;
+    char *full = malloc(strlen(rx) + 16);
+    sprintf(full, "^(?:%s)$", rx);
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)full, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &err, &off, NULL);
+    free(full);
+    if (!re) return -1;
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    int m = pcre2_match(re, (PCRE2_SPTR)text, strlen(text), 0, 0, md, NULL);
+    pcre2_match_data_free(md);
+    pcre2_code_free(re);
+    return m >= 0;
+}
+
+static const char *rubric_schema =
+    "{\"type\":\"object\",\"properties\":{\"explanation\":{\"type\":\"string\",\"maxLength\":12},"
+    "\"criteria_met\":{\"type\":\"boolean\"},\"score\":{\"type\":\"integer\"},"
+    "\"tags\":{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"b\"]},\"maxItems\":3},"
+    "\"opt\":{\"type\":\"number\"}},\"required\":[\"explanation\",\"criteria_met\",\"score\",\"tags\"]}";
+
+/* A JSON schema's regex accepts its JSON texts and nothing else; a keyword outside the subset is an
+ * error naming its path. */
+TEST(json_schema_regex_accepts_exactly_the_schema) {
+    json_t *s = json_loads(rubric_schema, 0, NULL);
+    char *rx = NULL;
+    CHECK_OK(jr_json_schema_regex(s, &rx));
+    const char *yes[] = {"{\"explanation\": \"ok\", \"criteria_met\": true, \"score\": -3, \"tags\": []}",
+                         "{\"explanation\":\"a q\",\"criteria_met\":false,\"score\":0,\"tags\":[\"a\",\"b\"],\"opt\":1.5e3}"};
+    const char *no[] = {"{\"explanation\": \"ok\", \"criteria_met\": true, \"score\": 1}",             /* tags required */
+                        "{\"criteria_met\": true, \"explanation\": \"ok\", \"score\": 1, \"tags\": []}", /* order */
+                        "{\"explanation\": \"far too long text\", \"criteria_met\": true, \"score\": 1, \"tags\": []}",
+                        "{\"explanation\": \"ok\", \"criteria_met\": 1, \"score\": 1, \"tags\": []}",
+                        "{\"explanation\": \"ok\", \"criteria_met\": true, \"score\": 01, \"tags\": []}",
+                        "{\"explanation\": \"ok\", \"criteria_met\": true, \"score\": 1, \"tags\": [\"a\",\"a\",\"a\",\"a\"]}"};
+    for (size_t i = 0; rx && i < sizeof yes / sizeof *yes; i++) CHECK_MSG(schema_accepts(rx, yes[i]) == 1, "refused %s", yes[i]);
+    for (size_t i = 0; rx && i < sizeof no / sizeof *no; i++) CHECK_MSG(schema_accepts(rx, no[i]) == 0, "accepted %s", no[i]);
+    free(rx);
+    json_decref(s);
+    /* an unbounded string takes escape sequences; a bounded one plain characters only */
+    s = json_loads("{\"type\":\"string\"}", 0, NULL);
+    CHECK_OK(jr_json_schema_regex(s, &rx));
+    if (rx) CHECK(schema_accepts(rx, "\"a \\\"q\\\" \\u00e9\"") == 1 && schema_accepts(rx, "\"a\\x\"") == 0);
+    free(rx);
+    json_decref(s);
+    /* additionalProperties alone: RuscaRL's batched rubric answer */
+    s = json_loads("{\"type\":\"object\",\"additionalProperties\":{\"enum\":[\"PRESENT\",\"NOT_PRESENT\"]}}", 0, NULL);
+    CHECK_OK(jr_json_schema_regex(s, &rx));
+    if (rx) {
+        CHECK(schema_accepts(rx, "{\"1\": \"PRESENT\", \"2\": \"NOT_PRESENT\"}") == 1);
+        CHECK(schema_accepts(rx, "{}") == 1);
+        CHECK(schema_accepts(rx, "{\"1\": \"MAYBE\"}") == 0);
+        CHECK(schema_accepts(rx, "{\"1\": \"PRESENT\",}") == 0);
+    }
+    free(rx);
+    json_decref(s);
+    struct { const char *schema, *needle; } bad[] = {
+        {"{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"string\",\"pattern\":\"a+\"}}}", "json_schema.properties.x: keyword 'pattern'"},
+        {"{\"type\":\"tuple\"}", "type 'tuple'"},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"null\"}},\"required\":[]}", "optional property must come after"},
+        {"{\"type\":\"array\"}", "needs \"items\""},
+        {"{\"oneOf\":[]}", "\"type\" is required"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        s = json_loads(bad[i].schema, 0, NULL);
+        rx = NULL;
+        CHECK_MSG(jr_json_schema_regex(s, &rx) == JR_EINVAL && !rx && strstr(jr_errmsg(), bad[i].needle), "case %zu: %s", i, jr_errmsg());
+        json_decref(s);
+    }
+}
+
+/* Decoding under a schema's regex with random scores always gives JSON of the schema's shape. */
+TEST(json_schema_decoding_always_gives_the_schema) {
+    json_t *s = json_loads(rubric_schema, 0, NULL);
+    char *rx = NULL;
+    CHECK_OK(jr_json_schema_regex(s, &rx));
+    jr_constraint *c = NULL;
+    if (rx) CHECK_OK(jr_constraint_regex(&c, &V, rx));
+    jr_rng r;
+    jr_rng_seed(&r, 11);
+    for (int it = 0; c && it < 30; it++) {
+        int ended;
+        char *o = run(c, &r, 400, &ended);
+        json_t *j = json_loads(o, 0, NULL);
+        json_t *t = json_object_get(j, "tags");
+        CHECK_MSG(ended && j && json_is_string(json_object_get(j, "explanation")) && json_is_boolean(json_object_get(j, "criteria_met")) &&
+                      json_is_integer(json_object_get(j, "score")) && json_is_array(t) && json_array_size(t) <= 3,
+                  "output '%s' ended=%d", o, ended);
+        json_decref(j);
+        free(o);
+    }
+    jr_constraint_free(c);
+    free(rx);
+    json_decref(s);
+}
+
 int main(void) {
     vocab_init();
     RUN(choice_always_returns_a_choice);
     RUN(regex_always_matches);
     RUN(regex_error_names_the_pattern);
     RUN(advance_rejects_invalid_token);
+    RUN(json_schema_regex_accepts_exactly_the_schema);
+    RUN(json_schema_decoding_always_gives_the_schema);
     return jt_done();
 }

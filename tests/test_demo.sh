@@ -93,29 +93,34 @@ if "$JR_BIN" demo --quick $extra --out "$out" >"$JR_TMP/demo1.out" 2>"$JR_TMP/de
 else
   fail demo_quick_runs "exit $?: $(tail -c 600 "$JR_TMP/demo1.err")"
 fi
-# issue 25: each shipped judge config against the demo's own judge (served as the demo serves it, only
-# the URL overridden) either grades every row or stops at once with one configuration error line
-# (a prompt or max_tokens that does not fit the judge's 256 positions), writing no unscored row for it;
-# judge.max_unscored_frac=1.0: how confident the --quick judge is (unscored rows) is not what this checks
+# issue 25: each shipped judge config grades every row against the demo's own judge, served as the
+# demo serves it (under the names the configs use: "judge", and the vLLM / ollama / OpenAI models'
+# names as aliases, as vLLM's --served-model-name A B does), only the URL overridden: every row
+# scored, none unscored (the configs' constraints make the tiny judge's answers parse)
 jm="$out/judge-unbiased/model"
 if [ -d "$jm" ]; then
-  "$JR_BIN" serve --model "$jm" --port 0 --served-model-name judge 2>"$JR_TMP/js.err" &
+  "$JR_BIN" serve --model "$jm" --port 0 --served-model-name judge Qwen/Qwen3-32B qwen3:8b gpt-4o-mini 2>"$JR_TMP/js.err" &
   jpid=$!
   i=0
   while [ $i -lt 600 ]; do grep -q ready "$JR_TMP/js.err" 2>/dev/null && break; kill -0 $jpid 2>/dev/null || break; sleep 0.1; i=$((i + 1)); done
   jport=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$JR_TMP/js.err" | head -n 1)
-  printf '%s\n' '{"id": 1, "prompt": "Will it rain?", "response": "Yes", "reference": "Yes", "response_b": "No", "rubric": [{"criterion": "Says yes", "points": 1}], "constraints": ["[llm] Answer in one word"]}' \
-    '{"id": 2, "prompt": "Am I lucky?", "response": "No", "reference": "Maybe", "response_b": "Yes", "rubric": [{"criterion": "Says no", "points": 1}], "constraints": ["[llm] Answer in one word"]}' >"$JR_TMP/jrows.jsonl"
+  printf '%s\n' '{"id": 1, "prompt": "Will it rain?", "response": "Yes", "reference": "Yes", "response_b": "No", "constraints": ["[llm] Answer in one word"]}' \
+    '{"id": 2, "prompt": "Am I lucky?", "response": "No", "reference": "Maybe", "response_b": "Yes", "constraints": ["[llm] Answer in one word"]}' >"$JR_TMP/jrows.jsonl"
+  printf '%s\n' '{"id": 1, "prompt": "Will it rain?", "response": "Yes", "rubric": [{"criterion": "Says yes", "points": 1}, {"criterion": "Is one word", "points": 1}]}' \
+    '{"id": 2, "prompt": "Am I lucky?", "response": "No", "rubric": [{"criterion": "Says no", "points": 1}]}' >"$JR_TMP/jrubric.jsonl"
   for c in configs/judge_*.yaml; do
     b=$(basename "$c" .yaml)
-    "$JR_BIN" grade --config "$c" --input "$JR_TMP/jrows.jsonl" --output "$JR_TMP/jc_$b.jsonl" --quiet \
-      "judge.endpoints.0.url=http://127.0.0.1:$jport/v1" judge.max_unscored_frac=1.0 >"$JR_TMP/jc.out" 2>"$JR_TMP/jc.err"
+    rows="$JR_TMP/jrows.jsonl"
+    case "$b" in judge_rubric*) rows="$JR_TMP/jrubric.jsonl" ;; esac
+    OPENAI_API_KEY=unused-by-judgerl-serve "$JR_BIN" grade --config "$c" --input "$rows" --output "$JR_TMP/jc_$b.jsonl" --quiet \
+      "judge.endpoints.0.url=http://127.0.0.1:$jport/v1" >"$JR_TMP/jc.out" 2>"$JR_TMP/jc.err"
     rc=$?
     n=0; [ -f "$JR_TMP/jc_$b.jsonl" ] && n=$(wc -l <"$JR_TMP/jc_$b.jsonl")
-    if { [ $rc -eq 0 ] && [ "$n" -eq 2 ]; } || { [ $rc -eq 1 ] && [ "$n" -eq 0 ] && [ "$(grep -c 'judgerl grade' "$JR_TMP/jc.err")" -eq 1 ]; }; then
-      ok "shipped_${b}_vs_demo_judge_grades_or_stops_at_once"
+    nulls=0; [ -f "$JR_TMP/jc_$b.jsonl" ] && nulls=$(grep -c '"reward": *null' "$JR_TMP/jc_$b.jsonl")
+    if [ $rc -eq 0 ] && [ "$n" -eq 2 ] && [ "$nulls" -eq 0 ]; then
+      ok "shipped_${b}_grades_every_row_against_the_demo_judge"
     else
-      fail "shipped_${b}_vs_demo_judge_grades_or_stops_at_once" "rc=$rc rows=$n: $(head -c 400 "$JR_TMP/jc.err")"
+      fail "shipped_${b}_grades_every_row_against_the_demo_judge" "rc=$rc rows=$n unscored=$nulls: $(head -c 400 "$JR_TMP/jc.err")"
     fi
   done
   kill -TERM $jpid 2>/dev/null; wait $jpid 2>/dev/null

@@ -178,9 +178,16 @@ TEST(deadline_leaves_late_samples_unscored_and_cancels) {
 }
 
 static volatile sig_atomic_t stop_flag;
+/* Raises the stop once the environment has work in flight (a state, not a time: on a loaded
+ * machine a timed stop could come before the first submission). */
 static void *raise_stop(void *arg) {
-    (void)arg;
-    usleep(100000);
+    fake *f = arg;
+    for (int submitted = 0; !submitted; usleep(1000)) {
+        pthread_mutex_lock(&f->mu);
+        submitted = f->submitted > 0;
+        pthread_mutex_unlock(&f->mu);
+    }
+    usleep(20000);
     stop_flag = 1;
     return NULL;
 }
@@ -193,11 +200,11 @@ TEST(stop_cancels_in_flight_work) {
     stop_flag = 0;
     jr_env_batch_opts o = {.stop = &stop_flag};
     pthread_t th;
-    pthread_create(&th, NULL, raise_stop, NULL);
+    pthread_create(&th, NULL, raise_stop, &f);
     jr_status st = run_batch(&a, 20, r, &o);
     pthread_join(th, NULL);
     CHECK(st == JR_ECANCELED);
-    CHECK(f.canceled == 1 && f.n == 0);
+    CHECK_MSG(f.canceled == 1 && f.n == 0, "canceled %d, pending %d", f.canceled, f.n);
     for (int i = 0; i < 20; i++) {
         if (i % 2 == 0) CHECK_MSG(!r[i].scored && r[i].reason && !strcmp(r[i].reason, "canceled"), "id %d", i);
         jr_env_result_free(&r[i]);
@@ -278,11 +285,11 @@ TEST(grpo_stop_cancels_pending_rewards_then_resumes_exactly) {
     CHECK_OK(jr_env_from_fn(&b, in_order, NULL));
     stop_flag = 0;
     pthread_t th;
-    pthread_create(&th, NULL, raise_stop, NULL);
+    pthread_create(&th, NULL, raise_stop, &f);
     jr_status st = grpo_n(&a, oc, prompts, 3, 0, &stop_flag, NULL, NULL);
     pthread_join(th, NULL);
     CHECK_MSG(st == JR_ECANCELED && strstr(jr_errmsg(), "during step 1"), "%d: %s", st, jr_errmsg());
-    CHECK(f.canceled == 1 && f.n == 0);
+    CHECK_MSG(f.canceled == 1 && f.n == 0, "canceled %d, pending %d", f.canceled, f.n);
     snprintf(latest, sizeof latest, "%s/checkpoints/step-00000000/trainer_state.json", oc);
     CHECK(jr_path_exists(latest));
     char *wc = NULL, *wb = NULL, mb[1300];

@@ -123,7 +123,9 @@ TEST(fields_per_server_kind) {
     f = fields(&c, JR_KIND_OPENAI, NULL, &w);
     CHECK(w == 0 && f && strstr(f, "\"schema\":{\"type\":\"object\"}"));
     free(f);
-    CHECK(fields(&c, JR_KIND_JUDGERL, NULL, &w) == NULL);
+    f = fields(&c, JR_KIND_JUDGERL, NULL, &w);
+    CHECK_STR(f, "{\"structured_outputs\":{\"json\":{\"type\":\"object\"}}}");
+    free(f);
     jr_judge_constraint_free(&c);
 }
 

@@ -80,7 +80,7 @@ def start(script):
     return srv, srv.server_address[1]
 
 
-def grade(config, rows, port, name, *over):
+def grade(config, rows, port, name, *over, keep_constraint=False):
     inp = os.path.join(TMP, name + ".in.jsonl")
     out = os.path.join(TMP, name + ".out.jsonl")
     if os.path.exists(out):
@@ -92,6 +92,9 @@ def grade(config, rows, port, name, *over):
             "judge.endpoints.0.url=http://127.0.0.1:%d/v1" % port, "judge.cache=false", "judge.timeout_s=5",
             "judge.backoff_base_s=0.01", "judge.backoff_max_s=0.02", "judge.max_attempts=2",
             "judge.max_unscored_frac=1.0"] + list(over)
+    # the scripted servers speak no dialect: the shipped configs' constraints are off unless a case sets one
+    if not keep_constraint and not any(a.startswith("judge.constraint") for a in over):
+        args.append("judge.constraint=null")
     r = subprocess.run(args, capture_output=True, text=True, timeout=120)
     outs = {}
     if os.path.exists(out):
@@ -255,6 +258,22 @@ def test_rubric_batched():
            (o["fallback"], n_batch, n_single))
     report("rubric batched: a criterion failing after the fallback leaves the sample unscored",
            o["dead"]["reward"] is None and "could not be graded" in o["dead"]["error"], o["dead"])
+    # With judge.constraint set (the shipped one, sent as vLLM's structured_outputs), the batched call
+    # carries its own schema derived from the row (keys 1..k, all required) and the per-criterion
+    # fallback calls carry the config's
+    rows_c = [{"id": "c", "prompt": "BATCHFAIL constrained", "response": resp, "rubric": RUBRIC}]
+    rc, oc, s, err = grade("judge_rubric_batched.yaml", rows_c, port, "rubricbc", "judge.endpoints.0.kind=vllm",
+                           keep_constraint=True)
+    reqs = requests_with(srv, "BATCHFAIL constrained")
+    bat = [json.loads(e["body"]) if isinstance(e.get("body"), str) else e.get("body") for e in reqs if "<Rubric>" in e["text"]]
+    one = [json.loads(e["body"]) if isinstance(e.get("body"), str) else e.get("body") for e in reqs if "# Rubric item" in e["text"]]
+    bsch = [((b or {}).get("structured_outputs") or {}).get("json") for b in bat]
+    osch = [((b or {}).get("structured_outputs") or {}).get("json") for b in one]
+    report("rubric batched + constraint: the batched call's schema requires the row's criteria 1..3, each PRESENT | NOT_PRESENT",
+           len(bsch) >= 1 and all(x and x.get("required") == ["1", "2", "3"] and x["properties"]["2"]["enum"] == ["PRESENT", "NOT_PRESENT"]
+                                  and x.get("additionalProperties") is False for x in bsch), (bsch, err))
+    report("rubric batched + constraint: the fallback's per-criterion calls carry judge.constraint",
+           len(osch) >= 1 and all(x and x.get("required") == ["explanation", "criteria_met"] for x in osch), (osch, err))
     # The old behaviour only on request: failed criteria counted as not met.
     rc, o2, s, err = grade("judge_rubric_batched.yaml", rows[2:], port, "rubricb2", "judge.rubric.on_failure=not_present")
     d = o2.get("dead", {})
@@ -420,11 +439,12 @@ def test_seed2():
     report("seed 2 recipe: grade exits 0", rc == 0, err)
     if rc != 0 or len(o) != 2:
         return
-    # row 1: judge INCORRECT -> -5; efficiency .5(1-.2)+.5(1-.2)=.8; simplicity 6/7; format: no \boxed -> 0;
-    #        repetition: words "The answer is 8 and 8" -> 4 distinct trigrams of 4 -> 0
-    e1 = 0.65 * -5 + 0.15 * 0.8 + 0.10 * (6 / 7) + 0.05 * 0 + 0.05 * 0
-    # row 2: judge CORRECT -> 10; efficiency .5*0 + .5*(1-.1) = .45; simplicity 3/7; format qa \S -> 1
-    e2 = 0.65 * 10 + 0.15 * 0.45 + 0.10 * (3 / 7) + 0.05 * 1 + 0.05 * 0
+    # every component but correctness on the 10-point scale (scale: 10); no workflow field: the
+    # (optional) repetition component is left out
+    # row 1: judge INCORRECT -> -5; efficiency .5(1-.2)+.5(1-.2)=.8; simplicity 6/7; format: not a bare number, no \boxed -> 0
+    e1 = 0.65 * -5 + 0.15 * 8 + 0.10 * (60 / 7) + 0.05 * 0
+    # row 2: judge CORRECT -> 10; efficiency .5*0 + .5*(1-.1) = .45; simplicity 3/7; format qa: one short line -> 1
+    e2 = 0.65 * 10 + 0.15 * 4.5 + 0.10 * (30 / 7) + 0.05 * 10
     report("seed 2 recipe: judged incorrect row", near(o[1]["reward"], e1) and o[1]["scores"]["correctness"] == -5.0, o[1])
     report("seed 2 recipe: judged correct row", near(o[2]["reward"], e2) and o[2]["scores"]["correctness"] == 10.0, o[2])
     report("seed 2 recipe: per-component means in the summary",

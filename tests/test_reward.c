@@ -9,6 +9,7 @@
 
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
+#include "judgerl/wfrl.h"
 
 static const jr_cfg_field *const tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, NULL};
 
@@ -26,6 +27,7 @@ static int silent_port(int *fd) {
 }
 
 static int load_seed2(jr_config *cfg, int port, const char *extra) {
+    if (jr_wf_reward_register()) return 0;
     char path[1024], url[128];
     snprintf(path, sizeof path, "%s/configs/seed2_reward.yaml", jt_root());
     snprintf(url, sizeof url, "judge.endpoints.0.url=http://127.0.0.1:%d/v1", port);
@@ -52,16 +54,18 @@ TEST(seed2_recipe_hand_computed) {
     CHECK_STR(jr_reward_part_name(r, 0), "correctness");
     CHECK_NEAR(jr_reward_part_weight(r, 0), 0.65, 0, 0);
     json_t *rows[5] = {
-        /* 0.65*10 + 0.15*(.5*(1-.5) + .5*(1-.5)) + 0.10*(8-3)/7 + 0.05*1 + 0.05*0 */
+        /* every component but correctness x10 (scale: 10); no workflow: repetition (optional) left out:
+         * 0.65*10 + 0.15*10*(.5*(1-.5) + .5*(1-.5)) + 0.10*10*(8-3)/7 + 0.05*10*1 */
         row("{\"id\": \"r1\", \"problem\": \"1/2?\", \"response\": \"We divide one by two: \\\\boxed{\\\\frac{1}{2}}\","
             " \"answer\": \"0.5\", \"type\": \"math\", \"cost\": 0.005, \"latency\": 30, \"operator_count\": 3}"),
-        /* 0.65*10 + 0.15*(.5*0 + .5*(1-6/60)) + 0.10*0 + 0.05*1 + 0 */
+        /* 0.65*10 + 0.15*10*(.5*0 + .5*(1-6/60)) + 0.10*0 + 0.05*10*1 */
         row("{\"id\": \"r2\", \"problem\": \"Capital?\", \"response\": \"The answer is Paris\", \"answer\": \"paris\","
             " \"type\": \"qa\", \"cost\": 0.02, \"latency\": 6, \"operator_count\": 8}"),
-        /* latency only: eff = 1 - 20/60; two operators (a list); "so so so so so \boxed{4}": 2 distinct
-         * trigrams of 4 -> repetition -0.5 */
+        /* latency only: eff = 1 - 20/60; two operators (a list); the workflow "so so so so so \boxed{4}":
+         * 2 distinct trigrams of 4 -> repetition -0.5 x 10 */
         row("{\"id\": \"r3\", \"problem\": \"2+2\", \"response\": \"so so so so so \\\\boxed{4}\", \"answer\": 4,"
-            " \"type\": \"math\", \"latency\": 20, \"operator_count\": [\"custom\", \"review\"]}"),
+            " \"type\": \"math\", \"latency\": 20, \"operator_count\": [\"custom\", \"review\"],"
+            " \"workflow\": \"so so so so so \\\\boxed{4}\"}"),
         /* a wrong answer needs the judge, which never answers: unscored, never 0 */
         row("{\"id\": \"r4\", \"problem\": \"2+2\", \"response\": \"\\\\boxed{5}\", \"answer\": \"4\", \"type\": \"math\","
             " \"cost\": 0.001, \"latency\": 1, \"operator_count\": 1}"),
@@ -72,13 +76,13 @@ TEST(seed2_recipe_hand_computed) {
     jr_reward_result res[5];
     CHECK_OK(jr_reward_score(r, (const json_t *const *)rows, 5, res));
     CHECK(res[0].scored);
-    CHECK_NEAR(res[0].reward, 0.65 * 10 + 0.15 * 0.5 + 0.10 * 5.0 / 7 + 0.05, 1e-12, 0);
+    CHECK_NEAR(res[0].reward, 0.65 * 10 + 0.15 * 5 + 0.10 * 50.0 / 7 + 0.5, 1e-12, 0);
     CHECK(res[0].judge_calls == 0);
     CHECK(res[1].scored);
-    CHECK_NEAR(res[1].reward, 0.65 * 10 + 0.15 * 0.45 + 0.05, 1e-12, 0);
+    CHECK_NEAR(res[1].reward, 0.65 * 10 + 0.15 * 4.5 + 0.5, 1e-12, 0);
     CHECK(res[2].scored);
-    CHECK_NEAR(res[2].reward, 0.65 * 10 + 0.15 * (2.0 / 3) + 0.10 * 6.0 / 7 + 0.05 - 0.05 * 0.5, 1e-12, 0);
-    CHECK_NEAR(res[2].parts[4].value, -0.5, 1e-12, 0);
+    CHECK_NEAR(res[2].reward, 0.65 * 10 + 0.15 * (20.0 / 3) + 0.10 * 60.0 / 7 + 0.5 - 0.05 * 5, 1e-12, 0);
+    CHECK_NEAR(res[2].parts[4].value, -5, 1e-12, 0);
     CHECK(!res[3].scored && isnan(res[3].reward));
     CHECK(res[3].reason && strstr(res[3].reason, "component 'correctness'"));
     CHECK(!res[3].parts[0].scored && res[3].parts[1].scored); /* the others are still reported */
@@ -88,7 +92,7 @@ TEST(seed2_recipe_hand_computed) {
     json_t *j = jr_reward_result_json(r, &res[0]);
     CHECK(j && json_is_true(json_object_get(j, "scored")));
     json_t *c = json_object_get(json_object_get(j, "components"), "simplicity");
-    CHECK_NEAR(json_number_value(json_object_get(c, "value")), 5.0 / 7, 1e-12, 0);
+    CHECK_NEAR(json_number_value(json_object_get(c, "value")), 50.0 / 7, 1e-12, 0);
     CHECK_NEAR(json_number_value(json_object_get(c, "weight")), 0.10, 0, 0);
     json_decref(j);
     j = jr_reward_result_json(r, &res[3]);
@@ -103,7 +107,7 @@ TEST(seed2_recipe_hand_computed) {
         if (r) {
             CHECK_OK(jr_reward_score(r, (const json_t *const *)&rows[4], 1, res));
             CHECK(res[0].scored);
-            CHECK_NEAR(res[0].reward, 0.65 * 10 + 0.10 * 1 + 0.05, 1e-12, 0);
+            CHECK_NEAR(res[0].reward, 0.65 * 10 + 0.10 * 10 + 0.5, 1e-12, 0);
             CHECK(!res[0].parts[1].scored);
             jr_reward_result_free(&res[0]);
             jr_reward_close(r);

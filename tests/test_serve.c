@@ -107,7 +107,7 @@ static json_t *post_json(const char *path, const char *body, int *status) {
     char *r;
     *status = http("POST", path, body, NULL, &r);
     json_error_t e;
-    json_t *j = json_loads(r, 0, &e);
+    json_t *j = json_loads(r, JSON_ALLOW_NUL, &e); /* a random model may write a NUL byte (\u0000) */
     if (!j) printf("  not JSON (%d): %.300s\n", *status, r);
     free(r);
     return j;
@@ -348,9 +348,28 @@ TEST(structured_outputs_and_constrained_logprobs) {
     const char *t = j ? choice_text(j, 0, 0) : NULL;
     CHECK_MSG(st == 200 && t && strlen(t) == 4 && !strcmp(t + 1, "/10"), "got '%s'", t ? t : "(null)");
     json_decref(j);
+    /* a JSON schema, in each of its three request forms, always gives JSON of its shape */
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"explanation\":{\"type\":\"string\",\"maxLength\":20},"
+                         "\"criteria_met\":{\"type\":\"boolean\"}},\"required\":[\"explanation\",\"criteria_met\"]}";
+    const char *forms[] = {"\"structured_outputs\":{\"json\":%s}", "\"guided_json\":%s",
+                           "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"v\",\"schema\":%s}}"};
+    for (int k = 0; k < 6; k++) {
+        char field[600], body[900];
+        snprintf(field, sizeof field, forms[k % 3], schema);
+        snprintf(body, sizeof body, "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"grade\"}],\"temperature\":1.2,%s}", field);
+        j = post_json("/v1/chat/completions", body, &st);
+        t = j ? choice_text(j, 0, 1) : NULL;
+        json_t *v = t ? json_loads(t, 0, NULL) : NULL;
+        CHECK_MSG(st == 200 && v && json_is_string(json_object_get(v, "explanation")) && json_is_boolean(json_object_get(v, "criteria_met")) &&
+                      json_object_size(v) == 2, "form %d: %d '%s'", k % 3, st, t ? t : "(null)");
+        json_decref(v);
+        json_decref(j);
+    }
     struct { const char *body, *needle; } bad[] = {
         {"\"structured_outputs\":{\"choice\":[\"a\"]},\"guided_choice\":[\"b\"]", "give only one"},
-        {"\"structured_outputs\":{\"json\":{\"type\":\"object\"}}", "structured_outputs.json"},
+        {"\"structured_outputs\":{\"json\":{\"type\":\"object\",\"patternProperties\":{}}}", "structured_outputs.json: json_schema: keyword 'patternProperties'"},
+        {"\"response_format\":{\"type\":\"json_object\"}", "response_format: must be"},
+        {"\"guided_json\":{\"type\":\"string\"},\"guided_regex\":\"a\"", "give only one"},
         {"\"structured_outputs\":{\"choice\":[\"a\"],\"regex\":\"b\"}", "give only one"},
         {"\"structured_outputs\":[1]", "must be an object"},
         {"\"structured_outputs\":{\"choice\":[]}", "structured_outputs.choice"},
@@ -457,16 +476,22 @@ static void *conc_main(void *a) {
 /* The catastrophic pattern of the issue ((a+)+b, the model pushed to 'a' by logit_bias) returns a
  * 400 naming the cause in well under 2 s (PCRE2's match limit), and the server stays up. */
 TEST(catastrophic_guided_regex_returns_400_quickly) {
-    struct timespec t0, t1;
+    /* the server runs in this process: its CPU time for the request does not depend on the machine's
+     * load, so the issue's 2 s bound is checked on CPU time (wall time only against a hang) */
+    struct timespec t0, t1, c0, c1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     char *r = NULL;
     int st = http("POST", "/v1/completions",
                   "{\"model\":\"tiny\",\"prompt\":\"x\",\"max_tokens\":40,\"guided_regex\":\"(a+)+b\",\"ignore_eos\":true,"
                   "\"logit_bias\":{\"97\":100}}", NULL, &r);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     double took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
-    CHECK_MSG(st == 400 && r && strstr(r, "backtrack"), "status %d: %.300s", st, r ? r : "");
-    CHECK_MSG(took < 2.0, "took %.2f s", took);
+    double cpu = (double)(c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) * 1e-9;
+    /* refused by the match limit ("backtracks"), or on a loaded machine by the per-step budget first */
+    CHECK_MSG(st == 400 && r && (strstr(r, "backtrack") || strstr(r, "too costly")), "status %d: %.300s", st, r ? r : "");
+    CHECK_MSG(cpu < 2.0 && took < 30.0, "took %.2f s of CPU, %.2f s of wall time", cpu, took);
     free(r);
     CHECK(http("POST", "/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"ok\",\"max_tokens\":3,\"guided_regex\":\"[ab]+\"}", NULL, NULL) == 200);
 }
@@ -665,11 +690,13 @@ TEST(drain_answers_503_at_once_and_ends_at_its_deadline) {
     double took = mono() - t0;
     http_timeout_ms = saved;
     CHECK_MSG(st == 503 && r && strstr(r, "shutting down"), "during the drain: %d %.200s", st, r ? r : "");
-    CHECK_MSG(took < 0.5, "the 503 came after %.2f s", took);
+    CHECK_MSG(took < 1.0, "the 503 came after %.2f s", took);
     free(r);
     pthread_join(ts, NULL);
     pthread_join(th, NULL);
-    CHECK_MSG(drain_took < drain + 3, "stop took %.1f s with a %.1f s drain timeout", drain_took, drain);
+    /* bounded by the drain timeout plus one decode step and the connection threads' exit (a wide margin:
+     * a loaded machine under ASan may take seconds for that step) */
+    CHECK_MSG(drain_took < drain + 15, "stop took %.1f s with a %.1f s drain timeout", drain_took, drain);
     CHECK_MSG(lc.status == 503 && lc.resp && strstr(lc.resp, "drain"), "the running request: %d %.200s", lc.status, lc.resp ? lc.resp : "");
     free(lc.resp);
     jr_kv_lm_close(&lm);

@@ -31,7 +31,7 @@ expect_error serve_no_model 'nowhere: no config.json' "$JR_BIN" serve --model "$
 expect_error serve_bad_port 'port' "$JR_BIN" serve --model "$MODEL" --port 99999
 expect_error serve_key_env_unset 'JR_UNSET_KEY_VAR' "$JR_BIN" serve --model "$MODEL" --api-key-env JR_UNSET_KEY_VAR
 export JR_TEST_KEY=k3y-for-tests
-serve_start --model "$MODEL" --api-key-env JR_TEST_KEY --parallel 4 --served-model-name tiny --max-body 65536
+serve_start --model "$MODEL" --api-key-env JR_TEST_KEY --parallel 4 --served-model-name tiny org/tiny-alias --max-body 65536
 if [ -z "$port" ]; then
   fail serve_start "$(cat "$JR_TMP/serve.err")"; kill $pid 2>/dev/null; exit 0
 fi
@@ -51,6 +51,10 @@ check() { # check NAME EXPECTED_STATUS BODY_REGEX METHOD PATH [curl args...]
 J='-H Content-Type:application/json'
 check health 200 ok GET /health
 check models 200 '"id":"tiny"' GET /v1/models -H "$AUTH"
+# --served-model-name A B (vLLM's form): both listed, both accepted, responses carry the first
+check models_lists_aliases 200 '"id":"tiny".*"id":"org/tiny-alias"' GET /v1/models -H "$AUTH"
+check alias_accepted 200 '"model":"tiny"' POST /v1/completions -H "$AUTH" $J -d '{"model":"org/tiny-alias","prompt":"abc","max_tokens":2}'
+check unknown_name_404 404 'org/other' POST /v1/completions -H "$AUTH" $J -d '{"model":"org/other","prompt":"abc","max_tokens":2}'
 check chat 200 '"object":"chat.completion".*"usage"' POST /v1/chat/completions -H "$AUTH" $J \
   -d '{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":8}'
 check completions 200 '"object":"text_completion"' POST /v1/completions -H "$AUTH" $J -d '{"model":"tiny","prompt":"abc","max_tokens":4}'

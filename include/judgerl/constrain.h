@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "judgerl/status.h"
 
 /* The bytes each token decodes to, for ids [0, n). bytes[i] NULL marks a special token (never
@@ -47,6 +49,13 @@ typedef struct jr_byte_automaton {
 jr_status jr_constraint_automaton(jr_constraint **out, const jr_token_bytes *v, const jr_byte_automaton *a);
 
 void jr_constraint_free(jr_constraint *c);
+
+/* The regex (caller frees) over the compact JSON texts (an optional space after ':' and ',') that a
+ * JSON schema accepts, for jr_constraint_regex: object (properties in order, required, or
+ * additionalProperties alone), string (min/maxLength; with maxLength no escape sequences), integer, number, boolean, null, array
+ * (items, min/maxItems), enum, const, anyOf. A keyword outside that subset fails with JR_EINVAL
+ * naming its path, never ignored. */
+jr_status jr_json_schema_regex(const json_t *schema, char **regex);
 
 /* One sequence's progress through a constraint (the bytes emitted so far). */
 typedef struct jr_cstate {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "judgerl/config.h"
+#include "judgerl/constrain.h"
 #include "judgerl/dataset.h"
 #include "judgerl/env.h"
 #include "judgerl/grpo.h"
@@ -46,6 +47,22 @@ typedef struct jr_grpo_opts {
  * grpo.reward_weights has more than JR_GRPO_MAX_WEIGHTS entries. */
 jr_status jr_grpo_opts_from_config(jr_grpo_opts *o, const jr_config *c);
 
+/* Optional hooks for programs built on the trainer (seed 2's workflow trainer); all NULL: the plain trainer. */
+typedef struct jr_grpo_hooks {
+    void *ud;
+    /* Fills rows[0..n) (new references, each {"prompt"} or {"messages"} plus the environment's fields)
+     * for generation batch gen_batch of step `step`, instead of data.train's stream (not read then).
+     * Must depend only on (step, gen_batch), so a resumed run draws what the killed one would have. */
+    jr_status (*prompts)(void *ud, int64_t step, int gen_batch, int n, json_t **rows);
+    /* Rewrites a validation row before its prompt is built (*out: a new reference). */
+    jr_status (*prepare_val)(void *ud, const json_t *row, json_t **out);
+    /* Builds a constraint every completion is sampled under, on the policy tokenizer's token bytes
+     * (the trainer frees it). */
+    jr_status (*constraint)(void *ud, const jr_token_bytes *v, jr_constraint **out);
+    /* Called after the step's scalars are added, when the step writes a metrics row: add more. */
+    jr_status (*log)(void *ud, jr_runlog *rl, int64_t step);
+} jr_grpo_hooks;
+
 /* Everything a GRPO trainer is built from; no YAML needed. */
 typedef struct jr_grpo_setup {
     jr_run_opts run;
@@ -57,6 +74,7 @@ typedef struct jr_grpo_setup {
     jr_env *env;                 /* the reward environment (borrowed; outlives the trainer) */
     FILE *progress;              /* progress bar, sample tables, notes (NULL: none) */
     volatile sig_atomic_t *stop; /* set by a signal: checkpoint at the next boundary and stop */
+    jr_grpo_hooks hooks;         /* optional (zeroed: none) */
 } jr_grpo_setup;
 
 /* Every option at its documented default (the config tables' defaults, trainer.algo grpo, the byte

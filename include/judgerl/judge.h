@@ -116,6 +116,9 @@ typedef struct jr_judge_call {
                          {"logprobs": true, "top_logprobs": 5, "max_tokens": 1}); owned, may be NULL */
     char *tag;        /* the protocol's label for this call ("criterion 3", "order BA"), used in
                          reasons and in the result's detail; owned, may be NULL */
+    json_t *constraint; /* this call's constraint in judge.constraint's form ({json_schema: ...},
+                           {choice: [...]}, {regex: ...}), replacing judge.constraint for this call
+                           (e.g. a batched rubric answer whose keys depend on the row); owned, may be NULL */
 } jr_judge_call;
 
 /* A growable list of calls (zero-initialise before use). */

@@ -44,7 +44,8 @@ typedef struct jr_serve_req {
     int top_logprobs;         /* alternatives per token */
     int n_choices;
     const char **choices;     /* guided_choice (owned array of borrowed strings) */
-    const char *regex;        /* guided_regex */
+    const char *regex;        /* guided_regex, or regex_owned */
+    char *regex_owned;        /* the regex of a JSON schema (structured_outputs.json, guided_json, response_format) */
     int n_bias;
     int32_t *bias_ids;        /* logit_bias (owned) */
     float *bias_vals;
@@ -82,9 +83,11 @@ typedef struct jr_serve_opts {
     const char *host;         /* "127.0.0.1" */
     int port;                 /* 0 = pick a free port (see jr_server_port) */
     const char *api_key;      /* NULL = no auth; else "Authorization: Bearer <key>" on /v1/ */
-    const char *model_name;   /* the served model name */
+    const char *model_name;   /* the served model name (in responses) */
+    const char *const *aliases; /* more names requests may use, listed by /v1/models too (vLLM's --served-model-name A B) */
+    int n_aliases;
     int parallel;             /* decode slots shared by all requests */
-    int max_tokens;           /* per request */
+    int max_tokens;           /* a request's max_tokens <= this; 0 = the context */
     int max_queue;            /* requests waiting beyond the slots before 429 */
     size_t max_body;          /* bytes; larger bodies get 413 */
     int max_connections;      /* 512 */

@@ -16,6 +16,7 @@ typedef struct jr_strbuf {
 void jr_strbuf_addn(jr_strbuf *b, const char *s, size_t n);
 void jr_strbuf_add(jr_strbuf *b, const char *s);
 void jr_strbuf_addc(jr_strbuf *b, char c);
+void jr_strbuf_addf(jr_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Returns the string (owned by the caller; "" when nothing was added), or NULL after an
  * allocation failure (the buffer is freed either way and must not be used again). */
 char *jr_strbuf_take(jr_strbuf *b);

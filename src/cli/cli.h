@@ -64,6 +64,7 @@ int cmd_seed1(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_workflow(int argc, char **argv);
+int cmd_workflow_train(int argc, char **argv);
 
 /* `judgerl grade` helpers: reads an existing output (drops a torn last line, records finished ids
  * in `done`, counts unscored rows; with retry_unscored drops them); grades through the reward

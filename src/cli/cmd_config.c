@@ -13,6 +13,7 @@
 #include "judgerl/reward.h"
 #include "judgerl/workflow.h"
 #include "judgerl/probe.h"
+#include "judgerl/wfrl.h"
 
 /* Every module's table of options; a config file may use any of them. */
 static const jr_cfg_field *const all_tables[] = {
@@ -30,6 +31,9 @@ static const jr_cfg_field *const all_tables[] = {
     jr_seed1_cfg,
     jr_workflow_cfg,
     jr_probe_cfg,
+    jr_wf_env_cfg,
+    jr_wf_buffer_cfg,
+    jr_wf_train_cfg,
     NULL,
 };
 

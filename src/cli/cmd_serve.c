@@ -13,7 +13,7 @@
 
 static const char *usage_text =
     "usage: judgerl serve --model DIR [--host 127.0.0.1] [--port 8000] [--api-key-env NAME] [--parallel N]\n"
-    "         [--max-tokens N] [--served-model-name NAME] [--ctx POSITIONS] [--max-queue N] [--max-body BYTES]\n"
+    "         [--max-tokens N] [--served-model-name NAME [NAME...]] [--ctx POSITIONS] [--max-queue N] [--max-body BYTES]\n"
     "         [--tokenizer auto|byte|PATH] [--seed S] [--drain-timeout 60] [--request-timeout 0]\n"
     "         [--header-timeout 10] [--body-timeout 30] [--max-connections 512] [--max-per-client N]\n"
     "  Serves POST /v1/chat/completions and /v1/completions (stream or not), GET /v1/models, /health\n"
@@ -21,7 +21,8 @@ static const char *usage_text =
     "  /v1/. --port 0 picks a free port; the address is printed on stderr. SIGTERM or SIGINT stop\n"
     "  taking requests (503), finish the running ones for up to --drain-timeout seconds, cancel the\n"
     "  rest and exit 0. --request-timeout S cancels a request S seconds after it arrived (504; 0 = no\n"
-    "  limit). A connection must send its headers within --header-timeout and its body within\n"
+    "  limit). --max-tokens N caps a request's max_tokens (default: the context, as vLLM; a request\n"
+    "  without max_tokens gets what fits, at most 512). A connection must send its headers within --header-timeout and its body within\n"
     "  --body-timeout seconds; one client address holds at most --max-per-client connections that\n"
     "  have not yet sent a complete request (default --max-connections / 2). See docs/SERVE.md.\n";
 
@@ -60,8 +61,10 @@ int cmd_serve(int argc, char **argv) {
     const char *cmd = "serve";
     if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
     const char *model = NULL, *host = "127.0.0.1", *key_env = NULL, *name = NULL, *tokenizer = "auto";
-    long port = 8000, parallel = 4, max_tokens = 512, ctx = 0, max_queue = 64, max_body = 1 << 20, seed = 0;
+    long port = 8000, parallel = 4, max_tokens = 0, ctx = 0, max_queue = 64, max_body = 1 << 20, seed = 0;
     long max_conn = 512, per_client = 0;
+    const char *alias[16];
+    int n_alias = 0;
     double drain = 60, req_timeout = 0, hdr_timeout = 10, body_timeout = 30;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -69,7 +72,16 @@ int cmd_serve(int argc, char **argv) {
         if (!strcmp(a, "--model")) model = v;
         else if (!strcmp(a, "--host")) host = v;
         else if (!strcmp(a, "--api-key-env")) key_env = v;
-        else if (!strcmp(a, "--served-model-name")) name = v;
+        else if (!strcmp(a, "--served-model-name")) { /* NAME [NAME...] as vLLM's: the first answers, all are accepted */
+            if (!v || v[0] == '-') return cli_usage(cmd, "%s needs a value", a);
+            for (;;) {
+                if (!name) name = v;
+                else if (n_alias < (int)(sizeof alias / sizeof *alias)) alias[n_alias++] = v;
+                else return cli_usage(cmd, "%s: at most %d names", a, (int)(sizeof alias / sizeof *alias) + 1);
+                if (i + 2 >= argc || argv[i + 2][0] == '-') break;
+                v = argv[++i + 1];
+            }
+        }
         else if (!strcmp(a, "--tokenizer")) tokenizer = v;
         else if (!strcmp(a, "--port")) bad = num(cmd, a, v, 0, 65535, &port);
         else if (!strcmp(a, "--parallel")) bad = num(cmd, a, v, 1, 1024, &parallel);
@@ -117,6 +129,8 @@ int cmd_serve(int argc, char **argv) {
     o.port = (int)port;
     o.api_key = key;
     o.model_name = name;
+    o.aliases = alias;
+    o.n_aliases = n_alias;
     o.parallel = (int)parallel;
     o.max_tokens = (int)max_tokens;
     o.max_queue = (int)max_queue;

@@ -18,6 +18,7 @@ static void usage_all(FILE *f) {
     fprintf(f, "usage: judgerl workflow run --workflow FILE --problems IN.jsonl --executor CFG.yaml [--output OUT.jsonl] [--grade] [key=value ...]\n"
                "       judgerl workflow check FILE [key=value ...]\n"
                "       judgerl workflow tasks --domain math|code|qa --n N [--seed S] [--output OUT.jsonl]\n"
+               "       judgerl workflow train CONFIG.yaml [key=value ...]   (GRPO on a policy that writes workflows)\n"
                "run: executes the workflow on each row ({id, problem, type: math|code|qa, ...}) against the\n"
                "  executor endpoint of CFG (judge.* keys: endpoints, concurrency, retries, cache; workflow.*\n"
                "  keys: budgets, templates) and writes one line per row: {id, outcome: answer|failed,\n"
@@ -261,6 +262,7 @@ static int do_tasks(int argc, char **argv) {
 }
 
 int cmd_workflow(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "train")) return cmd_workflow_train(argc - 1, argv + 1);
     if (argc < 2 || cli_wants_help(argc, argv)) {
         usage_all(argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_USAGE : CLI_OK;
@@ -268,5 +270,5 @@ int cmd_workflow(int argc, char **argv) {
     if (!strcmp(argv[1], "run")) return do_run(argc - 1, argv + 1);
     if (!strcmp(argv[1], "check")) return do_check(argc - 1, argv + 1);
     if (!strcmp(argv[1], "tasks")) return do_tasks(argc - 1, argv + 1);
-    return cli_usage(cmd, "unknown subcommand '%s' (run, check, tasks)", argv[1]);
+    return cli_usage(cmd, "unknown subcommand '%s' (run, check, tasks, train)", argv[1]);
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "judgerl/wfrl.h"
 
 typedef struct {
     const char *name;
@@ -43,6 +44,7 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+    if (jr_wf_reward_register()) { fprintf(stderr, "judgerl: %s\n", jr_errmsg()); return CLI_FAIL; }
     if (argc < 2) { usage(stderr); return CLI_USAGE; }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) { usage(stdout); return CLI_OK; }
     if (!strcmp(argv[1], "--version")) return cmd_version(argc - 1, argv + 1);

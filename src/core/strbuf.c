@@ -25,6 +25,17 @@ void jr_strbuf_add(jr_strbuf *b, const char *s) { jr_strbuf_addn(b, s, strlen(s)
 
 void jr_strbuf_addc(jr_strbuf *b, char c) { jr_strbuf_addn(b, &c, 1); }
 
+void jr_strbuf_addf(jr_strbuf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0) { b->oom = 1; return; }
+    jr_strbuf_addn(b, s, (size_t)n);
+    free(s);
+}
+
 char *jr_strbuf_take(jr_strbuf *b) {
     char *p = b->p;
     if (b->oom) { free(p); p = NULL; }

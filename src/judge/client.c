@@ -57,6 +57,8 @@ struct job {
     int fails;            /* transient failures so far */
     int parse_fails;      /* answers that did not parse */
     int no_cache;         /* a parse failure: the next answer must come from the server */
+    jr_judge_constraint *cons; /* the call's own constraint (jr_judge_call.constraint), or NULL: judge.constraint */
+    int wrapped;          /* the call's constraint goes as a JSON schema answered {"answer": ...} */
     double not_before;    /* monotonic time before which it is not sent */
     double t_first;
     double est_tokens;
@@ -171,6 +173,8 @@ static void sample_free(sample *s) {
 
 static void job_free(job *jb) {
     if (!jb) return;
+    if (jb->cons) jr_judge_constraint_free(jb->cons);
+    free(jb->cons);
     free(jb->body);
     free(jb->resp);
     free(jb);
@@ -315,12 +319,23 @@ static void unwrap_answer(char **text, const json_t *logprobs, json_t **lp_view)
     }
 }
 
-/* 1 when text satisfies judge.constraint; else 0 with the reason and the judge's text in why. */
-static int constraint_ok(const jr_judge *j, const char *text, char *why, size_t why_len) {
+/* 1 when text satisfies the call's constraint (or judge.constraint); else 0 with the reason and
+ * the judge's text in why. */
+static int constraint_ok(const jr_judge *j, const job *jb, const char *text, char *why, size_t why_len) {
     char r[128];
-    if (jr_judge_constraint_check(&j->constraint, text, r, sizeof r)) return 1;
-    snprintf(why, why_len, "answer outside judge.constraint (%s): judge's text '%.200s'", r, text);
+    if (jr_judge_constraint_check(jb->cons ? jb->cons : &j->constraint, text, r, sizeof r)) return 1;
+    snprintf(why, why_len, "answer outside %s (%s): judge's text '%.200s'", jb->cons ? "the call's constraint" : "judge.constraint", r, text);
     return 0;
+}
+
+/* The request fields of the call's own constraint (jr_judge_call.constraint) for the endpoints'
+ * server kind; the parsed constraint stays with the job for the answer's check. */
+static jr_status call_constraint(jr_judge *j, job *jb, const json_t *spec, json_t **fields) {
+    *fields = NULL;
+    if (!(jb->cons = jr_calloc(1, sizeof *jb->cons))) return JR_ENOMEM;
+    jr_status st = jr_judge_constraint_parse(spec, "the protocol's constraint", jb->cons);
+    if (!st) st = jr_judge_constraint_fields(jb->cons, &j->ep[0].info, fields, &jb->wrapped);
+    return st;
 }
 
 /* Hands an answer (from the server or the cache) to the protocol's parser. */
@@ -331,14 +346,14 @@ static void handle_answer(jr_judge *j, job *jb, const char *raw_content, const c
     const jr_protocol *p = j->proto[s->proto];
     char *text = content ? jr_judge_strip_reasoning(content) : NULL;
     json_t *lp_view = NULL;
-    if (text && j->wrapped) unwrap_answer(&text, logprobs, &lp_view);
+    if (text && (jb->cons ? jb->wrapped : j->wrapped)) unwrap_answer(&text, logprobs, &lp_view);
     jr_judge_response resp = {text ? text : "", content ? content : "", finish ? finish : "", lp_view ? lp_view : logprobs, cached,
                               total_tokens};
     double value = NAN;
     json_t *detail = NULL;
     char why[512] = "";
     jr_parse_rc rc = !text ? JR_PARSE_GIVE_UP
-                     : !constraint_ok(j, text, why, sizeof why)
+                     : !constraint_ok(j, jb, text, why, sizeof why)
                          ? JR_PARSE_RETRY
                          : p->parse(j->pstate[s->proto], s->row, &s->calls.v[jb->index], jb->index, &resp, &value, &detail, why, sizeof why);
     free(text);
@@ -401,7 +416,17 @@ static void start_call(jr_judge *j, sample *s, int index) {
     json_object_set_new(body, "max_tokens", json_integer(j->max_tokens));
     if (json_is_object(j->extra_body)) json_object_update(body, j->extra_body);
     if (json_is_object(c->params)) json_object_update(body, c->params);
-    if (j->ep[0].cfields) json_object_update(body, j->ep[0].cfields); /* the same for every endpoint */
+    if (c->constraint) {
+        json_t *cf = NULL;
+        jr_status cst = call_constraint(j, jb, c->constraint, &cf);
+        if (cst) {
+            json_decref(body);
+            finish_call(j, jb, 0, NAN, NULL, fmt("%s", jr_errmsg()), 0);
+            return;
+        }
+        if (cf) json_object_update(body, cf);
+        json_decref(cf);
+    } else if (j->ep[0].cfields) json_object_update(body, j->ep[0].cfields); /* the same for every endpoint */
     if (!j->chat && json_is_boolean(json_object_get(body, "logprobs"))) {
         /* a protocol's chat-shaped {logprobs: true, top_logprobs: k} is {logprobs: k} on /completions */
         json_t *top = json_object_get(body, "top_logprobs");

@@ -512,9 +512,9 @@ jr_status jr_judge_constraint_fields(const jr_judge_constraint *c, const jr_serv
         break;
     }
     case JR_KIND_JUDGERL:
-        if (c->type == JR_CONSTRAINT_JSON) goto unsupported;
         f = c->type == JR_CONSTRAINT_CHOICE ? json_pack("{s:{s:O}}", "structured_outputs", "choice", c->choices)
-                                            : json_pack("{s:{s:s}}", "structured_outputs", "regex", c->regex);
+            : c->type == JR_CONSTRAINT_REGEX ? json_pack("{s:{s:s}}", "structured_outputs", "regex", c->regex)
+                                             : json_pack("{s:{s:O}}", "structured_outputs", "json", c->schema);
         break;
     case JR_KIND_LLAMACPP: {
         if (c->type == JR_CONSTRAINT_JSON) { f = json_pack("{s:O}", "json_schema", c->schema); break; }
@@ -550,7 +550,6 @@ jr_status jr_judge_constraint_fields(const jr_judge_constraint *c, const jr_serv
     *fields = f;
     return JR_OK;
 unsupported:
-    return jr_fail(JR_EINVAL, "judge.constraint.%s: a %s server cannot take it (%s)", what, kind,
-                   s->kind == JR_KIND_JUDGERL ? "judgerl serve takes choice and regex"
-                                              : "its structured outputs take a JSON schema: use choice or json_schema");
+    return jr_fail(JR_EINVAL, "judge.constraint.%s: a %s server cannot take it (its structured outputs take a JSON "
+                              "schema: use choice or json_schema)", what, kind);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "judgerl/judge.h"
+#include "judgerl/protocols.h"
 
 typedef struct {
     char *tmpl;
@@ -126,8 +127,18 @@ static jr_parse_rc pw_parse(void *state, const json_t *row, const jr_judge_call 
     int n;
     char reason[200];
     if (!jr_judge_parse_result(resp->text, 1, p->scale, &n, reason, sizeof reason)) {
+        /* the JSON form a constrained judge answers: {"feedback": "...", "result": n} */
+        json_t *j = jr_verdict_json(resp->text);
+        json_t *res = json_object_get(j, "result"), *fb = json_object_get(j, "feedback");
+        int ok = json_is_integer(res) && json_integer_value(res) >= 1 && json_integer_value(res) <= p->scale;
+        if (ok) {
+            *value = (double)json_integer_value(res);
+            *detail = json_pack("{s:s}", "feedback", json_is_string(fb) ? json_string_value(fb) : "");
+        }
+        json_decref(j);
+        if (ok) return JR_PARSE_OK;
         if (!strcmp(resp->finish_reason, "length")) snprintf(why, why_len, "finish_reason=length without a verdict (%s)", reason);
-        else snprintf(why, why_len, "%s", reason);
+        else snprintf(why, why_len, "%s, nor a JSON {\"result\": 1..%d}", reason, p->scale);
         return JR_PARSE_RETRY;
     }
     *value = n;

@@ -64,6 +64,7 @@ void jr_judge_calls_free(jr_judge_calls *c) {
         json_decref(c->v[i].params);
         free(c->v[i].prompt);
         free(c->v[i].tag);
+        json_decref(c->v[i].constraint);
     }
     free(c->v);
     memset(c, 0, sizeof *c);

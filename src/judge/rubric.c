@@ -9,6 +9,7 @@
 typedef struct {
     char *tmpl, *batch_tmpl;
     int batched, fallback, not_present, clip;
+    int constrained; /* judge.constraint is set: the batched call gets its own (batch_constraint) */
 } rubric;
 
 static const char *const prompt_names[] = {"prompt", "question", "problem", NULL};
@@ -171,6 +172,7 @@ static jr_status rb_open(const jr_judge_opts *o, const char *cfg_dir, void **sta
     r->fallback = o->rubric.fallback;
     r->not_present = o->rubric.not_present;
     r->clip = o->rubric.clip_sample;
+    r->constrained = o->constraint != NULL;
     jr_status st = proto_template(o->rubric.template_path, cfg_dir, "judge.rubric.template", "templates/rubric_criterion.txt", &r->tmpl);
     if (!st && r->batched)
         st = proto_template(o->rubric.batch_template, cfg_dir, "judge.rubric.batch_template", "templates/rubric_batch.txt", &r->batch_tmpl);
@@ -243,6 +245,21 @@ static jr_status add_per_criterion(rubric *r, const json_t *row, const jr_criter
     return st;
 }
 
+/* The batched answer's JSON schema: {"1": "PRESENT" | "NOT_PRESENT", ..., "k": ...}, every key
+ * required in order (judge.constraint, meant for the per-criterion answers, does not fit it). */
+static json_t *batch_constraint(size_t k) {
+    json_t *props = json_object(), *req = json_array();
+    for (size_t i = 1; props && req && i <= k; i++) {
+        char key[24];
+        snprintf(key, sizeof key, "%zu", i);
+        json_object_set_new(props, key, json_pack("{s:[s,s]}", "enum", "PRESENT", "NOT_PRESENT"));
+        json_array_append_new(req, json_string(key));
+    }
+    if (!props || !req) { json_decref(props); json_decref(req); return NULL; }
+    return json_pack("{s:{s:s,s:o,s:o,s:b}}", "json_schema", "type", "object", "properties", props, "required", req,
+                     "additionalProperties", 0);
+}
+
 static jr_status rb_build(void *state, const json_t *row, jr_judge_calls *calls) {
     rubric *r = state;
     jr_criterion *items;
@@ -274,6 +291,7 @@ static jr_status rb_build(void *state, const json_t *row, jr_judge_calls *calls)
             char tag[48];
             snprintf(tag, sizeof tag, "batch %zu", n_llm);
             st = proto_add(calls, r->batch_tmpl, NULL, view, NULL, tag);
+            if (!st && r->constrained && !(calls->v[calls->n - 1].constraint = batch_constraint(n_llm))) st = JR_ENOMEM;
         }
         free(list);
         json_decref(view);

@@ -225,7 +225,7 @@ static jr_rw_rc eval_math(const jr_reward_opts *ro, const json_t *params, const 
 }
 
 static jr_status check_format(const json_t *params) {
-    jr_status st = check_keys(params, "pattern|by_domain|domain_field|field", NULL);
+    jr_status st = check_keys(params, "pattern|by_domain|domain_field|field|scale", "scale");
     if (st) return st;
     const json_t *pat = json_object_get(params, "pattern"), *bd = json_object_get(params, "by_domain");
     if (!json_is_string(pat) && !json_is_object(bd)) return jr_fail(JR_EINVAL, "give 'pattern' or 'by_domain'");
@@ -258,7 +258,7 @@ static jr_rw_rc eval_format(const jr_reward_opts *ro, const json_t *params, cons
     if (!pat) return unscored(out, "format: no pattern for domain '%s' (add it or 'default' to by_domain)", dom ? dom : "");
     int m;
     if (jr_verify_regex(resp, pat, &m)) return unscored(out, "%s", jr_errmsg());
-    return scored(out, m);
+    return scored(out, m * pnum(params, "scale", 1));
 }
 
 static jr_status check_rule(const json_t *params) {
@@ -308,8 +308,8 @@ static jr_rw_rc eval_length(const jr_reward_opts *ro, const json_t *params, cons
 }
 
 static jr_status check_efficiency(const json_t *params) {
-    jr_status st = check_keys(params, "cost_field|latency_field|cost_budget|latency_budget|cost_weight",
-                              "cost_budget|latency_budget|cost_weight");
+    jr_status st = check_keys(params, "cost_field|latency_field|cost_budget|latency_budget|cost_weight|scale",
+                              "cost_budget|latency_budget|cost_weight|scale");
     if (st) return st;
     if (pnum(params, "cost_budget", 1) <= 0 || pnum(params, "latency_budget", 1) <= 0)
         return jr_fail(JR_EINVAL, "budgets must be positive");
@@ -325,11 +325,11 @@ static jr_rw_rc eval_efficiency(const jr_reward_opts *ro, const json_t *params, 
     double s = jr_efficiency_score(cost, pnum(params, "cost_budget", 0.01), lat, pnum(params, "latency_budget", 60),
                                    pnum(params, "cost_weight", 0.5));
     if (s < 0) return unscored(out, "efficiency: the row has neither '%s' nor '%s' (numbers >= 0)", cf, lf);
-    return scored(out, s);
+    return scored(out, s * pnum(params, "scale", 1));
 }
 
 static jr_status check_simplicity(const json_t *params) {
-    jr_status st = check_keys(params, "field|min_ops|max_ops", "min_ops|max_ops");
+    jr_status st = check_keys(params, "field|min_ops|max_ops|scale", "min_ops|max_ops|scale");
     if (st) return st;
     if (pnum(params, "max_ops", 8) <= pnum(params, "min_ops", 1)) return jr_fail(JR_EINVAL, "max_ops must be above min_ops");
     return JR_OK;
@@ -348,11 +348,11 @@ static jr_rw_rc eval_simplicity(const jr_reward_opts *ro, const json_t *params, 
     else if (json_is_array(v)) ops = (double)json_array_size(v);
     else return unscored(out, "simplicity: field '%s' missing (a number, or a list of operators)", f ? f : "operator_count");
     out->detail = json_pack("{s:f,s:s}", "operators", ops, "field", used);
-    return scored(out, jr_simplicity_score(ops, pnum(params, "min_ops", 1), pnum(params, "max_ops", 8)));
+    return scored(out, jr_simplicity_score(ops, pnum(params, "min_ops", 1), pnum(params, "max_ops", 8)) * pnum(params, "scale", 1));
 }
 
 static jr_status check_repetition(const json_t *params) {
-    jr_status st = check_keys(params, "n|field", "n");
+    jr_status st = check_keys(params, "n|field|scale", "n|scale");
     if (st) return st;
     double n = pnum(params, "n", 3);
     if (n < 1 || n > 64 || n != floor(n)) return jr_fail(JR_EINVAL, "n=%g: use an integer in 1..64", n);
@@ -366,7 +366,7 @@ static jr_rw_rc eval_repetition(const jr_reward_opts *ro, const json_t *params, 
     if (!resp) return unscored(out, "field '%s': expected a string", field ? field : "response");
     double rate = jr_repetition_rate(resp, (int)pnum(params, "n", 3));
     out->detail = json_pack("{s:f}", "rate", rate);
-    return scored(out, rate > 0 ? -rate : 0.0);
+    return scored(out, rate > 0 ? -rate * pnum(params, "scale", 1) : 0.0);
 }
 
 static jr_status check_ifeval(const json_t *params) {

@@ -1,6 +1,8 @@
 /* request.c - parsing and checking of OpenAI completion requests (chat and text), fuzzed by fuzz/fuzz_serve_request.c */
 #include "judgerl/serve.h"
 
+#include "judgerl/constrain.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@ void jr_serve_req_free(jr_serve_req *r) {
     free(r->prompt_ids);
     free(r->stop);
     free(r->choices);
+    free(r->regex_owned);
     free(r->bias_ids);
     free(r->bias_vals);
     free(r->stop_ids);
@@ -220,12 +223,6 @@ static jr_status unsupported(const jr_serve_req *r) {
     if (v && !(json_is_integer(v) && json_integer_value(v) == 1)) return jr_fail(JR_EINVAL, "best_of: not supported (only 1)");
     v = field(r, "tools");
     if (v && !(json_is_array(v) && json_array_size(v) == 0)) return jr_fail(JR_EINVAL, "tools: not supported");
-    v = field(r, "response_format");
-    if (v) {
-        json_t *t = json_object_get(v, "type");
-        if (!json_is_object(v) || !json_is_string(t) || strcmp(json_string_value(t), "text"))
-            return jr_fail(JR_EINVAL, "response_format: only {\"type\": \"text\"} is supported; constrain output with structured_outputs (or guided_choice / guided_regex)");
-    }
     return JR_OK;
 }
 
@@ -248,21 +245,58 @@ static jr_status constraint_fields(jr_serve_req *r, json_t *o, const char *choic
     return JR_OK;
 }
 
-/* Constrained output, in either dialect: vLLM >= 0.10.2's structured_outputs {choice | regex}
- * or the older guided_choice / guided_regex (not both dialects at once). */
+/* A JSON schema (field `where`) decoded through its regex (jr_json_schema_regex). */
+static jr_status schema_field(jr_serve_req *r, const json_t *schema, const char *where) {
+    if (r->regex || r->n_choices) return jr_fail(JR_EINVAL, "%s: give only one constraint (a choice, a regex or a JSON schema)", where);
+    if (!json_is_object(schema)) return jr_fail(JR_EINVAL, "%s: must be a JSON schema (an object), got %s", where, type_name(schema));
+    jr_status st = jr_json_schema_regex(schema, &r->regex_owned);
+    if (st) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", jr_errmsg());
+        return jr_fail(st, "%s: %s", where, msg);
+    }
+    r->regex = r->regex_owned;
+    return JR_OK;
+}
+
+/* response_format: {"type": "text"} or {"type": "json_schema", "json_schema": {"schema": {...}}}. */
+static jr_status parse_response_format(jr_serve_req *r) {
+    json_t *v = field(r, "response_format");
+    if (!v) return JR_OK;
+    const char *t = json_string_value(json_object_get(v, "type"));
+    if (json_is_object(v) && t && !strcmp(t, "text")) return JR_OK;
+    json_t *js = json_object_get(v, "json_schema");
+    if (json_is_object(v) && t && !strcmp(t, "json_schema") && json_is_object(js))
+        return schema_field(r, json_object_get(js, "schema"), "response_format.json_schema.schema");
+    return jr_fail(JR_EINVAL, "response_format: must be {\"type\": \"text\"} or {\"type\": \"json_schema\", \"json_schema\": "
+                              "{\"schema\": {...}}} (json_object is not supported: give a schema)");
+}
+
+/* Constrained output, in either dialect: vLLM >= 0.10.2's structured_outputs {choice | regex | json}
+ * or the older guided_choice / guided_regex / guided_json (not both dialects at once); or
+ * response_format's json_schema. */
 static jr_status parse_structured(jr_serve_req *r, const jr_serve_limits *lim) {
     json_t *so = field(r, "structured_outputs");
-    int old = field(r, "guided_choice") || field(r, "guided_regex");
-    if (!so) return constraint_fields(r, r->root, "guided_choice", "guided_regex", "", lim);
-    if (old) return jr_fail(JR_EINVAL, "structured_outputs and guided_choice/guided_regex: give only one");
+    json_t *gj = field(r, "guided_json");
+    int old = field(r, "guided_choice") || field(r, "guided_regex") || gj;
+    jr_status st;
+    if (!so) {
+        if ((st = constraint_fields(r, r->root, "guided_choice", "guided_regex", "", lim))) return st;
+        if (gj && (st = schema_field(r, gj, "guided_json"))) return st;
+        return parse_response_format(r);
+    }
+    if (old) return jr_fail(JR_EINVAL, "structured_outputs and guided_choice/guided_regex/guided_json: give only one");
     if (!json_is_object(so)) return jr_fail(JR_EINVAL, "structured_outputs: must be an object, got %s", type_name(so));
     const char *k;
     json_t *v;
     json_object_foreach(so, k, v) {
-        if (json_is_null(v) || !strcmp(k, "choice") || !strcmp(k, "regex")) continue;
-        return jr_fail(JR_EINVAL, "structured_outputs.%.40s: not supported by judgerl serve (only choice and regex)", k);
+        if (json_is_null(v) || !strcmp(k, "choice") || !strcmp(k, "regex") || !strcmp(k, "json")) continue;
+        return jr_fail(JR_EINVAL, "structured_outputs.%.40s: not supported by judgerl serve (only choice, regex and json)", k);
     }
-    return constraint_fields(r, so, "choice", "regex", "structured_outputs.", lim);
+    if ((st = constraint_fields(r, so, "choice", "regex", "structured_outputs.", lim))) return st;
+    json_t *sj = json_object_get(so, "json");
+    if (sj && !json_is_null(sj) && (st = schema_field(r, sj, "structured_outputs.json"))) return st;
+    return parse_response_format(r);
 }
 
 static jr_status parse_body(jr_serve_req *r, const jr_serve_limits *lim) {

@@ -48,6 +48,7 @@ typedef struct job {
 struct jr_server {
     jr_serve_opts o;
     char *host, *api_key, *model_name;
+    char **aliases; /* o.aliases copied */
     struct MHD_Daemon *d;
     int port;
     pthread_mutex_t mu;
@@ -453,11 +454,23 @@ static void stream_free(void *cls) {
 }
 
 static enum MHD_Result send_models(jr_server *s, struct MHD_Connection *c) {
-    json_t *o = json_pack("{s:s,s:[{s:s,s:s,s:I,s:s,s:i}]}", "object", "list", "data", "id", s->model_name, "object", "model",
-                          "created", (json_int_t)0, "owned_by", "judgerl", "max_model_len", s->b.lm ? s->b.lm->max_ctx : 0);
-    if (o && s->b.fingerprint)
-        json_object_set_new(json_array_get(json_object_get(o, "data"), 0), "judgerl_fingerprint", json_string(s->b.fingerprint));
+    json_t *data = json_array();
+    for (int i = -1; data && i < s->o.n_aliases; i++) {
+        json_t *m = json_pack("{s:s,s:s,s:I,s:s,s:i}", "id", i < 0 ? s->model_name : s->aliases[i], "object", "model", "created",
+                              (json_int_t)0, "owned_by", "judgerl", "max_model_len", s->b.lm ? s->b.lm->max_ctx : 0);
+        if (m && s->b.fingerprint) json_object_set_new(m, "judgerl_fingerprint", json_string(s->b.fingerprint));
+        json_array_append_new(data, m);
+    }
+    json_t *o = data ? json_pack("{s:s,s:o}", "object", "list", "data", data) : NULL;
     return send_body(s, c, 200, "application/json", dump(o));
+}
+
+/* 1 when requests may name the model `name` (the served name or an alias). */
+static int serves_name(const jr_server *s, const char *name) {
+    if (!strcmp(name, s->model_name)) return 1;
+    for (int i = 0; i < s->o.n_aliases; i++)
+        if (!strcmp(name, s->aliases[i])) return 1;
+    return 0;
 }
 
 static enum MHD_Result send_metrics(jr_server *s, struct MHD_Connection *c) {
@@ -511,9 +524,10 @@ static int prepare(jr_server *s, job *j, char *msg, size_t msz) {
         }
     int ctx = s->b.lm->max_ctx;
     int mt = r->max_tokens;
-    if (mt == 0) {
+    if (mt == 0) { /* absent: what fits, at most --max-tokens (512 when that follows the context) */
         mt = ctx - j->n_prompt;
-        if (mt > s->o.max_tokens) mt = s->o.max_tokens;
+        int cap = s->o.max_tokens > 0 ? s->o.max_tokens : 512;
+        if (mt > cap) mt = cap;
     }
     if (mt <= 0 || j->n_prompt + mt > ctx) {
         snprintf(msg, msz, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the prompt, %d in the completion). Please reduce the prompt or max_tokens.",
@@ -547,7 +561,9 @@ static int prepare(jr_server *s, job *j, char *msg, size_t msz) {
 }
 
 static enum MHD_Result serve_completion(jr_server *s, struct MHD_Connection *c, conn *cx) {
-    jr_serve_limits lim = {s->o.parallel, s->o.max_tokens, 16, 1024};
+    /* --max-tokens 0: a request may ask for up to the context (the prompt + max_tokens check follows) */
+    int mt_limit = s->o.max_tokens > 0 ? s->o.max_tokens : s->b.lm ? s->b.lm->max_ctx : 1 << 20;
+    jr_serve_limits lim = {s->o.parallel, mt_limit, 16, 1024};
     job *j = calloc(1, sizeof *j);
     if (!j) return send_error(s, c, 500, "out of memory", NULL);
     j->srv = s;
@@ -564,7 +580,7 @@ static enum MHD_Result serve_completion(jr_server *s, struct MHD_Connection *c, 
     char msg[600];
     int status = 0;
     if (!j->req.model) { snprintf(msg, sizeof msg, "model: required (this server serves '%s')", s->model_name); status = 400; }
-    else if (strcmp(j->req.model, s->model_name)) {
+    else if (!serves_name(s, j->req.model)) {
         snprintf(msg, sizeof msg, "The model '%.200s' does not exist (this server serves '%.200s')", j->req.model, s->model_name);
         status = 404;
     }
@@ -798,9 +814,14 @@ jr_status jr_server_start(jr_server **out, const jr_serve_opts *opts) {
     s->o = *opts;
     s->host = strdup(opts->host ? opts->host : "127.0.0.1");
     s->model_name = strdup(opts->model_name ? opts->model_name : "judgerl");
+    int na = opts->aliases && opts->n_aliases > 0 ? opts->n_aliases : 0;
+    s->o.n_aliases = 0; /* counts the copies made, so stop frees exactly those */
+    s->o.aliases = NULL;
+    int alias_oom = na && !(s->aliases = calloc((size_t)na, sizeof *s->aliases));
+    for (int i = 0; !alias_oom && i < na; i++, s->o.n_aliases++) alias_oom = !(s->aliases[i] = strdup(opts->aliases[i]));
     s->api_key = opts->api_key ? strdup(opts->api_key) : NULL;
     if (s->o.parallel <= 0) s->o.parallel = 4;
-    if (s->o.max_tokens <= 0) s->o.max_tokens = 512;
+    if (s->o.max_tokens < 0) s->o.max_tokens = 0;
     if (s->o.max_queue <= 0) s->o.max_queue = 64;
     if (!s->o.max_body) s->o.max_body = 1 << 20;
     if (s->o.max_connections <= 0) s->o.max_connections = 512;
@@ -818,7 +839,11 @@ jr_status jr_server_start(jr_server **out, const jr_serve_opts *opts) {
     memset(&a, 0, sizeof a);
     a.sin_family = AF_INET;
     a.sin_port = htons((uint16_t)opts->port);
-    if (!s->host || !s->model_name || inet_pton(AF_INET, s->host, &a.sin_addr) != 1) {
+    if (!s->host || !s->model_name || alias_oom) {
+        jr_server_stop(s, 0);
+        return jr_fail(JR_ENOMEM, "serve: out of memory");
+    }
+    if (inet_pton(AF_INET, s->host, &a.sin_addr) != 1) {
         jr_status st = jr_fail(JR_EINVAL, "serve: --host '%s' is not an IPv4 address", opts->host ? opts->host : "");
         jr_server_stop(s, 0);
         return st;
@@ -914,6 +939,8 @@ void jr_server_stop(jr_server *s, double timeout_s) {
     free(s->running);
     free(s->host);
     free(s->model_name);
+    for (int i = 0; i < s->o.n_aliases; i++) free(s->aliases[i]);
+    free(s->aliases);
     free(s->api_key);
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->conn_mu);

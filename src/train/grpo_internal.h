@@ -100,6 +100,8 @@ struct jr_grpo_trainer {
     int fresh;              /* this step rolled out a new generation batch */
     double t0, t_wait, t_ref, t_update;
     jr_train_state prev;    /* the state before the current step */
+    jr_grpo_hooks hooks;
+    jr_constraint *cons;    /* hooks.constraint's, or NULL */
 };
 
 /* grpo_rollout.c */

@@ -200,6 +200,7 @@ static jr_status generate_batch(jr_grpo_trainer *g, grpo_rollout *r, int64_t ste
     gp.sample.min_p = (float)g->o.min_p;
     gp.max_tokens = g->max_comp;
     gp.has_seed = 1;
+    gp.constraint = g->cons;
     uint64_t base = gen_seed(g->run.ro.seed, step, gen_batch);
     jr_env_batch_opts eo = {g->o.max_in_flight, g->o.reward_deadline_s, g->stop};
     double t0 = jr_now_s();
@@ -300,13 +301,19 @@ static void keep_groups(jr_grpo_trainer *g, grpo_rollout *tmp, grpo_rollout *r, 
 static jr_status gen_batch_from_data(jr_grpo_trainer *g, grpo_rollout *tmp, int64_t step, int gb,
                                      grpo_rollout_stats *rs, jr_env_result *res, double *lat, int *n_lat, int lat_cap) {
     jr_status st = JR_OK;
+    json_t **hrows = g->hooks.prompts ? jr_calloc((size_t)g->P, sizeof *hrows) : NULL;
+    if (g->hooks.prompts && !hrows) st = JR_ENOMEM;
+    if (hrows && (st = g->hooks.prompts(g->hooks.ud, step, gb, g->P, hrows))) jr_fail_ctx(st, "step %lld prompts", (long long)step);
     for (int q = 0; q < g->P && !st; q++) {
         json_t *row = NULL;
-        jr_data_row_info info;
-        if ((st = jr_data_next(g->data, &row, &info))) break;
-        st = make_prompt(g, row, &info, &tmp->p[q]);
+        jr_data_row_info info = {.path = "<prompts hook>", .line_no = q + 1};
+        if (hrows) row = json_incref(hrows[q]);
+        else if ((st = jr_data_next(g->data, &row, &info))) break;
+        st = row ? make_prompt(g, row, &info, &tmp->p[q]) : jr_fail(JR_EINVAL, "prompts hook: row %d missing", q);
         json_decref(row);
     }
+    for (int q = 0; hrows && q < g->P; q++) json_decref(hrows[q]);
+    free(hrows);
     if (!st) st = generate_batch(g, tmp, step, gb, rs, res);
     for (int i = 0; i < tmp->n; i++) {
         if (!st) take_rewards(g, &tmp->s[i], &res[i]);
@@ -412,7 +419,13 @@ jr_status grpo_eval_reward(void *ud, double *mean) {
         for (int q = 0; q < np && !st; q++) {
             json_t *row = NULL;
             jr_data_row_info info;
-            if (!(st = jr_data_val_get(g->data, v0 + (size_t)q, &row, &info))) st = make_prompt(g, row, &info, &r.p[q]);
+            if (!(st = jr_data_val_get(g->data, v0 + (size_t)q, &row, &info)) && g->hooks.prepare_val) {
+                json_t *prep = NULL;
+                st = g->hooks.prepare_val(g->hooks.ud, row, &prep);
+                json_decref(row);
+                row = prep;
+            }
+            if (!st) st = make_prompt(g, row, &info, &r.p[q]);
             json_decref(row);
         }
         if (!st) st = generate_batch(g, &r, -1 - (int64_t)(v0 / (size_t)g->P), 0, &rs, res);

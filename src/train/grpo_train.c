@@ -68,6 +68,9 @@ static jr_status open_parts(jr_grpo_trainer *g, const jr_grpo_setup *s) {
     if ((st = jr_textgen_open_model(&g->tg, g->o.async_generation ? &g->gen_m : &r->m, r->to.tokenizer, g->P * g->G,
                                     g->T_max + 1)))
         return st;
+    if (g->hooks.constraint) {
+        if ((st = g->hooks.constraint(g->hooks.ud, &g->tg.vocab.tb, &g->cons))) return st;
+    }
     double flops = jr_model_train_flops(&r->m, g->B, g->T_max) * ((g->P * g->G + g->B - 1) / g->B);
     if ((st = jr_run_start(r, flops, &g->tg.tok))) return st;
     if ((st = jr_acts_init_opts(&g->acts, &r->m, g->B, g->T_max, &(jr_acts_opts){JR_LOGIT_ROWS_AUTO, 1}))) return st;
@@ -85,6 +88,7 @@ jr_status jr_grpo_open(jr_grpo_trainer **out, const jr_grpo_setup *s) {
     jr_grpo_trainer *g = jr_calloc(1, sizeof *g);
     if (!g) return JR_ENOMEM;
     g->o = s->grpo;
+    g->hooks = s->hooks;
     g->env = s->env;
     g->progress = s->progress;
     g->stop = s->stop;
@@ -207,7 +211,7 @@ jr_status jr_grpo_log(jr_grpo_trainer *g, int64_t step) {
     jr_runlog_add(rl, "completions/clipped_ratio", ro->n ? trunc / ro->n : 0);
     jr_runlog_add(rl, "grad_norm", us->gnorm);
     log_timing(g, jr_now_s());
-    return JR_OK;
+    return g->hooks.log ? g->hooks.log(g->hooks.ud, rl, step) : JR_OK;
 }
 
 jr_status jr_grpo_rollout(jr_grpo_trainer *g, int64_t step) {
@@ -290,6 +294,7 @@ jr_status jr_grpo_close(jr_grpo_trainer *g, jr_status st) {
     jr_acts_free(&g->acts);
     free(g->ent);
     jr_textgen_close(&g->tg);
+    jr_constraint_free(g->cons);
     jr_data_close(g->data);
     if (g->has_ref) jr_model_free(&g->ref);
     free(g->weights);

@@ -1,0 +1,277 @@
+/* wf_train.c - seed 2's trainer (wfrl.h): GRPO (LoRA) on a policy that writes workflows, rewarded by
+ * the workflow environment; prompts are Layer-1 renders with few-shot examples from the experience
+ * buffer, drawn per step by the stratified domain mix; per-domain metrics and held-out gold accuracy */
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "judgerl/fsutil.h"
+#include "judgerl/grpo_trainer.h"
+#include "judgerl/judge.h"
+#include "judgerl/protocols.h"
+#include "judgerl/rng.h"
+#include "judgerl/runlog.h"
+#include "judgerl/train.h"
+#include "judgerl/wfrl.h"
+
+const jr_cfg_field jr_wf_train_cfg[] = {
+    {"wftrain.executor", JR_CFG_STRING, "null",
+     "the executor's config (judge.*: its endpoint, retries, cache; workflow.*: budgets, templates; sandbox.*), "
+     "relative to this config's directory", NULL, NULL, 0, 0},
+    {"wftrain.reward", JR_CFG_STRING, "seed2_reward.yaml",
+     "the reward's config (judge.*: the reference judge; reward.components), relative to this config's directory",
+     NULL, NULL, 0, 0},
+    {"wftrain.layer1_template", JR_CFG_STRING, "templates/workflow_layer1.txt",
+     "the Layer-1 (workflow generation) prompt template", NULL, NULL, 0, 0},
+    {"wftrain.constrained", JR_CFG_BOOL, "true",
+     "sample workflows under the workflow grammar (constrained decoding: every sample parses)", NULL, NULL, 0, 0},
+    {"data.mix", JR_CFG_ANY, "{math: 0.4, code: 0.3, qa: 0.3}",
+     "share of each domain (the rows' type) in every step's prompts, stratified exactly per step", NULL, NULL, 0, 0},
+    {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
+};
+
+static const char *const kDom[3] = {"math", "code", "qa"};
+
+typedef struct {
+    json_t *pool[3];        /* training rows per domain (arrays) */
+    double mix[3];
+    uint64_t seed;
+    char *layer1;
+    jr_wf_buffer *buf;
+    int64_t cur_step;
+    jr_workflow_limits limits;
+    jr_env *env;
+    jr_run *run;
+    jr_run_eval orig_eval;
+} wf_train;
+
+/* The training / held-out row with its Layer-1 prompt (few-shot examples retrieved now). */
+static jr_status render_row(wf_train *t, const json_t *row, int heldout, json_t **out) {
+    *out = NULL;
+    const char *dom = json_string_value(json_object_get(row, "type"));
+    const char *prob = json_string_value(json_object_get(row, "problem"));
+    jr_wf_example *ex = NULL;
+    int n = 0;
+    jr_status st = JR_OK;
+    if (t->buf && dom && prob) st = jr_wf_buffer_retrieve(t->buf, dom, prob, &ex, &n);
+    char *prompt = NULL;
+    if (!st) st = jr_wf_layer1_render(t->layer1, row, ex, n, &prompt);
+    jr_wf_examples_free(ex, n);
+    if (st) return st;
+    json_t *r = json_deep_copy(row);
+    if (!r) { free(prompt); return JR_ENOMEM; }
+    json_object_set_new(r, "prompt", json_string(prompt));
+    json_object_set_new(r, "n_examples", json_integer(n));
+    if (heldout) json_object_set_new(r, "split", json_string("heldout"));
+    free(prompt);
+    *out = r;
+    return JR_OK;
+}
+
+static jr_status hook_prompts(void *ud, int64_t step, int gb, int n, json_t **rows) {
+    wf_train *t = ud;
+    t->cur_step = step;
+    int counts[3];
+    jr_status st = jr_wf_mix_counts(t->mix, 3, n, t->seed, step * 64 + gb, counts);
+    int k = 0;
+    for (int d = 0; d < 3 && !st; d++) {
+        jr_rng r;
+        jr_rng_seed2(&r, t->seed ^ 0x7766747261696eULL, (uint64_t)(step * 64 + gb) * 4 + (uint64_t)d);
+        for (int j = 0; j < counts[d] && !st; j++) {
+            size_t np = json_array_size(t->pool[d]);
+            const json_t *row = json_array_get(t->pool[d], (size_t)jr_rng_below(&r, np));
+            st = render_row(t, row, 0, &rows[k++]);
+        }
+    }
+    return st;
+}
+
+static jr_status hook_prepare_val(void *ud, const json_t *row, json_t **out) { return render_row(ud, row, 1, out); }
+
+static jr_status hook_constraint(void *ud, const jr_token_bytes *v, jr_constraint **out) {
+    wf_train *t = ud;
+    return jr_workflow_constraint(out, v, &t->limits);
+}
+
+static void put(void *ud, const char *key, double v) { jr_runlog_add(ud, key, v); }
+
+static jr_status hook_log(void *ud, jr_runlog *rl, int64_t step) {
+    (void)step;
+    wf_train *t = ud;
+    jr_wf_env_stats_flush(t->env, 0, "train/", put, rl);
+    for (int d = 0; d < 3 && t->buf; d++) {
+        int64_t n = 0;
+        char key[64];
+        jr_status st = jr_wf_buffer_count(t->buf, kDom[d], &n);
+        if (st) return st;
+        snprintf(key, sizeof key, "buffer/%s", kDom[d]);
+        jr_runlog_add(rl, key, (double)n);
+    }
+    return JR_OK;
+}
+
+/* The evaluation: the trainer's (mean reward of G samples per held-out prompt), then the held-out
+ * per-domain statistics; the value is the verifier's overall gold accuracy. */
+static jr_status eval_gold(void *ud, double *value) {
+    wf_train *t = ud;
+    double mean = NAN;
+    jr_status st = t->orig_eval.score(t->orig_eval.ud, &mean);
+    if (st) return st;
+    if (!isnan(mean)) jr_runlog_add(t->run->rl, "eval/reward", mean);
+    *value = jr_wf_env_stats_flush(t->env, 1, "eval/", put, t->run->rl);
+    return JR_OK;
+}
+
+/* A config file named by `key`: as given, else relative to cfg_dir. New string. */
+static char *config_path(const char *p, const char *cfg_dir) {
+    if (!p) return NULL;
+    if (p[0] == '/' || jr_path_exists(p) || !cfg_dir) return jr_strdup(p);
+    return jr_path_join(cfg_dir, p);
+}
+
+static jr_status load_pools(wf_train *t, const char *path) {
+    char *text = NULL;
+    jr_status st = jr_read_file(path, &text, NULL);
+    if (st) return st;
+    for (int d = 0; d < 3; d++) t->pool[d] = json_array();
+    long line = 0;
+    for (char *p = text, *nl; p && *p && !st; p = nl ? nl + 1 : NULL) {
+        nl = strchr(p, '\n');
+        if (nl) *nl = 0;
+        line++;
+        if (!*p) continue;
+        json_t *row = json_loads(p, 0, NULL);
+        const char *ty = json_string_value(json_object_get(row, "type"));
+        int d = -1;
+        for (int k = 0; ty && k < 3; k++)
+            if (!strcmp(ty, kDom[k])) d = k;
+        if (!row || d < 0 || !json_is_string(json_object_get(row, "problem")))
+            st = jr_fail(JR_EINVAL, "%s:%ld: a workflow task row needs a string 'problem' and 'type' math, code or qa", path, line);
+        else json_array_append(t->pool[d], row);
+        json_decref(row);
+    }
+    free(text);
+    for (int d = 0; d < 3 && !st; d++)
+        if (t->mix[d] > 0 && !json_array_size(t->pool[d]))
+            st = jr_fail(JR_EINVAL, "%s: data.mix gives %s a share of %g but the file has no %s rows", path, kDom[d],
+                         t->mix[d], kDom[d]);
+    return st;
+}
+
+static jr_status read_mix(wf_train *t, const jr_config *c) {
+    const json_t *m = jr_cfg_json(c, "data.mix");
+    if (!json_is_object(m)) return jr_fail(JR_EINVAL, "%s: data.mix must be a mapping {math: w, code: w, qa: w}", c->source);
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)m, k, v) {
+        int d = -1;
+        for (int i = 0; i < 3; i++)
+            if (!strcmp(k, kDom[i])) d = i;
+        if (d < 0) return jr_fail(JR_EINVAL, "%s: data.mix.%s: unknown domain (math, code, qa)", c->source, k);
+        if (!json_is_number(v) || json_number_value(v) < 0)
+            return jr_fail(JR_EINVAL, "%s: data.mix.%s must be a number >= 0", c->source, k);
+        t->mix[d] = json_number_value(v);
+    }
+    return t->mix[0] + t->mix[1] + t->mix[2] > 0 ? JR_OK : jr_fail(JR_EINVAL, "%s: data.mix: every share is 0", c->source);
+}
+
+jr_status jr_wf_train_run(const jr_config *c, const char *cfg_dir, FILE *progress, volatile sig_atomic_t *stop,
+                          jr_train_result *res) {
+    memset(res, 0, sizeof *res);
+    res->last_val_loss = NAN;
+    wf_train t;
+    memset(&t, 0, sizeof t);
+    jr_grpo_setup s;
+    memset(&s, 0, sizeof s);
+    jr_run_opts_from_config(&s.run, c);
+    jr_trainer_opts_from_config(&s.trainer, c);
+    jr_lora_opts_from_config(&s.lora, c);
+    jr_data_opts_from_config(&s.data, c);
+    jr_model_source_opts_from_config(&s.policy, c);
+    s.progress = progress;
+    s.stop = stop;
+    t.seed = s.run.seed;
+    jr_config ecfg = {0}, rcfg = {0};
+    int have_e = 0, have_r = 0;
+    jr_wf_executor *ex = NULL;
+    jr_reward *rw = NULL;
+    jr_env env = {0};
+    jr_grpo_trainer *g = NULL;
+    jr_workflow_opts wo;
+    jr_wf_env_opts eo;
+    jr_judge_opts jo;
+    char *epath = config_path(jr_cfg_str(c, "wftrain.executor"), cfg_dir);
+    char *rpath = config_path(jr_cfg_str(c, "wftrain.reward"), cfg_dir);
+    jr_status st = jr_grpo_opts_from_config(&s.grpo, c);
+    if (!st && !s.data.train) st = jr_fail(JR_EINVAL, "%s: data.train must name a JSONL file of workflow tasks", c->source);
+    if (!st && !epath) st = jr_fail(JR_EINVAL, "%s: wftrain.executor must name the executor's config", c->source);
+    if (!st) st = read_mix(&t, c);
+    if (!st) st = load_pools(&t, s.data.train);
+    if (!st) st = jr_template_load(jr_cfg_str(c, "wftrain.layer1_template"), cfg_dir, &t.layer1);
+    if (!st) {
+        const jr_cfg_field *et[] = {jr_judge_cfg, jr_workflow_cfg, jr_sandbox_cfg, NULL};
+        st = jr_config_load(&ecfg, epath, 0, NULL, et);
+        have_e = !st;
+    }
+    if (!st) {
+        jr_workflow_opts_from_config(&wo, &ecfg);
+        t.limits = wo.limits;
+        st = jr_judge_opts_from_config(&jo, &ecfg);
+    }
+    if (!st) {
+        char *d = jr_strdup(epath);
+        st = d ? jr_wf_executor_open(&ex, &jo, dirname(d), &wo) : JR_ENOMEM;
+        free(d);
+    }
+    if (!st) st = jr_wf_reward_register();
+    if (!st) {
+        const jr_cfg_field *rt[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, NULL};
+        st = jr_config_load(&rcfg, rpath, 0, NULL, rt);
+        have_r = !st;
+    }
+    if (!st) st = jr_reward_open(&rw, &rcfg);
+    if (!st) {
+        jr_wf_env_opts_from_config(&eo, c);
+        st = jr_env_from_workflow(&env, ex, rw, &wo, &eo);
+    }
+    t.env = &env;
+    s.env = &env;
+    s.hooks = (jr_grpo_hooks){&t, hook_prompts, hook_prepare_val, jr_cfg_bool(c, "wftrain.constrained") ? hook_constraint : NULL,
+                              hook_log};
+    if (!st) st = jr_grpo_open(&g, &s);
+    if (!st) {
+        t.run = jr_grpo_run_of(g);
+        jr_wf_buffer_opts bo;
+        jr_wf_buffer_opts_from_config(&bo, c);
+        char *bp = bo.path ? jr_strdup(bo.path) : jr_path_join(s.run.out_dir, "buffer.sqlite");
+        bo.path = bp;
+        st = bp ? jr_wf_buffer_open(&t.buf, &bo) : JR_ENOMEM;
+        free(bp);
+        /* a resumed run redoes the steps after its checkpoint: what they added goes first */
+        if (!st && t.run->resumed) st = jr_wf_buffer_truncate(t.buf, t.run->ts.step);
+        if (!st) jr_wf_env_set_buffer(&env, t.buf, &t.cur_step);
+    }
+    if (!st && t.run->eval.score) {
+        t.orig_eval = t.run->eval;
+        t.run->eval.score = eval_gold;
+        t.run->eval.ud = &t;
+        t.run->eval.metric = "eval/gold_acc";
+        t.run->eval.at_end = 1;
+    }
+    while (!st && !jr_grpo_done(g)) st = jr_grpo_step(g);
+    if (g) jr_run_result(jr_grpo_run_of(g), res);
+    st = jr_grpo_close(g, st);
+    jr_env_close(&env);
+    jr_reward_close(rw);
+    jr_wf_executor_close(ex);
+    jr_wf_buffer_close(t.buf);
+    for (int d = 0; d < 3; d++) json_decref(t.pool[d]);
+    free(t.layer1);
+    if (have_e) jr_config_free(&ecfg);
+    if (have_r) jr_config_free(&rcfg);
+    free(epath);
+    free(rpath);
+    return st;
+}

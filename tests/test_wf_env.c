@@ -1,0 +1,211 @@
+/* test_wf_env.c - the workflow environment end to end against a scripted loopback executor + judge
+ * (tests/wf_script_server.py), through the trainer's batch API: a right answer reaches the buffer
+ * threshold with the shipped seed-2 reward, a wrong one is judged -5, a judge failure stays UNSCORED,
+ * an unparseable / failing workflow gets its documented penalty, code is graded by hidden tests */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "judgerl/fsutil.h"
+#include "judgerl/judge.h"
+#include "judgerl/protocols.h"
+#include "judgerl/wfrl.h"
+
+static pid_t srv_pid;
+static int srv_port;
+
+static int server_start(void) {
+    char script[1024];
+    snprintf(script, sizeof script, "%s/tests/wf_script_server.py", jt_root());
+    int fds[2];
+    if (pipe(fds)) return -1;
+    srv_pid = fork();
+    if (srv_pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        execl("/usr/bin/python3", "python3", script, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    if (!f || fscanf(f, "port %d", &srv_port) != 1) srv_port = 0;
+    if (f) fclose(f);
+    return srv_port ? 0 : -1;
+}
+
+static void server_stop(void) {
+    if (srv_pid > 0) { kill(srv_pid, SIGTERM); waitpid(srv_pid, NULL, 0); }
+    srv_pid = 0;
+}
+
+typedef struct {
+    jr_config ecfg, rcfg, wcfg;
+    jr_workflow_opts wo;
+    jr_judge_opts jo;
+    jr_wf_executor *ex;
+    jr_reward *rw;
+    jr_wf_env_opts eo;
+    jr_env env;
+} fixture;
+
+static int fixture_open(fixture *fx) {
+    memset(fx, 0, sizeof *fx);
+    char url[128], tmpl[1024], yaml[2048];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", srv_port);
+    snprintf(tmpl, sizeof tmpl, "%s/templates/workflow", jt_root());
+    snprintf(yaml, sizeof yaml,
+             "judge:\n  endpoints:\n    - {url: \"%s\", model: executor}\n  cache: false\n  max_attempts: 2\n"
+             "  backoff_base_s: 0.01\n  backoff_max_s: 0.02\nworkflow:\n  templates: \"%s\"\n", url, tmpl);
+    const jr_cfg_field *et[] = {jr_judge_cfg, jr_workflow_cfg, jr_sandbox_cfg, NULL};
+    if (jr_config_load_string(&fx->ecfg, yaml, "executor.yaml", 0, NULL, et)) { printf("  %s\n", jr_errmsg()); return -1; }
+    jr_workflow_opts_from_config(&fx->wo, &fx->ecfg);
+    if (jr_judge_opts_from_config(&fx->jo, &fx->ecfg) || jr_wf_executor_open(&fx->ex, &fx->jo, NULL, &fx->wo)) {
+        printf("  executor: %s\n", jr_errmsg());
+        return -1;
+    }
+    char path[1024], over_url[160];
+    snprintf(path, sizeof path, "%s/configs/seed2_reward.yaml", jt_root());
+    snprintf(over_url, sizeof over_url, "judge.endpoints.0.url=%s", url);
+    char *over[] = {over_url, "judge.cache=false", "judge.max_attempts=2", "judge.backoff_base_s=0.01",
+                    "judge.backoff_max_s=0.02", "judge.parse_attempts=1"};
+    const jr_cfg_field *rt[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, NULL};
+    if (jr_wf_reward_register() || jr_config_load(&fx->rcfg, path, 6, over, rt) || jr_reward_open(&fx->rw, &fx->rcfg)) {
+        printf("  reward: %s\n", jr_errmsg());
+        return -1;
+    }
+    const jr_cfg_field *wt[] = {jr_wf_env_cfg, jr_wf_buffer_cfg, NULL};
+    if (jr_config_load_string(&fx->wcfg, "{}\n", "wf.yaml", 0, NULL, wt)) { printf("  %s\n", jr_errmsg()); return -1; }
+    jr_wf_env_opts_from_config(&fx->eo, &fx->wcfg);
+    if (jr_env_from_workflow(&fx->env, fx->ex, fx->rw, &fx->wo, &fx->eo)) { printf("  env: %s\n", jr_errmsg()); return -1; }
+    return 0;
+}
+
+static void fixture_close(fixture *fx) {
+    jr_env_close(&fx->env);
+    jr_reward_close(fx->rw);
+    jr_wf_executor_close(fx->ex);
+    jr_config_free(&fx->ecfg);
+    jr_config_free(&fx->rcfg);
+    jr_config_free(&fx->wcfg);
+}
+
+/* Scores n (row, workflow) samples through the trainer's batch. */
+static int score(fixture *fx, const char *const *rows, const char *const *wfs, int n, jr_env_result *out) {
+    jr_env_batch *b;
+    jr_env_batch_opts o = {.max_in_flight = 0};
+    if (jr_env_batch_open(&b, &fx->env, (size_t)n, out, &o)) return -1;
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        json_t *r = json_loads(rows[i], 0, NULL);
+        if (!r || jr_env_batch_submit(b, (size_t)i, r, wfs[i], strlen(wfs[i]))) bad = 1;
+        json_decref(r);
+    }
+    if (jr_env_batch_finish(b)) { printf("  finish: %s\n", jr_errmsg()); bad = 1; }
+    return bad ? -1 : 0;
+}
+
+static const char *dstr(const jr_env_result *r, const char *k) { return json_string_value(json_object_get(r->detail, k)); }
+
+TEST(workflow_environment) {
+    if (server_start()) { server_stop(); SKIP("cannot start tests/wf_script_server.py"); }
+    fixture fx;
+    if (fixture_open(&fx)) { fixture_close(&fx); server_stop(); CHECK(0); return; }
+    CHECK(fx.env.n_parts == 5);
+    CHECK_STR(fx.env.part_names[0], "correctness");
+    CHECK_NEAR(fx.env.part_weights[0], 0.65, 0, 0);
+    const char *rows[] = {
+        "{\"id\": \"m1\", \"problem\": \"What is 6*7? say=42\", \"answer\": \"42\", \"type\": \"math\"}",
+        "{\"id\": \"q1\", \"problem\": \"Who runs Zorb? say=Bob\", \"answer\": \"Alice\", \"type\": \"qa\"}",
+        "{\"id\": \"q2\", \"problem\": \"Who runs Zorb? say=Bob judgefail\", \"answer\": \"Alice\", \"type\": \"qa\"}",
+        "{\"id\": \"m2\", \"problem\": \"What is 6*7? say=42\", \"answer\": \"42\", \"type\": \"math\"}",
+        "{\"id\": \"m3\", \"problem\": \"What is 6*7? execfail\", \"answer\": \"42\", \"type\": \"math\"}",
+        "{\"id\": \"c1\", \"problem\": \"def add(a, b):\\n    \\\"\\\"\\\"Sum. CODE-ADD\\\"\\\"\\\"\\n\", \"type\": \"code\","
+        " \"entry_point\": \"add\", \"public_tests\": [\"assert add(1, 2) == 3\"], \"hidden_tests\": \"assert add(2, 2) == 4\\nassert add(0, 5) == 5\"}",
+        "{\"id\": \"c2\", \"problem\": \"def add(a, b):\\n    \\\"\\\"\\\"Sum. CODE-SUB\\\"\\\"\\\"\\n\", \"type\": \"code\","
+        " \"entry_point\": \"add\", \"public_tests\": [\"assert add(1, 2) == 3\"], \"hidden_tests\": \"assert add(2, 2) == 4\\nassert add(0, 5) == 5\"}",
+        "{\"id\": \"q3\", \"problem\": \"Who runs Zorb? say=Bob judge-correct\", \"answer\": \"Robert\", \"type\": \"qa\"}",
+    };
+    const char *wfs[] = {
+        "a = answer(problem)\nreturn a\n",
+        "a = answer(problem)\nreturn a\n",
+        "a = answer(problem)\nreturn a\n",
+        "a = progam(problem)\nreturn a\n",
+        "a = answer(problem)\nreturn a\n",
+        "c = codegen(problem)\nreturn c\n",
+        "c = codegen(problem)\nreturn c\n",
+        "xs = answer(problem) x3\nb = ensemble(xs)\nreturn b\n",
+    };
+    enum { N = 8 };
+    jr_env_result res[N];
+    CHECK_OK(score(&fx, rows, wfs, N, res));
+    jr_wf_buffer_opts bo;
+    jr_wf_buffer_opts_from_config(&bo, &fx.wcfg);
+    CHECK_NEAR(bo.threshold, 8.0, 0, 0);
+    /* a right one-operator answer: correctness 10 (normalised match, no judge call), simplicity 10,
+     * format 10, no repetition, efficiency from 120 tokens at the default price and the wall time:
+     * above the buffer threshold with the shipped defaults (the seed's best, 7.6, never was) */
+    CHECK(res[0].scored);
+    CHECK_NEAR(res[0].parts[0], 10, 0, 0);
+    CHECK_NEAR(res[0].parts[2], 10, 0, 0);
+    CHECK_NEAR(res[0].parts[3], 10, 0, 0);
+    CHECK_NEAR(res[0].parts[4], 0, 0, 0);
+    double eff = 10 * (0.5 * (1 - 0.120 * 0.002 / 0.01) + 0.5 * (1 - res[0].cost.seconds / 60));
+    CHECK_NEAR(res[0].parts[1], eff, 0.05, 0);
+    CHECK(res[0].parts[1] > 9); /* a priced local executor is not scored 0 */
+    CHECK(res[0].reward >= bo.threshold);
+    CHECK_NEAR(res[0].reward, 0.65 * 10 + 0.15 * res[0].parts[1] + 0.10 * 10 + 0.05 * 10, 1e-9, 0);
+    CHECK(res[0].cost.tokens == 120 && res[0].cost.model_calls == 1);
+    CHECK(json_is_true(json_object_get(res[0].detail, "gold_correct")));
+    CHECK(json_object_get(res[0].detail, "trace") != NULL);
+    CHECK_STR(dstr(&res[0], "outcome"), "answer");
+    /* a wrong answer: the judge says INCORRECT -> -5, gold (verifier) wrong */
+    CHECK(res[1].scored);
+    CHECK_NEAR(res[1].parts[0], -5, 0, 0);
+    CHECK(res[1].reward < 0);
+    CHECK(json_is_false(json_object_get(res[1].detail, "gold_correct")));
+    CHECK(res[1].cost.model_calls == 2); /* the executor call and the judge call */
+    /* the judge fails: UNSCORED, never a score */
+    CHECK(!res[2].scored && isnan(res[2].reward));
+    CHECK(res[2].reason && strstr(res[2].reason, "correctness"));
+    /* does not parse: the invalid penalty, the parser's message in the detail */
+    CHECK(res[3].scored);
+    CHECK_NEAR(res[3].reward, fx.eo.invalid_reward, 0, 0);
+    CHECK(json_is_false(json_object_get(res[3].detail, "valid")));
+    CHECK(dstr(&res[3], "reason") && strstr(dstr(&res[3], "reason"), "unknown operator 'progam'"));
+    CHECK(res[3].cost.model_calls == 0);
+    /* parses, the executor fails: the failed penalty (above the invalid one), never an answer */
+    CHECK(res[4].scored);
+    CHECK_NEAR(res[4].reward, fx.eo.failed_reward, 0, 0);
+    CHECK(fx.eo.failed_reward > fx.eo.invalid_reward);
+    CHECK_STR(dstr(&res[4], "outcome"), "failed");
+    CHECK(json_object_get(res[4].detail, "answer") == NULL);
+    /* the worst executed answer (-5 correctness, 0 elsewhere, full repetition) still beats both penalties */
+    CHECK(0.65 * -5 + 0.05 * -10 > fx.eo.failed_reward);
+    /* code: the hidden tests in the sandbox, no judge */
+    CHECK(res[5].scored);
+    CHECK_NEAR(res[5].parts[0], 10, 0, 0);
+    CHECK(json_is_true(json_object_get(res[5].detail, "gold_correct")));
+    CHECK(res[6].scored);
+    CHECK_NEAR(res[6].parts[0], -5, 0, 0);
+    CHECK(res[6].cost.model_calls == 1);
+    CHECK(json_is_false(json_object_get(res[6].detail, "gold_correct")));
+    /* the judge's word is the training reward; gold accuracy is the verifier's and disagrees here */
+    CHECK(res[7].scored);
+    CHECK_NEAR(res[7].parts[0], 10, 0, 0);
+    CHECK(json_is_false(json_object_get(res[7].detail, "gold_correct")));
+    CHECK(json_integer_value(json_object_get(res[7].detail, "n_operators")) == 2);
+    CHECK_NEAR(res[7].parts[2], 10 * (8 - 2) / 7.0, 1e-9, 0);
+    for (int i = 0; i < N; i++) jr_env_result_free(&res[i]);
+    fixture_close(&fx);
+    server_stop();
+}
+
+int main(void) {
+    RUN(workflow_environment);
+    return jt_done();
+}

@@ -1,0 +1,122 @@
+"""test_wf_real_config.py - the documented real-setup config (configs/seed2_workflow.yaml) runs one
+step: the policy a random-weight Qwen2 HF directory (model.path, LoRA), the executor AND the judge a
+random-weight model served by `judgerl serve` (an OpenAI-compatible endpoint, as vLLM or llama.cpp
+would be), constrained by the server's guided_regex so its replies have the shape the operators and
+the reference protocol read. Only sizes and endpoints are overridden."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
+TMP = os.environ.get("JR_TMP", "/tmp")
+ROOT = os.path.abspath(os.environ.get("JR_ROOT", "."))
+failures = 0
+
+
+def report(name, ok, why=""):
+    global failures
+    print(("ok - " + name) if ok else ("FAIL - %s: %s" % (name, str(why)[:2000])))
+    failures += 0 if ok else 1
+    sys.stdout.flush()
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def main():
+    d = os.path.join(TMP, "wf_real")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    # a random-weight Qwen2 directory for the policy: one SFT step from model.init writes it
+    write(os.path.join(d, "sft.jsonl"), '{"prompt": "a", "completion": "b"}\n')
+    p = subprocess.run([BIN, "train", os.path.join(ROOT, "configs/sft_demo.yaml"), "model.init=" + os.path.join(ROOT, "configs/models/tiny-byte.json"),
+                        "data.train=" + os.path.join(d, "sft.jsonl"), "run.out_dir=" + os.path.join(d, "policy"), "trainer.steps=1",
+                        "trainer.batch_size=1", "trainer.eval_every=0", "data.validation=null", "data.validation_frac=0"],
+                       capture_output=True, text=True, timeout=300)
+    policy = os.path.join(d, "policy", "model")
+    with open(os.path.join(policy, "config.json")) if os.path.exists(os.path.join(policy, "config.json")) else open(os.devnull) as f:
+        arch = (json.loads(f.read() or "{}").get("architectures") or [""])[0]
+    report("a random-weight Qwen2 policy directory", p.returncode == 0 and arch == "Qwen2ForCausalLM", p.stdout + p.stderr)
+    err_path = os.path.join(d, "serve.err")
+    err = open(err_path, "w")
+    # the served model: the tiny random fixture with a context long enough for the judge's prompt
+    served = os.path.join(d, "served")
+    shutil.copytree(os.path.join(ROOT, "tests/fixtures/serve/tiny"), served)
+    with open(os.path.join(served, "config.json")) as f:
+        c = json.load(f)
+    c["max_position_embeddings"] = 4096
+    write(os.path.join(served, "config.json"), json.dumps(c))
+    srv = subprocess.Popen([BIN, "serve", "--model", served, "--port", "0", "--parallel", "4",
+                            "--served-model-name", "executor"], stderr=err, stdout=subprocess.DEVNULL)
+    try:
+        port = None
+        for _ in range(1200):
+            with open(err_path) as f:
+                m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", f.read())
+            if m:
+                port = int(m.group(1))
+                break
+            if srv.poll() is not None:
+                break
+            time.sleep(0.05)
+        if not port:
+            report("judgerl serve starts", False, open(err_path).read())
+            return 1
+        url = "http://127.0.0.1:%d/v1" % port
+        with open(os.path.join(ROOT, "configs/seed2_executor.yaml")) as f:
+            ex = f.read()
+        ex = ex.replace("http://127.0.0.1:8001/v1", url).replace("cache: runs/seed2-workflow/executor-cache.sqlite", "cache: false")
+        # one statement and the return: short enough for the tiny policy's 256 positions
+        ex = ex.replace("  max_statements: 8\n", "  max_statements: 2\n")
+        ex = ex.replace("  max_tokens: 512\n", "  max_tokens: 16\n").replace("templates: templates/workflow", "templates: %s/templates/workflow" % ROOT)
+        ex = ex.replace("  concurrency: 16\n", "  concurrency: 16\n  extra_body: {guided_regex: \"<answer>[0-9]{1,3}</answer>\"}\n")
+        write(os.path.join(d, "seed2_executor.yaml"), ex)
+        with open(os.path.join(ROOT, "configs/seed2_reward.yaml")) as f:
+            rw = f.read()
+        rw = rw.replace("http://127.0.0.1:8000/v1", url).replace("{url: \"%s\", model: judge}" % url, "{url: \"%s\", model: executor}" % url)
+        rw = rw.replace("  max_tokens: 512\n", "  max_tokens: 24\n  cache: false\n  extra_body: {guided_regex: \"VERDICT: (CORRECT|INCORRECT)\"}\n")
+        write(os.path.join(d, "seed2_reward.yaml"), rw)
+        shutil.copy(os.path.join(ROOT, "configs/seed2_workflow.yaml"), os.path.join(d, "seed2_workflow.yaml"))
+        rows = []
+        for dom in ("math", "code", "qa"):
+            q = subprocess.run([BIN, "workflow", "tasks", "--domain", dom, "--n", "4", "--seed", "1"], capture_output=True, text=True, check=True)
+            rows += [json.loads(l) for l in q.stdout.splitlines() if l.strip()]
+        write(os.path.join(d, "train.jsonl"), "".join(json.dumps(r) + "\n" for r in rows))
+        held = [r for r in rows if r["type"] != "code"][:2]
+        write(os.path.join(d, "heldout.jsonl"), "".join(json.dumps(r) + "\n" for r in held))
+        run = os.path.join(d, "run")
+        p = subprocess.run([BIN, "workflow", "train", os.path.join(d, "seed2_workflow.yaml"), "model.path=" + policy,
+                            "run.out_dir=" + run, "data.train=" + os.path.join(d, "train.jsonl"),
+                            "data.validation=" + os.path.join(d, "heldout.jsonl"), "trainer.steps=1", "trainer.eval_every=1",
+                            "trainer.batch_size=12", "grpo.prompts_per_step=3", "grpo.num_generations=4", "grpo.max_prompt_length=48",
+                            "grpo.max_completion_length=200", "wftrain.layer1_template=" + os.path.join(ROOT, "templates/workflow_layer1.txt"),
+                            "wfenv.parallel=3"], capture_output=True, text=True, timeout=900)
+        report("one step of configs/seed2_workflow.yaml", p.returncode == 0 and "trained steps 1..1" in p.stdout, p.stdout + p.stderr)
+        m = []
+        if os.path.exists(os.path.join(run, "metrics.jsonl")):
+            with open(os.path.join(run, "metrics.jsonl")) as f:
+                m = [json.loads(l) for l in f if l.strip()]
+        r = m[-1] if m else {}
+        report("its metrics: 3 prompts x 4 workflows, the held-out gold accuracy, adapters written",
+               r.get("train/overall/n") == 12 and "eval/gold_acc" in r and os.path.isdir(os.path.join(run, "adapter")), r)
+        # workflows the policy finished within its length ran on the served executor; its replies were
+        # graded (a short-circuit or the served judge's verdict: nothing unscored)
+        report("the executor and the judge were the served model",
+               r.get("train/overall/executor_tokens", 0) > 0 and r.get("train/overall/answer_rate", 0) > 0
+               and r.get("train/overall/unscored", 1) == 0, r)
+    finally:
+        srv.terminate()
+        srv.wait()
+        err.close()
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
