@@ -96,7 +96,8 @@ fi
 # issue 25: each shipped judge config grades every row against the demo's own judge, served as the
 # demo serves it (under the names the configs use: "judge", and the vLLM / ollama / OpenAI models'
 # names as aliases, as vLLM's --served-model-name A B does), only the URL overridden: every row
-# scored, none unscored (the configs' constraints make the tiny judge's answers parse)
+# scored, none unscored (the configs' constraints make the tiny judge's answers parse; the label
+# configs' confidence threshold is off: how sure the --quick judge is, is not what this checks)
 jm="$out/judge-unbiased/model"
 if [ -d "$jm" ]; then
   "$JR_BIN" serve --model "$jm" --port 0 --served-model-name judge Qwen/Qwen3-32B qwen3:8b gpt-4o-mini 2>"$JR_TMP/js.err" &
@@ -113,7 +114,7 @@ if [ -d "$jm" ]; then
     rows="$JR_TMP/jrows.jsonl"
     case "$b" in judge_rubric*) rows="$JR_TMP/jrubric.jsonl" ;; esac
     OPENAI_API_KEY=unused-by-judgerl-serve "$JR_BIN" grade --config "$c" --input "$rows" --output "$JR_TMP/jc_$b.jsonl" --quiet \
-      "judge.endpoints.0.url=http://127.0.0.1:$jport/v1" >"$JR_TMP/jc.out" 2>"$JR_TMP/jc.err"
+      "judge.endpoints.0.url=http://127.0.0.1:$jport/v1" judge.label.threshold=0 >"$JR_TMP/jc.out" 2>"$JR_TMP/jc.err"
     rc=$?
     n=0; [ -f "$JR_TMP/jc_$b.jsonl" ] && n=$(wc -l <"$JR_TMP/jc_$b.jsonl")
     nulls=0; [ -f "$JR_TMP/jc_$b.jsonl" ] && nulls=$(grep -c '"reward": *null' "$JR_TMP/jc_$b.jsonl")
