@@ -66,6 +66,23 @@ if not extra:
     for svg in re.findall(r"<svg\b.*?</svg>", open(os.path.join(out, "study", "study.html"), encoding="utf-8").read(), re.S):
         try: ET.fromstring(svg)
         except ET.ParseError as e: errs.append("study SVG does not parse: %s" % e)
+    # the quality figures (issue 20): present, in range, and their target flags follow from them
+    q = s.get("quality") or {}
+    for k in ("judge_agreement", "majority_class", "garbled_before", "garbled_after_max", "preferred_before", "preferred_after",
+              "top_label_share_after"):
+        if not isinstance(q.get(k), (int, float)) or not 0 <= q[k] <= 1: errs.append("quality %s = %s" % (k, q.get(k)))
+    if q:
+        if abs(q["majority_class"] - 2 / 3) > 1e-6: errs.append("majority class %s, expected 2/3" % q["majority_class"])
+        if abs(q["judge_agreement"] - g[0]["judge_accuracy"]) > 1e-6: errs.append("quality judge_agreement is not the unbiased judge's")
+        if abs(q["garbled_before"] - g[0]["dist_before"]["other"]) > 1e-6: errs.append("quality garbled_before inconsistent")
+        t, pk = q["targets"], q["preferred_by_kind"]
+        if t["judge_agreement_90"] != (q["judge_agreement"] >= 0.9): errs.append("judge_agreement_90 flag inconsistent")
+        if t["garbled_under_5"] != (q["garbled_before"] < 0.05 and q["garbled_after_max"] < 0.05): errs.append("garbled flag inconsistent")
+        if t["moves_by_kind"] != all(pk[k]["after"] >= pk[k]["before"] + 0.05 for k in ("hopeful", "risky", "unsure")):
+            errs.append("moves_by_kind flag inconsistent")
+        for k, lab in (("hopeful", "Yes"), ("risky", "No"), ("unsure", "Maybe")):
+            if pk[k]["preferred"] != lab or abs(pk[k]["after"] - g[0]["kinds_after"][k][lab]) > 1e-6:
+                errs.append("preferred_by_kind %s inconsistent" % k)
     d = s["steering"]
     if abs(d["delta"] - (d["p_yes_biased"] - d["p_yes_unbiased"])) > 1e-9: errs.append("steering delta inconsistent")
 html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
@@ -80,15 +97,17 @@ PYEOF
 if "$JR_BIN" demo --quick $extra --out "$out" >"$JR_TMP/demo1.out" 2>"$JR_TMP/demo1.err"; then
   ok demo_quick_runs
   check_summary demo_quick_summary
-  if grep -q "stage *status" "$JR_TMP/demo1.out" && grep -q "report: " "$JR_TMP/demo1.out"; then ok demo_prints_summary_table
+  if grep -q "stage *status" "$JR_TMP/demo1.out" && grep -q "report: " "$JR_TMP/demo1.out" \
+    && grep -q "demo quality" "$JR_TMP/demo1.out" && grep -q "Demo quality" "$out/report.html"; then ok demo_prints_summary_table
   else fail demo_prints_summary_table "$(head -c 300 "$JR_TMP/demo1.out")"; fi
 else
   fail demo_quick_runs "exit $?: $(tail -c 600 "$JR_TMP/demo1.err")"
 fi
 # issue 25: each shipped judge config grades every row against the demo's own judge, served as the
 # demo serves it (under the names the configs use: "judge", and the vLLM / ollama / OpenAI models'
-# names as aliases, as vLLM's --served-model-name A B does), only the URL overridden: every row
-# scored, none unscored (the configs' constraints make the tiny judge's answers parse)
+# names as aliases, as vLLM's --served-model-name A B does), the URL overridden: every row
+# scored, none unscored (the configs' constraints make the tiny judge's answers parse; the label
+# configs' confidence threshold is off: how sure the --quick judge is, is not what this checks)
 jm="$out/judge-unbiased/model"
 if [ -d "$jm" ]; then
   "$JR_BIN" serve --model "$jm" --port 0 --served-model-name judge Qwen/Qwen3-32B qwen3:8b gpt-4o-mini 2>"$JR_TMP/js.err" &
@@ -105,7 +124,7 @@ if [ -d "$jm" ]; then
     rows="$JR_TMP/jrows.jsonl"
     case "$b" in judge_rubric*) rows="$JR_TMP/jrubric.jsonl" ;; esac
     OPENAI_API_KEY=unused-by-judgerl-serve "$JR_BIN" grade --config "$c" --input "$rows" --output "$JR_TMP/jc_$b.jsonl" --quiet \
-      "judge.endpoints.0.url=http://127.0.0.1:$jport/v1" >"$JR_TMP/jc.out" 2>"$JR_TMP/jc.err"
+      "judge.endpoints.0.url=http://127.0.0.1:$jport/v1" judge.label.threshold=0 >"$JR_TMP/jc.out" 2>"$JR_TMP/jc.err"
     rc=$?
     n=0; [ -f "$JR_TMP/jc_$b.jsonl" ] && n=$(wc -l <"$JR_TMP/jc_$b.jsonl")
     nulls=0; [ -f "$JR_TMP/jc_$b.jsonl" ] && nulls=$(grep -c '"reward": *null' "$JR_TMP/jc_$b.jsonl")

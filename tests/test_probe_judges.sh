@@ -19,7 +19,8 @@ mkdir -p "$CACHE"
 train() {
   name=$1; shift
   dir="$CACHE/judge-$name"
-  want=$(printf '%s\n' "$@"; for a in "$@"; do case $a in data.train=*) cksum "${a#data.train=}" ;; esac; done)
+  # the key holds the recipe's config and data too: a judge trained under an older recipe is retrained
+  want=$(printf '%s\n' "$@"; cksum configs/eightball/judge-sft.yaml; for a in "$@"; do case $a in data.train=*) cksum "${a#data.train=}" ;; esac; done)
   if [ -f "$dir/model/config.json" ] && [ "$(cat "$dir/args.txt" 2>/dev/null)" = "$want" ]; then return 0; fi
   rm -rf "$dir"
   if ! "$TRAIN" train configs/eightball/judge-sft.yaml "run.out_dir=$dir" "$@" >"$JR_TMP/train-$name.log" 2>&1; then

@@ -263,6 +263,31 @@ static json_t *gen_distribution(const json_t *rows) {
     return o;
 }
 
+/* Per kind of question (hopeful, risky, unsure): the share of each label among its rows, and
+ * "preferred": the share of all rows whose label is the one preferred for their question. */
+static json_t *kind_distribution(const json_t *rows) {
+    static const char *const KINDS[3] = {"hopeful", "risky", "unsure"};
+    double c[3][4] = {{0}}, nk[3] = {0}, pref = 0;
+    size_t n = json_array_size(rows);
+    for (size_t i = 0; i < n; i++) {
+        json_t *r = json_array_get(rows, i);
+        const char *k = json_string_value(json_object_get(r, "kind")), *p = json_string_value(json_object_get(r, "preferred"));
+        int l = answer_label(json_string_value(json_object_get(r, "response")));
+        if (l >= 0 && p && !strcmp(p, LABEL3[l])) pref++;
+        for (int j = 0; k && j < 3; j++)
+            if (!strcmp(k, KINDS[j])) { c[j][l < 0 ? 3 : l]++; nk[j]++; }
+    }
+    json_t *o = json_object();
+    const char *lab[4] = {"Yes", "No", "Maybe", "other"};
+    for (int j = 0; j < 3; j++) {
+        json_t *d = json_object();
+        for (int m = 0; m < 4; m++) json_object_set_new(d, lab[m], json_real(nk[j] ? c[j][m] / nk[j] : 0));
+        json_object_set_new(o, KINDS[j], d);
+    }
+    json_object_set_new(o, "preferred", json_real(n ? pref / (double)n : 0));
+    return o;
+}
+
 /* Held-out generations of a model: n samples per question at temperature 1. */
 static jr_status gen_heldout(const char *model, const char *out_jsonl, const char *log, int n, json_t **rows) {
     char ns[16];
@@ -323,7 +348,7 @@ static jr_status grade_rows(const json_t *rows, int port, const char *dir, const
  * answer of each label, graded; accuracy = verdict Good exactly for the preferred label. Also the
  * share of "Yes" answers it calls Good. */
 static jr_status judge_accuracy(int port, const char *dir, const char *name, const char *log, double *acc,
-                                double *yes_good) {
+                                double *yes_good, double *majority) {
     json_t *probe;
     jr_status st = load_jsonl_array("data/eightball/lm/judge_probe.jsonl", &probe);
     double m, u, l;
@@ -334,7 +359,7 @@ static jr_status judge_accuracy(int port, const char *dir, const char *name, con
     char path[2 * PATH_MAX];
     snprintf(path, sizeof path, "%s/%s-graded.jsonl", dir, nm);
     if (!st) st = load_jsonl_array(path, &g);
-    int ok = 0, n = 0, ny = 0, yg = 0;
+    int ok = 0, n = 0, ny = 0, yg = 0, nbad = 0;
     for (size_t i = 0; !st && i < json_array_size(g); i++) {
         json_t *r = json_array_get(g, i), *rw = json_object_get(r, "reward");
         json_t *p = json_array_get(probe, (size_t)json_integer_value(json_object_get(r, "id")));
@@ -342,11 +367,13 @@ static jr_status judge_accuracy(int port, const char *dir, const char *name, con
         if (!json_is_number(rw) || !lab || !pref) continue;
         int good = json_number_value(rw) > 0.5;
         ok += good == !strcmp(lab, pref);
+        nbad += !!strcmp(lab, pref);
         n++;
         if (!strcmp(lab, "Yes")) { ny++; yg += good; }
     }
     *acc = n ? (double)ok / n : NAN;
     *yes_good = ny ? (double)yg / ny : NAN;
+    *majority = n ? (double)(nbad > n - nbad ? nbad : n - nbad) / n : NAN;
     json_decref(g);
     json_decref(probe);
     return st;
@@ -459,9 +486,10 @@ static jr_status grpo_one(json_t *stages, json_t *grpo, const char *out, const c
     json_array_append_new(grpo, r);
     json_object_set_new(r, "judge", json_string(name));
     json_object_set_new(r, "port", json_integer(sv.port));
-    double m0, u0, l0, m1, u1, l1, jacc = NAN, jyes = NAN;
-    st = judge_accuracy(sv.port, d_eval, name, log, &jacc, &jyes);
+    double m0, u0, l0, m1, u1, l1, jacc = NAN, jyes = NAN, jmaj = NAN;
+    st = judge_accuracy(sv.port, d_eval, name, log, &jacc, &jyes, &jmaj);
     json_object_set_new(r, "judge_accuracy", json_real(jacc));
+    json_object_set_new(r, "judge_majority_class", json_real(jmaj));
     json_object_set_new(r, "judge_yes_good", json_real(jyes));
     if (!st) st = grade_rows(before, sv.port, d_eval, name, log, &m0, &u0, &l0);
     if (!st) st = grpo_train(log, gdir, d_pol, sv.port, z);
@@ -489,6 +517,8 @@ static jr_status grpo_one(json_t *stages, json_t *grpo, const char *out, const c
     json_object_set_new(r, "train_unscored_frac", json_real(mean_metric(mpath, "unscored_frac")));
     json_object_set_new(r, "dist_before", gen_distribution(before));
     json_object_set_new(r, "dist_after", gen_distribution(after));
+    json_object_set_new(r, "kinds_before", kind_distribution(before));
+    json_object_set_new(r, "kinds_after", kind_distribution(after));
     json_decref(after);
     snprintf(o3, sizeof o3, "%d steps against judge-%s on port %d; its mean held-out reward %.3f -> %.3f", z->grpo_steps,
              name, sv.port, m0, m1);
@@ -505,6 +535,50 @@ static void steering_summary(json_t *sum, json_t *grpo) {
     json_object_set_new(stg, "p_yes_biased", json_real(pb));
     json_object_set_new(stg, "delta", json_real(pb - pu));
     json_object_set_new(sum, "steering", stg);
+}
+
+/* The demo's quality figures (issue 20): the unbiased judge's agreement with the held-out preference
+ * grades against the majority class, the garbled share of the policy's samples before and after
+ * GRPO, and whether GRPO against the unbiased judge moved the answers by kind of question (the
+ * preferred label's share rose by 5 points or more within every kind) rather than to one label. */
+static void quality_summary(json_t *sum, json_t *grpo) {
+    static const char *const KINDS[3] = {"hopeful", "risky", "unsure"};
+    static const char *const PREF[3] = {"Yes", "No", "Maybe"};
+    json_t *u = json_array_get(grpo, 0), *q = json_object();
+    double acc = json_number_value(json_object_get(u, "judge_accuracy"));
+    json_object_set_new(q, "judge_agreement", json_real(acc));
+    json_object_set_new(q, "majority_class", json_real(json_number_value(json_object_get(u, "judge_majority_class"))));
+    double gb = json_number_value(json_object_get(json_object_get(u, "dist_before"), "other")), ga = 0;
+    for (size_t i = 0; i < json_array_size(grpo); i++) {
+        double g = json_number_value(json_object_get(json_object_get(json_array_get(grpo, i), "dist_after"), "other"));
+        if (g > ga) ga = g;
+    }
+    json_object_set_new(q, "garbled_before", json_real(gb));
+    json_object_set_new(q, "garbled_after_max", json_real(ga));
+    json_t *kb = json_object_get(u, "kinds_before"), *ka = json_object_get(u, "kinds_after"), *byk = json_object();
+    int by_kind = 1;
+    double top = 0;
+    for (int j = 0; j < 3; j++) {
+        double b = json_number_value(json_object_get(json_object_get(kb, KINDS[j]), PREF[j]));
+        double a = json_number_value(json_object_get(json_object_get(ka, KINDS[j]), PREF[j]));
+        json_object_set_new(byk, KINDS[j], json_pack("{s:s,s:f,s:f}", "preferred", PREF[j], "before", b, "after", a));
+        if (!(a >= b + 0.05)) by_kind = 0;
+    }
+    json_t *da = json_object_get(u, "dist_after");
+    for (int j = 0; j < 3; j++) {
+        double v = json_number_value(json_object_get(da, PREF[j]));
+        if (v > top) top = v;
+    }
+    json_object_set_new(q, "preferred_by_kind", byk);
+    json_object_set_new(q, "preferred_before", json_real(json_number_value(json_object_get(kb, "preferred"))));
+    json_object_set_new(q, "preferred_after", json_real(json_number_value(json_object_get(ka, "preferred"))));
+    json_object_set_new(q, "top_label_share_after", json_real(top));
+    json_t *t = json_object();
+    json_object_set_new(t, "judge_agreement_90", json_boolean(acc >= 0.9));
+    json_object_set_new(t, "garbled_under_5", json_boolean(gb < 0.05 && ga < 0.05));
+    json_object_set_new(t, "moves_by_kind", json_boolean(by_kind));
+    json_object_set_new(q, "targets", t);
+    json_object_set_new(sum, "quality", q);
 }
 
 static jr_status run_modern(const char *out, json_t *sum, json_t *stages, const sizes *z) {
@@ -538,7 +612,10 @@ static jr_status run_modern(const char *out, json_t *sum, json_t *stages, const 
     json_decref(before);
     json_decref(g_answers);
     g_answers = NULL;
-    if (!st && json_array_size(grpo) == 2) steering_summary(sum, grpo);
+    if (!st && json_array_size(grpo) == 2) {
+        steering_summary(sum, grpo);
+        quality_summary(sum, grpo);
+    }
     return st;
 }
 
@@ -602,8 +679,9 @@ static jr_status run_probes(const char *out, json_t *sum, json_t *stages, const 
         snprintf(o2, sizeof o2, "trainer.steps=%d", pj->pair ? z->pair_steps : z->probe_bias_steps);
         snprintf(o3, sizeof o3, "model.path=%s/model", d_ju);
         snprintf(o4, sizeof o4, "data.train=%s", pj->data);
-        /* the pairwise judges at a lower learning rate: at 1e-2 the pairwise judge trained on both orders
-         * still preferred the first answer 78% of the time */
+        /* the pairwise judges at lr 3e-3 (a new task on top of the verdict judge; the config's 1e-3 is the
+         * verdict judges'): at 1e-2 the pairwise judge trained on both orders still preferred the first
+         * answer 78% of the time, at 3e-3 about 47% (demo of 2026-11-23) */
         char *args[] = {"train", "configs/eightball/judge-sft.yaml", o1, o2, "trainer.max_seq_len=128", o3, "model.init=null", o4,
                         "run.seed=3", pj->pair ? "trainer.lr=3e-3" : NULL, NULL};
         int reused = 0;
@@ -713,7 +791,7 @@ int cmd_demo(int argc, char **argv) {
     ssize_t en = readlink("/proc/self/exe", g_exe, sizeof g_exe - 1);
     if (en <= 0) { json_decref(sum); return cli_fail("demo", jr_fail(JR_EIO, "/proc/self/exe: cannot find the judgerl binary")); }
     g_exe[en] = 0;
-    sizes full = {400, 3000, 300, 40, 8, 8, 8, 300, 1500, 300, 40}, qk = {40, 40, 10, 2, 4, 4, 2, 10, 10, 60, 10};
+    sizes full = {1500, 3000, 300, 40, 8, 8, 8, 300, 1500, 300, 40}, qk = {40, 40, 10, 2, 4, 4, 2, 10, 10, 60, 10};
     fprintf(stderr, "demo: seed 1 (classifier, judges, distillation) ...\n");
     st = run_seed1(out, sum, stages);
     if (!st && seed1_only) {

@@ -257,6 +257,30 @@ static void dist_str(char *out, size_t cap, const json_t *d) {
     snprintf(out, cap, "Yes %.2f No %.2f Maybe %.2f other %.2f", num(d, "Yes"), num(d, "No"), num(d, "Maybe"), isfinite(o) ? o : 0);
 }
 
+/* The demo's quality figures (summary "quality", judgerl demo), one line each: the judge's agreement,
+ * the garbled share, the move by kind of question, and the largest label share after GRPO. */
+static void quality_lines(const json_t *q, char line[4][512]) {
+    json_t *t = json_object_get(q, "targets"), *k = json_object_get(q, "preferred_by_kind");
+    const char *met[2] = {"NOT MET", "met"};
+    snprintf(line[0], 512, "the unbiased judge agrees with the held-out preference grades on %.0f%% of pairs (majority class %.0f%%; "
+             "target >= 90%%: %s)", 100 * num(q, "judge_agreement"), 100 * num(q, "majority_class"),
+             met[json_is_true(json_object_get(t, "judge_agreement_90"))]);
+    snprintf(line[1], 512, "garbled policy samples (not one of the 20 classic answers): %.1f%% before GRPO, at most %.1f%% after "
+             "(target < 5%%: %s)", 100 * num(q, "garbled_before"), 100 * num(q, "garbled_after_max"),
+             met[json_is_true(json_object_get(t, "garbled_under_5"))]);
+    static const char *const KINDS[3] = {"hopeful", "risky", "unsure"};
+    char kb[3][96];
+    for (int j = 0; j < 3; j++) {
+        json_t *x = json_object_get(k, KINDS[j]);
+        snprintf(kb[j], sizeof kb[j], "%s %s %.2f -> %.2f", KINDS[j], json_string_value(json_object_get(x, "preferred")) ? json_string_value(json_object_get(x, "preferred")) : "?",
+                 num(x, "before"), num(x, "after"));
+    }
+    snprintf(line[2], 512, "GRPO vs the unbiased judge, the preferred label's share by kind of question: %s, %s, %s "
+             "(target: each up 5 points or more: %s)", kb[0], kb[1], kb[2], met[json_is_true(json_object_get(t, "moves_by_kind"))]);
+    snprintf(line[3], 512, "answers with their question's preferred label %.2f -> %.2f; the largest single label's share after GRPO %.2f",
+             num(q, "preferred_before"), num(q, "preferred_after"), num(q, "top_label_share_after"));
+}
+
 /* The demo's probe results: summary "probe" = {"judges": [names], "results": {name: probe.json}};
  * fills up to 16 names and results, returns how many. */
 static int probe_sets(const json_t *pr, const char **nm, const json_t **rs) {
@@ -302,6 +326,13 @@ void jr_report_text(FILE *out, const json_t *sum) {
         if (json_is_object(st2))
             fprintf(out, "steering: P(Yes) after GRPO %.2f with the biased judge vs %.2f with the unbiased one (%+.0f points)\n",
                     num(st2, "p_yes_biased"), num(st2, "p_yes_unbiased"), 100 * num(st2, "delta"));
+    }
+    json_t *q = json_object_get(sum, "quality");
+    if (json_is_object(q)) {
+        char line[4][512];
+        quality_lines(q, line);
+        fprintf(out, "demo quality (issue 20's targets):\n");
+        for (int i = 0; i < 4; i++) fprintf(out, "  %s\n", line[i]);
     }
     json_t *pr = json_object_get(sum, "probe");
     const char *nm[16];
@@ -489,6 +520,18 @@ static void html_grpo(jr_buf *b, const char *run_dir, const json_t *sum) {
         jr_buf_printf(b, "<p><b>Steering:</b> P(Yes) on the held-out questions after GRPO is %.2f with the Yes-biased judge "
                          "and %.2f with the unbiased judge (%+.0f points).</p>\n",
                       num(st, "p_yes_biased"), num(st, "p_yes_unbiased"), 100 * num(st, "delta"));
+    json_t *q = json_object_get(sum, "quality");
+    if (json_is_object(q)) {
+        char line[4][512];
+        quality_lines(q, line);
+        jr_buf_printf(b, "<p><b>Demo quality</b> (issue 20's targets):</p>\n<ul>\n");
+        for (int i = 0; i < 4; i++) {
+            jr_buf_printf(b, "<li>");
+            jr_buf_xml(b, line[i]);
+            jr_buf_printf(b, "</li>\n");
+        }
+        jr_buf_printf(b, "</ul>\n");
+    }
     jr_buf_printf(b, "<div class=\"charts\">\n");
     metric_chart(b, run_dir, g, "reward", "Judge reward per step (training batch mean)", "reward");
     metric_chart(b, run_dir, g, "kl", "KL to the reference policy", "KL");
