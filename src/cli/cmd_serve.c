@@ -38,55 +38,80 @@ static jr_status tg_chat(void *tok, int n, const char *const *roles, const char 
     return jr_textgen_encode_chat(tok, n, roles, contents, ids, n_ids);
 }
 
-int cmd_serve(int argc, char **argv) {
-    const char *cmd = "serve";
-    if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
-    const char *model = NULL, *host = "127.0.0.1", *key_env = NULL, *name = NULL, *tokenizer = "auto";
-    long port = 8000, parallel = 4, max_tokens = 0, ctx = 0, max_queue = 64, max_body = 1 << 20, seed = 0;
-    long max_conn = 512, per_client = 0, chunk = JR_GEN_PREFILL_CHUNK;
+/* The command line of `judgerl serve`, with its defaults. */
+typedef struct {
+    const char *model, *host, *key_env, *name, *tokenizer;
+    long port, parallel, max_tokens, ctx, max_queue, max_body, seed, max_conn, per_client, chunk;
     const char *alias[16];
-    int n_alias = 0;
-    double drain = 60, req_timeout = 0, hdr_timeout = 10, body_timeout = 30;
-    cli_kv_args kva = {0};
+    int n_alias;
+    double drain, req_timeout, hdr_timeout, body_timeout;
+    cli_kv_args kva;
+} serve_args;
+
+/* --served-model-name NAME [NAME...] as vLLM's: the first answers, all are accepted; *i moves past them. */
+static int parse_names(const char *cmd, int argc, char **argv, int *i, serve_args *x) {
+    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    int cap = (int)(sizeof x->alias / sizeof *x->alias);
+    if (!v || v[0] == '-') return cli_usage(cmd, "%s needs a value", a);
+    for (;;) {
+        if (!x->name) x->name = v;
+        else if (x->n_alias < cap) x->alias[x->n_alias++] = v;
+        else return cli_usage(cmd, "%s: at most %d names", a, cap + 1);
+        if (*i + 2 >= argc || argv[*i + 2][0] == '-') break;
+        v = argv[++*i + 1];
+    }
+    ++*i;
+    return 0;
+}
+
+static int parse_args(const char *cmd, int argc, char **argv, serve_args *x) {
+    *x = (serve_args){.host = "127.0.0.1", .tokenizer = "auto", .port = 8000, .parallel = 4, .max_queue = 64,
+                      .max_body = 1 << 20, .max_conn = 512, .chunk = JR_GEN_PREFILL_CHUNK, .drain = 60,
+                      .hdr_timeout = 10, .body_timeout = 30};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
-        if (!strcmp(a, "--model")) model = v;
-        else if (!strcmp(a, "--host")) host = v;
-        else if (!strcmp(a, "--api-key-env")) key_env = v;
-        else if (!strcmp(a, "--served-model-name")) { /* NAME [NAME...] as vLLM's: the first answers, all are accepted */
-            if (!v || v[0] == '-') return cli_usage(cmd, "%s needs a value", a);
-            for (;;) {
-                if (!name) name = v;
-                else if (n_alias < (int)(sizeof alias / sizeof *alias)) alias[n_alias++] = v;
-                else return cli_usage(cmd, "%s: at most %d names", a, (int)(sizeof alias / sizeof *alias) + 1);
-                if (i + 2 >= argc || argv[i + 2][0] == '-') break;
-                v = argv[++i + 1];
-            }
+        if (!strcmp(a, "--model")) x->model = v;
+        else if (!strcmp(a, "--host")) x->host = v;
+        else if (!strcmp(a, "--api-key-env")) x->key_env = v;
+        else if (!strcmp(a, "--served-model-name")) {
+            if ((bad = parse_names(cmd, argc, argv, &i, x))) return bad;
+            continue;
         }
-        else if (!strcmp(a, "--tokenizer")) tokenizer = v;
-        else if (!strcmp(a, "--compute")) kva.compute = v;
-        else if (!strcmp(a, "--kv-cache")) kva.kv_cache = v;
-        else if (!strcmp(a, "--deterministic")) kva.deterministic = v;
-        else if (!strcmp(a, "--port")) bad = cli_int_arg(cmd, a, v, 0, 65535, &port);
-        else if (!strcmp(a, "--parallel")) bad = cli_int_arg(cmd, a, v, 1, 1024, &parallel);
-        else if (!strcmp(a, "--max-tokens")) bad = cli_int_arg(cmd, a, v, 1, 1 << 20, &max_tokens);
-        else if (!strcmp(a, "--ctx")) bad = cli_int_arg(cmd, a, v, 2, 1 << 20, &ctx);
-        else if (!strcmp(a, "--max-queue")) bad = cli_int_arg(cmd, a, v, 1, 1 << 20, &max_queue);
-        else if (!strcmp(a, "--max-body")) bad = cli_int_arg(cmd, a, v, 1024, 1L << 30, &max_body);
-        else if (!strcmp(a, "--seed")) bad = cli_int_arg(cmd, a, v, 0, 1L << 62, &seed);
-        else if (!strcmp(a, "--max-connections")) bad = cli_int_arg(cmd, a, v, 1, 65536, &max_conn);
-        else if (!strcmp(a, "--max-per-client")) bad = cli_int_arg(cmd, a, v, 1, 65536, &per_client);
-        else if (!strcmp(a, "--prefill-chunk")) bad = cli_int_arg(cmd, a, v, 1, 1 << 20, &chunk);
-        else if (!strcmp(a, "--drain-timeout")) bad = cli_seconds_arg(cmd, a, v, 0, &drain);
-        else if (!strcmp(a, "--request-timeout")) bad = cli_seconds_arg(cmd, a, v, 0, &req_timeout);
-        else if (!strcmp(a, "--header-timeout")) bad = cli_seconds_arg(cmd, a, v, 0.1, &hdr_timeout);
-        else if (!strcmp(a, "--body-timeout")) bad = cli_seconds_arg(cmd, a, v, 0.1, &body_timeout);
+        else if (!strcmp(a, "--tokenizer")) x->tokenizer = v;
+        else if (!strcmp(a, "--compute")) x->kva.compute = v;
+        else if (!strcmp(a, "--kv-cache")) x->kva.kv_cache = v;
+        else if (!strcmp(a, "--deterministic")) x->kva.deterministic = v;
+        else if (!strcmp(a, "--port")) bad = cli_int_arg(cmd, a, v, 0, 65535, &x->port);
+        else if (!strcmp(a, "--parallel")) bad = cli_int_arg(cmd, a, v, 1, 1024, &x->parallel);
+        else if (!strcmp(a, "--max-tokens")) bad = cli_int_arg(cmd, a, v, 1, 1 << 20, &x->max_tokens);
+        else if (!strcmp(a, "--ctx")) bad = cli_int_arg(cmd, a, v, 2, 1 << 20, &x->ctx);
+        else if (!strcmp(a, "--max-queue")) bad = cli_int_arg(cmd, a, v, 1, 1 << 20, &x->max_queue);
+        else if (!strcmp(a, "--max-body")) bad = cli_int_arg(cmd, a, v, 1024, 1L << 30, &x->max_body);
+        else if (!strcmp(a, "--seed")) bad = cli_int_arg(cmd, a, v, 0, 1L << 62, &x->seed);
+        else if (!strcmp(a, "--max-connections")) bad = cli_int_arg(cmd, a, v, 1, 65536, &x->max_conn);
+        else if (!strcmp(a, "--max-per-client")) bad = cli_int_arg(cmd, a, v, 1, 65536, &x->per_client);
+        else if (!strcmp(a, "--prefill-chunk")) bad = cli_int_arg(cmd, a, v, 1, 1 << 20, &x->chunk);
+        else if (!strcmp(a, "--drain-timeout")) bad = cli_seconds_arg(cmd, a, v, 0, &x->drain);
+        else if (!strcmp(a, "--request-timeout")) bad = cli_seconds_arg(cmd, a, v, 0, &x->req_timeout);
+        else if (!strcmp(a, "--header-timeout")) bad = cli_seconds_arg(cmd, a, v, 0.1, &x->hdr_timeout);
+        else if (!strcmp(a, "--body-timeout")) bad = cli_seconds_arg(cmd, a, v, 0.1, &x->body_timeout);
         else return cli_usage(cmd, "unknown argument '%s' (see judgerl serve --help)", a);
         if (bad) return CLI_USAGE;
         if (!v) return cli_usage(cmd, "%s needs a value", a);
         i++;
     }
+    return 0;
+}
+
+int cmd_serve(int argc, char **argv) {
+    const char *cmd = "serve";
+    if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
+    serve_args x;
+    int rc = parse_args(cmd, argc, argv, &x);
+    if (rc) return rc;
+    const char *model = x.model, *host = x.host, *key_env = x.key_env, *name = x.name, *tokenizer = x.tokenizer;
+    cli_kv_args kva = x.kva;
     if (!model) return cli_usage(cmd, "--model DIR is required (see judgerl serve --help)");
     jr_kv_opts kvo;
     int kvrc = cli_kv_opts(cmd, &kva, &kvo);
@@ -111,29 +136,29 @@ int cmd_serve(int argc, char **argv) {
 
     jr_serve_opts o = {0};
     o.host = host;
-    o.port = (int)port;
+    o.port = (int)x.port;
     o.api_key = key;
     o.model_name = name;
-    o.aliases = alias;
-    o.n_aliases = n_alias;
-    o.parallel = (int)parallel;
-    o.max_tokens = (int)max_tokens;
-    o.max_queue = (int)max_queue;
-    o.max_body = (size_t)max_body;
-    o.seed = (uint64_t)seed;
-    o.prefill_chunk = (int)chunk;
-    o.max_connections = (int)max_conn;
-    o.max_per_client = (int)per_client;
-    o.request_timeout = req_timeout;
-    o.header_timeout = hdr_timeout;
-    o.body_timeout = body_timeout;
+    o.aliases = x.alias;
+    o.n_aliases = x.n_alias;
+    o.parallel = (int)x.parallel;
+    o.max_tokens = (int)x.max_tokens;
+    o.max_queue = (int)x.max_queue;
+    o.max_body = (size_t)x.max_body;
+    o.seed = (uint64_t)x.seed;
+    o.prefill_chunk = (int)x.chunk;
+    o.max_connections = (int)x.max_conn;
+    o.max_per_client = (int)x.per_client;
+    o.request_timeout = x.req_timeout;
+    o.header_timeout = x.hdr_timeout;
+    o.body_timeout = x.body_timeout;
     jr_server *s;
     jr_status st = jr_server_start(&s, &o);
     if (st) return cli_fail(cmd, st);
     fprintf(stderr, "judgerl serve: listening on http://%s:%d (loading %s)\n", host, jr_server_port(s), model);
     jr_textgen t;
     char mdesc[1024];
-    if ((st = cli_textgen_open(&t, model, tokenizer, (int)parallel, (int)ctx, mdesc, sizeof mdesc))) {
+    if ((st = cli_textgen_open(&t, model, tokenizer, (int)x.parallel, (int)x.ctx, mdesc, sizeof mdesc))) {
         jr_server_stop(s, 0);
         return cli_fail(cmd, st);
     }
@@ -163,8 +188,8 @@ int cmd_serve(int argc, char **argv) {
             t.lm.n_slots, t.lm.max_ctx, jr_kv_lm_describe(&t.lm, kdesc, sizeof kdesc));
     int sig = 0;
     sigwait(&set, &sig);
-    fprintf(stderr, "judgerl serve: %s: finishing running requests (up to %g s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT", drain);
-    jr_server_stop(s, drain);
+    fprintf(stderr, "judgerl serve: %s: finishing running requests (up to %g s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT", x.drain);
+    jr_server_stop(s, x.drain);
     jr_textgen_close(&t);
     fprintf(stderr, "judgerl serve: stopped\n");
     return CLI_OK;
