@@ -110,6 +110,12 @@ else:
     report("study.html: valid SVG charts, no external URL, both judges, the probe table",
            svg_ok and not re.search(r"(src|href)=\"https?:", html) and "biased" in html and "fair" in html and
            "master_key" in html and "proxy_gold at step" in html, "%d svgs" % len(svgs))
+    # judgerl report takes a study directory too: the same page, from study.json
+    rp = os.path.join(TMP, "st_report.html")
+    p3 = subprocess.run([BIN, "report", OUT, "-o", rp], capture_output=True, text=True, timeout=120)
+    h3 = open(rp).read() if os.path.exists(rp) else ""
+    report("judgerl report of a study directory writes its page", p3.returncode == 0 and "proxy_gold at step" in h3 and
+           "master_key" in h3 and not re.search(r"(src|href)=\"https?:", h3), p3.stderr[-300:])
     m1 = open(os.path.join(OUT, "biased", "seed-1", "metrics.jsonl")).read()
     n0 = fair.requests + biased.requests
     p2 = study(study_yaml(JUDGES))

@@ -41,7 +41,8 @@ int cmd_report(int argc, char **argv) {
                "  unscored.json): curves of every metric, raw and smoothed (debiased EMA, S = 0.6 by default),\n"
                "  the last logged sample completions, the hyperparameters and the config, unscored reasons;\n"
                "  an eval directory (summary.json, samples.jsonl); a `judgerl grade` output file (counts, reward\n"
-               "  histogram, unscored reasons, rows); a demo run (summary.json; its summary is printed too).\n"
+               "  histogram, unscored reasons, rows); a demo run (summary.json; its summary is printed too); a\n"
+               "  `judgerl study` directory (study.json: its page, default RUN/study.html).\n"
                "Default OUT: RUN/report.html, or OUT.report.html beside a grade output. Compare runs with\n"
                "`judgerl compare`.\n");
         return CLI_OK;

@@ -10,6 +10,7 @@
 #include "judgerl/config.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/report.h"
+#include "judgerl/study_report.h"
 
 enum { KIND_TRAIN, KIND_EVAL, KIND_GRADE, KIND_DEMO };
 static const char *const KIND_NAME[] = {"training run", "eval run", "grade output", "demo run"};
@@ -522,8 +523,30 @@ static void text_line(FILE *out, const run_t *r) {
     fprintf(out, "\n");
 }
 
+/* A `judgerl study` directory: its page (default RUN/study.html) again, from study.json. */
+static jr_status study_page(const char *run, const char *json_path, const char *out_html, FILE *text, char **written) {
+    json_error_t e;
+    json_t *s = json_load_file(json_path, 0, &e);
+    if (!s) return jr_fail(JR_EFORMAT, "%s:%d: %s", json_path, e.line, e.text);
+    char *out = out_html ? jr_strdup(out_html) : jr_path_join(run, "study.html");
+    jr_status st = out ? jr_study_html_write(out, s) : JR_ENOMEM;
+    if (!st && text) fprintf(text, "study: %zu judges\n", json_array_size(json_object_get(s, "judges")));
+    json_decref(s);
+    if (st) free(out);
+    else *written = out;
+    return st;
+}
+
 jr_status jr_run_report(const char *run, const char *out_html, double smoothing, FILE *text, char **written) {
     *written = NULL;
+    char *sj = jr_path_join(run, "study.json");
+    if (!sj) return JR_ENOMEM;
+    if (jr_path_exists(sj)) {
+        jr_status sst = study_page(run, sj, out_html, text, written);
+        free(sj);
+        return sst;
+    }
+    free(sj);
     run_t r;
     jr_status st = load_run(&r, run);
     if (!st && r.kind == KIND_DEMO) { /* the demo's own page */
