@@ -335,6 +335,14 @@ jr_status jr_http_start(jr_http **out, const jr_http_opts *o) {
 
 int jr_http_port(const jr_http *h) { return h->port; }
 
+void jr_http_wait_step(pthread_cond_t *cv, pthread_mutex_t *mu) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50000000;
+    if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
 void jr_http_stop(jr_http *h) {
     if (!h) return;
     if (h->watchdog_started) {

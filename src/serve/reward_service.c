@@ -376,13 +376,8 @@ void jr_rsvc_stop(jr_rsvc *s, double timeout_s) {
     pthread_mutex_lock(&s->mu);
     s->draining = 1;
     double until = now_s() + timeout_s;
-    while (s->inflight_rows > 0 && now_s() < until) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50000000;
-        if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
-        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-    }
+    while (s->inflight_rows > 0 && now_s() < until)
+        jr_http_wait_step(&s->cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
     jr_http_stop(s->http); /* waits for the connections' threads (a row still scoring finishes first) */
     pthread_mutex_destroy(&s->mu);

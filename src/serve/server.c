@@ -647,13 +647,8 @@ void jr_server_stop(jr_server *s, double timeout_s) {
     pthread_mutex_lock(&s->mu);
     s->draining = 1;
     double until = now_s() + timeout_s;
-    while ((s->n_queued || s->n_running) && now_s() < until) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50000000;
-        if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
-        pthread_cond_timedwait(&s->cv_out, &s->mu, &ts);
-    }
+    while ((s->n_queued || s->n_running) && now_s() < until)
+        jr_http_wait_step(&s->cv_out, &s->mu);
     /* Whatever is left is cancelled: queued jobs are failed, running ones aborted. */
     while (s->queue) {
         job *j = s->queue;
@@ -687,13 +682,8 @@ void jr_server_stop(jr_server *s, double timeout_s) {
      * drain deadline and a few seconds more (for the error bodies of cancelled requests). */
     pthread_mutex_lock(&s->mu);
     double deliver_until = (until > now_s() ? until : now_s()) + 5;
-    while (s->n_live && now_s() < deliver_until) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50000000;
-        if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
-        pthread_cond_timedwait(&s->cv_out, &s->mu, &ts);
-    }
+    while (s->n_live && now_s() < deliver_until)
+        jr_http_wait_step(&s->cv_out, &s->mu);
     pthread_mutex_unlock(&s->mu);
     jr_http_stop(s->http);
     jr_gen_close(s->gen);
