@@ -195,6 +195,13 @@ if [ -n "$port" ] && $MPI "$JR_BIN" train "$JR_TMP/judge.yaml" run.out_dir="$JR_
    [ ! -e "$JR_TMP/j/judge_cache.sqlite" ] && [ "$(grep -c . "$JR_TMP/judge.log")" -ge 8 ]; then
   ok judge_cache_per_rank
 else fail judge_cache_per_rank "port '$port': $(tail -c 400 "$JR_TMP/j.err"; ls "$JR_TMP/j" 2>&1)"; fi
+# a concurrency below the ranks cannot be shared without exceeding it: one clear error, before any training
+if [ -n "$port" ]; then
+  $MPI "$JR_BIN" train "$JR_TMP/judge.yaml" judge.concurrency=1 run.out_dir="$JR_TMP/c1" >/dev/null 2>"$JR_TMP/c1.err"; rc=$?
+  if [ "$rc" -ne 0 ] && grep -q 'concurrency 1 cannot be shared among 2 MPI ranks' "$JR_TMP/c1.err" && [ ! -d "$JR_TMP/c1/checkpoints" ]; then
+    ok concurrency_below_ranks_refused
+  else fail concurrency_below_ranks_refused "exit $rc: $(grep judgerl "$JR_TMP/c1.err" | tail -c 400)"; fi
+fi
 # the unscored share is the whole batch's and stops every rank after rank 0 wrote its checkpoint and reasons
 # (rank 1's prompts fail at the judge: 2 of 4 prompts, 50% > max_unscored_frac 0.1 only counted globally)
 i=0; while [ $i -lt 32 ]; do

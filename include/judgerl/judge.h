@@ -60,7 +60,7 @@ typedef struct jr_judge_opts {
     int concurrency;           /* per endpoint; 0 = by kind: llama.cpp's total_slots + 1, else 64 */
     double rpm, tpm;           /* per endpoint; 0 = unlimited */
     int ranks, rank;           /* data-parallel training (dist.h): the ranks sharing the endpoints divide
-                                  concurrency, rpm and tpm by ranks (concurrency at least 1), and each rank
+                                  concurrency, rpm and tpm by ranks (a concurrency below the ranks is an error), and each rank
                                   keeps its own default cache file (judge_cache.rank-R.sqlite; an explicit
                                   cache_path gets .rank-R); 0 or 1: one process */
     int cache;                 /* 0: no cache; 1: cache_path, else cache_dir/judge_cache.sqlite */

@@ -956,7 +956,13 @@ static jr_status setup_servers(jr_judge *j, const jr_judge_opts *o, const char *
         int mc = o->endpoints[i].max_connections;
         ep->max_conn = mc > 0 ? mc : ep->conc;
         if (ep->conc > ep->max_conn) ep->conc = ep->max_conn; /* HTTP/1.1: one request per connection */
-        if (o->ranks > 1) ep->conc = ep->conc / o->ranks > 0 ? ep->conc / o->ranks : 1; /* this rank's share */
+        /* data-parallel: this rank's share; fewer requests than ranks cannot be shared without the ranks
+         * together exceeding what was configured (or what the server's slots allow) */
+        if (o->ranks > 1 && ep->conc < o->ranks)
+            return jr_fail(JR_EINVAL, "%s: judge.endpoints[%d]: concurrency %d%s cannot be shared among %d MPI ranks (each "
+                                      "needs one): set judge.endpoints[%d].concurrency to at least %d, or run fewer ranks",
+                           src, i, ep->conc, conc_auto ? " (the server's default)" : "", o->ranks, i, o->ranks);
+        if (o->ranks > 1) ep->conc /= o->ranks;
         all_llamacpp &= ep->info.kind == JR_KIND_LLAMACPP;
         int wrapped = 0;
         jr_status st = jr_judge_constraint_fields(&j->constraint, &ep->info, &ep->cfields, &wrapped);
