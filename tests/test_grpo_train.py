@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rule_judges import Judge, LabelJudge, fails  # noqa: E402
+from rule_judges import Judge, LabelJudge, fails, pointwise_config  # noqa: E402
 
 BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
 ROOT = os.environ.get("JR_ROOT", ".")
@@ -62,22 +62,6 @@ VERIFIER = """reward:
     - {name: starts_lower, fn: format, params: {pattern: "^[a-z]"}}
 """
 
-
-def judge_cfg(port):
-    return """judge:
-  protocol: pointwise
-  endpoints:
-    - {url: "http://127.0.0.1:%d/v1", model: rule-judge}
-  cache: false
-  concurrency: 16
-  max_attempts: 4
-  backoff_base_s: 0.05
-  pointwise:
-    normalize: true
-reward:
-  components:
-    - {name: judge, fn: pointwise}
-""" % port
 
 
 def run(name, cfg_text, *overrides):
@@ -216,7 +200,7 @@ if not ASAN:
 j = Judge()
 try:
     out = os.path.join(TMP, "grpo_judge_learn")
-    p = run("grpo_judge_learn", config(out, judge_cfg(j.port)))
+    p = run("grpo_judge_learn", config(out, pointwise_config(j.port)))
     if p.returncode:
         report("learns from a judge over HTTP", False, p.stderr.strip()[-300:])
     else:
@@ -235,7 +219,7 @@ j = Judge(fail_some=True)
 try:
     out = os.path.join(TMP, "grpo_judge_fail")
     steps = 4 if ASAN else 8
-    p = run("grpo_judge_fail", config(out, judge_cfg(j.port)), "trainer.steps=%d" % steps,
+    p = run("grpo_judge_fail", config(out, pointwise_config(j.port)), "trainer.steps=%d" % steps,
             "judge.max_unscored_frac=0.9", "grpo.log_completions_every=1", "grpo.log_completions_n=64")
     if p.returncode:
         report("a failing judge leaves samples unscored", False, p.stderr.strip()[-300:])
@@ -264,7 +248,7 @@ j = Judge(fail_some=True)
 try:
     out = os.path.join(TMP, "grpo_judge_stop")
     shutil.rmtree(out, ignore_errors=True)
-    p = run("grpo_judge_stop", config(out, judge_cfg(j.port)), "trainer.steps=3", "judge.max_unscored_frac=0.05")
+    p = run("grpo_judge_stop", config(out, pointwise_config(j.port)), "trainer.steps=3", "judge.max_unscored_frac=0.05")
     # informational lines (which judge server answers) may come first; one error line, the last
     lines = [l for l in p.stderr.strip().splitlines() if l.startswith("judgerl train:")]
     report("past judge.max_unscored_frac the run stops with one error line and a checkpoint",
@@ -290,7 +274,7 @@ dead_port = sk.getsockname()[1]
 sk.close()
 out = os.path.join(TMP, "grpo_judge_down")
 shutil.rmtree(out, ignore_errors=True)
-p = run("grpo_judge_down", config(out, judge_cfg(dead_port)), "trainer.steps=3")
+p = run("grpo_judge_down", config(out, pointwise_config(dead_port)), "trainer.steps=3")
 lines = p.stderr.strip().splitlines()
 report("judge server down: train stops at once naming the URL, no step taken",
        p.returncode == 1 and len(lines) == 1 and "is the judge server running" in lines[0] and str(dead_port) in lines[0]
@@ -349,20 +333,7 @@ j = LabelJudge()
 try:
     out = os.path.join(TMP, "grpo_distill")
     steps = 10 if ASAN else 30
-    p = run("grpo_distill", config(out, """judge:
-  protocol: label
-  endpoints:
-    - {url: "http://127.0.0.1:%d/v1", model: label-judge}
-  cache: false
-  max_unscored_frac: 0.5
-  label:
-    labels: [Even, Odd]
-    confidence: verbal
-    threshold: 0.4
-reward:
-  components:
-    - {name: label, fn: label}
-""" % j.port).replace("algo: grpo", "algo: distill").replace("batch_size: 64", "batch_size: 16"),
+    p = run("grpo_distill", config(out, j.config()).replace("algo: grpo", "algo: distill").replace("batch_size: 64", "batch_size: 16"),
         "trainer.steps=%d" % steps, "trainer.lr=3e-3")
     if p.returncode:
         report("distill trains toward the judge's labels", False, p.stderr.strip()[-300:])

@@ -11,7 +11,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rule_judges import Judge, LabelJudge  # noqa: E402
+from rule_judges import Judge, LabelJudge, pointwise_config  # noqa: E402
 
 BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
 ROOT = os.environ.get("JR_ROOT", ".")
@@ -122,37 +122,13 @@ def case(name, algo, judge_yaml, keys):
 
 j = Judge()
 try:
-    case("grpo_http_judge", "grpo", """judge:
-  protocol: pointwise
-  endpoints:
-    - {url: "http://127.0.0.1:%d/v1", model: rule-judge}
-  cache: false
-  concurrency: 16
-  pointwise:
-    normalize: true
-reward:
-  components:
-    - {name: judge, fn: pointwise}
-""" % j.port, ["reward", "loss"])
+    case("grpo_http_judge", "grpo", pointwise_config(j.port), ["reward", "loss"])
 finally:
     j.close()
 
 lj = LabelJudge()
 try:
-    case("distill_label_judge", "distill", """judge:
-  protocol: label
-  endpoints:
-    - {url: "http://127.0.0.1:%d/v1", model: label-judge}
-  cache: false
-  max_unscored_frac: 0.5
-  label:
-    labels: [Even, Odd]
-    confidence: verbal
-    threshold: 0.4
-reward:
-  components:
-    - {name: label, fn: label}
-""" % lj.port, ["loss", "kept"])
+    case("distill_label_judge", "distill", lj.config(), ["loss", "kept"])
 finally:
     lj.close()
 
