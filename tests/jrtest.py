@@ -1,5 +1,5 @@
-"""jrtest.py - what the Python tests of the monitor, the study and the mitigations share: the environment
-tests/run.sh sets (BIN, ROOT, TMP), one `ok - NAME` / `FAIL - NAME: why` line per case, small file helpers."""
+"""jrtest.py - what the Python tests share: the environment tests/run.sh sets (BIN, ROOT, TMP), one
+`ok - NAME` / `FAIL - NAME: why` line per case, the exit status, small file helpers."""
 import json
 import os
 import sys
@@ -15,13 +15,14 @@ def report(name, ok, why=""):
         print("ok - " + name)
     else:
         _failures[0] += 1
-        print("FAIL - %s: %s" % (name, why))
+        print("FAIL - %s: %s" % (name, str(why)[:4000]))
     sys.stdout.flush()
 
 
 def write(path, text):
     with open(path, "w") as f:
         f.write(text)
+    return path
 
 
 def jsonl(path):
@@ -29,6 +30,11 @@ def jsonl(path):
         return [json.loads(l) for l in f if l.strip()]
 
 
+def exit_code():
+    """1 when a case failed, else 0."""
+    return 1 if _failures[0] else 0
+
+
 def finish():
     """Exits 1 when a case failed."""
-    sys.exit(1 if _failures[0] else 0)
+    sys.exit(exit_code())

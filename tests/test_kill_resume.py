@@ -11,23 +11,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jrtest import BIN, ROOT, TMP, report, exit_code  # noqa: E402
 from rule_judges import Judge, LabelJudge, pointwise_config  # noqa: E402
 
-BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
-ROOT = os.environ.get("JR_ROOT", ".")
-TMP = os.environ.get("JR_TMP", "/tmp")
-failures = 0
 STEPS = 10
-
-
-def report(name, ok, why=""):
-    global failures
-    if ok:
-        print("ok - " + name)
-    else:
-        failures += 1
-        print("FAIL - %s: %s" % (name, why))
-    sys.stdout.flush()
 
 
 DATA = os.path.join(TMP, "kill_prompts.jsonl")
@@ -132,4 +119,4 @@ try:
 finally:
     lj.close()
 
-sys.exit(1 if failures else 0)
+sys.exit(exit_code())

@@ -8,16 +8,9 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
-BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
-ROOT = os.environ.get("JR_ROOT", ".")
-TMP = os.environ.get("JR_TMP", "/tmp")
-failures = 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jrtest import BIN, ROOT, TMP, report, exit_code  # noqa: E402
 
-
-def report(name, ok, why=""):
-    global failures
-    print(("ok - " + name) if ok else "FAIL - %s: %s" % (name, why))
-    failures += 0 if ok else 1
 
 
 def run(*args):
@@ -140,4 +133,4 @@ report("not_a_run_one_line", p.returncode == 1 and len(p.stderr.strip().splitlin
        and "demo --out" not in p.stderr, p.stderr)
 p = run("compare", "a")
 report("compare_needs_two", p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr)
-sys.exit(1 if failures else 0)
+sys.exit(exit_code())

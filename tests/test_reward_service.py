@@ -18,23 +18,10 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jrtest import BIN, ROOT, TMP, report, exit_code  # noqa: E402
 import judge_server  # noqa: E402
 
-BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
-ROOT = os.environ.get("JR_ROOT", ".")
-TMP = os.environ.get("JR_TMP", "/tmp")
-failures = 0
 procs = []
-
-
-def report(name, ok, why=""):
-    global failures
-    if ok:
-        print("ok - " + name)
-    else:
-        failures += 1
-        print("FAIL - %s: %s" % (name, why))
-    sys.stdout.flush()
 
 
 def judge_overrides(port, extra=()):
@@ -361,7 +348,7 @@ def main():
         test_kill9_restart(jport, jsrv)
     finally:
         cleanup(jsrv)
-    sys.exit(1 if failures else 0)
+    sys.exit(exit_code())
 
 
 if __name__ == "__main__":

@@ -33,7 +33,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import judge_server  # noqa: E402
 import test_reward_service as base  # noqa: E402
-from test_reward_service import ROOT, Service, cfg_copy, judge_overrides, report  # noqa: E402
+from jrtest import ROOT, exit_code, report  # noqa: E402
+from test_reward_service import Service, cfg_copy, judge_overrides  # noqa: E402
 
 SHIMS = os.path.join(ROOT, "contrib", "python")
 
@@ -151,7 +152,7 @@ def main():
         if svc:
             svc.stop()
         base.cleanup(jsrv)
-    sys.exit(1 if base.failures else 0)
+    sys.exit(exit_code())
 
 
 if __name__ == "__main__":

@@ -11,23 +11,9 @@ import subprocess
 import sys
 import time
 
-BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
-TMP = os.environ.get("JR_TMP", "/tmp")
-ROOT = os.path.abspath(os.environ.get("JR_ROOT", "."))
-failures = 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jrtest import BIN, ROOT, TMP, report, exit_code, write  # noqa: E402
 
-
-def report(name, ok, why=""):
-    global failures
-    print(("ok - " + name) if ok else ("FAIL - %s: %s" % (name, str(why)[:2000])))
-    failures += 0 if ok else 1
-    sys.stdout.flush()
-
-
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-    return path
 
 
 def main():
@@ -115,7 +101,7 @@ def main():
         srv.terminate()
         srv.wait()
         err.close()
-    return 1 if failures else 0
+    return exit_code()
 
 
 if __name__ == "__main__":

@@ -7,32 +7,14 @@ back to its checkpoint, without duplicates."""
 import json
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
 import time
 
-BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
-TMP = os.environ.get("JR_TMP", "/tmp")
-ROOT = os.environ.get("JR_ROOT", ".")
-failures = 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jrtest import BIN, ROOT, TMP, report, exit_code, write  # noqa: E402
 
-
-def report(name, ok, why=""):
-    global failures
-    if ok:
-        print("ok - " + name)
-    else:
-        failures += 1
-        print("FAIL - %s: %s" % (name, str(why)[:2000]))
-    sys.stdout.flush()
-
-
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-    return path
 
 
 def tasks(domain, n, first, directive):
@@ -154,7 +136,7 @@ buffer: {threshold: -100.0, cap: 1000}
     finally:
         srv.terminate()
         srv.wait()
-    return 1 if failures else 0
+    return exit_code()
 
 
 if __name__ == "__main__":

@@ -11,32 +11,10 @@ import subprocess
 import sys
 import time
 
-BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
-TMP = os.environ.get("JR_TMP", "/tmp")
-ROOT = os.environ.get("JR_ROOT", ".")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jrtest import BIN, ROOT, TMP, report, exit_code, write, jsonl  # noqa: E402
+
 OUT = os.path.join(TMP, "wf_exec")
-failures = 0
-
-
-def report(name, ok, why=""):
-    global failures
-    if ok:
-        print("ok - " + name)
-    else:
-        failures += 1
-        print("FAIL - %s: %s" % (name, why))
-    sys.stdout.flush()
-
-
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-    return path
-
-
-def jsonl(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def tasks(domain, n):
@@ -185,4 +163,4 @@ def serve_cases(by):
 by = train_cases()
 if by is not None:
     serve_cases(by)
-sys.exit(1 if failures else 0)
+sys.exit(exit_code())
