@@ -84,6 +84,10 @@ typedef struct jr_grpo_setup {
  * tokenizer); run.out_dir, data.train, policy and env are left unset (NULL) for the caller. */
 jr_status jr_grpo_setup_defaults(jr_grpo_setup *s);
 
+/* The setup a config gives (run, trainer, lora, data, policy, grpo, and monitor when its table was
+ * loaded), with progress and stop; env and hooks are left for the caller. Strings point into c. */
+jr_status jr_grpo_setup_from_config(jr_grpo_setup *s, const jr_config *c, FILE *progress, volatile sig_atomic_t *stop);
+
 typedef struct jr_grpo_trainer jr_grpo_trainer;
 
 /* Opens a trainer: the run (resume from run.out_dir's latest checkpoint when trainer.resume), the

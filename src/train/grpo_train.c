@@ -427,22 +427,26 @@ jr_status jr_grpo_setup_defaults(jr_grpo_setup *s) {
 }
 
 /* `judgerl train` with trainer.algo grpo | rloo: the options, the reward registry as the environment. */
+jr_status jr_grpo_setup_from_config(jr_grpo_setup *s, const jr_config *c, FILE *progress, volatile sig_atomic_t *stop) {
+    memset(s, 0, sizeof *s);
+    jr_run_opts_from_config(&s->run, c);
+    jr_trainer_opts_from_config(&s->trainer, c);
+    jr_lora_opts_from_config(&s->lora, c);
+    jr_data_opts_from_config(&s->data, c);
+    jr_model_source_opts_from_config(&s->policy, c);
+    s->progress = progress;
+    s->stop = stop;
+    jr_status st = jr_grpo_opts_from_config(&s->grpo, c);
+    return st ? st : jr_monitor_opts_from_config(&s->monitor, c);
+}
+
 jr_status jr_grpo_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res) {
     memset(res, 0, sizeof *res);
     res->last_val_loss = NAN;
     jr_grpo_setup s;
-    memset(&s, 0, sizeof s);
-    jr_run_opts_from_config(&s.run, c);
-    jr_trainer_opts_from_config(&s.trainer, c);
-    jr_lora_opts_from_config(&s.lora, c);
-    jr_data_opts_from_config(&s.data, c);
+    jr_status st = jr_grpo_setup_from_config(&s, c, progress, stop);
     s.data.on_bad = on_bad_line;
     s.data.ud = progress;
-    jr_model_source_opts_from_config(&s.policy, c);
-    s.progress = progress;
-    s.stop = stop;
-    jr_status st = jr_grpo_opts_from_config(&s.grpo, c);
-    if (!st) st = jr_monitor_opts_from_config(&s.monitor, c);
     if (!st && !s.data.train) st = jr_fail(JR_EINVAL, "%s: data.train must name a JSONL file of prompts", c->source);
     jr_reward *rw = NULL;
     jr_ensemble *ens = NULL;

@@ -184,14 +184,7 @@ jr_status jr_wf_train_run(const jr_config *c, const char *cfg_dir, FILE *progres
     wf_train t;
     memset(&t, 0, sizeof t);
     jr_grpo_setup s;
-    memset(&s, 0, sizeof s);
-    jr_run_opts_from_config(&s.run, c);
-    jr_trainer_opts_from_config(&s.trainer, c);
-    jr_lora_opts_from_config(&s.lora, c);
-    jr_data_opts_from_config(&s.data, c);
-    jr_model_source_opts_from_config(&s.policy, c);
-    s.progress = progress;
-    s.stop = stop;
+    jr_status st = jr_grpo_setup_from_config(&s, c, progress, stop);
     t.seed = s.run.seed;
     jr_config ecfg = {0}, rcfg = {0};
     int have_e = 0, have_r = 0;
@@ -204,7 +197,6 @@ jr_status jr_wf_train_run(const jr_config *c, const char *cfg_dir, FILE *progres
     jr_judge_opts jo;
     char *epath = config_path(jr_cfg_str(c, "wftrain.executor"), cfg_dir);
     char *rpath = config_path(jr_cfg_str(c, "wftrain.reward"), cfg_dir);
-    jr_status st = jr_grpo_opts_from_config(&s.grpo, c);
     if (!st && !s.data.train) st = jr_fail(JR_EINVAL, "%s: data.train must name a JSONL file of workflow tasks", c->source);
     if (!st && !epath) st = jr_fail(JR_EINVAL, "%s: wftrain.executor must name the executor's config", c->source);
     if (!st) st = read_mix(&t, c);
