@@ -111,10 +111,11 @@ int cli_grade_reward(const char *cmd, const jr_reward_opts *ro, const char *in_p
                      int retry_unscored);
 /* A row's id as text (a string, or an integer written in decimal); 0 when it is neither. */
 int cli_grade_id_text(const json_t *v, char *out, size_t n);
-/* Parses input line `lineno` (bytes [s, e) of in_path) into a row with a unique id, recorded in
- * `seen`. Returns 1 with *row set (caller owns it), 0 for a row to skip (blank, or its id is in
- * `done`; *row NULL and *skipped_done set for the latter), -1 on a bad row (message set). */
-int cli_grade_read_row(const char *in_path, long lineno, const char *line, size_t len, json_t *seen,
+/* Takes the next line of the input text (bytes [*pos, len) of in_path; *pos and *lineno move past
+ * it) and parses it into a row with a unique id, recorded in `seen`. Returns 1 with *row set
+ * (caller owns it), 0 for a row to skip (blank, or its id is in `done`; *row NULL and *skipped_done
+ * set for the latter), -1 on a bad row (message set). */
+int cli_grade_next_row(const char *in_path, const char *text, size_t len, size_t *pos, long *lineno, json_t *seen,
                        const json_t *done, json_t **row, int *skipped_done);
 
 #endif

@@ -33,8 +33,9 @@ int cli_grade_id_text(const json_t *v, char *out, size_t n) {
     return 0;
 }
 
-int cli_grade_read_row(const char *in_path, long lineno, const char *line, size_t len, json_t *seen,
-                       const json_t *done, json_t **row, int *skipped_done) {
+/* Parses input line `lineno` (len bytes at line) of in_path: cli_grade_next_row's parsing. */
+static int read_row(const char *in_path, long lineno, const char *line, size_t len, json_t *seen, const json_t *done,
+                    json_t **row, int *skipped_done) {
     *row = NULL;
     *skipped_done = 0;
     size_t k = 0;
@@ -62,6 +63,14 @@ int cli_grade_read_row(const char *in_path, long lineno, const char *line, size_
     if (json_object_get(done, id)) { json_decref(r); *skipped_done = 1; return 0; }
     *row = r;
     return 1;
+}
+
+int cli_grade_next_row(const char *in_path, const char *text, size_t len, size_t *pos, long *lineno, json_t *seen,
+                       const json_t *done, json_t **row, int *skipped_done) {
+    size_t s0 = *pos, e = s0;
+    while (e < len && text[e] != '\n') e++;
+    *pos = e < len ? e + 1 : e;
+    return read_row(in_path, ++*lineno, text + s0, e - s0, seen, done, row, skipped_done);
 }
 
 /* Reads the existing output: drops a torn last line (truncating the file), records finished ids
@@ -328,13 +337,8 @@ static void run_close(struct grade_run *g) {
 /* Submits input rows while the judge has fewer than window pending; returns a status. */
 static jr_status submit_rows(struct grade_run *g, uint64_t window) {
     while (g->pos < g->in_len && jr_judge_pending(g->j) < window && !interrupted) {
-        size_t e = g->pos;
-        while (e < g->in_len && g->input[e] != '\n') e++;
-        g->lineno++;
-        size_t s0 = g->pos;
-        g->pos = e < g->in_len ? e + 1 : e;
         json_t *row;
-        int skipped_done, got = cli_grade_read_row(g->in_path, g->lineno, g->input + s0, e - s0, g->seen, g->done, &row, &skipped_done);
+        int skipped_done, got = cli_grade_next_row(g->in_path, g->input, g->in_len, &g->pos, &g->lineno, g->seen, g->done, &row, &skipped_done);
         if (got < 0) return JR_EINVAL;
         if (got == 0) { g->c.n_rows += skipped_done; g->c.n_skipped += skipped_done; continue; }
         g->c.n_rows++;

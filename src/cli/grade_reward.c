@@ -66,13 +66,8 @@ struct reward_input {
 static long read_window(struct reward_input *in, json_t **rows, long window, struct reward_counts *t) {
     long nw = 0;
     while (in->pos < in->len && nw < window) {
-        size_t e = in->pos;
-        while (e < in->len && in->text[e] != '\n') e++;
-        in->lineno++;
-        size_t s0 = in->pos;
-        in->pos = e < in->len ? e + 1 : e;
         json_t *row;
-        int skipped_done, got = cli_grade_read_row(in->path, in->lineno, in->text + s0, e - s0, in->seen, in->done, &row, &skipped_done);
+        int skipped_done, got = cli_grade_next_row(in->path, in->text, in->len, &in->pos, &in->lineno, in->seen, in->done, &row, &skipped_done);
         if (got < 0) return -1;
         if (got == 0) { t->n_rows += skipped_done; t->n_skipped += skipped_done; continue; }
         t->n_rows++;
