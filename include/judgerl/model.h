@@ -94,6 +94,9 @@ typedef struct jr_acts {
     float **qn_rstd, **kn_rstd;       /* (N*Hq), (N*Hkv) q/k norm statistics (Qwen3) */
     float **att;                      /* (B,Hq,T,T) attention probabilities; fused: (B,Hq,T) log-sum-exp */
     int fused;                        /* fused attention (jr_acts_opts) */
+    int checkpoint;                   /* activation checkpointing (jr_acts_opts): every per-layer
+                                       * array but res_in points at ONE set of buffers (the last
+                                       * layer run); the backward recomputes each layer from res_in */
     float **ao;                       /* (N,Hq*D) attention output before o_proj */
     float **res_mid;                  /* (N,C) residual after attention */
     float **ln2, **ln2_rstd;          /* (N,C), (N) */
@@ -122,6 +125,10 @@ typedef struct jr_acts_opts {
     int logit_rows;
     int fused_attention;  /* 1: jr_attention_fused_* (no T x T probabilities kept; att holds the
                            * (B,Hq,T) log-sum-exp instead; the backward recomputes) */
+    int checkpoint;       /* 1: keep only each layer's input (res_in) and one layer's other activations;
+                           * the backward runs each layer's forward again (up to SwiGLU) before its
+                           * backward: the same gradients, bit for bit (same ops on the same inputs),
+                           * for ~1/4 more matmul work and L-1 fewer layers of activations */
 } jr_acts_opts;
 #define JR_LOGIT_ROWS_AUTO (-1)
 #define JR_LOGIT_CHUNK_BYTES (64L << 20)

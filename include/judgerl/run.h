@@ -54,6 +54,7 @@ typedef struct jr_trainer_opts {
     int64_t log_every;
     int threads;             /* 0: auto */
     int tensorboard;
+    int checkpoint_activations; /* recompute each layer in the backward (jr_acts_opts.checkpoint) */
 } jr_trainer_opts;
 
 /* Fills o from trainer.* (and model.path, for the tokenizer default: trainer.tokenizer unset means

@@ -62,7 +62,9 @@ jr_status jr_acts_init_opts(jr_acts *a, const jr_model *m, int B_max, int T_max,
     size_t per_layer = N * (3 * (size_t)d.C + 2 * (size_t)d.QD + 3 * (size_t)d.KD + (size_t)d.QD + 3 * (size_t)d.F) +
                        2 * N + (d.qk_norm ? N * (size_t)(d.Hq + d.Hkv) : 0) + att + N * (size_t)d.C; /* res_mid */
     size_t half = (size_t)d.D / 2;
-    size_t total = per_layer * L + N * (2 * (size_t)d.C + 1) + lrows * (size_t)d.V + 2 * (size_t)T_max * half +
+    /* checkpointed: every layer keeps its input only; one set of the rest serves every layer */
+    size_t kept = o->checkpoint ? N * (size_t)d.C * L + (per_layer - N * (size_t)d.C) : per_layer * L;
+    size_t total = kept + N * (2 * (size_t)d.C + 1) + lrows * (size_t)d.V + 2 * (size_t)T_max * half +
                    2 * N * (size_t)d.C + 5 * N * W;
     size_t n_ptr_arrays = 20;
     a->block = jr_calloc(n_ptr_arrays * L, sizeof(float *));
@@ -79,14 +81,19 @@ jr_status jr_acts_init_opts(jr_acts *a, const jr_model *m, int B_max, int T_max,
     a->B_max = B_max; a->T_max = T_max;
     a->logit_rows = (int)lrows;
     a->fused = o->fused_attention != 0;
+    a->checkpoint = o->checkpoint != 0;
     float ***arr[] = {&a->res_in, &a->ln1, &a->ln1_rstd, &a->q, &a->k, &a->v, &a->qr, &a->kr, &a->qn_rstd,
                       &a->kn_rstd, &a->att, &a->ao, &a->res_mid, &a->ln2, &a->ln2_rstd, &a->gate, &a->up, &a->sw};
     float **ptrs = a->block;
     for (size_t i = 0; i < sizeof arr / sizeof *arr; i++) *arr[i] = ptrs + i * L;
     float *p = buf;
 #define TAKE(n) (p += (n), p - (n))
+    for (size_t l = 0; l < L; l++) a->res_in[l] = TAKE(N * d.C);
     for (size_t l = 0; l < L; l++) {
-        a->res_in[l] = TAKE(N * d.C);
+        if (a->checkpoint && l > 0) { /* the same buffers as layer 0 */
+            for (size_t i = 1; i < sizeof arr / sizeof *arr; i++) (*arr[i])[l] = (*arr[i])[0];
+            continue;
+        }
         a->ln1[l] = TAKE(N * d.C);
         a->ln1_rstd[l] = TAKE(N);
         a->q[l] = TAKE(N * d.QD);
@@ -133,6 +140,44 @@ void jr_acts_free(jr_acts *a) {
     memset(a, 0, sizeof *a);
 }
 
+/* Layer l of the forward over a->B x a->T from a->res_in[l]. full = 0 (the backward recomputing a
+ * checkpointed layer) stops after SwiGLU: the down projection's output is the next layer's input,
+ * which is kept, and its backward needs only sw. */
+static void layer_forward(const jr_model *m, jr_acts *a, int l, int full, jr_status *stp) {
+    dims d = dims_of(&m->cfg);
+    int B = a->B, T = a->T, N = B * T;
+    jr_status st = *stp;
+    const jr_layer_w *lw = &m->w.layers[l];
+    float *next = l + 1 < d.L ? a->res_in[l + 1] : a->res_out;
+    jr_rmsnorm_forward(a->ln1[l], a->ln1_rstd[l], a->res_in[l], lw->attn_norm, N, d.C, d.eps);
+    mm_f(m, &st, a->q[l], a->ln1[l], lw->wq, lw->bq, N, d.C, d.QD);
+    mm_f(m, &st, a->k[l], a->ln1[l], lw->wk, lw->bk, N, d.C, d.KD);
+    mm_f(m, &st, a->v[l], a->ln1[l], lw->wv, lw->bv, N, d.C, d.KD);
+    const float *qin = a->q[l], *kin = a->k[l];
+    if (d.qk_norm) { /* per-head RMSNorm before RoPE (Qwen3) */
+        jr_rmsnorm_forward(a->qr[l], a->qn_rstd[l], a->q[l], lw->q_norm, N * d.Hq, d.D, d.eps);
+        jr_rmsnorm_forward(a->kr[l], a->kn_rstd[l], a->k[l], lw->k_norm, N * d.Hkv, d.D, d.eps);
+        qin = a->qr[l]; kin = a->kr[l];
+    }
+    jr_rope_forward(a->qr[l], qin, a->pos, a->cos_t, a->sin_t, N, d.Hq, d.D);
+    jr_rope_forward(a->kr[l], kin, a->pos, a->cos_t, a->sin_t, N, d.Hkv, d.D);
+    if (!a->fused)
+        jr_attention_forward(a->ao[l], a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D);
+    else if (jr_attention_fused_forward(a->ao[l], a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D) && !st)
+        st = jr_fail(JR_ENOMEM, "forward: no memory for the attention scratch");
+    mm_f(m, &st, a->res_mid[l], a->ao[l], lw->wo, lw->bo, N, d.QD, d.C);
+    jr_add_inplace(a->res_mid[l], a->res_in[l], (long)N * d.C);
+    jr_rmsnorm_forward(a->ln2[l], a->ln2_rstd[l], a->res_mid[l], lw->mlp_norm, N, d.C, d.eps);
+    mm_f(m, &st, a->gate[l], a->ln2[l], lw->wgate, NULL, N, d.C, d.F);
+    mm_f(m, &st, a->up[l], a->ln2[l], lw->wup, NULL, N, d.C, d.F);
+    jr_swiglu_forward(a->sw[l], a->gate[l], a->up[l], N, d.F);
+    if (full) {
+        mm_f(m, &st, next, a->sw[l], lw->wdown, NULL, N, d.F, d.C);
+        jr_add_inplace(next, a->res_mid[l], (long)N * d.C);
+    }
+    *stp = st;
+}
+
 jr_status jr_model_forward(jr_model *m, jr_acts *a, const int32_t *ids, int B, int T) {
     if (B < 1 || T < 1 || B > a->B_max || T > a->T_max)
         return jr_fail(JR_EINVAL, "forward: batch %d x %d outside the allocated %d x %d", B, T, a->B_max, a->T_max);
@@ -149,35 +194,7 @@ jr_status jr_model_forward(jr_model *m, jr_acts *a, const int32_t *ids, int B, i
     jr_status st = JR_OK;
     const jr_weights *w = &m->w;
     jr_embedding_forward(a->res_in[0], a->ids, w->embed, N, d.C);
-    for (int l = 0; l < d.L; l++) {
-        const jr_layer_w *lw = &w->layers[l];
-        float *next = l + 1 < d.L ? a->res_in[l + 1] : a->res_out;
-        jr_rmsnorm_forward(a->ln1[l], a->ln1_rstd[l], a->res_in[l], lw->attn_norm, N, d.C, d.eps);
-        mm_f(m, &st, a->q[l], a->ln1[l], lw->wq, lw->bq, N, d.C, d.QD);
-        mm_f(m, &st, a->k[l], a->ln1[l], lw->wk, lw->bk, N, d.C, d.KD);
-        mm_f(m, &st, a->v[l], a->ln1[l], lw->wv, lw->bv, N, d.C, d.KD);
-        const float *qin = a->q[l], *kin = a->k[l];
-        if (d.qk_norm) { /* per-head RMSNorm before RoPE (Qwen3) */
-            jr_rmsnorm_forward(a->qr[l], a->qn_rstd[l], a->q[l], lw->q_norm, N * d.Hq, d.D, d.eps);
-            jr_rmsnorm_forward(a->kr[l], a->kn_rstd[l], a->k[l], lw->k_norm, N * d.Hkv, d.D, d.eps);
-            qin = a->qr[l]; kin = a->kr[l];
-        }
-        jr_rope_forward(a->qr[l], qin, a->pos, a->cos_t, a->sin_t, N, d.Hq, d.D);
-        jr_rope_forward(a->kr[l], kin, a->pos, a->cos_t, a->sin_t, N, d.Hkv, d.D);
-        if (!a->fused)
-            jr_attention_forward(a->ao[l], a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D);
-        else if (jr_attention_fused_forward(a->ao[l], a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D) &&
-                 !st)
-            st = jr_fail(JR_ENOMEM, "forward: no memory for the attention scratch");
-        mm_f(m, &st, a->res_mid[l], a->ao[l], lw->wo, lw->bo, N, d.QD, d.C);
-        jr_add_inplace(a->res_mid[l], a->res_in[l], (long)N * d.C);
-        jr_rmsnorm_forward(a->ln2[l], a->ln2_rstd[l], a->res_mid[l], lw->mlp_norm, N, d.C, d.eps);
-        mm_f(m, &st, a->gate[l], a->ln2[l], lw->wgate, NULL, N, d.C, d.F);
-        mm_f(m, &st, a->up[l], a->ln2[l], lw->wup, NULL, N, d.C, d.F);
-        jr_swiglu_forward(a->sw[l], a->gate[l], a->up[l], N, d.F);
-        mm_f(m, &st, next, a->sw[l], lw->wdown, NULL, N, d.F, d.C);
-        jr_add_inplace(next, a->res_mid[l], (long)N * d.C);
-    }
+    for (int l = 0; l < d.L; l++) layer_forward(m, a, l, 1, &st);
     jr_rmsnorm_forward(a->lnf, a->lnf_rstd, a->res_out, w->final_norm, N, d.C, d.eps);
     if (a->logit_rows >= N) mm_f(m, &st, a->logits, a->lnf, w->lm_head, NULL, N, d.C, d.V);
     if (st) a->B = a->T = 0;
@@ -232,6 +249,7 @@ jr_status jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, flo
     for (int l = d.L - 1; l >= 0; l--) {
         const jr_layer_w *lw = &w->layers[l];
         jr_layer_w *gw = &g->layers[l];
+        if (a->checkpoint && l + 1 < d.L) layer_forward(m, a, l, 0, &st); /* the last layer's are still there */
         /* MLP: dres is d(layer output) */
         float *dsw = s[0], *dgate = s[1], *dup = s[2];
         zero(dsw, (size_t)N * d.F);

@@ -220,7 +220,8 @@ static jr_status distill_open(distill *d, const jr_data_opts *dopt) {
     d->len = jr_calloc((size_t)d->B, sizeof *d->len);
     d->lp = jr_malloc(sizeof(float) * n);
     if (!d->rows || !d->results || !d->seq || !d->ids || !d->tg || !d->len || !d->lp) return JR_ENOMEM;
-    return jr_acts_init_opts(&d->acts, &r->m, d->B, d->cap, &(jr_acts_opts){JR_LOGIT_ROWS_AUTO, 1});
+    jr_acts_opts ao = {JR_LOGIT_ROWS_AUTO, 1, r->to.checkpoint_activations};
+    return jr_acts_init_opts(&d->acts, &r->m, d->B, d->cap, &ao);
 }
 
 static jr_status distill_close(distill *d, jr_status st) {

@@ -46,6 +46,9 @@ const jr_cfg_field jr_trainer_cfg[] = {
      "threads for the engine (0 = auto: 1 when a step is under 2 GFLOP, where thread barriers cost more than "
      "they save; else OMP_NUM_THREADS or all cores)", NULL, NULL, 0, 4096},
     {"trainer.tensorboard", JR_CFG_BOOL, "true", "also write a TensorBoard event file in run.out_dir", NULL, NULL, 0, 0},
+    {"trainer.checkpoint_activations", JR_CFG_BOOL, "false",
+     "keep only each layer's input for the backward and recompute the layer there (the same gradients; about one "
+     "more forward's matmuls per step for a fraction of the activation memory)", NULL, NULL, 0, 0},
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
 
@@ -152,6 +155,7 @@ void jr_trainer_opts_from_config(jr_trainer_opts *o, const jr_config *c) {
     o->log_every = jr_cfg_int(c, "trainer.log_every");
     o->threads = (int)jr_cfg_int(c, "trainer.threads");
     o->tensorboard = jr_cfg_bool(c, "trainer.tensorboard");
+    o->checkpoint_activations = jr_cfg_bool(c, "trainer.checkpoint_activations");
 }
 
 void jr_lora_opts_from_config(jr_lora_opts *o, const jr_config *c) {
