@@ -107,6 +107,12 @@ typedef struct jr_acts {
                                        * (logit_rows < B_max*T_max): (logit_rows,V) scratch only */
     int logit_rows;                   /* rows of logits materialised at a time (jr_acts_opts) */
     float *scratch;                   /* backward buffers */
+    uint16_t *wb;                     /* bf16 compute: the weights in bf16, converted by each forward
+                                       * (wb_n of them, from wb_src = the model's params) and read by
+                                       * its log-probs and backward; NULL until a bf16 forward */
+    size_t wb_n;
+    const float *wb_src;
+    uint16_t *xb;                     /* bf16 compute: one activation (B_max*T_max, C) in bf16 */
     void *block;                      /* the one allocation behind the per-layer arrays */
     size_t bytes;                     /* bytes allocated (for reports) */
 } jr_acts;
