@@ -77,7 +77,7 @@ def main():
             else 0.02 * torch.randn(shape, generator=g)
     H, nh, nkv, L, V = (c[k] for k in ("hidden_size", "num_attention_heads", "num_key_value_heads",
                                          "num_hidden_layers", "vocab_size"))
-    D, eps, R, rep = H // nh, c["rms_norm_eps"], a.rank, nh // nkv
+    D, R = H // nh, a.rank
     scale = 2.0 * R / R  # alpha = 2R
     ad = {}
     for l in range(L):
@@ -100,34 +100,8 @@ def main():
             y = y + scale * F.linear(F.linear(x, A), B)
         return y
 
-    rms = lambda x, w: w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
-
     def forward(ids, pos0, K=None, Vc=None):
-        """ids (N, S) at positions pos0.. -> final hidden states (N, S, H); K/Vc: the cache to use and fill."""
-        N, S = ids.shape
-        x = P["model.embed_tokens.weight"][ids]
-        cos, sin = cos_t[pos0:pos0 + S][None, None], sin_t[pos0:pos0 + S][None, None]
-        for l in range(L):
-            p = f"model.layers.{l}."
-            h = rms(x, P[p + "input_layernorm.weight"])
-            q = lin(h, p + "self_attn.q_proj").view(N, S, nh, D).transpose(1, 2)
-            k = lin(h, p + "self_attn.k_proj").view(N, S, nkv, D).transpose(1, 2)
-            v = lin(h, p + "self_attn.v_proj").view(N, S, nkv, D).transpose(1, 2)
-            q = q * cos + torch_twin.rotate_half(q) * sin
-            k = k * cos + torch_twin.rotate_half(k) * sin
-            if K is not None:
-                K[l][:, :, pos0:pos0 + S] = k
-                Vc[l][:, :, pos0:pos0 + S] = v
-                k, v = K[l][:, :, :pos0 + S], Vc[l][:, :, :pos0 + S]
-            kk, vv = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-            s = q @ kk.transpose(2, 3) * D ** -0.5
-            if S > 1:
-                s = s + torch.triu(torch.full((S, pos0 + S), float("-inf")), diagonal=pos0 + 1)
-            o = (torch.softmax(s.float(), -1).to(vv.dtype) @ vv).transpose(1, 2).reshape(N, S, nh * D)
-            x = x + lin(o, p + "self_attn.o_proj")
-            h = rms(x, P[p + "post_attention_layernorm.weight"])
-            x = x + lin(F.silu(lin(h, p + "mlp.gate_proj")) * lin(h, p + "mlp.up_proj"), p + "mlp.down_proj")
-        return rms(x, P["model.norm.weight"])
+        return torch_twin.cached_hidden(c, P, lin, ids, pos0, cos_t, sin_t, K, Vc)
 
     NR = a.prompts * a.group
     prompts = torch.randint(0, V, (a.prompts, a.prompt), generator=g).repeat_interleave(a.group, 0)
