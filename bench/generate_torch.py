@@ -15,13 +15,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 import torch_twin  # noqa: E402
 
-CONFIGS = {
-    "10m": dict(hidden_size=256, num_hidden_layers=6, num_attention_heads=8, num_key_value_heads=4,
-                intermediate_size=768, vocab_size=8192),
-    "100m": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, num_key_value_heads=4,
-                 intermediate_size=2048, vocab_size=32000),
-}
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_torch import CONFIGS, bench_model  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser()
@@ -31,16 +26,8 @@ def main():
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "0") or 0))
     a = ap.parse_args()
-    if a.threads > 0:
-        torch.set_num_threads(a.threads)
-    torch.set_default_dtype(torch.float32)  # torch_twin sets float64 for its checks: without this the peer ran fp64
-    c = dict(CONFIGS[a.config], architectures=["Qwen2ForCausalLM"], model_type="qwen2", max_position_embeddings=4096,
-             rms_norm_eps=1e-6, rope_theta=10000.0, rope_scaling=None, tie_word_embeddings=True)
     g = torch.Generator().manual_seed(1)
-    P = {}
-    for n, shape in torch_twin.tensor_list(c):
-        P[n] = torch.ones(shape) if n.endswith("norm.weight") else torch.zeros(shape) if n.endswith(".bias") \
-            else 0.02 * torch.randn(shape, generator=g)
+    c, P = bench_model(a.config, a.threads, g)
     H, nh, nkv, L = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"], c["num_hidden_layers"]
     D, B, Tmax = H // nh, a.batch, a.prompt + a.tokens + 1
     f = torch_twin.inv_freq(c).float()

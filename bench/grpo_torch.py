@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 import torch_twin  # noqa: E402
-from train_torch import CONFIGS  # noqa: E402
+from train_torch import CONFIGS, bench_model  # noqa: E402
 
 F = torch.nn.functional
 TARGETS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
@@ -65,16 +65,8 @@ def main():
     ap.add_argument("--micro", type=int, default=32)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "0") or 0))
     a = ap.parse_args()
-    if a.threads > 0:
-        torch.set_num_threads(a.threads)
-    torch.set_default_dtype(torch.float32)  # torch_twin sets float64 for its checks
-    c = dict(CONFIGS[a.config], architectures=["Qwen2ForCausalLM"], model_type="qwen2", max_position_embeddings=4096,
-             rms_norm_eps=1e-6, rope_theta=10000.0, rope_scaling=None, tie_word_embeddings=True)
     g = torch.Generator().manual_seed(1)
-    P = {}
-    for n, shape in torch_twin.tensor_list(c):
-        P[n] = torch.ones(shape) if n.endswith("norm.weight") else torch.zeros(shape) if n.endswith(".bias") \
-            else 0.02 * torch.randn(shape, generator=g)
+    c, P = bench_model(a.config, a.threads, g)
     H, nh, nkv, L, V = (c[k] for k in ("hidden_size", "num_attention_heads", "num_key_value_heads",
                                          "num_hidden_layers", "vocab_size"))
     D, R = H // nh, a.rank
