@@ -36,6 +36,16 @@ typedef enum { JR_COMPUTE_F32 = 0, JR_COMPUTE_BF16 = 1 } jr_compute;
  * has bf16 units (jr_nn_bf16_native) and float32 otherwise. */
 jr_compute jr_model_compute_resolve(const char *name);
 
+/* Optional: who takes the weight gradient of the model's matmul weights instead of m->grads (LoRA:
+ * the adapters' gradients straight from dout and the input; the frozen weight's own (OC, C) gradient
+ * is never formed). take(ud, w, dout, inp, N, C, OC) for the weight w (a view into params): returns 1
+ * when it took d(w) = dout^T inp (dout (N,OC), inp (N,C)) or w is frozen, 0 when the backward is to
+ * add d(w) into m->grads as usual. For the embedding it is asked with dout = inp = NULL (1: frozen). */
+typedef struct jr_dweight_hook {
+    void *ud;
+    int (*take)(void *ud, const float *w, const float *dout, const float *inp, int N, int C, int OC);
+} jr_dweight_hook;
+
 /* A model: its config, the tensor list in HF order (hfmodel.h jr_model_tensors) and every
  * parameter in ONE allocation (params[offset[i] .. offset[i] + tensors[i].numel)). Gradients
  * live in one more allocation of the same layout once jr_model_alloc_grads is called; zeroing
@@ -50,6 +60,7 @@ typedef struct jr_model {
     float *grads;                     /* NULL until jr_model_alloc_grads */
     jr_weights w, g;                  /* views of params and grads (g all NULL until allocated) */
     jr_compute compute;               /* matmuls of jr_model_forward/backward (0 = fp32 after every init) */
+    jr_dweight_hook dw_hook;          /* none (take NULL) after every init */
 } jr_model;
 
 /* Fills views of `base` (a buffer laid out as m->params) into *v. v->layers must hold

@@ -39,6 +39,8 @@ static void mm_f(const jr_model *m, const jr_acts *a, jr_status *st, float *out,
 
 static void mm_b(const jr_model *m, const jr_acts *a, jr_status *st, float *dinp, float *dw, float *db,
                  const float *dout, const float *inp, const uint16_t *inp_b, const float *w, int N, int C, int OC) {
+    if (dw && m->dw_hook.take && m->dw_hook.take(m->dw_hook.ud, w, dout, inp, N, C, OC)) dw = NULL;
+    if (!dinp && !dw && !db) return;
     if (m->compute == JR_COMPUTE_F32) { jr_matmul_backward(dinp, dw, db, dout, inp, w, N, C, OC); return; }
     if (jr_matmul_bf16_bwd(dinp, dw, db, dout, inp, inp_b, w, wbf(m, a, w), N, C, OC) && !*st)
         *st = jr_fail(JR_EINTERNAL, "backward: %s", jr_matmul_bf16_error());
@@ -333,7 +335,8 @@ jr_status jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, flo
         mm_b(m, a, &st, dln, gw->wv, gw->bv, dv, a->ln1[l], xb, lw->wv, N, d.C, d.KD);
         jr_rmsnorm_backward(dres, gw->attn_norm, dln, a->res_in[l], lw->attn_norm, a->ln1_rstd[l], N, d.C);
     }
-    jr_embedding_backward(g->embed, dres, a->ids, N, d.C);
+    if (!m->dw_hook.take || !m->dw_hook.take(m->dw_hook.ud, w->embed, NULL, NULL, N, d.C, d.V))
+        jr_embedding_backward(g->embed, dres, a->ids, N, d.C);
     a->B = a->T = 0; /* the logits are consumed */
     return st;
 }

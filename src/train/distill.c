@@ -135,7 +135,7 @@ static jr_status train_kept(distill *d, int kept, int T, double lr, double *loss
             d->lp[(size_t)b * T + t] = 0;
             *n_tok += tt[(size_t)b * T + t] >= 0;
         }
-    jr_model_zero_grads(&r->m);
+    jr_run_zero_grads(r);
     double nll;
     long cnt;
     jr_status st = jr_model_nll(&r->m, &d->acts, d->ids, tt, kept, T, 1.0f / (float)*n_tok, d->lp, &nll, &cnt);

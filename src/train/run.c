@@ -198,7 +198,9 @@ static jr_status load_state(jr_run *r, const char *ckpt, unsigned targets) {
     if (st) return st;
     r->trained = &r->m;
     if (r->use_lora) {
-        if ((st = jr_lora_init(&r->lora, &r->m, r->lo.rank, r->lo.alpha, targets, r->ro.seed))) return st;
+        if ((st = jr_lora_init(&r->lora, &r->m, r->lo.rank, r->lo.alpha, targets, r->ro.seed)) ||
+            (st = jr_lora_direct(&r->lora, 1)))
+            return st;
         r->trained = &r->lora.ad;
         if (ckpt && ((st = jr_lora_load_peft(&r->lora, ckpt)) ||
                      (st = jr_ckpt_load_state(ckpt, r->trained, &r->opt, &r->ts, t->beta1, t->beta2, t->eps,
@@ -275,6 +277,11 @@ jr_status jr_run_start(jr_run *r, double step_flops, const jr_tok *tok) {
 jr_status jr_run_checkpoint(jr_run *r, const jr_train_state *s) {
     if (r->rank) return JR_OK;
     return jr_ckpt_save_with(r->ro.out_dir, r->trained, &r->opt, s, r->to.keep_checkpoints, write_model, r);
+}
+
+void jr_run_zero_grads(jr_run *r) {
+    jr_model_zero_grads(r->trained);
+    if (r->trained != &r->m) jr_model_zero_grads(&r->m);
 }
 
 jr_status jr_run_update(jr_run *r, double lr, double *gnorm) {

@@ -169,7 +169,7 @@ static jr_status sft_step(void *ud, jr_run *r, int64_t step, double *loss, int *
         if ((st = next_batch(s, &s->mb[i]))) return st;
         n_tok += s->mb[i].n_tok;
     }
-    jr_model_zero_grads(&r->m);
+    jr_run_zero_grads(r);
     double nll = 0;
     float scale = n_tok ? 1.0f / (float)n_tok : 0.0f;
     int lo = (int)((long)s->accum * r->rank / r->ranks), hi = (int)((long)s->accum * (r->rank + 1) / r->ranks);
