@@ -72,7 +72,7 @@ P
 echo "# load before the peer: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ "$cfg" = 0.5b ]; then
   /usr/bin/python3 "$root/bench/grpo_torch.py" --config 0.5b --judge-url "http://127.0.0.1:$port/v1" --prompts "$np" \
-    --tokens "$comp" --rank "$lora" --micro 32 --threads "$th"
+    --tokens "$comp" --rank "$lora" --micro 16 --threads "$th"  # 32 rows: > 23 GB in eager PyTorch (OOM-killed here)
 else
   /usr/bin/python3 "$root/bench/train_torch.py" --config 10m --batch 32 --seq 80 --steps 3 --threads "$th"
 fi
