@@ -75,7 +75,7 @@ def ctags_functions(root, paths):
         fields = dict(c.split(":", 1) for c in cols[3:] if ":" in c)
         if "line" not in fields:
             continue
-        end = int(fields.get("end", fields["line"]))
+        end = int(fields.get("end", 0))  # 0: ctags found no end (reported as a violation, never let through)
         funcs.append((cols[0], cols[1], int(fields["line"]), end, "file" in fields))
     return funcs
 
@@ -109,6 +109,9 @@ def read(root, path):
 
 def check_lengths(root, funcs, errors, notes):
     for name, path, first, last, _ in funcs:
+        if last < first:
+            errors.append("%s:%d: ctags found no end for function %s: its length cannot be checked" % (path, first, name))
+            continue
         n = last - first + 1
         if n <= MAX_LINES:
             continue
@@ -288,15 +291,18 @@ def one_circle(graph, comp):
 
 def file_graph(root, src, funcs):
     """{file: set(files whose exported functions it names)} over the .c/.cc files of src/."""
-    exported = {}
+    exported, own_static = {}, {}
     for name, path, _, _, static in funcs:
         if not static and path.endswith((".c", ".cc")):
             exported.setdefault(name, set()).add(path)
+        elif static:
+            own_static.setdefault(path, set()).add(name)
     graph = {}
     for path in src:
         if not path.endswith((".c", ".cc")):
             continue
-        names = set(IDENT_RE.findall(NOISE_RE.sub(" ", read(root, path))))
+        # a file's own static function shadows an exported one of the same name
+        names = set(IDENT_RE.findall(NOISE_RE.sub(" ", read(root, path)))) - own_static.get(path, set())
         for n in names:
             for f in exported.get(n, ()):
                 if f != path:
