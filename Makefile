@@ -5,7 +5,7 @@
 #   make demo       deps + release build + `judgerl demo`
 #   make fuzz       libFuzzer targets (clang): build/fuzz/
 #   make check-warnings  both builds with -Werror
-#   make format     clang-format every C source and header in place (.clang-format; not part of make test)
+#   make format     clang-format the lines changed since main (.clang-format; FILES="..." for whole files; not in make test)
 #   make install PREFIX=/usr/local   binary, headers, static and shared library, pkg-config file, and
 #                        configs/ data/ templates/ under PREFIX/share/judgerl (DESTDIR honoured)
 
@@ -16,7 +16,7 @@ PKGS    := libcurl jansson yaml-0.1 libpcre2-8 libutf8proc sqlite3 openblas libm
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN    := -Wall -Wextra -Wno-unused-parameter
-BASE    := -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -fopenmp $(WARN) $(EXTRA_CFLAGS)
+BASE    := -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -Iexamples -fopenmp $(WARN) $(EXTRA_CFLAGS)
 BASECXX := -std=c++17 -D_GNU_SOURCE -Iinclude -Isrc $(WARN) $(EXTRA_CFLAGS)
 LIBS     = $(PKG_LIBS) $(MPI_LIBS) -ldnnl -lcld2 -lstdc++ -lm -lpthread -fopenmp
 # MPI (OpenMPI, libopenmpi-dev) is compiled in when its pkg-config file is there; MPI=0 builds without it
@@ -43,6 +43,10 @@ OUT := build/$(BUILD)$(if $(filter 1,$(MPI)),,$(if $(shell pkg-config --exists o
 LIB_SRC  := $(filter-out src/cli/%,$(wildcard src/*/*.c))
 LIB_CXX  := $(filter-out src/cli/%,$(wildcard src/*/*.cc))
 CLI_SRC  := $(wildcard src/cli/*.c)
+# The 8-ball demo, a program on the library (examples/eightball/): its objects but main.c go into
+# libeightball.a, which `judgerl demo` (and `judgerl seed1`) link; main.c makes it a program of its own.
+EX_SRC   := $(filter-out examples/eightball/main.c,$(wildcard examples/eightball/*.c))
+EX_OBJ   := $(patsubst %.c,$(OUT)/obj/%.o,$(EX_SRC))
 TEST_SRC := $(wildcard tests/test_*.c)
 LIB_OBJ  := $(patsubst %.c,$(OUT)/obj/%.o,$(LIB_SRC)) $(patsubst %.cc,$(OUT)/obj/%.o,$(LIB_CXX))
 CLI_OBJ  := $(patsubst %.c,$(OUT)/obj/%.o,$(CLI_SRC))
@@ -59,7 +63,7 @@ SONAME   := libjudgerl.so.$(API_VERSION)
 .DEFAULT_GOAL := all
 
 all: build
-build: $(OUT)/judgerl $(OUT)/libjudgerl.so $(TEST_BIN)
+build: $(OUT)/judgerl $(OUT)/libjudgerl.so $(OUT)/examples/eightball $(TEST_BIN)
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=asan build
@@ -76,7 +80,7 @@ COMPILE_ID := $(CC) $(CXX) $(BASE) $(BASECXX) $(MODE_FLAGS) $(PKG_CFLAGS) $(MPI_
 $(OUT)/compile-flags: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(COMPILE_ID)' | cmp -s - $@ || echo '$(COMPILE_ID)' >$@
-$(LIB_OBJ) $(CLI_OBJ): $(OUT)/compile-flags
+$(LIB_OBJ) $(CLI_OBJ) $(EX_OBJ) $(OUT)/obj/examples/eightball/main.o: $(OUT)/compile-flags
 FORCE:
 $(OUT)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -101,12 +105,20 @@ $(OUT)/$(SONAME): $(LIB_OBJ)
 $(OUT)/libjudgerl.so: $(OUT)/$(SONAME)
 	ln -sf $(SONAME) $@
 
-$(OUT)/judgerl: $(CLI_OBJ) $(OUT)/libjudgerl.a
+$(OUT)/libeightball.a: $(EX_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(OUT)/judgerl: $(CLI_OBJ) $(OUT)/libeightball.a $(OUT)/libjudgerl.a
 	$(CC) $(MODE_FLAGS) -fopenmp $^ -o $@ $(LIBS)
 
-$(OUT)/tests/%: tests/%.c $(OUT)/libjudgerl.a
+$(OUT)/examples/eightball: $(OUT)/obj/examples/eightball/main.o $(OUT)/libeightball.a $(OUT)/libjudgerl.a
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -MMD -MP -Itests $< $(OUT)/libjudgerl.a -o $@ $(LIBS) $(TEST_LDFLAGS)
+	$(CC) $(MODE_FLAGS) -fopenmp $^ -o $@ $(LIBS)
+
+$(OUT)/tests/%: tests/%.c $(OUT)/libeightball.a $(OUT)/libjudgerl.a
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -MMD -MP -Itests $< $(OUT)/libeightball.a $(OUT)/libjudgerl.a -o $@ $(LIBS) $(TEST_LDFLAGS)
 
 # Linked against the shared library (found beside tests/ at run time), not the static one.
 $(OUT)/tests/test_api_version: tests/test_api_version.c $(OUT)/libjudgerl.so
@@ -206,4 +218,4 @@ clean:
 	rm -rf build
 
 # Header dependencies recorded by -MMD (absent on the first build, when everything is built anyway).
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(FUZZ_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(EX_OBJ:.o=.d) $(OUT)/obj/examples/eightball/main.d $(TEST_BIN:=.d) $(FUZZ_BIN:=.d)

@@ -85,7 +85,7 @@ jr_status jr_run_dir_prepare(const jr_run_opts *o, int resume, int dry) {
         if (o->overwrite && !resume && !dry && run_file(nm)) {
             char *p = jr_path_join(o->out_dir, nm);
             if (!p) st = JR_ENOMEM;
-            else jr_remove_tree(p);
+            else if (!st) st = jr_rmtree(p);
             free(p);
         }
     }
