@@ -472,10 +472,58 @@ TEST(bf16_sampler_logprobs_near_training_logprobs) {
     check_logprobs_vs_training_in(1.0f, 1.0f, JR_COMPUTE_BF16, BF16_BOTH_LP_ATOL);
 }
 
+/* The second half of bf16_chunked_batched_prefill_same_tokens_and_no_stall: the 40-token prompt
+ * (seeded by p) arrives while 5 requests decode, cut into chunks of at most 7 tokens (fixed, or
+ * sized by an ITL target when itl > 0); its tokens must be `alone`'s. Returns the steps it took to
+ * its first token. */
+static int chunked_among_others(jr_model *m, const jr_kv_opts *o, const jr_gen_params *p, const int32_t *prompt,
+                                int32_t alone[2][16], double itl) {
+    jr_lm lm;
+    jr_gen *g;
+    jr_gen_req *r;
+    CHECK_OK(jr_kv_lm_open_opts(&lm, m, 8, 64, o));
+    CHECK_OK(jr_gen_open(&g, &lm, &V, 5));
+    jr_gen_set_prefill_chunk(g, 7);
+    jr_gen_set_itl_target(g, itl);
+    jr_gen_req *others[5];
+    for (int k = 0; k < 5; k++) {
+        int32_t op[5] = {k, k + 1, 7, 9, 200};
+        jr_gen_params q = *p;
+        q.seed = (uint64_t)k + 1000;
+        q.max_tokens = 60;
+        CHECK_OK(jr_gen_add(g, op, 5, 1, &q, NULL, NULL, &others[k]));
+    }
+    for (int i = 0; i < 100 && jr_gen_req_seq(others[4], 0)->n_tokens < 2; i++) CHECK_OK(jr_gen_step(g)); /* all 25 in */
+    int before = jr_gen_req_seq(others[0], 0)->n_tokens;
+    CHECK_OK(jr_gen_add(g, prompt, 40, 2, p, NULL, NULL, &r));
+    int steps = 0, taken = 0, idle = 0;
+    while (jr_gen_req_seq(r, 0)->n_tokens == 0 && steps <= 50) {
+        CHECK_OK(jr_gen_step(g));
+        steps++;
+        int t = jr_gen_last_prefill_tokens(g);
+        CHECK_MSG(t >= 0 && t <= 7, "a step took %d prompt tokens (chunk 7)", t);
+        taken += t;
+        idle += t == 0;
+    }
+    CHECK_MSG(taken == 40, "the steps took %d prompt tokens for a 40-token prompt", taken);
+    /* A decode-only step measures the decode time at most once per 32 steps here (the batch stays 5) */
+    CHECK_MSG(idle <= (itl > 0 ? 1 + steps / 32 : 0), "%d steps of %d took no prompt token", idle, steps);
+    CHECK_MSG(jr_gen_req_seq(others[0], 0)->n_tokens == before + steps, "the running sequence got %d tokens in %d steps",
+              jr_gen_req_seq(others[0], 0)->n_tokens - before, steps);
+    while (!jr_gen_req_done(r)) CHECK_OK(jr_gen_step(g));
+    for (int i = 0; i < 2; i++)
+        CHECK_MSG(jr_gen_req_seq(r, i)->n_tokens == 16 && !memcmp(jr_gen_req_seq(r, i)->tokens, alone[i], 16 * sizeof(int32_t)),
+                  "sequence %d differs when its prompt is chunked (itl target %g) and batched", i, itl);
+    jr_gen_close(g);
+    jr_kv_lm_close(&lm);
+    return steps;
+}
+
 /* Batched, chunked prefill (bf16 weights: jr_lm.batch_prefill): a seeded request with a 40-token
  * prompt gives the same tokens prefilled whole and alone as cut into 7-token chunks among 5 other
  * requests' prompts and decode rows; while it is being prefilled the running sequences keep getting
- * one token per step. */
+ * one token per step. With an ITL target (jr_gen_set_itl_target) the prompt is cut by the measured
+ * step times instead: any cut, never over the chunk, the same tokens. */
 TEST(bf16_chunked_batched_prefill_same_tokens_and_no_stall) {
     jr_model m;
     if (random_model(&m, 0.1f)) { CHECK(0); return; }
@@ -505,32 +553,10 @@ TEST(bf16_chunked_batched_prefill_same_tokens_and_no_stall) {
     jr_gen_close(g);
     jr_kv_lm_close(&lm1);
 
-    jr_lm lm;
-    CHECK_OK(jr_kv_lm_open_opts(&lm, &m, 8, 64, &o));
-    CHECK_OK(jr_gen_open(&g, &lm, &V, 5));
-    jr_gen_set_prefill_chunk(g, 7);
-    jr_gen_req *others[5];
-    for (int k = 0; k < 5; k++) {
-        int32_t op[5] = {k, k + 1, 7, 9, 200};
-        jr_gen_params q = p;
-        q.seed = (uint64_t)k + 1000;
-        q.max_tokens = 40;
-        CHECK_OK(jr_gen_add(g, op, 5, 1, &q, NULL, NULL, &others[k]));
-    }
-    for (int i = 0; i < 6; i++) CHECK_OK(jr_gen_step(g)); /* 25 prompt tokens: in by the 4th step */
-    int before = jr_gen_req_seq(others[0], 0)->n_tokens;
-    CHECK_OK(jr_gen_add(g, prompt, 40, 2, &p, NULL, NULL, &r));
-    int steps = 0;
-    while (jr_gen_req_seq(r, 0)->n_tokens == 0) { CHECK_OK(jr_gen_step(g)); steps++; if (steps > 50) break; }
+    int steps = chunked_among_others(&m, &o, &p, prompt, alone, 0);
     CHECK_MSG(steps == 6, "a 40-token prompt in chunks of 7 took %d steps", steps); /* ceil(40 / 7) */
-    CHECK_MSG(jr_gen_req_seq(others[0], 0)->n_tokens == before + steps, "the running sequence got %d tokens in %d steps",
-              jr_gen_req_seq(others[0], 0)->n_tokens - before, steps);
-    while (!jr_gen_req_done(r)) CHECK_OK(jr_gen_step(g));
-    for (int i = 0; i < 2; i++)
-        CHECK_MSG(jr_gen_req_seq(r, i)->n_tokens == 16 && !memcmp(jr_gen_req_seq(r, i)->tokens, alone[i], sizeof alone[i]),
-                  "sequence %d differs when its prompt is chunked and batched", i);
-    jr_gen_close(g);
-    jr_kv_lm_close(&lm);
+    steps = chunked_among_others(&m, &o, &p, prompt, alone, 1.5);
+    CHECK_MSG(steps >= 6 && steps <= 42, "with an ITL target a 40-token prompt took %d steps", steps);
     jr_model_free(&m);
 }
 

@@ -229,6 +229,49 @@ static jr_status rows_reserve(kv *s, int R) {
     return JR_OK;
 }
 
+/* o[0..n) += p * v[0..n) for a bf16 or fp32 row v, 8 lanes at a time (one fused multiply-add per lane). */
+static inline void axpy_row(float *restrict o, float p, const char *v, int kb, int n) {
+    v8 pv = {p, p, p, p, p, p, p, p};
+    int d = 0;
+    if (kb) {
+        const uint16_t *vb = (const uint16_t *)(const void *)v;
+        for (; d + 8 <= n; d += 8) {
+            float w[8];
+            for (int j = 0; j < 8; j++) w[j] = widen(vb[d + j]);
+            v8 acc = fma8(ld8(o + d), pv, ld8(w));
+            memcpy(o + d, &acc, sizeof acc);
+        }
+        for (; d < n; d++) o[d] += p * widen(vb[d]);
+    } else {
+        const float *vf = (const float *)(const void *)v;
+        for (; d + 8 <= n; d += 8) {
+            v8 acc = fma8(ld8(o + d), pv, ld8(vf + d));
+            memcpy(o + d, &acc, sizeof acc);
+        }
+        for (; d < n; d++) o[d] += p * vf[d];
+    }
+}
+
+/* One query head of one row over P cached positions (keys kc, values vc: position t at t * KD
+ * elements): scores in a (P), softmax, o (D) = the weighted sum of the values in position order.
+ * Each row's result depends on its own cache only. */
+static void attend(const kv *s, const float *qv, const char *kc, const char *vc, float *a, int P, float scale,
+                   float *restrict o) {
+    int D = s->D, kb = s->o.kv_bf16;
+    size_t stride = (size_t)s->KD * s->esz;
+    float mx = -INFINITY;
+    for (int t = 0; t < P; t++) {
+        const char *kt = kc + (size_t)t * stride;
+        a[t] = (kb ? dot_fixed_b(qv, (const uint16_t *)(const void *)kt, D) : dot_fixed(qv, (const float *)(const void *)kt, D)) * scale;
+        if (a[t] > mx) mx = a[t];
+    }
+    float sum = 0;
+    for (int t = 0; t < P; t++) { a[t] = expf(a[t] - mx); sum += a[t]; }
+    float inv = 1.0f / sum;
+    memset(o, 0, (size_t)D * sizeof(float));
+    for (int t = 0; t < P; t++) axpy_row(o, a[t] * inv, vc + (size_t)t * stride, kb, D);
+}
+
 /* Runs R rows (row r: token ids[r] of slot slot_of[r] at position pos[r]) through the model,
  * writing their keys and values into the cache; rows of one slot must come in position order.
  * Writes logits (V per row) for the rows listed in out_rows (n_out of them) into logits. */
@@ -268,35 +311,10 @@ static void forward_rows(kv *s, int R, const int *out_rows, int n_out, float *lo
 #pragma omp parallel for collapse(2) schedule(static) if ((long)R * Hq * (s->pos[R - 1] + 1) * D >= 65536)
         for (int r = 0; r < R; r++)
             for (int h = 0; h < Hq; h++) {
-                const float *qv = s->q + (size_t)r * QD + (size_t)h * D;
-                const char *kc = kslot(s, s->k, l, s->slot_of[r]) + (size_t)(h / grp) * D * s->esz;
-                const char *vc = kslot(s, s->v, l, s->slot_of[r]) + (size_t)(h / grp) * D * s->esz;
-                int kb = s->o.kv_bf16;
-                float *a = s->att + ((size_t)r * Hq + (size_t)h) * s->T;
-                int P = s->pos[r] + 1;
-                float mx = -INFINITY;
-                for (int t = 0; t < P; t++) {
-                    const char *kt = kc + (size_t)t * KD * s->esz;
-                    a[t] = (kb ? dot_fixed_b(qv, (const uint16_t *)(const void *)kt, D)
-                               : dot_fixed(qv, (const float *)(const void *)kt, D)) * scale;
-                    if (a[t] > mx) mx = a[t];
-                }
-                float sum = 0;
-                for (int t = 0; t < P; t++) { a[t] = expf(a[t] - mx); sum += a[t]; }
-                float inv = 1.0f / sum;
-                float *o = s->ao + (size_t)r * QD + (size_t)h * D;
-                for (int d = 0; d < D; d++) o[d] = 0;
-                for (int t = 0; t < P; t++) {
-                    const char *vt = vc + (size_t)t * KD * s->esz;
-                    float p = a[t] * inv;
-                    if (kb) {
-                        const uint16_t *vb = (const uint16_t *)(const void *)vt;
-                        for (int d = 0; d < D; d++) o[d] += p * widen(vb[d]);
-                    } else {
-                        const float *vf = (const float *)(const void *)vt;
-                        for (int d = 0; d < D; d++) o[d] += p * vf[d];
-                    }
-                }
+                size_t hk = (size_t)(h / grp) * D * s->esz;
+                attend(s, s->q + (size_t)r * QD + (size_t)h * D, kslot(s, s->k, l, s->slot_of[r]) + hk,
+                       kslot(s, s->v, l, s->slot_of[r]) + hk, s->att + ((size_t)r * Hq + (size_t)h) * s->T,
+                       s->pos[r] + 1, scale, s->ao + (size_t)r * QD + (size_t)h * D);
             }
         mm(s, decode, s->tmp, s->ao, lw->wo, lb ? lb->o : NULL, lw->bo, R, QD, C);
         jr_add_inplace(s->x, s->tmp, (long)R * C);
