@@ -3,6 +3,7 @@
 #include "harness.h"
 
 #include "judgerl/generate.h"
+#include "judgerl/hfmodel.h"
 #include "judgerl/kvcache.h"
 #include "judgerl/model.h"
 #include "judgerl/nn.h"
@@ -560,6 +561,64 @@ TEST(bf16_chunked_batched_prefill_same_tokens_and_no_stall) {
     jr_model_free(&m);
 }
 
+/* Prefill + 3 decode steps of a fixed prompt through a bf16-weight cache: all the logits, in out. */
+static void bf16_logits_of(const jr_model *m, float *out) {
+    jr_kv_opts o = {JR_COMPUTE_BF16, 0, 1};
+    jr_lm lm;
+    CHECK_OK(jr_kv_lm_open_opts(&lm, m, 1, 32, &o));
+    int V0 = m->cfg.vocab_size, slot = 0;
+    int32_t ids[12];
+    for (int i = 0; i < 12; i++) ids[i] = (int32_t)((i * 13 + 5) % V0);
+    CHECK_OK(lm.prefill(lm.impl, 0, ids, 9, out));
+    for (int t = 9; t < 12; t++) CHECK_OK(lm.decode(lm.impl, 1, &slot, &ids[t], out + (size_t)(t - 8) * V0));
+    jr_kv_lm_close(&lm);
+}
+
+/* jr_model_load_bf16 (no fp32 copy of the matmul weights): the same logits, bitwise, as jr_model_load
+ * + a bf16-weight cache, from fp32 files (converted tensor by tensor) and from bf16 files (as
+ * stored), for the 4 fixtures (tied and untied heads, biases, q/k norms); what needs fp32 refuses it. */
+TEST(bf16_loaded_model_same_logits_as_fp32_loaded) {
+    char *tmp = jt_tmpdir("bf16load");
+    for (size_t f = 0; f < sizeof fixtures / sizeof *fixtures; f++) {
+        char dir[1024], dir16[1100];
+        snprintf(dir, sizeof dir, "%s/tests/fixtures/engine/%s", jt_root(), fixtures[f]);
+        snprintf(dir16, sizeof dir16, "%s/%s", tmp, fixtures[f]);
+        jr_model m, mb;
+        CHECK_OK(jr_model_load(&m, dir));
+        int V0 = m.cfg.vocab_size;
+        float *a = malloc(sizeof(float) * 4 * V0), *b = malloc(sizeof(float) * 4 * V0);
+        const float **ptrs = malloc(sizeof *ptrs * (size_t)m.n_tensors);
+        for (int i = 0; i < m.n_tensors; i++) ptrs[i] = m.params + m.offset[i];
+        CHECK_OK(jr_hfdir_write(dir16, &m.cfg, NULL, ptrs, JR_DT_BF16, 0));
+        for (int k = 0; k < 2; k++) { /* the fp32 files, then the bf16 ones */
+            jr_model mf;
+            CHECK_OK(jr_model_load(&mf, k ? dir16 : dir));
+            CHECK_OK(jr_model_load_bf16(&mb, k ? dir16 : dir));
+            CHECK(mb.w16 != NULL && mb.n_params < mf.n_params / 2);
+            bf16_logits_of(&mf, a);
+            bf16_logits_of(&mb, b);
+            CHECK_MSG(!memcmp(a, b, sizeof(float) * 4 * V0), "%s (%s files): logits differ", fixtures[f], k ? "bf16" : "fp32");
+            jr_kv_opts o32 = jr_kv_opts_default();
+            jr_lm lm;
+            CHECK(jr_kv_lm_open_opts(&lm, &mb, 1, 8, &o32) == JR_EINVAL);
+            jr_acts acts;
+            int32_t ids[2] = {1, 2};
+            CHECK_OK(jr_acts_init(&acts, &mf, 1, 2));
+            CHECK(jr_model_forward(&mb, &acts, ids, 1, 2) == JR_EUNSUPPORTED);
+            CHECK(jr_model_alloc_grads(&mb) == JR_EUNSUPPORTED);
+            jr_acts_free(&acts);
+            jr_model_free(&mf);
+            jr_model_free(&mb);
+        }
+        free(ptrs); free(a); free(b);
+        jr_model_free(&m);
+    }
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    CHECK(system(cmd) == 0);
+    free(tmp);
+}
+
 int main(void) {
     vocab_init();
     KVO = jr_kv_opts_default();
@@ -578,6 +637,7 @@ int main(void) {
     jt_run("bf16_seeded_request_same_alone_and_batched_with_31_others", seeded_request_same_alone_and_batched_with_31_others);
     RUN(bf16_sampler_logprobs_near_training_logprobs);
     RUN(bf16_chunked_batched_prefill_same_tokens_and_no_stall);
+    RUN(bf16_loaded_model_same_logits_as_fp32_loaded);
     jt_run("bf16_stop_strings_eos_length_and_streamed_text", stop_strings_eos_length_and_streamed_text);
     KVO.kv_bf16 = 1;
     jt_run("bf16_kv_cache_decode_rows_do_not_depend_on_the_batch", decode_rows_do_not_depend_on_the_batch);

@@ -106,7 +106,8 @@ void jr_gen_set_prefill_chunk(jr_gen *g, int tokens);
 /* Inter-token latency target while prompts are prefilled beside running sequences (batch_prefill
  * lms): with ratio > 1 a step takes only as many prompt tokens (at least 1, at most the chunk) as keep
  * it within about `ratio` x the time of a step of the decode rows alone, both measured as the
- * generator runs (running means; a decode-only step re-measures the decode time when the decode
+ * generator runs (running means of the process's CPU time per step, so that waiting for a core on a
+ * shared machine is not taken for the cost of prompt rows; a decode-only step re-measures the decode time when the decode
  * batch changes by over a quarter and every 32 steps). Tokens never change (the rows are
  * batch-invariant): only how a prompt is cut. 0 or <= 1: the fixed chunk (the default). */
 void jr_gen_set_itl_target(jr_gen *g, double ratio);

@@ -21,7 +21,7 @@ static int cmp_d(const void *a, const void *b) {
 
 /* The serve scenario of issue 23: B sequences decode, then one request with an L-token prompt arrives.
  * Step times (= every running sequence's inter-token latency) before it (median of 8 steps) and while
- * its prompt is prefilled (mean and max), with `chunk` prompt tokens per step (0 = whole). */
+ * its prompt is prefilled (mean, median and max), with `chunk` prompt tokens per step (0 = whole). */
 static jr_status interference(const jr_model *m, const jr_kv_opts *kvo, int B, int P, int L, int chunk, double itl,
                                json_t *out) {
     int V = m->cfg.vocab_size;
@@ -46,8 +46,9 @@ static jr_status interference(const jr_model *m, const jr_kv_opts *kvo, int B, i
         prompt[0] = b;
         st = jr_gen_add(g, prompt, P, 1, &p, NULL, NULL, &r);
     }
-    double before[8], during_sum = 0, during_max = 0;
+    double before[8], during_sum = 0, during_max = 0, *during = malloc(sizeof(double) * (size_t)(L + 64));
     int n_during = 0;
+    if (!during) st = jr_fail(JR_ENOMEM, "out of memory");
     for (int i = 0; i < 4 && !st; i++) st = jr_gen_step(g); /* every short prompt in */
     for (int i = 0; i < 8 && !st; i++) {
         double t0 = cli_wall_s();
@@ -62,6 +63,7 @@ static jr_status interference(const jr_model *m, const jr_kv_opts *kvo, int B, i
         double d = cli_wall_s() - t0;
         during_sum += d;
         if (d > during_max) during_max = d;
+        if (n_during < L + 64) during[n_during] = d;
         n_during++;
     }
     if (!st) {
@@ -73,11 +75,16 @@ static jr_status interference(const jr_model *m, const jr_kv_opts *kvo, int B, i
         json_object_set_new(out, "itl_ms_before", json_real(1e3 * med));
         json_object_set_new(out, "itl_ms_during_mean", json_real(1e3 * during_sum / n_during));
         json_object_set_new(out, "itl_ms_during_max", json_real(1e3 * during_max));
+        int nd = n_during < L + 64 ? n_during : L + 64;
+        qsort(during, (size_t)nd, sizeof *during, cmp_d);
+        json_object_set_new(out, "itl_ms_during_median", json_real(1e3 * 0.5 * (during[(nd - 1) / 2] + during[nd / 2])));
+        json_object_set_new(out, "itl_during_median_over_before", json_real(0.5 * (during[(nd - 1) / 2] + during[nd / 2]) / med));
         json_object_set_new(out, "itl_during_mean_over_before", json_real(during_sum / n_during / med));
         json_object_set_new(out, "long_prompt_steps", json_integer(n_during));
         json_object_set_new(out, "long_prompt_ttft_s", json_real(during_sum));
     }
     if (g) jr_gen_close(g);
+    free(during);
     free(bytes);
     free(lens);
     free(prompt);
@@ -132,7 +139,7 @@ int cmd_bench_generate(int argc, char **argv) {
     if (rc) return rc;
     jr_model m;
     jr_status st;
-    if (model) st = jr_model_load(&m, model);
+    if (model) st = kvo.weights == JR_COMPUTE_BF16 ? jr_model_load_bf16(&m, model) : jr_model_load(&m, model); /* as serve */
     else {
         jr_model_config c;
         if (cli_bench_config(cname, &c)) return cli_usage(cmd, "--config: unknown '%s' (10m, 100m or 0.5b)", cname);

@@ -101,11 +101,11 @@ int cli_kv_opts(const char *cmd, const cli_kv_args *a, jr_kv_opts *o) {
     return CLI_OK;
 }
 
-jr_status cli_textgen_open(jr_textgen *t, const char *model, const char *tok_spec, int n_slots, int max_ctx, char *desc,
-                           size_t desc_len) {
+jr_status cli_textgen_open(jr_textgen *t, const char *model, const char *tok_spec, int n_slots, int max_ctx,
+                           const jr_kv_opts *kvo, char *desc, size_t desc_len) {
     snprintf(desc, desc_len, "%s", model);
     if (has_file(model, "config.json") || !has_file(model, "adapter_config.json"))
-        return jr_textgen_open(t, model, tok_spec, n_slots, max_ctx);
+        return jr_textgen_open_kv(t, model, tok_spec, n_slots, max_ctx, kvo); /* bf16: loaded in bf16 */
     /* a LoRA checkpoint (the PEFT adapter and the tokenizer files): its base model, folded in memory */
     char *ap = jr_path_join(model, "adapter_config.json");
     if (!ap) return jr_fail(JR_ENOMEM, "out of memory");
@@ -122,8 +122,9 @@ jr_status cli_textgen_open(jr_textgen *t, const char *model, const char *tok_spe
         /* the checkpoint's own tokenizer (the one the run trained with) unless one was given */
         const char *tok = tok_spec && strcmp(tok_spec, "auto") ? tok_spec : has_file(model, "tokenizer.json") ? model : tok_spec;
         snprintf(desc, desc_len, "%s + LoRA adapter %s", base, model);
-        st = jr_textgen_open(t, base, tok, n_slots, max_ctx);
+        st = jr_textgen_open(t, base, tok, n_slots, max_ctx); /* fp32: the adapter folds into fp32 weights */
         if (!st && (st = jr_lora_merge_into(&t->model, model))) jr_textgen_close(t);
+        if (!st && (st = jr_textgen_set_kv(t, kvo))) jr_textgen_close(t);
     }
     json_decref(ac);
     return st;

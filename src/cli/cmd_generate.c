@@ -268,7 +268,7 @@ int cmd_generate(int argc, char **argv) {
 
     jr_textgen t;
     char mdesc[1024];
-    jr_status st = cli_textgen_open(&t, a.model, a.tokenizer, 1, 2, mdesc, sizeof mdesc); /* the cache is sized once the prompts are known */
+    jr_status st = cli_textgen_open(&t, a.model, a.tokenizer, 1, 2, &kvo, mdesc, sizeof mdesc); /* the cache is sized once the prompts are known */
     if (st) { json_decref(rows); return cli_fail(cmd, st); }
     if ((st = jr_textgen_set_kv(&t, &kvo))) { json_decref(rows); jr_textgen_close(&t); return cli_fail(cmd, st); }
     size_t np = json_array_size(rows), n = (size_t)a.n;

@@ -167,7 +167,7 @@ int cmd_serve(int argc, char **argv) {
     fprintf(stderr, "judgerl serve: listening on http://%s:%d (loading %s)\n", host, jr_server_port(s), model);
     jr_textgen t;
     char mdesc[1024];
-    if ((st = cli_textgen_open(&t, model, tokenizer, (int)x.parallel, (int)x.ctx, mdesc, sizeof mdesc))) {
+    if ((st = cli_textgen_open(&t, model, tokenizer, (int)x.parallel, (int)x.ctx, &kvo, mdesc, sizeof mdesc))) {
         jr_server_stop(s, 0);
         return cli_fail(cmd, st);
     }

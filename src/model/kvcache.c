@@ -19,7 +19,8 @@ typedef struct kv {
     jr_kv_opts o;
     void *k, *v;               /* (L, S, T, KD) floats, or bf16 when o.kv_bf16 */
     size_t esz;                /* bytes per cached element */
-    uint16_t *wb;              /* o.weights == BF16: every matmul weight in bf16 (one buffer) */
+    uint16_t *wb;              /* o.weights == BF16: every matmul weight in bf16 (one buffer), unless the
+                                * model holds them (m->w16): then only a tied lm_head's copy */
     lw16 *lb;                  /* per layer, into wb */
     uint16_t *head_b;          /* lm_head (V, C) in bf16, into wb */
     uint16_t *a16;             /* bf16 copy of a matmul's input rows */
@@ -155,6 +156,10 @@ static char *kslot(kv *s, void *base, int l, int slot) {
 /* Converts the model's fp32 matmul weights into the bf16 copy. */
 static void sync_weights(kv *s) {
     const jr_weights *w = &s->m->w;
+    if (s->m->w16) { /* the model's own bf16 weights (they do not change); a tied lm_head is the embedding */
+        if (s->m->cfg.tie_word_embeddings) jr_bf16_from_f32(s->head_b, w->embed, (long)s->V * (long)s->C);
+        return;
+    }
     size_t C = (size_t)s->C, QD = (size_t)s->QD, KD = (size_t)s->KD, F = (size_t)s->F;
     for (int l = 0; l < s->L; l++) {
         const jr_layer_w *lw = &w->layers[l];
@@ -169,8 +174,36 @@ static void sync_weights(kv *s) {
     jr_bf16_from_f32(s->head_b, w->lm_head, (long)s->V * (long)C);
 }
 
+/* Points the layers (and an untied lm_head) at a model's own bf16 weights (jr_model_load_bf16); a
+ * tied lm_head gets a bf16 copy of the embedding. */
+static int borrow_weights(kv *s) {
+    const jr_model *m = s->m;
+    s->lb = calloc((size_t)s->L, sizeof *s->lb);
+    if (!s->lb) return -1;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const jr_model_tensor *t = &m->tensors[i];
+        uint16_t *p = m->w16 + m->offset[i];
+        lw16 *lb = t->layer >= 0 ? &s->lb[t->layer] : NULL;
+        switch (t->role) {
+        case JR_T_Q: lb->q = p; break;
+        case JR_T_K: lb->k = p; break;
+        case JR_T_V: lb->v = p; break;
+        case JR_T_O: lb->o = p; break;
+        case JR_T_GATE: lb->gate = p; break;
+        case JR_T_UP: lb->up = p; break;
+        case JR_T_DOWN: lb->down = p; break;
+        case JR_T_LM_HEAD: s->head_b = p; break;
+        default: break;
+        }
+    }
+    if (m->cfg.tie_word_embeddings && !(s->head_b = s->wb = malloc((size_t)s->V * (size_t)s->C * sizeof(uint16_t)))) return -1;
+    sync_weights(s);
+    return 0;
+}
+
 /* Lays the bf16 copy out in one buffer (per layer q, k, v, o, gate, up, down, then lm_head). */
 static int alloc_weights(kv *s) {
+    if (s->m->w16) return borrow_weights(s);
     size_t C = (size_t)s->C, QD = (size_t)s->QD, KD = (size_t)s->KD, F = (size_t)s->F;
     size_t per = QD * C + 2 * KD * C + C * QD + 3 * F * C, n = per * (size_t)s->L + (size_t)s->V * C;
     s->wb = malloc(n * sizeof(uint16_t));
@@ -223,7 +256,7 @@ static jr_status rows_reserve(kv *s, int R) {
     GROW(s->ids, r * sizeof(int32_t));
     int widest = s->C > s->QD ? s->C : s->QD;
     if (s->F > widest) widest = s->F;
-    if (s->wb) GROW(s->a16, r * (size_t)widest * sizeof(uint16_t));
+    if (s->lb) GROW(s->a16, r * (size_t)widest * sizeof(uint16_t));
 #undef GROW
     s->R = R;
     return JR_OK;
@@ -283,7 +316,7 @@ static void forward_rows(kv *s, int R, const int *out_rows, int n_out, float *lo
     jr_embedding_forward(s->x, s->ids, w->embed, R, C);
     for (int l = 0; l < s->L; l++) {
         const jr_layer_w *lw = &w->layers[l];
-        const lw16 *lb = s->wb ? &s->lb[l] : NULL;
+        const lw16 *lb = s->lb ? &s->lb[l] : NULL;
         jr_rmsnorm_forward(s->ln, s->rstd, s->x, lw->attn_norm, R, C, s->eps);
         mm(s, decode, s->q, s->ln, lw->wq, lb ? lb->q : NULL, lw->bq, R, C, QD);
         mm(s, decode, s->kk, s->ln, lw->wk, lb ? lb->k : NULL, lw->bk, R, C, KD);
@@ -427,15 +460,15 @@ jr_status jr_kv_lm_open(jr_lm *lm, const jr_model *m, int n_slots, int max_ctx) 
 
 jr_status jr_kv_lm_sync(jr_lm *lm) {
     kv *s = lm->impl;
-    if (s && s->wb) sync_weights(s);
+    if (s && s->lb) sync_weights(s);
     return JR_OK;
 }
 
 const char *jr_kv_lm_describe(const jr_lm *lm, char *buf, size_t n) {
     const kv *s = lm->impl;
     if (!s) snprintf(buf, n, "closed");
-    else if (s->wb)
-        snprintf(buf, n, "weights bf16 (%s kernel%s), KV cache %s", jr_matmul_rows_bf16_kernel(),
+    else if (s->lb)
+        snprintf(buf, n, "weights bf16%s (%s kernel%s), KV cache %s", s->m->w16 ? " as loaded" : "", jr_matmul_rows_bf16_kernel(),
                  s->o.deterministic ? "" : ", oneDNN for 64+ rows: not deterministic", s->o.kv_bf16 ? "bf16" : "fp32");
     else snprintf(buf, n, "weights fp32, KV cache %s", s->o.kv_bf16 ? "bf16" : "fp32");
     return buf;
@@ -445,6 +478,8 @@ jr_status jr_kv_lm_open_opts(jr_lm *lm, const jr_model *m, int n_slots, int max_
     memset(lm, 0, sizeof *lm);
     if (n_slots <= 0 || max_ctx <= 1) return jr_fail(JR_EINVAL, "kv cache: need at least 1 slot and 2 positions (got %d, %d)", n_slots, max_ctx);
     const jr_model_config *c = &m->cfg;
+    if (m->w16 && o->weights != JR_COMPUTE_BF16)
+        return jr_fail(JR_EINVAL, "kv cache: the model was loaded with bf16 weights only (jr_model_load_bf16): open the cache with bf16 weights");
     kv *s = calloc(1, sizeof *s);
     if (!s) return jr_fail(JR_ENOMEM, "kv cache: out of memory");
     s->m = m;

@@ -56,9 +56,11 @@ void jr_gen_set_itl_target(jr_gen *g, double ratio) { g->itl = ratio > 1 ? ratio
 
 int jr_gen_last_prefill_tokens(const jr_gen *g) { return g->last_prompt; }
 
-static double mono_s(void) {
+/* The process's CPU time: a step's cost without the time it waited for a core (wall time on a
+ * shared machine would count every preemption as the cost of the step's prompt rows). */
+static double cpu_s(void) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
@@ -75,7 +77,8 @@ static long prefill_budget(jr_gen *g, int nb) {
     return b < 1 ? 1 : b > (double)chunk ? chunk : (long)b;
 }
 
-/* Updates the running means from a step of nb decode rows and `prompt` prompt rows that took t s. */
+/* Updates the running means from a step of nb decode rows and `prompt` prompt rows that took t s
+ * of CPU time. */
 static void step_timed(jr_gen *g, int nb, long prompt, double t) {
     g->age_dec++;
     if (g->itl <= 0 || nb == 0) return;
@@ -427,12 +430,12 @@ static jr_status step_batched(jr_gen *g) {
     }
     g->last_prompt = (int)prompt;
     if (k == 0) return JR_OK;
-    double t0 = mono_s();
+    double t0 = cpu_s();
     jr_status st = lm->extend(lm->impl, k, g->bslots, g->bptr, g->bn, g->bstart, g->logits);
     if (st) return st;
     for (int b = 0; b < nb; b++)
         if ((st = choose(g, g->breq[b], g->bidx[b], g->logits + (size_t)b * (size_t)lm->n_logits))) return st;
-    step_timed(g, nb, prompt, mono_s() - t0);
+    step_timed(g, nb, prompt, cpu_s() - t0);
     for (int b = nb; b < k; b++) {
         jr_gen_req *r = g->breq[b];
         r->n_pre += g->bn[b];
