@@ -38,8 +38,7 @@ int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, cons
  * (adapter_config.json + adapter weights + tokenizer files, as a LoRA run's checkpoints/step-N),
  * whose base_model_name_or_path is loaded and the adapter folded into it in memory, with the
  * checkpoint's tokenizer unless tok_spec names one. desc gets what was loaded ("BASE + LoRA adapter
- * DIR"). A base that is not a model directory here is an error naming `judgerl merge`. The cache
- * takes *kvo; with bf16 weights a model directory is loaded in bf16 (jr_textgen_open_kv). */
+ * DIR"). A base that is not a model directory here is an error naming `judgerl merge`. */
 /* Benchmarks' clocks: monotonic wall time, and the CPU time of the whole process (all threads: on a
  * shared machine, the cost of the work itself however long the process waited for a core). */
 double cli_wall_s(void);
@@ -56,8 +55,6 @@ int cli_kv_opts(const char *cmd, const cli_kv_args *a, jr_kv_opts *o);
     "  --kv-cache float32|bfloat16 (default float32); --deterministic 1|0 (default 1: a seeded request\n" \
     "  gives the same tokens alone or batched; 0 batches float32 prompts too and lets oneDNN run bf16\n" \
     "  products of 64+ rows: faster, batch-dependent in the last bits). See docs/PERFORMANCE.md.\n"
-jr_status cli_textgen_open(jr_textgen *t, const char *model, const char *tok_spec, int n_slots, int max_ctx,
-                           const jr_kv_opts *kvo, char *desc, size_t desc_len);
 
 /* Subcommands: each takes argv from its own name on and returns an exit code. */
 int cmd_version(int argc, char **argv);
