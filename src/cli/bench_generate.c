@@ -46,21 +46,23 @@ static jr_status interference(const jr_model *m, const jr_kv_opts *kvo, int B, i
         prompt[0] = b;
         st = jr_gen_add(g, prompt, P, 1, &p, NULL, NULL, &r);
     }
-    double before[8], during_sum = 0, during_max = 0, *during = malloc(sizeof(double) * (size_t)(L + 64));
+    double before[8], cbefore[8], cpu_during = 0, during_sum = 0, during_max = 0, *during = malloc(sizeof(double) * (size_t)(L + 64));
     int n_during = 0;
     if (!during) st = jr_fail(JR_ENOMEM, "out of memory");
     for (int i = 0; i < 4 && !st; i++) st = jr_gen_step(g); /* every short prompt in */
     for (int i = 0; i < 8 && !st; i++) {
-        double t0 = cli_wall_s();
+        double t0 = cli_wall_s(), c0 = cli_cpu_s();
         st = jr_gen_step(g);
         before[i] = cli_wall_s() - t0;
+        cbefore[i] = cli_cpu_s() - c0;
     }
     prompt[0] = B;
     if (!st) st = jr_gen_add(g, prompt, L, 1, &p, NULL, NULL, &r);
     while (!st && jr_gen_req_seq(r, 0)->n_tokens == 0) {
-        double t0 = cli_wall_s();
+        double t0 = cli_wall_s(), c0 = cli_cpu_s();
         st = jr_gen_step(g);
         double d = cli_wall_s() - t0;
+        cpu_during += cli_cpu_s() - c0;
         during_sum += d;
         if (d > during_max) during_max = d;
         if (n_during < L + 64) during[n_during] = d;
@@ -68,6 +70,10 @@ static jr_status interference(const jr_model *m, const jr_kv_opts *kvo, int B, i
     }
     if (!st) {
         qsort(before, 8, sizeof *before, cmp_d);
+        qsort(cbefore, 8, sizeof *cbefore, cmp_d);
+        /* CPU time per step: the work, without the waits for a core on a shared machine */
+        json_object_set_new(out, "itl_cpu_ms_before", json_real(1e3 * 0.5 * (cbefore[3] + cbefore[4])));
+        json_object_set_new(out, "itl_cpu_ms_during_mean", json_real(1e3 * cpu_during / n_during));
         double med = 0.5 * (before[3] + before[4]);
         json_object_set_new(out, "long_prompt", json_integer(L));
         json_object_set_new(out, "prefill_chunk", json_integer(chunk));
