@@ -104,7 +104,8 @@ void jr_gen_close(jr_gen *g);
 #define JR_GEN_PREFILL_CHUNK 256
 void jr_gen_set_prefill_chunk(jr_gen *g, int tokens);
 /* Inter-token latency target while prompts are prefilled beside running sequences (batch_prefill
- * lms): with ratio > 1 a step takes only as many prompt tokens (at least 1, at most the chunk) as keep
+ * lms): with ratio > 1 a step takes only as many prompt tokens (at most the chunk; a fraction carries
+ * over, so when one row costs more than the slack some steps take none) as keep
  * it within about `ratio` x the time of a step of the decode rows alone, both measured as the
  * generator runs (running means of the process's CPU time per step, so that waiting for a core on a
  * shared machine is not taken for the cost of prompt rows; a decode-only step re-measures the decode time when the decode

@@ -47,6 +47,7 @@ struct jr_gen {
     double t_dec;              /* running mean of a decode-only step (s), 0 = not measured */
     double c_row;              /* running mean of what a prompt row adds to a step (s), 0 = not measured */
     int nb_dec, age_dec;       /* decode rows when t_dec was last measured, steps since */
+    double credit;             /* prompt rows allowed but not yet taken (the budget is fractional) */
     int last_prompt;           /* prompt tokens of the last step */
 };
 
@@ -67,14 +68,18 @@ static double cpu_s(void) {
 /* Prompt tokens this step may take beside nb decode rows. Fixed: the chunk. With an ITL target: a
  * decode-only step first (or again once the decode batch changed by over a quarter, or every 32
  * steps) to measure its time, then as many prompt rows as keep the step within itl x that time by
- * the measured cost of a row (4 to probe it), at least 1 and at most the chunk. */
+ * the measured cost of a row (4 to probe it), at most the chunk; a fraction carries over to the
+ * next steps, so a row that costs more than the slack of one step goes in every few steps. */
 static long prefill_budget(jr_gen *g, int nb) {
     long chunk = g->chunk > 0 ? g->chunk : LONG_MAX;
     if (g->itl <= 0 || nb == 0) return chunk;
     int moved = 4 * abs(nb - g->nb_dec) > g->nb_dec;
     if (g->t_dec <= 0 || moved || g->age_dec >= 32) return 0;
-    double b = g->c_row > 0 ? (g->itl - 1) * g->t_dec / g->c_row : 4;
-    return b < 1 ? 1 : b > (double)chunk ? chunk : (long)b;
+    g->credit += g->c_row > 0 ? (g->itl - 1) * g->t_dec / g->c_row : 4;
+    if (g->credit > (double)chunk) g->credit = (double)chunk;
+    long take = (long)g->credit;
+    g->credit -= (double)take;
+    return take;
 }
 
 /* Updates the running means from a step of nb decode rows and `prompt` prompt rows that took t s
