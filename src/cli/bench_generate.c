@@ -47,7 +47,8 @@ static jr_status interference(const jr_model *m, const jr_kv_opts *kvo, int B, i
         st = jr_gen_add(g, prompt, P, 1, &p, NULL, NULL, &r);
     }
     double before[8], cbefore[8], cpu_during = 0, during_sum = 0, during_max = 0, *during = malloc(sizeof(double) * (size_t)(L + 64));
-    int n_during = 0;
+    int n_during = 0, n_side[2] = {0, 0};
+    double side[2] = {0, 0}; /* wall time of the steps with / without prompt tokens while the prompt goes in */
     if (!during) st = jr_fail(JR_ENOMEM, "out of memory");
     for (int i = 0; i < 4 && !st; i++) st = jr_gen_step(g); /* every short prompt in */
     for (int i = 0; i < 8 && !st; i++) {
@@ -63,6 +64,9 @@ static jr_status interference(const jr_model *m, const jr_kv_opts *kvo, int B, i
         st = jr_gen_step(g);
         double d = cli_wall_s() - t0;
         cpu_during += cli_cpu_s() - c0;
+        int idle = jr_gen_last_prefill_tokens(g) == 0; /* a decode-only step at the same contexts */
+        side[idle] += d;
+        n_side[idle]++;
         during_sum += d;
         if (d > during_max) during_max = d;
         if (n_during < L + 64) during[n_during] = d;
@@ -74,6 +78,13 @@ static jr_status interference(const jr_model *m, const jr_kv_opts *kvo, int B, i
         /* CPU time per step: the work, without the waits for a core on a shared machine */
         json_object_set_new(out, "itl_cpu_ms_before", json_real(1e3 * 0.5 * (cbefore[3] + cbefore[4])));
         json_object_set_new(out, "itl_cpu_ms_during_mean", json_real(1e3 * cpu_during / n_during));
+        /* The running sequences' contexts grow while the prompt goes in, and so does a decode-only
+         * step: the steps that took prompt tokens against those that took none, in the same span */
+        if (n_side[0] && n_side[1]) {
+            json_object_set_new(out, "itl_ms_during_with_prompt", json_real(1e3 * side[0] / n_side[0]));
+            json_object_set_new(out, "itl_ms_during_decode_only", json_real(1e3 * side[1] / n_side[1]));
+            json_object_set_new(out, "itl_with_prompt_over_decode_only", json_real(side[0] / n_side[0] / (side[1] / n_side[1])));
+        }
         double med = 0.5 * (before[3] + before[4]);
         json_object_set_new(out, "long_prompt", json_integer(L));
         json_object_set_new(out, "prefill_chunk", json_integer(chunk));
