@@ -468,7 +468,7 @@ const char *jr_kv_lm_describe(const jr_lm *lm, char *buf, size_t n) {
     const kv *s = lm->impl;
     if (!s) snprintf(buf, n, "closed");
     else if (s->lb)
-        snprintf(buf, n, "weights bf16%s (%s kernel%s), KV cache %s", s->m->w16 ? " as loaded" : "", jr_matmul_rows_bf16_kernel(),
+        snprintf(buf, n, "weights bf16 (%s kernel%s), KV cache %s", jr_matmul_rows_bf16_kernel(),
                  s->o.deterministic ? "" : ", oneDNN for 64+ rows: not deterministic", s->o.kv_bf16 ? "bf16" : "fp32");
     else snprintf(buf, n, "weights fp32, KV cache %s", s->o.kv_bf16 ? "bf16" : "fp32");
     return buf;
