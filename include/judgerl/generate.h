@@ -103,6 +103,17 @@ void jr_gen_close(jr_gen *g);
  * batch_prefill; otherwise each prompt is prefilled whole, on its own, as it arrives. */
 #define JR_GEN_PREFILL_CHUNK 256
 void jr_gen_set_prefill_chunk(jr_gen *g, int tokens);
+/* Inter-token latency target while prompts are prefilled beside running sequences (batch_prefill
+ * lms): with ratio > 1 a step takes only as many prompt tokens (at most the chunk; a fraction carries
+ * over, so when one row costs more than the slack some steps take none) as keep
+ * it within about `ratio` x the time of a step of the decode rows alone, both measured as the
+ * generator runs (running means of the process's CPU time per step, so that waiting for a core on a
+ * shared machine is not taken for the cost of prompt rows; a decode-only step re-measures the decode time when the decode
+ * batch changes by over a quarter and every 32 steps). Tokens never change (the rows are
+ * batch-invariant): only how a prompt is cut. 0 or <= 1: the fixed chunk (the default). */
+void jr_gen_set_itl_target(jr_gen *g, double ratio);
+/* Prompt tokens the last jr_gen_step put through the model (batch_prefill lms). */
+int jr_gen_last_prefill_tokens(const jr_gen *g);
 
 /* Slots not held by a request. */
 int jr_gen_free_slots(const jr_gen *g);

@@ -183,6 +183,10 @@ jr_status jr_hfdir_open(jr_hfdir *d, const char *dir);
 /* Reads tensor i of d->tensors as fp32 into out (d->tensors[i].numel floats). */
 jr_status jr_hfdir_read_f32(const jr_hfdir *d, int i, float *out);
 
+/* Drops the mapped pages of tensor i from memory once read (they are read again from the file if
+ * touched again), so loading a model does not also hold the whole file in RSS. */
+void jr_hfdir_release(const jr_hfdir *d, int i);
+
 /* The file holding tensor i (for messages and inspection). */
 const char *jr_hfdir_file_of(const jr_hfdir *d, int i);
 

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct jr_gen_req {
     jr_gen_req *next;
@@ -42,9 +43,59 @@ struct jr_gen {
     int chunk;                 /* prompt tokens per step (batch_prefill), 0 = unlimited */
     const int32_t **bptr;      /* extend's arguments: token pointers, counts, starts */
     int *bn, *bstart;
+    double itl;                /* jr_gen_set_itl_target's ratio (0: the fixed chunk) */
+    double t_dec;              /* running mean of a decode-only step (s), 0 = not measured */
+    double c_row;              /* running mean of what a prompt row adds to a step (s), 0 = not measured */
+    int nb_dec, age_dec;       /* decode rows when t_dec was last measured, steps since */
+    double credit;             /* prompt rows allowed but not yet taken (the budget is fractional) */
+    int last_prompt;           /* prompt tokens of the last step */
 };
 
 void jr_gen_set_prefill_chunk(jr_gen *g, int tokens) { g->chunk = tokens > 0 ? tokens : 0; }
+
+void jr_gen_set_itl_target(jr_gen *g, double ratio) { g->itl = ratio > 1 ? ratio : 0; }
+
+int jr_gen_last_prefill_tokens(const jr_gen *g) { return g->last_prompt; }
+
+/* The process's CPU time: a step's cost without the time it waited for a core (wall time on a
+ * shared machine would count every preemption as the cost of the step's prompt rows). */
+static double cpu_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Prompt tokens this step may take beside nb decode rows. Fixed: the chunk. With an ITL target: a
+ * decode-only step first (or again once the decode batch changed by over a quarter, or every 32
+ * steps) to measure its time, then as many prompt rows as keep the step within itl x that time by
+ * the measured cost of a row (4 to probe it), at most the chunk; a fraction carries over to the
+ * next steps, so a row that costs more than the slack of one step goes in every few steps. */
+static long prefill_budget(jr_gen *g, int nb) {
+    long chunk = g->chunk > 0 ? g->chunk : LONG_MAX;
+    if (g->itl <= 0 || nb == 0) return chunk;
+    int moved = 4 * abs(nb - g->nb_dec) > g->nb_dec;
+    if (g->t_dec <= 0 || moved || g->age_dec >= 32) return 0;
+    g->credit += g->c_row > 0 ? (g->itl - 1) * g->t_dec / g->c_row : 4;
+    if (g->credit > (double)chunk) g->credit = (double)chunk;
+    long take = (long)g->credit;
+    g->credit -= (double)take;
+    return take;
+}
+
+/* Updates the running means from a step of nb decode rows and `prompt` prompt rows that took t s
+ * of CPU time. */
+static void step_timed(jr_gen *g, int nb, long prompt, double t) {
+    g->age_dec++;
+    if (g->itl <= 0 || nb == 0) return;
+    if (prompt == 0) {
+        g->t_dec = g->t_dec > 0 && g->nb_dec == nb ? 0.7 * g->t_dec + 0.3 * t : t;
+        g->nb_dec = nb;
+        g->age_dec = 0;
+    } else if (g->t_dec > 0) {
+        double row = (t > g->t_dec ? t - g->t_dec : 0) / (double)prompt;
+        g->c_row = g->c_row > 0 ? 0.7 * g->c_row + 0.3 * row : row;
+    }
+}
 
 jr_gen_params jr_gen_params_default(void) {
     jr_gen_params p;
@@ -368,7 +419,7 @@ static jr_status step_batched(jr_gen *g) {
         }
     }
     nb = k;
-    long budget = g->chunk > 0 ? g->chunk : LONG_MAX;
+    long budget = prefill_budget(g, nb), prompt = 0;
     for (jr_gen_req *r = g->head; r && budget > 0; r = r->next) {
         if (r->prefilled || r->n_done == r->n) continue; /* cancelled before its prompt was in */
         int take = r->n_prompt - r->n_pre;
@@ -380,12 +431,16 @@ static jr_status step_batched(jr_gen *g) {
         g->breq[k] = r;
         k++;
         budget -= take;
+        prompt += take;
     }
+    g->last_prompt = (int)prompt;
     if (k == 0) return JR_OK;
+    double t0 = cpu_s();
     jr_status st = lm->extend(lm->impl, k, g->bslots, g->bptr, g->bn, g->bstart, g->logits);
     if (st) return st;
     for (int b = 0; b < nb; b++)
         if ((st = choose(g, g->breq[b], g->bidx[b], g->logits + (size_t)b * (size_t)lm->n_logits))) return st;
+    step_timed(g, nb, prompt, cpu_s() - t0);
     for (int b = nb; b < k; b++) {
         jr_gen_req *r = g->breq[b];
         r->n_pre += g->bn[b];

@@ -630,6 +630,7 @@ jr_status jr_server_set_backend(jr_server *s, const jr_serve_backend *b) {
     jr_status st = jr_gen_open(&s->gen, s->b.lm, &s->b.vocab, s->o.seed);
     if (st) return st;
     if (s->o.prefill_chunk > 0) jr_gen_set_prefill_chunk(s->gen, s->o.prefill_chunk);
+    jr_gen_set_itl_target(s->gen, s->o.itl_target);
     if (pthread_create(&s->sched, NULL, sched_main, s)) {
         jr_gen_close(s->gen);
         s->gen = NULL;
