@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <jansson.h>
 
+#include "judgerl/clock.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/lora.h"
 
@@ -72,12 +73,6 @@ static int has_file(const char *dir, const char *name) {
     int ok = p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
     free(p);
     return ok;
-}
-
-double cli_wall_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 double cli_cpu_s(void) {

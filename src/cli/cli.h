@@ -39,9 +39,8 @@ int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, cons
  * whose base_model_name_or_path is loaded and the adapter folded into it in memory, with the
  * checkpoint's tokenizer unless tok_spec names one. desc gets what was loaded ("BASE + LoRA adapter
  * DIR"). A base that is not a model directory here is an error naming `judgerl merge`. */
-/* Benchmarks' clocks: monotonic wall time, and the CPU time of the whole process (all threads: on a
+/* Benchmarks' CPU clock (wall time: jr_now_s, clock.h): the CPU time of the whole process (all threads: on a
  * shared machine, the cost of the work itself however long the process waited for a core). */
-double cli_wall_s(void);
 double cli_cpu_s(void);
 
 /* generate's and serve's --compute auto|float32|bfloat16 (the weights: auto = bfloat16 where the CPU

@@ -20,6 +20,7 @@
 #include "judge/dialect.h"
 #include "judge/redact.h"
 #include "judge/response.h"
+#include "judgerl/clock.h"
 #include "judgerl/judge.h"
 #include "judgerl/strbuf.h"
 #include "judgerl/fsutil.h"
@@ -132,12 +133,6 @@ struct jr_judge {
     int n_pool, cap_pool;
 };
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
@@ -206,7 +201,7 @@ static void live_remove(jr_judge *j, sample *s) {
 /* The sample is finished: move it to the done list and wake collectors. */
 static void sample_done(jr_judge *j, sample *s) {
     live_remove(j, s);
-    s->result.latency_s = now_s() - s->t_submit;
+    s->result.latency_s = jr_now_s() - s->t_submit;
     pthread_mutex_lock(&j->mu);
     j->st.done++;
     if (s->result.status == JR_SCORE_OK) j->st.scored++;
@@ -287,7 +282,7 @@ static void finish_call(jr_judge *j, job *jb, int ok, double value, json_t *deta
     r->error = redact(j, error);
     r->attempts = jb->http_attempts;
     r->cached = cached;
-    r->latency_s = now_s() - jb->t_first;
+    r->latency_s = jr_now_s() - jb->t_first;
     job_free(jb);
     if (--s->open_calls == 0) combine(j, s);
 }
@@ -391,7 +386,7 @@ static void start_call(jr_judge *j, sample *s, int index) {
     if (!jb) goto oom;
     jb->s = s;
     jb->index = index;
-    jb->t_first = now_s();
+    jb->t_first = jr_now_s();
     const char *model = j->ep[0].model;
     json_t *body = json_object();
     json_object_set_new(body, "model", json_string(model));
@@ -573,7 +568,7 @@ static void transient(jr_judge *j, job *jb, char *why /* owned */) {
         double ra = jb->retry_after < j->retry_after_max ? jb->retry_after : j->retry_after_max;
         if (d < ra) d = ra;
     }
-    jb->not_before = now_s() + d;
+    jb->not_before = jr_now_s() + d;
     jb->next = j->delayed;
     j->delayed = jb;
     j->n_waiting++;
@@ -630,7 +625,7 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
     for (int k = 0; k < 2; k++)
         if (jb->rl_empty[k] && jb->rl_reset[k] > 0) {
             /* the server says its request (token) budget is spent until the reset: pause there */
-            double until = now_s() + fmin(jb->rl_reset[k], j->retry_after_max);
+            double until = jr_now_s() + fmin(jb->rl_reset[k], j->retry_after_max);
             if (until > jb->ep->pause_until) jb->ep->pause_until = until;
         }
     if (code != CURLE_OK) {
@@ -641,7 +636,7 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
             return;
         }
         if (code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST)
-            jb->ep->down_until = now_s() + fmax(j->backoff_base, 0.05) * 4;
+            jb->ep->down_until = jr_now_s() + fmax(j->backoff_base, 0.05) * 4;
         transient(j, jb, fmt("%s: %s", url, jb->too_big ? "answer larger than 64 MiB" : curl_easy_strerror(code)));
         return;
     }
@@ -668,7 +663,7 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
     jb->resp_len = jb->resp_cap = 0;
     if ((status == 429 || status == 503) && jb->retry_after > 0) {
         /* the server asked for a pause: it applies to the endpoint, not just this request */
-        double until = now_s() + fmin(jb->retry_after, j->retry_after_max);
+        double until = jr_now_s() + fmin(jb->retry_after, j->retry_after_max);
         if (until > jb->ep->pause_until) jb->ep->pause_until = until;
     }
     if (status == 408 || status == 409 || status == 429 || status >= 500) {
@@ -803,7 +798,7 @@ static int on_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *soc
 static int on_timer(CURLM *m, long timeout_ms, void *userp) {
     (void)m;
     jr_judge *j = userp;
-    j->curl_deadline = timeout_ms < 0 ? INFINITY : now_s() + (double)timeout_ms / 1000.0;
+    j->curl_deadline = timeout_ms < 0 ? INFINITY : jr_now_s() + (double)timeout_ms / 1000.0;
     return 0;
 }
 
@@ -823,7 +818,7 @@ static void *io_main(void *arg) {
         pthread_mutex_unlock(&j->mu);
         if (stop) break;
         take_inbox(j);
-        double now = now_s();
+        double now = jr_now_s();
         refill(j, now);
         /* due retries go first */
         double next_due = INFINITY;
@@ -853,7 +848,7 @@ static void *io_main(void *arg) {
         j->st.queued = j->n_waiting;
         pthread_mutex_unlock(&j->mu);
         double wait = 1.0;
-        now = now_s();
+        now = jr_now_s();
         if (next_due < INFINITY) wait = fmin(wait, next_due - now);
         if (blocked && (j->rpm > 0 || j->tpm > 0)) wait = fmin(wait, 0.01);
         for (int k = 0; blocked && k < j->n_ep; k++)
@@ -872,7 +867,7 @@ static void *io_main(void *arg) {
                         ((evs[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
             curl_multi_socket_action(j->multi, evs[i].data.fd, flags, &running);
         }
-        if (j->curl_deadline <= now_s()) {
+        if (j->curl_deadline <= jr_now_s()) {
             j->curl_deadline = INFINITY;
             curl_multi_socket_action(j->multi, CURL_SOCKET_TIMEOUT, 0, &running);
         }
@@ -1156,7 +1151,7 @@ jr_status jr_judge_open_opts(jr_judge **out, const jr_judge_opts *o) {
     }
     curl_multi_setopt(j->multi, CURLMOPT_MAX_HOST_CONNECTIONS, max_host);
     curl_multi_setopt(j->multi, CURLMOPT_MAXCONNECTS, total_conn);
-    j->t_bucket = now_s();
+    j->t_bucket = jr_now_s();
     if (pthread_create(&j->thr, NULL, io_main, j)) { st = jr_fail(JR_EINTERNAL, "judge: cannot start the I/O thread"); goto fail; }
     j->thr_started = 1;
     *out = j;
@@ -1204,7 +1199,7 @@ jr_status jr_judge_submit_proto(jr_judge *j, int proto, const json_t *row, void 
     s->user = user;
     s->proto = proto;
     s->row = json_deep_copy(row);
-    s->t_submit = now_s();
+    s->t_submit = jr_now_s();
     if (!s->row) { sample_free(s); return JR_ENOMEM; }
     jr_status st = j->proto[proto]->build(j->pstate[proto], s->row, &s->calls);
     if (!st && s->calls.n < 1) st = jr_fail(JR_EINTERNAL, "protocol %s built no call", j->proto[proto]->name);

@@ -15,13 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "judgerl/clock.h"
 #include "judgerl/nn.h"
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int jr_nn_bf16_native(void) {
     unsigned a, b, c, d;
@@ -187,14 +182,14 @@ static int operands(const float *a, long na, const float *w, long nw) {
 }
 
 int jr_matmul_bf16_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
-    double t0 = jr_nn_profile.enabled ? now() : 0;
+    double t0 = jr_nn_profile.enabled ? jr_now_s() : 0;
     pthread_mutex_lock(&S.mu);
     /* out (N,OC) = inp (N,C) . weight^T: weights seen as (C,OC) with strides (1, C) */
     int rc = !init_engine() || operands(inp, (long)N * C, weight, (long)OC * C) ||
              run(out, S.a, S.w, bias, N, C, OC, 1, 0);
     pthread_mutex_unlock(&S.mu);
     if (jr_nn_profile.enabled) {
-        jr_nn_profile.matmul_s += now() - t0;
+        jr_nn_profile.matmul_s += jr_now_s() - t0;
         jr_nn_profile.matmul_flops += 2.0 * N * C * OC;
     }
     return rc ? -1 : 0;
@@ -218,7 +213,7 @@ int jr_matmul_bf16w_forward(float *out, const float *inp, const uint16_t *weight
 
 int jr_matmul_bf16_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                             const float *weight, int N, int C, int OC) {
-    double t0 = jr_nn_profile.enabled ? now() : 0;
+    double t0 = jr_nn_profile.enabled ? jr_now_s() : 0;
     pthread_mutex_lock(&S.mu);
     int rc = !init_engine();
     if (!rc && dinp) /* dinp (N,C) += dout (N,OC) . weight (OC,C) */
@@ -242,7 +237,7 @@ int jr_matmul_bf16_backward(float *dinp, float *dweight, float *dbias, const flo
     }
     pthread_mutex_unlock(&S.mu);
     if (jr_nn_profile.enabled) {
-        jr_nn_profile.matmul_s += now() - t0;
+        jr_nn_profile.matmul_s += jr_now_s() - t0;
         jr_nn_profile.matmul_flops += 2.0 * N * C * OC * ((dinp != NULL) + (dweight != NULL));
     }
     if (!rc && dbias) jr_matmul_backward(NULL, NULL, dbias, dout, inp, weight, N, C, OC); /* fp32 column sums */

@@ -1,5 +1,6 @@
 /* constrain.c - constrained decoding over a choice trie, a PCRE2 regex (hard partial matching) or a caller's byte automaton */
 #define PCRE2_CODE_UNIT_WIDTH 8
+#include "judgerl/clock.h"
 #include "judgerl/constrain.h"
 
 #include <pcre2.h>
@@ -262,8 +263,7 @@ int jr_constraint_mask(const jr_constraint *c, jr_cstate *s, uint8_t *allowed, i
         }
         return count;
     }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = jr_now_s();
     s->failed = 0;
     *complete = s->len > 0 && utf8_missing((const uint8_t *)s->buf, s->len) == 0 && bounded_match(c, s, s->buf, s->len, 0) >= 0;
     if (s->len == 0 && !*complete) *complete = bounded_match(c, s, "", 0, 0) >= 0;
@@ -278,8 +278,7 @@ int jr_constraint_mask(const jr_constraint *c, jr_cstate *s, uint8_t *allowed, i
     for (int t = 0; t < v->n; t++) {
         if (s->failed) return -1;
         if ((t & 255) == 0) {
-            clock_gettime(CLOCK_MONOTONIC, &t1);
-            double el = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+            double el = jr_now_s() - t0;
             if (el > JR_CONSTRAINT_STEP_SECONDS) {
                 jr_fail(JR_EINVAL, "guided_regex: one token's check of the vocabulary took more than %g s at an output of %zu bytes; "
                         "the pattern is too costly to enforce (simplify it)", JR_CONSTRAINT_STEP_SECONDS, base);

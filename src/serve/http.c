@@ -1,6 +1,7 @@
 /* http.c - the HTTP layer shared by `serve` and `serve-reward`: libmicrohttpd daemon, routes,
  * Bearer auth (constant time), body limits, header/body deadlines (watchdog), per-client cap,
  * status counts, Prometheus text */
+#include "judgerl/clock.h"
 #include "serve/http.h"
 
 #include <arpa/inet.h>
@@ -46,12 +47,6 @@ struct jr_http {
     pthread_t watchdog;
     int watchdog_started, stop_watchdog;
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 void jr_http_count(jr_http *h, int status) {
     pthread_mutex_lock(&h->mu);
@@ -153,7 +148,7 @@ static void sock_phase(jr_http *h, struct MHD_Connection *c, int phase) {
     if (!k) return;
     pthread_mutex_lock(&h->conn_mu);
     k->phase = phase;
-    k->since = now_s();
+    k->since = jr_now_s();
     if (phase == PH_BUSY) k->served = 1;
     pthread_mutex_unlock(&h->conn_mu);
 }
@@ -167,7 +162,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         const union MHD_ConnectionInfo *ai = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         if (k && ci) {
             k->fd = ci->connect_fd;
-            k->since = now_s();
+            k->since = jr_now_s();
             if (ai && ai->client_addr && ai->client_addr->sa_family == AF_INET)
                 k->addr = ((const struct sockaddr_in *)ai->client_addr)->sin_addr.s_addr;
             /* the per-client cap: connections of this address that have not yet sent a complete
@@ -203,7 +198,7 @@ static void *watchdog_main(void *arg) {
     jr_http *h = arg;
     pthread_mutex_lock(&h->conn_mu);
     while (!h->stop_watchdog) {
-        double t = now_s();
+        double t = jr_now_s();
         for (sock_ctx *k = h->socks; k; k = k->next) {
             double limit = k->phase == PH_HEADERS ? h->o.header_timeout : k->phase == PH_BODY ? h->o.body_timeout : 0;
             if (!k->shut && limit > 0 && t - k->since > limit) {

@@ -1,4 +1,5 @@
 /* server.c - the OpenAI-compatible HTTP server: routes over the shared HTTP layer (http.c), batching thread, SSE */
+#include "judgerl/clock.h"
 #include "judgerl/serve.h"
 
 #include <arpa/inet.h>
@@ -65,12 +66,6 @@ struct jr_server {
 };
 
 enum { R_NONE, R_HEALTH, R_METRICS, R_MODELS, R_CHAT, R_TEXT };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static enum MHD_Result send_body(jr_server *s, struct MHD_Connection *c, int status, const char *type, char *body) {
     return jr_http_send(s->http, c, status, type, body);
@@ -181,7 +176,7 @@ static void job_finish(jr_server *s, job *j) {
     int ct = completion_tokens(j);
     s->prompt_tokens += (unsigned long long)j->n_prompt;
     s->completion_tokens += (unsigned long long)ct;
-    jr_http_hist_add(&s->lat, now_s() - j->t0);
+    jr_http_hist_add(&s->lat, jr_now_s() - j->t0);
     if (j->req.stream) {
         if (j->req.include_usage) {
             json_t *o = chunk_head(j);
@@ -257,7 +252,7 @@ static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double seconds) 
 /* Queued jobs past the request deadline are answered 504 without running. */
 static void expire_queued(jr_server *s) {
     if (s->o.request_timeout <= 0) return;
-    double t = now_s();
+    double t = jr_now_s();
     for (job **pp = &s->queue; *pp;) {
         job *j = *pp;
         if (t - j->t0 <= s->o.request_timeout) { pp = &j->next; continue; }
@@ -311,7 +306,7 @@ static void *sched_main(void *arg) {
         }
         for (int k = 0; k < s->n_running; k++) {
             job *j = s->running[k];
-            if (!j->cancelled && s->o.request_timeout > 0 && now_s() - j->t0 > s->o.request_timeout) {
+            if (!j->cancelled && s->o.request_timeout > 0 && jr_now_s() - j->t0 > s->o.request_timeout) {
                 j->cancelled = 1;
                 j->cancel_status = 504;
             }
@@ -496,7 +491,7 @@ static enum MHD_Result serve_completion(jr_server *s, struct MHD_Connection *c, 
     if (!j) return send_error(s, c, 500, "out of memory", NULL);
     j->srv = s;
     j->refs = 1;
-    j->t0 = now_s();
+    j->t0 = jr_now_s();
     j->fd = cx->fd;
     j->created = (long)time(NULL);
     if (jr_serve_parse_request(&j->req, cx->route == R_CHAT, cx->body ? cx->body : "", cx->len, &lim)) {
@@ -646,8 +641,8 @@ void jr_server_stop(jr_server *s, double timeout_s) {
     if (!s) return;
     pthread_mutex_lock(&s->mu);
     s->draining = 1;
-    double until = now_s() + timeout_s;
-    while ((s->n_queued || s->n_running) && now_s() < until)
+    double until = jr_now_s() + timeout_s;
+    while ((s->n_queued || s->n_running) && jr_now_s() < until)
         jr_http_wait_step(&s->cv_out, &s->mu);
     /* Whatever is left is cancelled: queued jobs are failed, running ones aborted. */
     while (s->queue) {
@@ -681,8 +676,8 @@ void jr_server_stop(jr_server *s, double timeout_s) {
      * stopping the HTTP daemon now would cut it. Wait until every response is handed over, up to the
      * drain deadline and a few seconds more (for the error bodies of cancelled requests). */
     pthread_mutex_lock(&s->mu);
-    double deliver_until = (until > now_s() ? until : now_s()) + 5;
-    while (s->n_live && now_s() < deliver_until)
+    double deliver_until = (until > jr_now_s() ? until : jr_now_s()) + 5;
+    while (s->n_live && jr_now_s() < deliver_until)
         jr_http_wait_step(&s->cv_out, &s->mu);
     pthread_mutex_unlock(&s->mu);
     jr_http_stop(s->http);

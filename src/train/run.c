@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "judgerl/clock.h"
 #include "judgerl/dist.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/nn.h"
@@ -48,12 +49,6 @@ const jr_cfg_field jr_trainer_cfg[] = {
     {"trainer.tensorboard", JR_CFG_BOOL, "true", "also write a TensorBoard event file in run.out_dir", NULL, NULL, 0, 0},
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
-
-double jr_now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* ---- options ---- */
 
