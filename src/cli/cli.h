@@ -95,26 +95,4 @@ int cmd_compare(int argc, char **argv);
 int cmd_workflow(int argc, char **argv);
 int cmd_workflow_train(int argc, char **argv);
 
-/* `judgerl grade` helpers: reads an existing output (drops a torn last line, records finished ids
- * in `done`, counts unscored rows; with retry_unscored drops them); grades through the reward
- * registry when the config lists reward.components (grade_reward.c). */
-#include <jansson.h>
-#include "judgerl/reward.h"
-/* 1 when a verdict's detail has reason logprobs_unreliable (counted in grade's summary). */
-int cli_grade_unreliable(const json_t *detail);
-/* After a complete run: rewrites out_path atomically with its rows in in_path's order (rows of ids
- * not in the input last, in their order); untouched when already in order. */
-jr_status cli_grade_input_order(const char *in_path, const char *out_path);
-jr_status cli_grade_load_done(const char *path, json_t *done, long *n_unscored, int retry_unscored, long *n_dropped);
-int cli_grade_reward(const char *cmd, const jr_reward_opts *ro, const char *in_path, const char *out_path, int quiet,
-                     int retry_unscored);
-/* A row's id as text (a string, or an integer written in decimal); 0 when it is neither. */
-int cli_grade_id_text(const json_t *v, char *out, size_t n);
-/* Takes the next line of the input text (bytes [*pos, len) of in_path; *pos and *lineno move past
- * it) and parses it into a row with a unique id, recorded in `seen`. Returns 1 with *row set
- * (caller owns it), 0 for a row to skip (blank, or its id is in `done`; *row NULL and *skipped_done
- * set for the latter), -1 on a bad row (message set). */
-int cli_grade_next_row(const char *in_path, const char *text, size_t len, size_t *pos, long *lineno, json_t *seen,
-                       const json_t *done, json_t **row, int *skipped_done);
-
 #endif
