@@ -66,8 +66,7 @@ struct job {
     /* while on the wire */
     CURL *easy;
     endpoint *ep;
-    char *resp;
-    size_t resp_len, resp_cap;
+    jr_strbuf resp; /* the answer's body as it arrives */
     int too_big;
     double retry_after;
     int rl_empty[2];      /* x-ratelimit-remaining-{requests,tokens} was 0 */
@@ -171,7 +170,7 @@ static void job_free(job *jb) {
     if (jb->cons) jr_judge_constraint_free(jb->cons);
     free(jb->cons);
     free(jb->body);
-    free(jb->resp);
+    jr_strbuf_free(&jb->resp);
     free(jb);
 }
 
@@ -472,18 +471,9 @@ oom:;
 static size_t on_body(char *data, size_t size, size_t n, void *ud) {
     job *jb = ud;
     size_t len = size * n;
-    if (jb->resp_len + len + 1 > MAX_BODY) { jb->too_big = 1; return 0; }
-    if (jb->resp_len + len + 1 > jb->resp_cap) {
-        size_t cap = jb->resp_cap ? jb->resp_cap : 4096;
-        while (cap < jb->resp_len + len + 1) cap *= 2;
-        char *p = realloc(jb->resp, cap);
-        if (!p) { jb->too_big = 1; return 0; }
-        jb->resp = p;
-        jb->resp_cap = cap;
-    }
-    memcpy(jb->resp + jb->resp_len, data, len);
-    jb->resp_len += len;
-    jb->resp[jb->resp_len] = 0;
+    if (jb->resp.n + len + 1 > MAX_BODY) { jb->too_big = 1; return 0; }
+    jr_strbuf_addn(&jb->resp, data, len);
+    if (jb->resp.oom) { jr_strbuf_free(&jb->resp); jb->too_big = 1; return 0; }
     return len;
 }
 
@@ -643,24 +633,20 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
     if (status >= 200 && status < 300) {
         jr_answer a;
         char why[400];
-        if (jr_answer_decode(jb->resp ? jb->resp : "", jb->resp_len, &a, why, sizeof why)) {
+        if (jr_answer_decode(jb->resp.p ? jb->resp.p : "", jb->resp.n, &a, why, sizeof why)) {
             transient(j, jb, fmt("%s: HTTP %ld: %s", url, status, why));
             return;
         }
         j->answered = 1;
         if (a.total_tokens >= 0 && j->tpm > 0) jb->ep->ttok -= (double)a.total_tokens - jb->est_tokens;
-        free(jb->resp);
-        jb->resp = NULL;
-        jb->resp_len = jb->resp_cap = 0;
+        jr_strbuf_free(&jb->resp);
         handle_answer(j, jb, a.content, a.finish, a.logprobs, 0, a.total_tokens);
         jr_answer_free(&a);
         return;
     }
     char msg[400];
-    jr_answer_error_message(jb->resp ? jb->resp : "", jb->resp_len, msg, sizeof msg);
-    free(jb->resp);
-    jb->resp = NULL;
-    jb->resp_len = jb->resp_cap = 0;
+    jr_answer_error_message(jb->resp.p ? jb->resp.p : "", jb->resp.n, msg, sizeof msg);
+    jr_strbuf_free(&jb->resp);
     if ((status == 429 || status == 503) && jb->retry_after > 0) {
         /* the server asked for a pause: it applies to the endpoint, not just this request */
         double until = jr_now_s() + fmin(jb->retry_after, j->retry_after_max);
@@ -717,7 +703,7 @@ static int send_job(jr_judge *j, job *jb, endpoint *ep) {
     if (!e) return -1;
     jb->easy = e;
     jb->ep = ep;
-    jb->resp_len = 0;
+    jr_strbuf_reset(&jb->resp);
     jb->too_big = 0;
     jb->retry_after = 0;
     memset(jb->rl_empty, 0, sizeof jb->rl_empty);

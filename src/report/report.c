@@ -8,37 +8,18 @@
 #include "judgerl/fsutil.h"
 #include "judgerl/report.h"
 
-/* ---- growable text buffer ---- */
+/* ---- HTML text ---- */
 
-void jr_buf_printf(jr_buf *b, const char *fmt, ...) {
-    if (b->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = b->cap - b->len;
-        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) { b->oom = 1; return; }
-        if (b->s && (size_t)n < room) { b->len += (size_t)n; return; }
-        size_t nc = b->cap ? b->cap * 2 : 4096;
-        while (nc < b->len + (size_t)n + 1) nc *= 2;
-        char *p = realloc(b->s, nc);
-        if (!p) { b->oom = 1; return; }
-        b->s = p;
-        b->cap = nc;
-    }
-}
-
-void jr_buf_xml(jr_buf *b, const char *t) {
+void jr_html_escape(jr_strbuf *b, const char *t) {
     for (; t && *t; t++) {
         switch (*t) {
-        case '<': jr_buf_printf(b, "&lt;"); break;
-        case '>': jr_buf_printf(b, "&gt;"); break;
-        case '&': jr_buf_printf(b, "&amp;"); break;
-        case '"': jr_buf_printf(b, "&quot;"); break;
-        case '\'': jr_buf_printf(b, "&#39;"); break;
+        case '<': jr_strbuf_addf(b, "&lt;"); break;
+        case '>': jr_strbuf_addf(b, "&gt;"); break;
+        case '&': jr_strbuf_addf(b, "&amp;"); break;
+        case '"': jr_strbuf_addf(b, "&quot;"); break;
+        case '\'': jr_strbuf_addf(b, "&#39;"); break;
         default:
-            if ((unsigned char)*t >= 0x20 || *t == '\n' || *t == '\t') jr_buf_printf(b, "%c", *t);
+            if ((unsigned char)*t >= 0x20 || *t == '\n' || *t == '\t') jr_strbuf_addc(b, *t);
         }
     }
 }
@@ -66,49 +47,49 @@ static void fmt_num(char *out, size_t cap, double v) {
     else snprintf(out, cap, "%.4g", v);
 }
 
-static void svg_open(jr_buf *b, const char *title) {
-    jr_buf_printf(b, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+static void svg_open(jr_strbuf *b, const char *title) {
+    jr_strbuf_addf(b, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                      "role=\"img\" font-family=\"sans-serif\" font-size=\"11\">\n<title>", W, H, W, H);
-    jr_buf_xml(b, title);
-    jr_buf_printf(b, "</title>\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n"
+    jr_html_escape(b, title);
+    jr_strbuf_addf(b, "</title>\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n"
                      "<text x=\"%d\" y=\"18\" font-size=\"13\" font-weight=\"bold\" fill=\"#111\">", W, H, ML);
-    jr_buf_xml(b, title);
-    jr_buf_printf(b, "</text>\n");
+    jr_html_escape(b, title);
+    jr_strbuf_addf(b, "</text>\n");
 }
 
 /* Y axis with ticks over [lo, hi], grid lines, and the label; returns the y pixel of a value. */
 static double ypix(double v, double lo, double hi) { return MT + (H - MT - MB) * (1 - (v - lo) / (hi - lo)); }
 
-static void y_axis(jr_buf *b, double lo, double hi, const char *ylabel) {
+static void y_axis(jr_strbuf *b, double lo, double hi, const char *ylabel) {
     double st = nice_step(hi - lo, 5);
     for (double t = ceil(lo / st) * st; t <= hi + st * 1e-9; t += st) {
         double y = ypix(t, lo, hi);
         char s[32];
         fmt_num(s, sizeof s, t);
-        jr_buf_printf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e5e7eb\"/>\n"
+        jr_strbuf_addf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e5e7eb\"/>\n"
                          "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#374151\">%s</text>\n",
                       ML, y, W - MR, y, ML - 6, y + 4, s);
     }
-    jr_buf_printf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#6b7280\"/>\n", ML, MT, ML, H - MB);
-    jr_buf_printf(b, "<text transform=\"translate(14 %d) rotate(-90)\" text-anchor=\"middle\" fill=\"#374151\">",
+    jr_strbuf_addf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#6b7280\"/>\n", ML, MT, ML, H - MB);
+    jr_strbuf_addf(b, "<text transform=\"translate(14 %d) rotate(-90)\" text-anchor=\"middle\" fill=\"#374151\">",
                   (MT + H - MB) / 2);
-    jr_buf_xml(b, ylabel);
-    jr_buf_printf(b, "</text>\n");
+    jr_html_escape(b, ylabel);
+    jr_strbuf_addf(b, "</text>\n");
 }
 
-static void legend(jr_buf *b, const char *const *names, const char *const *colors, int n) {
+static void legend(jr_strbuf *b, const char *const *names, const char *const *colors, int n) {
     int x = ML;
     for (int i = 0; i < n; i++) {
         if (!names[i]) continue; /* an unnamed series (a raw curve under its smoothed one) */
-        jr_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>\n"
+        jr_strbuf_addf(b, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>\n"
                          "<text x=\"%d\" y=\"%d\" fill=\"#111\">", x, H - 16, colors[i], x + 14, H - 7);
-        jr_buf_xml(b, names[i] ? names[i] : "");
-        jr_buf_printf(b, "</text>\n");
+        jr_html_escape(b, names[i] ? names[i] : "");
+        jr_strbuf_addf(b, "</text>\n");
         x += 24 + 7 * (int)strlen(names[i] ? names[i] : "");
     }
 }
 
-void jr_svg_lines(jr_buf *b, const char *title, const char *xlabel, const char *ylabel, const jr_series *s, int ns) {
+void jr_svg_lines(jr_strbuf *b, const char *title, const char *xlabel, const char *ylabel, const jr_series *s, int ns) {
     double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
     for (int i = 0; i < ns; i++)
         for (int j = 0; j < s[i].n; j++) {
@@ -118,7 +99,7 @@ void jr_svg_lines(jr_buf *b, const char *title, const char *xlabel, const char *
         }
     svg_open(b, title);
     if (!isfinite(x0)) {
-        jr_buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#6b7280\">no data</text>\n</svg>\n", W / 2, H / 2);
+        jr_strbuf_addf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#6b7280\">no data</text>\n</svg>\n", W / 2, H / 2);
         return;
     }
     int nonneg = y0 >= 0;
@@ -136,44 +117,44 @@ void jr_svg_lines(jr_buf *b, const char *title, const char *xlabel, const char *
         double x = ML + (W - ML - MR) * (t - x0) / (x1 - x0);
         char lab[32];
         fmt_num(lab, sizeof lab, t);
-        jr_buf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#6b7280\"/>\n"
+        jr_strbuf_addf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#6b7280\"/>\n"
                          "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#374151\">%s</text>\n",
                       x, H - MB, x, H - MB + 4, x, H - MB + 15, lab);
     }
-    jr_buf_printf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#6b7280\"/>\n", ML, H - MB, W - MR, H - MB);
-    jr_buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#374151\">", W - MR, H - MB + 28);
-    jr_buf_xml(b, xlabel);
-    jr_buf_printf(b, "</text>\n");
+    jr_strbuf_addf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#6b7280\"/>\n", ML, H - MB, W - MR, H - MB);
+    jr_strbuf_addf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#374151\">", W - MR, H - MB + 28);
+    jr_html_escape(b, xlabel);
+    jr_strbuf_addf(b, "</text>\n");
     const char *names[16], *cols[16];
     for (int i = 0; i < ns && i < 16; i++) {
         names[i] = s[i].name;
         cols[i] = s[i].color ? s[i].color : COLORS[i % NCOLORS];
-        jr_buf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s points=\"", cols[i],
+        jr_strbuf_addf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s points=\"", cols[i],
                       s[i].faint ? "1" : "1.8", s[i].faint ? " stroke-opacity=\"0.3\"" : "");
         int pts = 0;
         for (int j = 0; j < s[i].n; j++) {
             if (!isfinite(s[i].y[j]) || !isfinite(s[i].x[j])) continue;
-            jr_buf_printf(b, "%s%.1f,%.1f", pts++ ? " " : "", ML + (W - ML - MR) * (s[i].x[j] - x0) / (x1 - x0),
+            jr_strbuf_addf(b, "%s%.1f,%.1f", pts++ ? " " : "", ML + (W - ML - MR) * (s[i].x[j] - x0) / (x1 - x0),
                           ypix(s[i].y[j], y0, y1));
         }
-        jr_buf_printf(b, "\"/>\n");
+        jr_strbuf_addf(b, "\"/>\n");
         if (pts == 1) /* a single point is invisible as a line */
             for (int j = 0; j < s[i].n; j++)
                 if (isfinite(s[i].y[j]) && isfinite(s[i].x[j]))
-                    jr_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
+                    jr_strbuf_addf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
                                   ML + (W - ML - MR) * (s[i].x[j] - x0) / (x1 - x0), ypix(s[i].y[j], y0, y1),
                                   cols[i]);
     }
     legend(b, names, cols, ns < 16 ? ns : 16);
-    jr_buf_printf(b, "</svg>\n");
+    jr_strbuf_addf(b, "</svg>\n");
 }
 
-void jr_svg_bars(jr_buf *b, const char *title, const char *ylabel, const char *const *groups, int ng,
+void jr_svg_bars(jr_strbuf *b, const char *title, const char *ylabel, const char *const *groups, int ng,
                  const char *const *series, int nser, const double *const *v) {
     jr_svg_bars_colored(b, title, ylabel, groups, ng, series, nser, v, NULL);
 }
 
-void jr_svg_bars_colored(jr_buf *b, const char *title, const char *ylabel, const char *const *groups, int ng,
+void jr_svg_bars_colored(jr_strbuf *b, const char *title, const char *ylabel, const char *const *groups, int ng,
                          const char *const *series, int nser, const double *const *v, const char *const *colors) {
     const char *cols[16];
     for (int s = 0; s < nser && s < 16; s++) cols[s] = colors && colors[s] ? colors[s] : COLORS[s % NCOLORS];
@@ -195,19 +176,19 @@ void jr_svg_bars_colored(jr_buf *b, const char *title, const char *ylabel, const
             double val = isfinite(v[s][g]) ? v[s][g] : 0, y = ypix(val, lo, hi);
             char num[32];
             fmt_num(num, sizeof num, val);
-            jr_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>", gx + s * bw,
+            jr_strbuf_addf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>", gx + s * bw,
                           fmin(y, zero), bw * 0.92, fabs(zero - y), cols[s]);
-            jr_buf_xml(b, series[s]);
-            jr_buf_printf(b, " %s</title></rect>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"9\" fill=\"#111\">%s</text>\n",
+            jr_html_escape(b, series[s]);
+            jr_strbuf_addf(b, " %s</title></rect>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"9\" fill=\"#111\">%s</text>\n",
                           num, gx + s * bw + bw * 0.46, val >= 0 ? y - 3 : y + 10, num);
         }
-        jr_buf_printf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#111\">", ML + g * gw + gw / 2, H - MB + 15);
-        jr_buf_xml(b, groups[g]);
-        jr_buf_printf(b, "</text>\n");
+        jr_strbuf_addf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#111\">", ML + g * gw + gw / 2, H - MB + 15);
+        jr_html_escape(b, groups[g]);
+        jr_strbuf_addf(b, "</text>\n");
     }
-    jr_buf_printf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#6b7280\"/>\n", ML, zero, W - MR, zero);
+    jr_strbuf_addf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#6b7280\"/>\n", ML, zero, W - MR, zero);
     legend(b, series, cols, nser);
-    jr_buf_printf(b, "</svg>\n");
+    jr_strbuf_addf(b, "</svg>\n");
 }
 
 /* ---- terminal summary ---- */
@@ -380,7 +361,7 @@ static int read_metric(const char *path, const char *key, double **xs, double **
 }
 
 /* One line chart of metric `key` with one series per GRPO run. */
-static void metric_chart(jr_buf *b, const char *run_dir, const json_t *grpo, const char *key, const char *title,
+static void metric_chart(jr_strbuf *b, const char *run_dir, const json_t *grpo, const char *key, const char *title,
                          const char *ylabel) {
     jr_series s[8];
     memset(s, 0, sizeof s);
@@ -403,22 +384,22 @@ static void metric_chart(jr_buf *b, const char *run_dir, const json_t *grpo, con
     for (int i = 0; i < n; i++) { free(xs[i]); free(ys[i]); }
 }
 
-static void td_num(jr_buf *b, double v) {
-    if (isfinite(v)) jr_buf_printf(b, "<td>%.4f</td>", v);
-    else jr_buf_printf(b, "<td>-</td>");
+static void td_num(jr_strbuf *b, double v) {
+    if (isfinite(v)) jr_strbuf_addf(b, "<td>%.4f</td>", v);
+    else jr_strbuf_addf(b, "<td>-</td>");
 }
 
-static void html_seed1(jr_buf *b, const json_t *s1) {
-    jr_buf_printf(b, "<h2>Seed 1 reproduced: the magic 8-ball classifier and its judge</h2>\n<p>Probe question: <b>");
-    jr_buf_xml(b, json_string_value(json_object_get(s1, "probe")));
+static void html_seed1(jr_strbuf *b, const json_t *s1) {
+    jr_strbuf_addf(b, "<h2>Seed 1 reproduced: the magic 8-ball classifier and its judge</h2>\n<p>Probe question: <b>");
+    jr_html_escape(b, json_string_value(json_object_get(s1, "probe")));
     const json_t *sft = json_object_get(s1, "sft"), *jq = json_object_get(s1, "judge_question"),
                  *ja = json_object_get(s1, "judge_answer");
-    jr_buf_printf(b, "</b>. Policy: %lld parameters, trained on %lld questions with random labels (train accuracy %.2f). "
+    jr_strbuf_addf(b, "</b>. Policy: %lld parameters, trained on %lld questions with random labels (train accuracy %.2f). "
                      "Question judge held-out accuracy %.2f; answer judge held-out accuracy %.2f.</p>\n",
                   (long long)json_integer_value(json_object_get(sft, "params")),
                   (long long)json_integer_value(json_object_get(sft, "rows")), num(sft, "train_accuracy"),
                   num(jq, "heldout_accuracy"), num(ja, "heldout_accuracy"));
-    jr_buf_printf(b, "<table><tr><th>variant</th><th>judge's label</th><th>logits before (Yes, No, Maybe)</th>"
+    jr_strbuf_addf(b, "<table><tr><th>variant</th><th>judge's label</th><th>logits before (Yes, No, Maybe)</th>"
                      "<th>logits after</th><th>margin before</th><th>margin after</th><th>steps</th><th>agreement with judge</th></tr>\n");
     json_t *vars = json_object_get(s1, "variants");
     for (size_t i = 0; i < json_array_size(vars); i++) {
@@ -426,29 +407,29 @@ static void html_seed1(jr_buf *b, const json_t *s1) {
         double lb[3], la[3];
         vec3(json_object_get(v, "logits_before"), lb);
         vec3(json_object_get(v, "logits_after"), la);
-        jr_buf_printf(b, "<tr><td title=\"");
-        jr_buf_xml(b, json_string_value(json_object_get(v, "what")));
-        jr_buf_printf(b, "\">");
-        jr_buf_xml(b, json_string_value(json_object_get(v, "name")));
-        jr_buf_printf(b, "</td><td>");
-        jr_buf_xml(b, json_string_value(json_object_get(v, "probe_judge_label")));
-        jr_buf_printf(b, "</td><td>%.5f, %.5f, %.5f</td><td>%.5f, %.5f, %.5f</td>", lb[0], lb[1], lb[2], la[0], la[1], la[2]);
+        jr_strbuf_addf(b, "<tr><td title=\"");
+        jr_html_escape(b, json_string_value(json_object_get(v, "what")));
+        jr_strbuf_addf(b, "\">");
+        jr_html_escape(b, json_string_value(json_object_get(v, "name")));
+        jr_strbuf_addf(b, "</td><td>");
+        jr_html_escape(b, json_string_value(json_object_get(v, "probe_judge_label")));
+        jr_strbuf_addf(b, "</td><td>%.5f, %.5f, %.5f</td><td>%.5f, %.5f, %.5f</td>", lb[0], lb[1], lb[2], la[0], la[1], la[2]);
         td_num(b, num(v, "margin_before"));
         td_num(b, num(v, "margin_after"));
-        jr_buf_printf(b, "<td>%lld (skipped %lld)</td><td>%.2f &#8594; %.2f</td></tr>\n",
+        jr_strbuf_addf(b, "<td>%lld (skipped %lld)</td><td>%.2f &#8594; %.2f</td></tr>\n",
                       (long long)json_integer_value(json_object_get(v, "steps")),
                       (long long)json_integer_value(json_object_get(v, "skipped")), num(v, "agree_before"), num(v, "agree_after"));
     }
-    jr_buf_printf(b, "</table>\n<ul>\n");
+    jr_strbuf_addf(b, "</table>\n<ul>\n");
     for (size_t i = 0; i < json_array_size(vars); i++) {
         json_t *v = json_array_get(vars, i);
-        jr_buf_printf(b, "<li><b>");
-        jr_buf_xml(b, json_string_value(json_object_get(v, "name")));
-        jr_buf_printf(b, "</b>: ");
-        jr_buf_xml(b, json_string_value(json_object_get(v, "what")));
-        jr_buf_printf(b, "</li>\n");
+        jr_strbuf_addf(b, "<li><b>");
+        jr_html_escape(b, json_string_value(json_object_get(v, "name")));
+        jr_strbuf_addf(b, "</b>: ");
+        jr_html_escape(b, json_string_value(json_object_get(v, "what")));
+        jr_strbuf_addf(b, "</li>\n");
     }
-    jr_buf_printf(b, "</ul>\n<div class=\"charts\">\n");
+    jr_strbuf_addf(b, "</ul>\n<div class=\"charts\">\n");
     for (size_t i = 0; i < json_array_size(vars); i++) {
         json_t *v = json_array_get(vars, i);
         double lb[3], la[3];
@@ -484,24 +465,24 @@ static void html_seed1(jr_buf *b, const json_t *s1) {
     }
     free(x);
     free(y);
-    jr_buf_printf(b, "</div>\n");
+    jr_strbuf_addf(b, "</div>\n");
 }
 
-static void html_grpo(jr_buf *b, const char *run_dir, const json_t *sum) {
+static void html_grpo(jr_strbuf *b, const char *run_dir, const json_t *sum) {
     json_t *g = json_object_get(sum, "grpo");
-    jr_buf_printf(b, "<h2>GRPO against an LM judge served over HTTP</h2>\n");
+    jr_strbuf_addf(b, "<h2>GRPO against an LM judge served over HTTP</h2>\n");
     if (!json_array_size(g)) {
-        jr_buf_printf(b, "<p class=\"note\">No GRPO run in this demo (see the stage table for why).</p>\n");
+        jr_strbuf_addf(b, "<p class=\"note\">No GRPO run in this demo (see the stage table for why).</p>\n");
         return;
     }
-    jr_buf_printf(b, "<table><tr><th>judge</th><th>mean reward before</th><th>after</th><th>P(Yes) before</th><th>P(Yes) after</th>"
+    jr_strbuf_addf(b, "<table><tr><th>judge</th><th>mean reward before</th><th>after</th><th>P(Yes) before</th><th>P(Yes) after</th>"
                      "<th>P(No) after</th><th>P(Maybe) after</th><th>judge latency p50 (s)</th><th>unscored share</th>"
                      "<th>judge agreement with preferences</th><th>Yes answers judged Good</th></tr>\n");
     for (size_t i = 0; i < json_array_size(g); i++) {
         json_t *r = json_array_get(g, i), *db = json_object_get(r, "dist_before"), *da = json_object_get(r, "dist_after");
-        jr_buf_printf(b, "<tr><td>");
-        jr_buf_xml(b, json_string_value(json_object_get(r, "judge")));
-        jr_buf_printf(b, "</td>");
+        jr_strbuf_addf(b, "<tr><td>");
+        jr_html_escape(b, json_string_value(json_object_get(r, "judge")));
+        jr_strbuf_addf(b, "</td>");
         td_num(b, num(r, "reward_before"));
         td_num(b, num(r, "reward_after"));
         td_num(b, num(db, "Yes"));
@@ -512,27 +493,27 @@ static void html_grpo(jr_buf *b, const char *run_dir, const json_t *sum) {
         td_num(b, num(r, "unscored_share"));
         td_num(b, num(r, "judge_accuracy"));
         td_num(b, num(r, "judge_yes_good"));
-        jr_buf_printf(b, "</tr>\n");
+        jr_strbuf_addf(b, "</tr>\n");
     }
-    jr_buf_printf(b, "</table>\n");
+    jr_strbuf_addf(b, "</table>\n");
     json_t *st = json_object_get(sum, "steering");
     if (json_is_object(st))
-        jr_buf_printf(b, "<p><b>Steering:</b> P(Yes) on the held-out questions after GRPO is %.2f with the Yes-biased judge "
+        jr_strbuf_addf(b, "<p><b>Steering:</b> P(Yes) on the held-out questions after GRPO is %.2f with the Yes-biased judge "
                          "and %.2f with the unbiased judge (%+.0f points).</p>\n",
                       num(st, "p_yes_biased"), num(st, "p_yes_unbiased"), 100 * num(st, "delta"));
     json_t *q = json_object_get(sum, "quality");
     if (json_is_object(q)) {
         char line[4][512];
         quality_lines(q, line);
-        jr_buf_printf(b, "<p><b>Demo quality</b> (issue 20's targets):</p>\n<ul>\n");
+        jr_strbuf_addf(b, "<p><b>Demo quality</b> (issue 20's targets):</p>\n<ul>\n");
         for (int i = 0; i < 4; i++) {
-            jr_buf_printf(b, "<li>");
-            jr_buf_xml(b, line[i]);
-            jr_buf_printf(b, "</li>\n");
+            jr_strbuf_addf(b, "<li>");
+            jr_html_escape(b, line[i]);
+            jr_strbuf_addf(b, "</li>\n");
         }
-        jr_buf_printf(b, "</ul>\n");
+        jr_strbuf_addf(b, "</ul>\n");
     }
-    jr_buf_printf(b, "<div class=\"charts\">\n");
+    jr_strbuf_addf(b, "<div class=\"charts\">\n");
     metric_chart(b, run_dir, g, "reward", "Judge reward per step (training batch mean)", "reward");
     metric_chart(b, run_dir, g, "kl", "KL to the reference policy", "KL");
     for (size_t i = 0; i < json_array_size(g); i++) {
@@ -554,7 +535,7 @@ static void html_grpo(jr_buf *b, const char *run_dir, const json_t *sum) {
     }
     metric_chart(b, run_dir, g, "judge/latency_p50", "Judge latency per step (p50)", "seconds");
     metric_chart(b, run_dir, g, "unscored_frac", "Unscored share of completions per step", "share");
-    jr_buf_printf(b, "</div>\n");
+    jr_strbuf_addf(b, "</div>\n");
 }
 
 const char jr_report_css[] =
@@ -564,12 +545,12 @@ const char jr_report_css[] =
     ".note{color:#6b7280}code{background:#f3f4f6;padding:1px 4px}";
 
 /* The demo's probe stage, the judges side by side. */
-static void html_probe(jr_buf *b, const json_t *pr) {
+static void html_probe(jr_strbuf *b, const json_t *pr) {
     const char *nm[16];
     const json_t *rs[16];
     int n = probe_sets(pr, nm, rs);
     if (n <= 0) return;
-    jr_buf_printf(b, "<h2>Judge probes (docs/PROBES.md)</h2>\n<p>Each judge served by <code>judgerl serve</code> and "
+    jr_strbuf_addf(b, "<h2>Judge probes (docs/PROBES.md)</h2>\n<p>Each judge served by <code>judgerl serve</code> and "
                      "probed over HTTP with <code>data/eightball/lm/probe_rows.jsonl</code>: the unbiased judge, the "
                      "Yes-biased one, and judges trained with a known injected bias (longer answers, master keys, the "
                      "first position of a pair).</p>\n");
@@ -590,41 +571,41 @@ jr_status jr_report_write(const char *run_dir, json_t **summary_out) {
         return st;
     }
     free(sp);
-    jr_buf b = {0};
-    jr_buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>judgerl demo report</title>"
+    jr_strbuf b = {0};
+    jr_strbuf_addf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>judgerl demo report</title>"
                       "<style>%s</style></head><body>\n<h1>judgerl demo: the magic 8-ball, judged</h1>\n", jr_report_css);
-    jr_buf_printf(&b, "<p>Run directory <code>");
-    jr_buf_xml(&b, run_dir);
-    jr_buf_printf(&b, "</code>%s; total %.1f s.</p>\n", json_is_true(json_object_get(sum, "quick")) ? " (quick mode: fewer steps)" : "",
+    jr_strbuf_addf(&b, "<p>Run directory <code>");
+    jr_html_escape(&b, run_dir);
+    jr_strbuf_addf(&b, "</code>%s; total %.1f s.</p>\n", json_is_true(json_object_get(sum, "quick")) ? " (quick mode: fewer steps)" : "",
                   num(sum, "total_seconds"));
-    jr_buf_printf(&b, "<table><tr><th>stage</th><th>status</th><th>seconds</th><th>note</th></tr>\n");
+    jr_strbuf_addf(&b, "<table><tr><th>stage</th><th>status</th><th>seconds</th><th>note</th></tr>\n");
     json_t *stages = json_object_get(sum, "stages");
     for (size_t i = 0; i < json_array_size(stages); i++) {
         json_t *s = json_array_get(stages, i);
-        jr_buf_printf(&b, "<tr><td>");
-        jr_buf_xml(&b, json_string_value(json_object_get(s, "name")));
-        jr_buf_printf(&b, "</td><td>");
-        jr_buf_xml(&b, json_string_value(json_object_get(s, "status")));
-        jr_buf_printf(&b, "</td><td>%.1f</td><td>", num(s, "seconds"));
-        jr_buf_xml(&b, json_string_value(json_object_get(s, "note")));
-        jr_buf_printf(&b, "</td></tr>\n");
+        jr_strbuf_addf(&b, "<tr><td>");
+        jr_html_escape(&b, json_string_value(json_object_get(s, "name")));
+        jr_strbuf_addf(&b, "</td><td>");
+        jr_html_escape(&b, json_string_value(json_object_get(s, "status")));
+        jr_strbuf_addf(&b, "</td><td>%.1f</td><td>", num(s, "seconds"));
+        jr_html_escape(&b, json_string_value(json_object_get(s, "note")));
+        jr_strbuf_addf(&b, "</td></tr>\n");
     }
-    jr_buf_printf(&b, "</table>\n");
+    jr_strbuf_addf(&b, "</table>\n");
     json_t *s1 = json_object_get(sum, "seed1");
     if (json_is_object(s1)) html_seed1(&b, s1);
     html_grpo(&b, run_dir, sum);
     json_t *pr = json_object_get(sum, "probe");
     if (json_is_object(pr)) html_probe(&b, pr);
-    jr_buf_printf(&b, "<p class=\"note\">Written by <code>judgerl report</code> from summary.json and the runs' metrics.jsonl.</p>\n"
+    jr_strbuf_addf(&b, "<p class=\"note\">Written by <code>judgerl report</code> from summary.json and the runs' metrics.jsonl.</p>\n"
                       "</body></html>\n");
     jr_status st = JR_OK;
     if (b.oom) st = jr_fail(JR_ENOMEM, "report: out of memory");
     else {
         char *hp = jr_path_join(run_dir, "report.html");
-        st = hp ? jr_write_atomic(hp, b.s, b.len) : jr_fail(JR_ENOMEM, "out of memory");
+        st = hp ? jr_write_atomic(hp, b.p, b.n) : jr_fail(JR_ENOMEM, "out of memory");
         free(hp);
     }
-    free(b.s);
+    free(b.p);
     if (!st && summary_out) *summary_out = sum;
     else json_decref(sum);
     return st;

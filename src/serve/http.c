@@ -250,18 +250,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (rq->too_big || rq->len + n > h->o.max_body) { rq->too_big = 1; return MHD_YES; }
-        if (rq->len + n + 1 > rq->cap) {
-            size_t cap = rq->cap ? rq->cap : 4096;
-            while (cap < rq->len + n + 1) cap *= 2;
-            char *b = realloc(rq->body, cap);
-            if (!b) return MHD_NO;
-            rq->body = b;
-            rq->cap = cap;
-        }
-        memcpy(rq->body + rq->len, upload_data, n);
-        rq->len += n;
-        rq->body[rq->len] = 0;
+        if (rq->too_big || rq->body.n + n > h->o.max_body) { rq->too_big = 1; return MHD_YES; }
+        jr_strbuf_addn(&rq->body, upload_data, n);
+        if (rq->body.oom) return MHD_NO;
         return MHD_YES;
     }
     sock_phase(h, c, PH_BUSY); /* the whole request is in */
@@ -278,7 +269,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
     sock_phase(cls, c, PH_HEADERS); /* keep-alive: the next request's headers have their deadline */
     jr_http_req *rq = *con_cls;
     if (!rq) return;
-    free(rq->body);
+    jr_strbuf_free(&rq->body);
     free(rq);
     *con_cls = NULL;
 }

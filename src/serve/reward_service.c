@@ -253,7 +253,7 @@ static enum MHD_Result serve_rows(jr_rsvc *s, struct MHD_Connection *c, jr_http_
     char msg[600];
     json_t *rows = NULL;
     jr_rsvc_protocol proto = rq->route == R_OPENRLHF ? JR_RSVC_OPENRLHF : rq->route == R_SLIME ? JR_RSVC_SLIME : JR_RSVC_BATCH;
-    int bad = jr_rsvc_parse_rows(proto, rq->body ? rq->body : "", rq->len, &rows, msg, sizeof msg);
+    int bad = jr_rsvc_parse_rows(proto, rq->body.p ? rq->body.p : "", rq->body.n, &rows, msg, sizeof msg);
     size_t n = json_array_size(rows);
     int status = bad ? 400 : 0;
     if (!bad && n > (size_t)s->o.max_rows) {

@@ -11,6 +11,7 @@
 #include <utf8proc.h>
 
 #include "judgerl/fsutil.h"
+#include "judgerl/strbuf.h"
 #include "tokenizer/jinja.h"
 #include "tokenizer/tok_internal.h"
 
@@ -34,24 +35,12 @@ jr_status jr_ids_push(jr_ids *v, int32_t id) {
     return JR_OK;
 }
 
-/* A growable byte buffer. */
-typedef struct {
-    char *b;
-    size_t n, cap;
-} bbuf;
-
-static jr_status bbuf_add(bbuf *b, const void *p, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        size_t nc = (b->n + n + 1) * 2;
-        char *x = jr_realloc(b->b, nc);
-        if (!x) return JR_ENOMEM;
-        b->b = x;
-        b->cap = nc;
-    }
-    memcpy(b->b + b->n, p, n);
-    b->n += n;
-    b->b[b->n] = 0;
-    return JR_OK;
+/* Appends n bytes to b; JR_ENOMEM (b unchanged and usable again) when that fails. */
+static jr_status bbuf_add(jr_strbuf *b, const void *p, size_t n) {
+    jr_strbuf_addn(b, p, n);
+    if (!b->oom) return JR_OK;
+    b->oom = 0; /* the contents are intact: a later call may try again */
+    return JR_ENOMEM;
 }
 
 /* A cache of word -> ids, as HF keeps one: prose repeats its words. The tokenizer owns a few of
@@ -61,7 +50,7 @@ struct tok_wcache {
     pthread_mutex_t mu;
     struct wc_ent *e;
     size_t cap, n;
-    bbuf bytes;
+    jr_strbuf bytes;
     jr_ids ids;
 };
 
@@ -69,11 +58,9 @@ enum { WC_CAP = 1 << 17, WC_MAX_WORD = 128, N_WCACHE = 4 };
 
 static void wcache_clear(struct tok_wcache *w) {
     free(w->e);
-    free(w->bytes.b);
+    jr_strbuf_free(&w->bytes);
     jr_ids_free(&w->ids);
     w->e = NULL;
-    w->bytes.b = NULL;
-    w->bytes.n = w->bytes.cap = 0;
     w->cap = w->n = 0;
 }
 
@@ -560,14 +547,14 @@ typedef struct { uint32_t a, an, b, bn; int form; } ment;           /* form: 0 s
 typedef struct {
     vent *v; size_t nv, capv;
     ment *m; size_t nm, capm;
-    bbuf strs;
+    jr_strbuf strs;
     int have;                                                        /* filled by the fast path */
 } model_lists;
 
 static void lists_free(model_lists *L) {
     free(L->v);
     free(L->m);
-    free(L->strs.b);
+    free(L->strs.p);
     memset(L, 0, sizeof *L);
 }
 
@@ -582,7 +569,7 @@ static int hexv(char c) {
 }
 
 /* Scans a string at j->i (a '"'); appends its decoded bytes to out when not NULL. 0 ok, -1 bad. */
-static int js_string(jscan *j, bbuf *out) {
+static int js_string(jscan *j, jr_strbuf *out) {
     if (j->i >= j->n || j->s[j->i] != '"') return -1;
     size_t i = ++j->i, run = i;
     const char *s = j->s;
@@ -917,13 +904,13 @@ static int lists_from_json(model_lists *L, json_t *vocab, json_t *merges) {
             if (bbuf_add(&L->strs, json_string_value(json_array_get(m, 1)), e->bn)) return -1;
         }
     }
-    if (!L->strs.b && bbuf_add(&L->strs, "", 0)) return -1;
+    if (!L->strs.p && bbuf_add(&L->strs, "", 0)) return -1;
     return 0;
 }
 
 /* model.vocab into t->vocab (t->form etc. allocated for t->n_ids ids) */
 static jr_status load_vocab(jr_tokenizer *t, const model_lists *L) {
-    const char *S = L->strs.b;
+    const char *S = L->strs.p;
     if (strmap_init(&t->vocab, L->nv)) return JR_ENOMEM;
     for (size_t q = 0; q < L->nv; q++) {
         int32_t id = (int32_t)L->v[q].id;
@@ -944,7 +931,7 @@ static jr_status load_vocab(jr_tokenizer *t, const model_lists *L) {
 static jr_status load_merges(jr_tokenizer *t, const model_lists *L) {
     size_t nm = L->nm;
     if (pairmap_init(&t->merges, nm)) return JR_ENOMEM;
-    const char *S = L->strs.b;
+    const char *S = L->strs.p;
     char *buf = NULL;
     size_t bufcap = 0;
     for (size_t i = 0; i < nm; i++) {
@@ -1064,8 +1051,8 @@ static jr_status load_model(jr_tokenizer *t, json_t *root, model_lists *L) {
     if (!json_is_object(vocab)) return jr_fail(JR_EFORMAT, "%s: model.vocab: missing or not an object", t->name);
     if (!json_is_array(merges)) return jr_fail(JR_EFORMAT, "%s: model.merges: missing or not a list", t->name);
     if (!L->have && lists_from_json(L, vocab, merges)) return jr_fail(JR_ENOMEM, "out of memory");
-    if (!L->strs.b && bbuf_add(&L->strs, "", 0)) return jr_fail(JR_ENOMEM, "out of memory");
-    const char *S = L->strs.b;
+    if (!L->strs.p && bbuf_add(&L->strs, "", 0)) return jr_fail(JR_ENOMEM, "out of memory");
+    const char *S = L->strs.p;
     if (json_is_true(json_object_get(model, "byte_fallback")))
         return jr_fail(JR_EUNSUPPORTED, "%s: model.byte_fallback: SentencePiece-style BPE unsupported (judgerl supports byte-level BPE)", t->name);
     const char *csp = json_string_value(json_object_get(model, "continuing_subword_prefix"));
@@ -1400,7 +1387,7 @@ static jr_status spans_push(spans *v, size_t off, size_t len) {
 typedef struct {
     const jr_tokenizer *t;
     pcre2_match_data *md;
-    bbuf text;      /* normalized pieces and prefixed copies */
+    jr_strbuf text;      /* normalized pieces and prefixed copies */
     spans a, b;     /* pre-tokenizer work lists */
     /* BPE work arrays */
     int32_t *sym, *prev, *next;
@@ -1413,7 +1400,7 @@ typedef struct {
 
 static void enc_free(enc_ctx *c) {
     if (c->md) pcre2_match_data_free(c->md);
-    free(c->text.b);
+    free(c->text.p);
     free(c->a.s);
     free(c->b.s);
     free(c->sym);
@@ -1524,7 +1511,7 @@ static jr_status bpe_word(enc_ctx *c, const char *w, size_t n, jr_ids *out) {
     size_t i = h & (wc->cap - 1);
     while (wc->e[i].h) {
         struct wc_ent *e = &wc->e[i];
-        if (e->h == h && e->len == n && !memcmp(wc->bytes.b + e->off, w, n)) {
+        if (e->h == h && e->len == n && !memcmp(wc->bytes.p + e->off, w, n)) {
             for (uint32_t k = 0; k < e->n_ids; k++)
                 if (jr_ids_push(out, wc->ids.ids[e->id_off + k])) return JR_ENOMEM;
             return JR_OK;
@@ -1537,7 +1524,7 @@ static jr_status bpe_word(enc_ctx *c, const char *w, size_t n, jr_ids *out) {
     if (wc->n * 2 >= wc->cap) { /* full: start over */
         memset(wc->e, 0, wc->cap * sizeof *wc->e);
         wc->n = 0;
-        wc->bytes.n = 0;
+        jr_strbuf_reset(&wc->bytes);
         wc->ids.n = 0;
         i = h & (wc->cap - 1);
     }
@@ -1556,7 +1543,7 @@ static jr_status pre_split(enc_ctx *c, const tok_pre *p, spans *in, spans *out) 
     pcre2_code *re = p->re;
     for (size_t k = 0; k < in->n; k++) {
         size_t off = in->s[k].off, len = in->s[k].len;
-        const char *s = c->text.b + off;
+        const char *s = c->text.p + off;
         size_t pos = 0;
         /* collect (start, end, is_match) pieces */
         size_t pend_start = 0; /* MergedWithNext: start of pending piece */
@@ -1716,10 +1703,10 @@ static jr_status encode_piece(enc_ctx *c, size_t off, size_t len, jr_ids *out) {
         if (p->type == PRE_BYTELEVEL && p->add_prefix_space) {
             for (size_t k = 0; k < c->a.n; k++) {
                 span *sp = &c->a.s[k];
-                if (sp->len && c->text.b[sp->off] == ' ') continue;
+                if (sp->len && c->text.p[sp->off] == ' ') continue;
                 size_t no = c->text.n;
                 if ((st = bbuf_add(&c->text, " ", 1))) return st;
-                if ((st = bbuf_add(&c->text, c->text.b + sp->off, sp->len))) return st;
+                if ((st = bbuf_add(&c->text, c->text.p + sp->off, sp->len))) return st;
                 sp->off = no;
                 sp->len += 1;
             }
@@ -1732,7 +1719,7 @@ static jr_status encode_piece(enc_ctx *c, size_t off, size_t len, jr_ids *out) {
         }
     }
     for (size_t k = 0; k < c->a.n; k++)
-        if ((st = bpe_word(c, c->text.b + c->a.s[k].off, c->a.s[k].len, out))) return st;
+        if ((st = bpe_word(c, c->text.p + c->a.s[k].off, c->a.s[k].len, out))) return st;
     return JR_OK;
 }
 
@@ -1814,7 +1801,7 @@ static jr_status encode_normalized(enc_ctx *c, size_t off, size_t len, int skip_
     while (pos < len) {
         const tok_added *a;
         size_t ms, me;
-        const char *s = c->text.b + off; /* re-read: c->text may move */
+        const char *s = c->text.p + off; /* re-read: c->text may move */
         if (!find_added(t, s, len, pos, pos, 1, skip_special, &a, &ms, &me)) break;
         if (ms > pos && (st = encode_piece(c, off + pos, ms - pos, out))) return st;
         if ((st = jr_ids_push(out, a->id))) return st;
@@ -1879,7 +1866,7 @@ jr_status jr_tok_encode(const jr_tokenizer *t, const char *text, size_t len, int
 
 /* Appends bytes to b replacing invalid UTF-8 with U+FFFD (as Rust's from_utf8_lossy: one
  * replacement per maximal invalid prefix). */
-static jr_status append_lossy(bbuf *b, const char *s, size_t n) {
+static jr_status append_lossy(jr_strbuf *b, const char *s, size_t n) {
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0, run = 0;
     while (i < n) {
@@ -1913,22 +1900,22 @@ static jr_status append_lossy(bbuf *b, const char *s, size_t n) {
 
 jr_status jr_tok_decode(const jr_tokenizer *t, const int32_t *ids, size_t n, int flags, char **out, size_t *len) {
     *out = NULL;
-    bbuf raw = {0}, res = {0};
+    jr_strbuf raw = {0}, res = {0};
     for (size_t i = 0; i < n; i++) {
         int32_t id = ids[i];
         if (id < 0 || id >= t->n_ids || !t->form[id]) {
-            free(raw.b);
+            free(raw.p);
             return jr_fail(JR_EINVAL, "decode: id %d at position %zu is not a token (the tokenizer has %d)", (int)id, i,
                            (int)t->n_ids);
         }
         if ((flags & JR_TOK_SKIP_SPECIAL) && (t->idflags[id] & ID_SPECIAL)) continue;
-        if (bbuf_add(&raw, t->bytes[id], t->blen[id])) { free(raw.b); return jr_fail(JR_ENOMEM, "out of memory"); }
+        if (bbuf_add(&raw, t->bytes[id], t->blen[id])) { free(raw.p); return jr_fail(JR_ENOMEM, "out of memory"); }
     }
-    jr_status st = append_lossy(&res, raw.b ? raw.b : "", raw.n);
-    free(raw.b);
-    if (!st && !res.b) st = bbuf_add(&res, "", 0);
-    if (st) { free(res.b); return jr_fail(JR_ENOMEM, "out of memory"); }
-    *out = res.b;
+    jr_status st = append_lossy(&res, raw.p ? raw.p : "", raw.n);
+    free(raw.p);
+    if (!st && !res.p) st = bbuf_add(&res, "", 0);
+    if (st) { free(res.p); return jr_fail(JR_ENOMEM, "out of memory"); }
+    *out = res.p;
     if (len) *len = res.n;
     return JR_OK;
 }
@@ -1951,7 +1938,7 @@ static int utf8_seqlen(unsigned c) {
 }
 
 static jr_status stream_emit(jr_tok_stream *s, const char *bytes, size_t n, int final, const char **text, size_t *len) {
-    bbuf in = {0}, res = {0};
+    jr_strbuf in = {0}, res = {0};
     jr_status st = JR_OK;
     if (s->npend) st = bbuf_add(&in, s->pend, (size_t)s->npend);
     if (!st && n) st = bbuf_add(&in, bytes, n);
@@ -1959,28 +1946,28 @@ static jr_status stream_emit(jr_tok_stream *s, const char *bytes, size_t n, int 
     if (!st && !final && in.n) {
         /* hold back a trailing incomplete (but so far valid) UTF-8 sequence */
         size_t j = in.n, back = 0;
-        while (j > 0 && back < 3 && ((unsigned char)in.b[j - 1] & 0xC0) == 0x80) { j--; back++; }
+        while (j > 0 && back < 3 && ((unsigned char)in.p[j - 1] & 0xC0) == 0x80) { j--; back++; }
         if (j > 0) {
-            int need = utf8_seqlen((unsigned char)in.b[j - 1]);
+            int need = utf8_seqlen((unsigned char)in.p[j - 1]);
             size_t have = in.n - (j - 1);
             if (need > 1 && have < (size_t)need) {
                 int32_t cp;
                 /* a valid prefix: check by padding with continuation bytes */
                 unsigned char tmp[4];
-                memcpy(tmp, in.b + j - 1, have);
+                memcpy(tmp, in.p + j - 1, have);
                 for (size_t q = have; q < (size_t)need; q++) tmp[q] = 0x80 | (q == 1 && tmp[0] == 0xE0 ? 0x20 : q == 1 && tmp[0] == 0xF0 ? 0x10 : 0);
                 if (utf8_decode(tmp, (size_t)need, &cp) == need) keep = have;
             }
         }
     }
-    if (!st) st = append_lossy(&res, in.b ? in.b : "", in.n - keep);
-    if (!st && !res.b) st = bbuf_add(&res, "", 0);
-    if (st) { free(in.b); free(res.b); return jr_fail(JR_ENOMEM, "out of memory"); }
-    if (keep) memcpy(s->pend, in.b + in.n - keep, keep);
+    if (!st) st = append_lossy(&res, in.p ? in.p : "", in.n - keep);
+    if (!st && !res.p) st = bbuf_add(&res, "", 0);
+    if (st) { free(in.p); free(res.p); return jr_fail(JR_ENOMEM, "out of memory"); }
+    if (keep) memcpy(s->pend, in.p + in.n - keep, keep);
     s->npend = (int)keep;
-    free(in.b);
+    free(in.p);
     free(s->buf);
-    s->buf = res.b;
+    s->buf = res.p;
     s->cap = res.cap;
     *text = s->buf;
     if (len) *len = res.n;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "judgerl/strbuf.h"
 #include "tokenizer/jinja.h"
 
 /* ------------------------------------------------------------------ arena */
@@ -947,8 +948,7 @@ typedef struct frame { struct frame *up; vdict *vars; } frame;
 
 typedef struct {
     arena ar;
-    char *out;
-    size_t n, cap;
+    jr_strbuf out; /* the rendered text */
     char err[512];
     int failed;
     int brk; /* 1 break, 2 continue */
@@ -969,17 +969,8 @@ static int rerr(rctx *r, int line, const char *fmt, ...) {
 }
 
 static int emit(rctx *r, const char *s, size_t n) {
-    if (r->n + n + 1 > r->cap) {
-        size_t nc = (r->n + n + 1) * 2;
-        char *p = realloc(r->out, nc);
-        if (!p) return rerr(r, 0, "out of memory");
-        r->out = p;
-        r->cap = nc;
-    }
-    memcpy(r->out + r->n, s, n);
-    r->n += n;
-    r->out[r->n] = 0;
-    return 0;
+    jr_strbuf_addn(&r->out, s, n);
+    return r->out.oom ? rerr(r, 0, "out of memory") : 0;
 }
 
 /* a growable string in the arena */
@@ -2188,12 +2179,12 @@ jr_status jinja_render(const struct jinja_tpl *t, json_t *ctx, char **out, size_
     frame body = {&top, dict_new(&r)};
     if (!body.vars || emit(&r, "", 0) || exec_body(&r, &body, t->body) || r.failed) {
         jr_status st = jr_fail(JR_EINVAL, "%s", r.failed ? r.err : "out of memory");
-        free(r.out);
+        jr_strbuf_free(&r.out);
         afree(&r.ar);
         return st;
     }
     afree(&r.ar);
-    *out = r.out;
-    if (len) *len = r.n;
+    if (len) *len = r.out.n;
+    *out = jr_strbuf_take(&r.out);
     return JR_OK;
 }
