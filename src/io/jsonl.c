@@ -1,6 +1,7 @@
 /* jsonl.c - JSONL streaming reader (line numbers, CRLF, BOM, UTF-8 checks) and append-only durable writer */
 #include "judgerl/dataset.h"
 #include "judgerl/fsutil.h"
+#include "judgerl/utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -91,32 +92,6 @@ jr_status jr_jsonl_open(jr_jsonl_reader **r, const char *path, jr_bad_line_polic
     return JR_OK;
 }
 
-/* Index of the first byte that is not valid UTF-8 (or a NUL), or len when all is valid. Rejects
- * overlong forms, surrogates and code points above U+10FFFF. */
-static size_t utf8_bad_at(const unsigned char *s, size_t len) {
-    size_t i = 0;
-    while (i < len) {
-        unsigned c = s[i];
-        if (c == 0) return i;
-        if (c < 0x80) { i++; continue; }
-        size_t n;
-        unsigned cp;
-        if (c >= 0xc2 && c <= 0xdf) { n = 1; cp = c & 0x1f; }
-        else if (c >= 0xe0 && c <= 0xef) { n = 2; cp = c & 0x0f; }
-        else if (c >= 0xf0 && c <= 0xf4) { n = 3; cp = c & 0x07; }
-        else return i;
-        if (len - i <= n) return i;
-        for (size_t k = 1; k <= n; k++) {
-            if ((s[i + k] & 0xc0) != 0x80) return i;
-            cp = (cp << 6) | (s[i + k] & 0x3f);
-        }
-        if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return i;
-        i += n + 1;
-    }
-    return len;
-}
-
 static const char *json_kind(const json_t *v) {
     switch (json_typeof(v)) {
     case JSON_ARRAY: return "an array";
@@ -130,7 +105,7 @@ static const char *json_kind(const json_t *v) {
 
 static jr_status parse_line(const char *line, size_t len, const char *where, size_t flags, json_t **row) {
     *row = NULL;
-    size_t bad = utf8_bad_at((const unsigned char *)line, len);
+    size_t bad = jr_utf8_invalid_at(line, len, 1);
     if (bad < len) {
         if (line[bad] == 0) return jr_fail(JR_EFORMAT, "%s: NUL byte at byte %zu of the line", where, bad + 1);
         return jr_fail(JR_EFORMAT, "%s: invalid UTF-8 at byte %zu of the line (byte 0x%02x)", where, bad + 1,

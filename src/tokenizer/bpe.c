@@ -12,6 +12,7 @@
 
 #include "judgerl/fsutil.h"
 #include "judgerl/strbuf.h"
+#include "judgerl/utf8.h"
 #include "tokenizer/jinja.h"
 #include "tokenizer/tok_internal.h"
 
@@ -220,62 +221,14 @@ static void bytelevel_init(void) {
     __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
 }
 
-/* Decodes one UTF-8 character at s[0..n): returns its length (0 when invalid) and the code point. */
-static int utf8_decode(const unsigned char *s, size_t n, int32_t *cp) {
-    if (n == 0) return 0;
-    unsigned c = s[0];
-    if (c < 0x80) { *cp = (int32_t)c; return 1; }
-    int len;
-    int32_t v;
-    if (c >= 0xC2 && c <= 0xDF) { len = 2; v = c & 0x1F; }
-    else if (c >= 0xE0 && c <= 0xEF) { len = 3; v = c & 0x0F; }
-    else if (c >= 0xF0 && c <= 0xF4) { len = 4; v = c & 0x07; }
-    else return 0;
-    if ((size_t)len > n) return 0;
-    for (int i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        v = (v << 6) | (s[i] & 0x3F);
-    }
-    if ((len == 3 && v < 0x800) || (len == 4 && (v < 0x10000 || v > 0x10FFFF)) || (v >= 0xD800 && v <= 0xDFFF))
-        return 0;
-    *cp = v;
-    return len;
-}
-
-/* Offset of the first invalid UTF-8 byte, or n when the text is valid. */
-static size_t utf8_check(const char *s, size_t n) {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < n) {
-        if (u[i] < 0x80) { i++; continue; }
-        int32_t cp;
-        int l = utf8_decode(u + i, n - i, &cp);
-        if (!l) return i;
-        i += (size_t)l;
-    }
-    return n;
-}
-
-static size_t utf8_encode(int32_t cp, char *out) {
-    if (cp < 0x80) { out[0] = (char)cp; return 1; }
-    if (cp < 0x800) { out[0] = (char)(0xC0 | (cp >> 6)); out[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12)); out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F)); return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18)); out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* The bytes a vocabulary-form token stands for: every character mapped back through the
  * byte-level alphabet; when one character is outside it, the token's own UTF-8 (as HF's
  * ByteLevel decoder does). Writes to out (room for n bytes) and returns the length. */
 static size_t form_to_bytes(const char *s, size_t n, char *out) {
     size_t o = 0, i = 0;
     while (i < n) {
-        int32_t cp;
-        int l = utf8_decode((const unsigned char *)s + i, n - i, &cp);
+        uint32_t cp;
+        int l = (int)jr_utf8_decode(s + i, n - i, &cp);
         if (!l || cp >= 324 || cp_to_byte[cp] < 0) {
             memcpy(out, s, n);
             return n;
@@ -607,7 +560,7 @@ static int js_string(jscan *j, jr_strbuf *out) {
             } else if (cp >= 0xDC00 && cp <= 0xDFFF) return -1;
             if (cp == 0) return -1; /* NUL inside a token: leave it to jansson */
             char u[4];
-            size_t ul = utf8_encode(cp, u);
+            size_t ul = jr_utf8_encode((uint32_t)cp, u);
             if (out && bbuf_add(out, u, ul)) return -1;
             run = i;
             continue;
@@ -619,7 +572,7 @@ static int js_string(jscan *j, jr_strbuf *out) {
         run = i;
     }
     if (out && i > run && bbuf_add(out, s + run, i - run)) return -1;
-    if (utf8_check(s + j->i, i - j->i) != i - j->i) return -1;
+    if (jr_utf8_invalid_at(s + j->i, i - j->i, 0) != i - j->i) return -1;
     j->i = i + 1;
     return 0;
 }
@@ -999,7 +952,7 @@ static jr_status load_added(jr_tokenizer *t, json_t *added) {
         a->single_word = json_is_true(json_object_get(e, "single_word"));
         json_t *nz = json_object_get(e, "normalized");
         a->normalized = nz ? json_is_true(nz) : !a->special;
-        if (utf8_check(a->content, a->len) != a->len)
+        if (jr_utf8_invalid_at(a->content, a->len, 0) != a->len)
             return jr_fail(JR_EFORMAT, "%s: added_tokens[%zu].content: invalid UTF-8", t->name, i);
         if (a->normalized) t->has_normalized_added = 1;
         else t->has_raw_added = 1;
@@ -1627,10 +1580,10 @@ static jr_status normalize_all(enc_ctx *c, const char *s, size_t n) {
             if (!o) { free(cur); return jr_fail(JR_ENOMEM, "out of memory"); }
             size_t on = 0, p = 0;
             while (p < curn) {
-                int32_t cp;
-                int l = utf8_decode((unsigned char *)cur + p, curn - p, &cp);
+                uint32_t cp;
+                int l = (int)jr_utf8_decode(cur + p, curn - p, &cp);
                 if (!l) { l = 1; cp = 0xFFFD; }
-                on += utf8_encode(utf8proc_tolower(cp), o + on);
+                on += jr_utf8_encode((uint32_t)utf8proc_tolower(cp), o + on);
                 p += (size_t)l;
             }
             free(cur);
@@ -1741,9 +1694,9 @@ static int is_word(int32_t cp) {
 static int32_t cp_before(const char *s, size_t i) {
     size_t j = i;
     do j--; while (j > 0 && ((unsigned char)s[j] & 0xC0) == 0x80);
-    int32_t cp = 0;
-    utf8_decode((const unsigned char *)s + j, i - j, &cp);
-    return cp;
+    uint32_t cp = 0;
+    jr_utf8_decode(s + j, i - j, &cp);
+    return (int32_t)cp;
 }
 
 /* Finds the leftmost-longest added token (normalized == want_norm) in s[from..n) that passes its
@@ -1760,9 +1713,9 @@ static int find_added(const jr_tokenizer *t, const char *s, size_t n, size_t fro
             if (a->normalized != want_norm || (skip_special && a->special)) continue;
             if (a->len > n - i || memcmp(a->content, s + i, a->len)) continue;
             if (a->single_word) {
-                int32_t cp;
+                uint32_t cp;
                 if (i > 0 && is_word(cp_before(s, i))) continue;
-                if (i + a->len < n && utf8_decode((const unsigned char *)s + i + a->len, n - i - a->len, &cp) && is_word(cp)) continue;
+                if (i + a->len < n && jr_utf8_decode(s + i + a->len, n - i - a->len, &cp) && is_word(cp)) continue;
             }
             best = a; /* longest first: the first match is the longest */
         }
@@ -1778,8 +1731,8 @@ static int find_added(const jr_tokenizer *t, const char *s, size_t n, size_t fro
                 }
             if (best->rstrip)
                 while (b0 < n) {
-                    int32_t cp;
-                    int l = utf8_decode((const unsigned char *)s + b0, n - b0, &cp);
+                    uint32_t cp;
+                    int l = (int)jr_utf8_decode(s + b0, n - b0, &cp);
                     if (!l || !is_ws(cp)) break;
                     b0 += (size_t)l;
                 }
@@ -1819,7 +1772,7 @@ static jr_status encode_raw(enc_ctx *c, const char *s, size_t n, int skip_specia
 }
 
 jr_status jr_tok_encode(const jr_tokenizer *t, const char *text, size_t len, int flags, jr_ids *out) {
-    size_t bad = utf8_check(text, len);
+    size_t bad = jr_utf8_invalid_at(text, len, 0);
     if (bad != len) return jr_fail(JR_EINVAL, "text to encode is not valid UTF-8 (byte %zu)", bad);
     size_t n0 = out->n;
     enc_ctx c;
@@ -1864,40 +1817,6 @@ jr_status jr_tok_encode(const jr_tokenizer *t, const char *text, size_t len, int
 
 /* ------------------------------------------------------------------ decoding */
 
-/* Appends bytes to b replacing invalid UTF-8 with U+FFFD (as Rust's from_utf8_lossy: one
- * replacement per maximal invalid prefix). */
-static jr_status append_lossy(jr_strbuf *b, const char *s, size_t n) {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0, run = 0;
-    while (i < n) {
-        int32_t cp;
-        int l = u[i] < 0x80 ? 1 : utf8_decode(u + i, n - i, &cp);
-        if (l) { i += (size_t)l; continue; }
-        if (i > run && bbuf_add(b, s + run, i - run)) return JR_ENOMEM;
-        /* length of the maximal prefix of a valid sequence */
-        size_t k = 1;
-        unsigned c = u[i];
-        int need = (c >= 0xC2 && c <= 0xDF) ? 1 : (c >= 0xE0 && c <= 0xEF) ? 2 : (c >= 0xF0 && c <= 0xF4) ? 3 : 0;
-        for (int j = 1; j <= need && i + (size_t)j < n; j++) {
-            unsigned d = u[i + (size_t)j];
-            unsigned lo = 0x80, hi = 0xBF;
-            if (j == 1) {
-                if (c == 0xE0) lo = 0xA0;
-                else if (c == 0xED) hi = 0x9F;
-                else if (c == 0xF0) lo = 0x90;
-                else if (c == 0xF4) hi = 0x8F;
-            }
-            if (d < lo || d > hi) break;
-            k++;
-        }
-        if (bbuf_add(b, "\xEF\xBF\xBD", 3)) return JR_ENOMEM;
-        i += k;
-        run = i;
-    }
-    if (n > run && bbuf_add(b, s + run, n - run)) return JR_ENOMEM;
-    return JR_OK;
-}
-
 jr_status jr_tok_decode(const jr_tokenizer *t, const int32_t *ids, size_t n, int flags, char **out, size_t *len) {
     *out = NULL;
     jr_strbuf raw = {0}, res = {0};
@@ -1911,7 +1830,8 @@ jr_status jr_tok_decode(const jr_tokenizer *t, const int32_t *ids, size_t n, int
         if ((flags & JR_TOK_SKIP_SPECIAL) && (t->idflags[id] & ID_SPECIAL)) continue;
         if (bbuf_add(&raw, t->bytes[id], t->blen[id])) { free(raw.p); return jr_fail(JR_ENOMEM, "out of memory"); }
     }
-    jr_status st = append_lossy(&res, raw.p ? raw.p : "", raw.n);
+    jr_utf8_append_lossy(&res, raw.p ? raw.p : "", raw.n); /* as Rust's from_utf8_lossy (HF) */
+    jr_status st = res.oom ? JR_ENOMEM : JR_OK;
     free(raw.p);
     if (!st && !res.p) st = bbuf_add(&res, "", 0);
     if (st) { free(res.p); return jr_fail(JR_ENOMEM, "out of memory"); }
@@ -1932,11 +1852,6 @@ void jr_tok_stream_free(jr_tok_stream *s) {
     s->cap = 0;
 }
 
-/* Expected length of a UTF-8 sequence from its lead byte (0: not a lead byte). */
-static int utf8_seqlen(unsigned c) {
-    return c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3 : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
-}
-
 static jr_status stream_emit(jr_tok_stream *s, const char *bytes, size_t n, int final, const char **text, size_t *len) {
     jr_strbuf in = {0}, res = {0};
     jr_status st = JR_OK;
@@ -1948,19 +1863,20 @@ static jr_status stream_emit(jr_tok_stream *s, const char *bytes, size_t n, int 
         size_t j = in.n, back = 0;
         while (j > 0 && back < 3 && ((unsigned char)in.p[j - 1] & 0xC0) == 0x80) { j--; back++; }
         if (j > 0) {
-            int need = utf8_seqlen((unsigned char)in.p[j - 1]);
+            int need = (int)jr_utf8_lead_len((unsigned char)in.p[j - 1]);
             size_t have = in.n - (j - 1);
             if (need > 1 && have < (size_t)need) {
-                int32_t cp;
+                uint32_t cp;
                 /* a valid prefix: check by padding with continuation bytes */
                 unsigned char tmp[4];
                 memcpy(tmp, in.p + j - 1, have);
                 for (size_t q = have; q < (size_t)need; q++) tmp[q] = 0x80 | (q == 1 && tmp[0] == 0xE0 ? 0x20 : q == 1 && tmp[0] == 0xF0 ? 0x10 : 0);
-                if (utf8_decode(tmp, (size_t)need, &cp) == need) keep = have;
+                if (jr_utf8_decode((const char *)tmp, (size_t)need, &cp) == (size_t)need) keep = have;
             }
         }
     }
-    if (!st) st = append_lossy(&res, in.p ? in.p : "", in.n - keep);
+    if (!st) jr_utf8_append_lossy(&res, in.p ? in.p : "", in.n - keep);
+    if (!st && res.oom) st = JR_ENOMEM;
     if (!st && !res.p) st = bbuf_add(&res, "", 0);
     if (st) { free(in.p); free(res.p); return jr_fail(JR_ENOMEM, "out of memory"); }
     if (keep) memcpy(s->pend, in.p + in.n - keep, keep);
