@@ -1,5 +1,5 @@
 /* hfconfig.c - Hugging Face config.json / generation_config.json for Llama, Qwen2, Qwen3, and the tensor list */
-#include "judgerl/hfmodel.h"
+#include "judgerl/hfconfig.h"
 
 #include <math.h>
 #include <stdio.h>
