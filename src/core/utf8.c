@@ -1,10 +1,6 @@
 /* utf8.c - the one UTF-8 module (utf8.h) */
 #include "judgerl/utf8.h"
 
-size_t jr_utf8_lead_len(unsigned char c) {
-    return c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3 : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
-}
-
 /* The range the second byte of a sequence led by c must fall in (excludes overlong forms,
  * surrogates and code points above U+10FFFF). */
 static void second_range(unsigned c, unsigned *lo, unsigned *hi) {
@@ -13,7 +9,8 @@ static void second_range(unsigned c, unsigned *lo, unsigned *hi) {
 }
 
 /* Length of the longest prefix of s[0..n) (at most one character) that a valid character could
- * start with: the whole character when it is valid, else its maximal subpart (at least 1). */
+ * start with: the whole character when it is valid, else its maximal subpart (at least 1); *need
+ * gets the length the lead byte announces (0: none). */
 static size_t valid_prefix(const unsigned char *s, size_t n, size_t *need) {
     *need = jr_utf8_lead_len(s[0]);
     if (*need <= 1) return 1;
@@ -24,17 +21,6 @@ static size_t valid_prefix(const unsigned char *s, size_t n, size_t *need) {
         if (s[k] < lo || s[k] > hi) break;
     }
     return k;
-}
-
-size_t jr_utf8_decode(const char *s, size_t n, uint32_t *cp) {
-    if (!n) return 0;
-    const unsigned char *u = (const unsigned char *)s;
-    size_t need, k = valid_prefix(u, n, &need);
-    if (!need || k < need) return 0;
-    uint32_t v = need == 1 ? u[0] : u[0] & (0xFF >> (need + 1));
-    for (size_t i = 1; i < need; i++) v = (v << 6) | (u[i] & 0x3F);
-    *cp = v;
-    return need;
 }
 
 size_t jr_utf8_encode(uint32_t cp, char *out) {
