@@ -1,5 +1,5 @@
 /* hfdir.c - Hugging Face model directories: weights in model.safetensors or shards + index, read and written */
-#include "judgerl/hfmodel.h"
+#include "judgerl/hfdir.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,5 +1,6 @@
 /* generate.c - batched generation with a KV cache: prefill, shared prompt prefix, decode steps, stop rules, log-probs */
 #include "judgerl/generate.h"
+#include "judgerl/utf8.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -261,17 +262,6 @@ jr_status jr_gen_add(jr_gen *g, const int32_t *prompt, int n_prompt, int n, cons
     return JR_OK;
 }
 
-/* Bytes still missing from an incomplete UTF-8 character at the end of s[0..n). */
-static size_t utf8_incomplete_tail(const char *s, size_t n) {
-    for (size_t back = 1; back <= 4 && back <= n; back++) {
-        unsigned char b = (unsigned char)s[n - back];
-        if ((b & 0xC0) == 0x80) continue;
-        size_t need = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
-        return need > back ? back : 0;
-    }
-    return 0;
-}
-
 /* How many bytes at the end of text might begin a stop string (held back from streaming). */
 static size_t stop_holdback(const jr_gen_params *p, const char *text, size_t len) {
     size_t hold = 0;
@@ -289,7 +279,7 @@ static void emit(jr_gen_req *r, int i) {
     if (!s->done) {
         size_t hold = stop_holdback(&r->p, s->text, s->text_len);
         end = s->text_len - hold;
-        end -= utf8_incomplete_tail(s->text, end);
+        end -= jr_utf8_incomplete_tail(s->text, end, NULL);
     }
     if (end < s->emitted) end = s->emitted;
     int from = r->reported[i];

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "judgerl/clock.h"
+#include "judgerl/dataset.h"
 #include "judgerl/dist.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/nn.h"
