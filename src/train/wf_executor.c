@@ -45,8 +45,8 @@ jr_status jr_wf_exec_opts_from_config(jr_wf_exec_opts *o, const jr_config *cfg) 
 
 /* ---- reference replies ---- */
 
-/* The worked steps of a maths row from its reference program ("n = 120", "n = n + 12 * 45", ...):
- * "120 + 12 * 45 = 660. 660 - 37 = 623." */
+/* The worked steps of a maths row from its reference program ("n = 12", "n = n + 4 * 5", "n = n + 30",
+ * ...; comment lines skipped): "12 + 4 * 5 = 32. 32 + 30 = 62." */
 static char *math_thought(const char *program) {
     jr_strbuf b = {0};
     long n = 0, a, c;
@@ -56,7 +56,9 @@ static char *math_thought(const char *program) {
         char line[128];
         snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
         char step[160] = "";
-        if (sscanf(line, " n = n + %ld * %ld", &a, &c) == 2) { snprintf(step, sizeof step, "%ld + %ld * %ld = %ld. ", n, a, c, n + a * c); n += a * c; }
+        int got = sscanf(line, " n = n + %ld * %ld", &a, &c);
+        if (got == 2) { snprintf(step, sizeof step, "%ld + %ld * %ld = %ld. ", n, a, c, n + a * c); n += a * c; }
+        else if (got == 1) { snprintf(step, sizeof step, "%ld + %ld = %ld. ", n, a, n + a); n += a; }
         else if (sscanf(line, " n = n - %ld", &a) == 1) { snprintf(step, sizeof step, "%ld - %ld = %ld. ", n, a, n - a); n -= a; }
         else if (sscanf(line, " n = n * %ld", &a) == 1) { snprintf(step, sizeof step, "%ld * %ld = %ld. ", n, a, n * a); n *= a; }
         else if (sscanf(line, " n = n // %ld", &a) == 1 && a) { snprintf(step, sizeof step, "%ld / %ld = %ld. ", n, a, n / a); n /= a; }
