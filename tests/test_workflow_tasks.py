@@ -26,13 +26,14 @@ def tasks(domain, n, seed=7, first=0):
 
 
 def math_value(problem):
-    """Recomputes a maths problem from its lines: the start, one step per line (each opened by its
-    ordinal, each step of a different kind), the question."""
+    """Recomputes a maths problem from its lines: the start, one step per line (the name, its ordinal,
+    each step of a different kind), the question."""
     lines = problem.splitlines()
     total = int(re.fullmatch(r"\w+ has (\d+) \w+\.", lines[0]).group(1))
     kinds = []
-    for s, ordinal in zip(lines[1:-1], ["First", "Then", "Next", "Finally"]):
-        assert s.startswith(ordinal + " "), s
+    who = lines[0].split()[0]
+    for s, ordinal in zip(lines[1:-1], ["first", "then", "next", "finally"]):
+        assert s.startswith("%s %s " % (who, ordinal)), s
         if m := re.search(r" buys (\d+) bags of (\d+) \w+\.$", s):
             total += int(m.group(1)) * int(m.group(2))
             kinds.append("buy")

@@ -15,12 +15,14 @@ static long range(jr_rng *r, long lo, long hi) { return lo + (long)jr_rng_below(
 /* ---------------------------------------------------------------- maths: 1..4 steps ---- */
 static const char *const people[] = {"Mia", "Noah", "Ava", "Liam", "Zoe", "Omar", "Ines", "Kofi", "Yuki", "Lena"};
 static const char *const things[] = {"marbles", "stickers", "apples", "coins", "stamps", "beads", "cards", "shells"};
-static const char *const ordinal[] = {"First", "Then", "Next", "Finally"};
+static const char *const ordinal[] = {"first", "then", "next", "finally"};
 
-/* One sentence per line, each step of a different kind, opened by its ordinal (First, Then, Next,
- * Finally): + (buys a bags of b), - (gives some away), x (trades each for m), + (finds c more).
- * The reference program mirrors the problem line by line: each step's sentence as a comment, then
- * its line of arithmetic, so writing it is copying numbers from the line just echoed. Numbers are
+/* One sentence per line, each step of a different kind, its verb right after its ordinal ("Ava first
+ * buys", then, next, finally): + (buys a bags of b), - (gives some away), x (trades each for m), +
+ * (finds c more). The reference program mirrors the problem line by line: each step's sentence as a
+ * comment, then its line of arithmetic, so writing it is copying numbers from the line just echoed;
+ * and within a problem every word after the ordinal follows a different word, so the echo is a
+ * copy that one previous word locates. Numbers are
  * small (one digit in 1-step items, at most two otherwise); the answers of 3-4 steps run into the
  * hundreds or thousands: exact for a program, error prone for a direct answer. */
 static json_t *math_row(jr_rng *r, long idx) {
@@ -40,22 +42,22 @@ static json_t *math_row(jr_rng *r, long idx) {
         char *line = NULL, *code = NULL;
         if (kinds[k] == 0) {
             long bags = range(r, 2, small ? 4 : 9), per = range(r, 2, small ? 5 : 9);
-            line = jr_strfmt("%s %s buys %ld bags of %ld %s.", ordinal[k], who, bags, per, what);
+            line = jr_strfmt("%s %s buys %ld bags of %ld %s.", who, ordinal[k], bags, per, what);
             code = jr_strfmt("n = n + %ld * %ld", bags, per);
             total += bags * per;
         } else if (kinds[k] == 1) {
-            long give = range(r, 1, total - 1 < (small ? 9 : 99) ? total - 1 : (small ? 9 : 99));
-            line = jr_strfmt("%s %s gives away %ld %s.", ordinal[k], who, give, what);
+            long give = range(r, 2, total - 1 < (small ? 9 : 99) ? total - 1 : (small ? 9 : 99));
+            line = jr_strfmt("%s %s gives away %ld %s.", who, ordinal[k], give, what);
             code = jr_strfmt("n = n - %ld", give);
             total -= give;
         } else if (kinds[k] == 2) {
             long m = range(r, 2, small ? 3 : 9);
-            line = jr_strfmt("%s %s trades each of them for %ld new ones.", ordinal[k], who, m);
+            line = jr_strfmt("%s %s trades each one for %ld new ones.", who, ordinal[k], m);
             code = jr_strfmt("n = n * %ld", m);
             total *= m;
         } else {
             long c = small ? range(r, 2, 9) : range(r, 10, 99);
-            line = jr_strfmt("%s %s finds %ld more %s.", ordinal[k], who, c, what);
+            line = jr_strfmt("%s %s finds %ld more %s.", who, ordinal[k], c, what);
             code = jr_strfmt("n = n + %ld", c);
             total += c;
         }
