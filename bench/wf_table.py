@@ -5,7 +5,8 @@
 domain with `judgerl workflow run --grade` (a verifier: the exact answer, or the hidden tests in
 the sandbox; never a judge) and print the table as Markdown.
 
-  bench/wf_table.py [--model DIR | --train-dir DIR [--quick]] [--n 100] [--out DIR] [key=value ...]
+  bench/wf_table.py [--model DIR | --train-dir DIR [--quick]] [--n 100] [--out DIR] [--workflows A,B]
+                    [--domains math,code,qa] [key=value ...]
 
 --model uses an executor already trained (a model directory); otherwise it trains one into
 --train-dir (default runs/wf-executor; key=value overrides go to train-executor). Standard library
