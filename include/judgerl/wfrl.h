@@ -144,6 +144,14 @@ extern const jr_cfg_field jr_wf_train_cfg[];
  * held-out set: every trainer.eval_every steps and at the end, eval/DOM/gold_acc (a verifier's) and
  * eval/gold_acc. A resumed run drops the buffer's entries from steps after its checkpoint.
  * Loaded with the tables of `judgerl train` plus jr_wf_env_cfg, jr_wf_buffer_cfg, jr_wf_train_cfg. */
+/* Runs texts[i] (a workflow) on rows[i] (a task row) for i < n through the workflow environment of a
+ * wftrain config (wftrain.executor, wftrain.reward, wfenv.*: what jr_wf_train_run rewards with), as
+ * held-out samples, and hands their per-domain statistics to put (the keys of jr_wf_env_stats_flush
+ * under `prefix`); *gold gets the overall gold accuracy (a verifier's). A workflow that does not parse
+ * or has no answer counts as wrong. */
+jr_status jr_wf_eval_texts(const jr_config *c, const char *cfg_dir, const json_t *rows, const char *const *texts, size_t n,
+                           const char *prefix, void (*put)(void *ud, const char *key, double v), void *ud, double *gold);
+
 struct jr_train_result;
 jr_status jr_wf_train_run(const jr_config *c, const char *cfg_dir, FILE *progress, volatile sig_atomic_t *stop,
                           struct jr_train_result *res);

@@ -752,26 +752,29 @@ static jr_status run_probes(const char *out, json_t *sum, json_t *stages, const 
 
 int cmd_demo(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
-        printf("usage: judgerl demo [--out DIR] [--quick] [--seed1-only]\n"
+        printf("usage: judgerl demo [--out DIR] [--quick] [--seed1-only] [--workflow-only]\n"
                "The embedded default, offline: seed 1 reproduced (configs/eightball-seed1.yaml), then the\n"
                "modern path (configs/eightball-grpo.yaml): a tiny causal LM policy, LM judges served by\n"
                "judgerl serve on a loopback port, GRPO against the unbiased and the Yes-biased judge, the\n"
                "held-out answer distributions, the judge probes, the study (GRPO against the unbiased, Yes-biased\n"
                "and length-biased judges, gold = the preference grades, alarms: DIR/study/study.html) and the\n"
                "report (DIR/report.html). DIR defaults to runs/demo.\n"
-               "--seed1-only stops after seed 1 (then writes the report).\n"
+               "--seed1-only stops after seed 1 (then writes the report). The workflow stage (seed 2) trains the\n"
+               "executor, serves it, SFTs a tiny policy on random valid workflows and runs GRPO (DIR/workflow);\n"
+               "--workflow-only runs that stage alone, with GRPO seeds 1-3 and a shuffled-reward control.\n"
                "--quick runs fewer steps (the test suite's end-to-end check). Valid trained models in DIR are\n"
                "reused; running it again is safe.\n");
         return CLI_OK;
     }
     const char *out_arg = "runs/demo";
-    int quick = 0, seed1_only = 0;
+    int quick = 0, seed1_only = 0, wf_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--workflow-only")) wf_only = 1;
         else if (!strcmp(argv[i], "--seed1-only")) seed1_only = 1;
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) out_arg = argv[++i];
         else if (!strncmp(argv[i], "--out=", 6)) out_arg = argv[i] + 6;
-        else return cli_usage("demo", "unexpected argument '%s'; usage: judgerl demo [--out DIR] [--quick] [--seed1-only]", argv[i]);
+        else return cli_usage("demo", "unexpected argument '%s'; usage: judgerl demo [--out DIR] [--quick] [--seed1-only] [--workflow-only]", argv[i]);
     }
     if (!*out_arg) return cli_usage("demo", "--out needs a directory");
     double t0 = jr_wall_time();
@@ -792,9 +795,15 @@ int cmd_demo(int argc, char **argv) {
     if (en <= 0) { json_decref(sum); return cli_fail("demo", jr_fail(JR_EIO, "/proc/self/exe: cannot find the judgerl binary")); }
     g_exe[en] = 0;
     sizes full = {1500, 3000, 300, 40, 8, 8, 8, 300, 1500, 300, 40}, qk = {40, 40, 10, 2, 4, 4, 2, 10, 10, 60, 10};
-    fprintf(stderr, "demo: seed 1 (classifier, judges, distillation) ...\n");
-    st = run_seed1(out, sum, stages);
-    if (!st && seed1_only) {
+    /* the workflow stage (demo_workflow.c): seed 1 here; --workflow-only: seeds 1-3 and the shuffled control */
+    demo_wf_sizes wq = {1, 24, 4, 300, 30, 1, 2, 2, 4, 1 + 2 * wf_only, wf_only},
+                  wfull = {0, 200, 20, 2000, 150, 2, 30, 8, 5, 1 + 2 * wf_only, wf_only};
+    if (!wf_only) fprintf(stderr, "demo: seed 1 (classifier, judges, distillation) ...\n");
+    st = wf_only ? JR_OK : run_seed1(out, sum, stages);
+    if (!st && wf_only) {
+        fprintf(stderr, "demo: workflow stage only (executor, policy SFT, GRPO seeds 1-3 and a shuffled control) ...\n");
+        st = demo_workflow(out, sum, stages, quick ? &wq : &wfull);
+    } else if (!st && seed1_only) {
         json_t *sk = stage(stages, "modern-path");
         stage_end(sk, "skipped", jr_wall_time(), "--seed1-only: the policy LM, the served judges and GRPO were not run");
     } else if (!st) {
@@ -808,6 +817,10 @@ int cmd_demo(int argc, char **argv) {
             fprintf(stderr, "demo: study (GRPO against three judges, gold = the preference grades, alarms) ...\n");
             demo_study_sizes sq = {4, 4, 4, 4, 1, 10, 10}, sf = {40, 8, 8, 10, 3, 300, 40};
             st = demo_study(out, sum, stages, quick ? &sq : &sf);
+        }
+        if (!st) {
+            fprintf(stderr, "demo: workflow (seed 2: executor, policy SFT on random workflows, GRPO over the served executor) ...\n");
+            st = demo_workflow(out, sum, stages, quick ? &wq : &wfull);
         }
     }
     json_object_set_new(sum, "total_seconds", json_real(jr_wall_time() - t0));

@@ -31,4 +31,17 @@ typedef struct {
 } demo_study_sizes;
 jr_status demo_study(const char *out, json_t *sum, json_t *stages, const demo_study_sizes *z);
 
+/* The workflow stage (demo_workflow.c, seed 2): the executor trained (jr_wf_exec_train) and served, a tiny
+ * policy SFT'd on random valid workflows, GRPO (LoRA) on the mixed synthetic tasks per seed and a
+ * shuffled-reward control, into OUT/workflow; the accuracy tables and criteria into sum["workflow"]. */
+typedef struct {
+    int quick_executor;          /* the executor's --quick recipe */
+    int n_train, n_heldout;      /* task rows per domain */
+    int n_sft, sft_steps;        /* the policy's SFT rows and steps */
+    int n_random;                /* random workflows per held-out row */
+    int steps, gens, prompts;    /* GRPO */
+    int n_seeds, control;        /* GRPO runs with run.seed 1..n_seeds, and a shuffled-reward control */
+} demo_wf_sizes;
+jr_status demo_workflow(const char *out, json_t *sum, json_t *stages, const demo_wf_sizes *z);
+
 #endif
