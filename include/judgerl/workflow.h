@@ -106,7 +106,7 @@ jr_status jr_workflow_constraint(jr_constraint **out, const jr_token_bytes *v, c
 
 /* A random valid workflow (the grammar's generator): a walk of the constrained grammar under `lim`
  * over a few whole pieces (`a = ` .. `c = `; every operator; `problem`, a, b, c each with the ")", ", "
- * or "]" after it; " x3", " x5"; "2)"; one instruction; "["; ", mode=llm)"; `return a` .. `return c`), each step uniform over the pieces the grammar allows
+ * or "]" after it; " x3", " x5"; "1)", "2)"; one instruction; "["; ", mode=llm)"; `return a` .. `return c`), each step uniform over the pieces the grammar allows
  * next (the end included once the text is a whole workflow). Every result parses and passes the
  * static checks under `lim`. *out is a new string. */
 jr_status jr_workflow_random(const jr_workflow_limits *lim, jr_rng *r, char **out);

@@ -797,7 +797,7 @@ int cmd_demo(int argc, char **argv) {
     sizes full = {1500, 3000, 300, 40, 8, 8, 8, 300, 1500, 300, 40}, qk = {40, 40, 10, 2, 4, 4, 2, 10, 10, 60, 10};
     /* the workflow stage (demo_workflow.c): seed 1 here; --workflow-only: seeds 1-3 and the shuffled control */
     demo_wf_sizes wq = {1, 24, 4, 300, 30, 1, 2, 2, 4, 1 + 2 * wf_only, wf_only},
-                  wfull = {0, 200, 20, 2000, 150, 2, 30, 8, 5, 1 + 2 * wf_only, wf_only};
+                  wfull = {0, 200, 10, 1000, 60, 2, 20, 8, 5, 1 + 2 * wf_only, wf_only};
     if (!wf_only) fprintf(stderr, "demo: seed 1 (classifier, judges, distillation) ...\n");
     st = wf_only ? JR_OK : run_seed1(out, sum, stages);
     if (!st && wf_only) {

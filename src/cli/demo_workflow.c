@@ -419,7 +419,10 @@ static void criteria(json_t *wf, char *note, size_t cap) {
         nseeds++;
         rise_all &= up;
         int any = 0;
-        for (int d = 0; d < 3; d++) any |= numk(json_object_get(r, "after"), kDom[d]) >= numk(json_object_get(best, kDom[d]), "acc") - 1e-9;
+        for (int d = 0; d < 3; d++) { /* reaching a best of 0 is no evidence */
+            double bf = numk(json_object_get(best, kDom[d]), "acc");
+            any |= bf > 0 && numk(json_object_get(r, "after"), kDom[d]) >= bf - 1e-9;
+        }
         beats &= any;
         const char *k;
         json_t *v;

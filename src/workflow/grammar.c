@@ -470,11 +470,11 @@ jr_status jr_workflow_constraint(jr_constraint **out, const jr_token_bytes *v, c
 static const char *const kPieces[] = {
     "a = ", "b = ", "c = ", "answer(", "custom(", "codegen(", "program(", "ensemble(", "mdensemble(", "test(", "review(",
     "revise(", "format(", "refine(", "problem)", "problem, ", "a)", "a, ", "a]", "b)", "b, ", "b]", "c)", "c, ", "c]",
-    "[", ")", "2)", "@\"Find the first hop.\")", ", mode=llm)", "mode=llm)", "\n", " x3\n", " x5\n", "return a", "return b", "return c",
+    "[", ")", "1)", "2)", "@\"Find the first hop.\")", ", mode=llm)", "mode=llm)", "\n", " x3\n", " x5\n", "return a", "return b", "return c",
 };
 #define N_PIECES (int)(sizeof kPieces / sizeof *kPieces)
 
-jr_status jr_workflow_random(const jr_workflow_limits *lim, jr_rng *r, char **out) {
+static jr_status random_walk(const jr_workflow_limits *lim, jr_rng *r, char **out) {
     *out = NULL;
     const char *bytes[N_PIECES + 1];
     int32_t lens[N_PIECES + 1];
@@ -514,5 +514,13 @@ jr_status jr_workflow_random(const jr_workflow_limits *lim, jr_rng *r, char **ou
     }
     jr_cstate_free(&s);
     jr_constraint_free(c);
+    return st;
+}
+
+jr_status jr_workflow_random(const jr_workflow_limits *lim, jr_rng *r, char **out) {
+    jr_status st = JR_OK;
+    /* a walk can reach a point where no piece fits (the grammar would need a byte the pieces lack): walk again */
+    for (int tries = 0; tries < 64; tries++)
+        if ((st = random_walk(lim, r, out)) != JR_EINTERNAL) return st;
     return st;
 }
