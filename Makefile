@@ -15,7 +15,7 @@ PKGS    := libcurl jansson yaml-0.1 libpcre2-8 libutf8proc sqlite3 openblas libm
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN    := -Wall -Wextra -Wno-unused-parameter
-BASE    := -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -fopenmp $(WARN) $(EXTRA_CFLAGS)
+BASE    := -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -Iexamples -fopenmp $(WARN) $(EXTRA_CFLAGS)
 BASECXX := -std=c++17 -D_GNU_SOURCE -Iinclude -Isrc $(WARN) $(EXTRA_CFLAGS)
 LIBS     = $(PKG_LIBS) $(MPI_LIBS) -ldnnl -lcld2 -lstdc++ -lm -lpthread -fopenmp
 # MPI (OpenMPI, libopenmpi-dev) is compiled in when its pkg-config file is there; MPI=0 builds without it
@@ -42,6 +42,10 @@ OUT := build/$(BUILD)$(if $(filter 1,$(MPI)),,$(if $(shell pkg-config --exists o
 LIB_SRC  := $(filter-out src/cli/%,$(wildcard src/*/*.c))
 LIB_CXX  := $(filter-out src/cli/%,$(wildcard src/*/*.cc))
 CLI_SRC  := $(wildcard src/cli/*.c)
+# The 8-ball demo, a program on the library (examples/eightball/): its objects but main.c go into
+# libeightball.a, which `judgerl demo` (and `judgerl seed1`) link; main.c makes it a program of its own.
+EX_SRC   := $(filter-out examples/eightball/main.c,$(wildcard examples/eightball/*.c))
+EX_OBJ   := $(patsubst %.c,$(OUT)/obj/%.o,$(EX_SRC))
 TEST_SRC := $(wildcard tests/test_*.c)
 LIB_OBJ  := $(patsubst %.c,$(OUT)/obj/%.o,$(LIB_SRC)) $(patsubst %.cc,$(OUT)/obj/%.o,$(LIB_CXX))
 CLI_OBJ  := $(patsubst %.c,$(OUT)/obj/%.o,$(CLI_SRC))
@@ -54,7 +58,7 @@ HEADERS  := $(wildcard include/judgerl/*.h src/*/*.h tests/*.h)
 .DEFAULT_GOAL := all
 
 all: build
-build: $(OUT)/judgerl $(TEST_BIN)
+build: $(OUT)/judgerl $(OUT)/examples/eightball $(TEST_BIN)
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=asan build
@@ -76,12 +80,20 @@ $(OUT)/libjudgerl.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(OUT)/judgerl: $(CLI_OBJ) $(OUT)/libjudgerl.a
+$(OUT)/libeightball.a: $(EX_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(OUT)/judgerl: $(CLI_OBJ) $(OUT)/libeightball.a $(OUT)/libjudgerl.a
 	$(CC) $(MODE_FLAGS) -fopenmp $^ -o $@ $(LIBS)
 
-$(OUT)/tests/%: tests/%.c $(OUT)/libjudgerl.a
+$(OUT)/examples/eightball: $(OUT)/obj/examples/eightball/main.o $(OUT)/libeightball.a $(OUT)/libjudgerl.a
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -MMD -MP -Itests $< $(OUT)/libjudgerl.a -o $@ $(LIBS) $(TEST_LDFLAGS)
+	$(CC) $(MODE_FLAGS) -fopenmp $^ -o $@ $(LIBS)
+
+$(OUT)/tests/%: tests/%.c $(OUT)/libeightball.a $(OUT)/libjudgerl.a
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -MMD -MP -Itests $< $(OUT)/libeightball.a $(OUT)/libjudgerl.a -o $@ $(LIBS) $(TEST_LDFLAGS)
 
 # The allocation-failure sweep routes judgerl's own malloc/calloc/realloc/strdup/strndup calls
 # and jansson's parser entry points through its counters (link-time wrapping: test-only, the
@@ -156,4 +168,4 @@ clean:
 	rm -rf build
 
 # Header dependencies recorded by -MMD (absent on the first build, when everything is built anyway).
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(EX_OBJ:.o=.d) $(OUT)/obj/examples/eightball/main.d $(TEST_BIN:=.d)

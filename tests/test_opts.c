@@ -13,7 +13,7 @@
 #include "judgerl/model.h"
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
-#include "judgerl/seed1.h"
+#include "eightball/seed1.h"
 #include "judgerl/tokenizer.h"
 
 TEST(misspelt_key_is_an_error_naming_it) {
@@ -43,8 +43,8 @@ TEST(opts_from_a_config_without_the_table_fail_naming_the_key) {
     jr_model_opts mo;
     CHECK(jr_model_opts_from_config(&mo, &c) == JR_EINVAL);
     CHECK(strstr(jr_errmsg(), "model.path") != NULL);
-    jr_seed1_opts so;
-    CHECK(jr_seed1_opts_from_config(&so, &c) == JR_EINVAL);
+    eb_seed1_opts so;
+    CHECK(eb_seed1_opts_from_config(&so, &c) == JR_EINVAL);
     CHECK(strstr(jr_errmsg(), "seed1.") != NULL);
     jr_tok_opts to;
     CHECK(jr_tok_opts_from_config(&to, &c) == JR_EINVAL);

@@ -30,7 +30,7 @@ train() {
   printf '%s\n' "$want" >"$dir/args.txt"
 }
 
-# The recipes of judgerl demo (src/cli/cmd_demo.c: the judges stage and PROBE_JUDGES).
+# The recipes of judgerl demo (examples/eightball/: stage_judges.c and stage_probe.c's PROBE_JUDGES).
 U="$CACHE/judge-unbiased/model"
 train unbiased trainer.steps=3000 || exit 0
 train biased trainer.steps=300 "model.path=$U" model.init=null data.train=data/eightball/lm/judge_sft_yes.jsonl run.seed=3 || exit 0

@@ -54,8 +54,11 @@ jr_status jr_adir_commit(jr_adir *d);
 /* Removes tmp; path is unchanged. Safe on a zeroed or committed d. */
 void jr_adir_abort(jr_adir *d);
 
-/* Removes a directory tree (files and subdirectories; symlinks are removed, not followed). */
-void jr_remove_tree(const char *path);
+/* Removes path and, when it is a directory, everything under it (rm -rf without a process):
+ * symlinks are removed, never followed (a link to a directory outside the tree leaves that
+ * directory untouched). A missing path is JR_OK. On error the walk still removes what it can and
+ * the message names the first entry that could not be removed and why. */
+jr_status jr_rmtree(const char *path);
 
 /* Creates a directory and its parents (like mkdir -p). Existing directories are fine. */
 jr_status jr_mkdirs(const char *path);

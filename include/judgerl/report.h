@@ -8,7 +8,7 @@
 
 #include "judgerl/status.h"
 
-/* Prints seed 1's results (the object jr_seed1_run returns) as a short table to out. */
+/* Prints seed 1's results (the object the 8-ball example's eb_seed1_run returns, examples/eightball/seed1.h) as a short table to out. */
 void jr_report_seed1_text(FILE *out, const json_t *seed1);
 
 /* Prints the summary of a demo run (RUN_DIR/summary.json as written by judgerl demo) to out:

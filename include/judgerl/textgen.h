@@ -47,6 +47,13 @@ jr_status jr_textgen_sync(jr_textgen *t);
  * Opens a KV cache of n_slots sequences of max_ctx positions (see jr_textgen_reserve). On error *t is zeroed and the message names the file or option. */
 jr_status jr_textgen_open(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx);
 
+/* jr_textgen_open over a model directory or a LoRA checkpoint (adapter_config.json, no config.json):
+ * then its base_model_name_or_path with the adapter folded in memory, and the checkpoint's own
+ * tokenizer unless tok_spec names one. desc gets what was loaded ("BASE + LoRA adapter DIR", else
+ * the directory). */
+jr_status jr_textgen_open_dir(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx, char *desc,
+                              size_t desc_len);
+
 /* Same over a model already in memory (borrowed: GRPO's policy), eos ids from its config;
  * tok_spec "auto" means "byte" here. The cache's weights follow m->compute (bf16: a bf16 copy that
  * jr_textgen_sync refreshes after the weights change). */

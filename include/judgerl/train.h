@@ -36,6 +36,9 @@ typedef struct jr_train_result {
  * the run finishes its current step, writes a checkpoint and returns JR_ECANCELED. On error the
  * message names the row, file or key; checkpoints already written stay valid. */
 jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res);
+/* The tables a config for jr_train_run is loaded against (`judgerl train`: run, data, model,
+ * trainer, grpo, distill, judge, protocols, reward, tokenizer, sandbox, monitor, ensemble), NULL-terminated. */
+extern const jr_cfg_field *const jr_train_tables[];
 /* What jr_train_run would refuse before it loads anything (it runs this first; `judgerl config`
  * runs it on configs with data.train): the algorithm, data files, model.path / model.init,
  * tokenizer, LoRA targets, reward components and their params, the judge's endpoints, the

@@ -65,15 +65,6 @@ int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, cons
     return CLI_OK;
 }
 
-/* 1 when dir/name is a regular file. */
-static int has_file(const char *dir, const char *name) {
-    char *p = jr_path_join(dir, name);
-    struct stat sb;
-    int ok = p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-    free(p);
-    return ok;
-}
-
 double cli_wall_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -99,34 +90,6 @@ int cli_kv_opts(const char *cmd, const cli_kv_args *a, jr_kv_opts *o) {
     o->kv_bf16 = !strcmp(k, "bfloat16");
     o->deterministic = !a->deterministic || !strcmp(a->deterministic, "1");
     return CLI_OK;
-}
-
-jr_status cli_textgen_open(jr_textgen *t, const char *model, const char *tok_spec, int n_slots, int max_ctx, char *desc,
-                           size_t desc_len) {
-    snprintf(desc, desc_len, "%s", model);
-    if (has_file(model, "config.json") || !has_file(model, "adapter_config.json"))
-        return jr_textgen_open(t, model, tok_spec, n_slots, max_ctx);
-    /* a LoRA checkpoint (the PEFT adapter and the tokenizer files): its base model, folded in memory */
-    char *ap = jr_path_join(model, "adapter_config.json");
-    if (!ap) return jr_fail(JR_ENOMEM, "out of memory");
-    json_error_t je;
-    json_t *ac = json_load_file(ap, 0, &je);
-    free(ap);
-    if (!ac) return jr_fail(JR_EINVAL, "%s/adapter_config.json: %s", model, je.text);
-    const char *base = json_string_value(json_object_get(ac, "base_model_name_or_path"));
-    jr_status st = JR_OK;
-    if (!base || !has_file(base, "config.json"))
-        st = jr_fail(JR_EINVAL, "%s holds a LoRA adapter whose base_model_name_or_path (%s) is not a model directory here: "
-                     "fold it with `judgerl merge --model BASE --adapter %s -o OUT`", model, base ? base : "null", model);
-    if (!st) {
-        /* the checkpoint's own tokenizer (the one the run trained with) unless one was given */
-        const char *tok = tok_spec && strcmp(tok_spec, "auto") ? tok_spec : has_file(model, "tokenizer.json") ? model : tok_spec;
-        snprintf(desc, desc_len, "%s + LoRA adapter %s", base, model);
-        st = jr_textgen_open(t, base, tok, n_slots, max_ctx);
-        if (!st && (st = jr_lora_merge_into(&t->model, model))) jr_textgen_close(t);
-    }
-    json_decref(ac);
-    return st;
 }
 
 int cli_int_arg(const char *cmd, const char *flag, const char *v, long lo, long hi, long *out) {

@@ -55,8 +55,6 @@ int cli_kv_opts(const char *cmd, const cli_kv_args *a, jr_kv_opts *o);
     "  --kv-cache float32|bfloat16 (default float32); --deterministic 1|0 (default 1: a seeded request\n" \
     "  gives the same tokens alone or batched; 0 batches float32 prompts too and lets oneDNN run bf16\n" \
     "  products of 64+ rows: faster, batch-dependent in the last bits). See docs/PERFORMANCE.md.\n"
-jr_status cli_textgen_open(jr_textgen *t, const char *model, const char *tok_spec, int n_slots, int max_ctx, char *desc,
-                           size_t desc_len);
 
 /* Subcommands: each takes argv from its own name on and returns an exit code. */
 int cmd_version(int argc, char **argv);

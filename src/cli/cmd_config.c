@@ -7,7 +7,7 @@
 #include "judgerl/dataset.h"
 #include "judgerl/model.h"
 #include "judgerl/train.h"
-#include "judgerl/seed1.h"
+#include "eightball/seed1.h"
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
@@ -30,7 +30,7 @@ static const jr_cfg_field *const all_tables[] = {
     jr_protocols_cfg,
     jr_reward_cfg,
     jr_sandbox_cfg,
-    jr_seed1_cfg,
+    eb_seed1_cfg,
     jr_workflow_cfg,
     jr_wf_exec_cfg,
     jr_probe_cfg,

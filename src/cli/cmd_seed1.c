@@ -3,9 +3,9 @@
 
 #include "cli/cli.h"
 #include "judgerl/report.h"
-#include "judgerl/seed1.h"
+#include "eightball/seed1.h"
 
-static const jr_cfg_field *const seed1_tables[] = {jr_run_cfg, jr_seed1_cfg, NULL};
+static const jr_cfg_field *const seed1_tables[] = {jr_run_cfg, eb_seed1_cfg, NULL};
 
 int cmd_seed1(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
@@ -23,9 +23,9 @@ int cmd_seed1(int argc, char **argv) {
     if (rc) return rc;
     if (print_only) { jr_config_free(&cfg); return CLI_OK; }
     json_t *res;
-    jr_seed1_opts o;
-    jr_status st = jr_seed1_opts_from_config(&o, &cfg);
-    if (!st) st = jr_seed1_run(&o, &res);
+    eb_seed1_opts o;
+    jr_status st = eb_seed1_opts_from_config(&o, &cfg);
+    if (!st) st = eb_seed1_run(&o, &res);
     if (st) { jr_config_free(&cfg); return cli_fail("seed1", st); }
     jr_report_seed1_text(stdout, res);
     printf("results in %s/seed1.json\n", o.out_dir);

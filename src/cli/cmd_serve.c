@@ -17,10 +17,11 @@ static const char *usage_text =
     "         [--tokenizer auto|byte|PATH] [--seed S] [--drain-timeout 60] [--request-timeout 0]\n"
     "         [--header-timeout 10] [--body-timeout 30] [--max-connections 512] [--max-per-client N]\n"
     "         [--compute auto|float32|bfloat16] [--kv-cache float32|bfloat16] [--deterministic 1|0]\n"
-    "         [--prefill-chunk 256]\n"
+    "         [--prefill-chunk 256] [--port-file PATH]\n"
     "  Serves POST /v1/chat/completions and /v1/completions (stream or not), GET /v1/models, /health\n"
     "  (503 while loading) and /metrics. --api-key-env NAME requires 'Authorization: Bearer $NAME' on\n"
-    "  /v1/. --port 0 picks a free port; the address is printed on stderr. SIGTERM or SIGINT stop\n"
+    "  /v1/. --port 0 picks a free port; the address is printed on stderr, and --port-file PATH gets the\n"
+    "  port (one line, written atomically once the model is loaded and requests are served). SIGTERM or SIGINT stop\n"
     "  taking requests (503), finish the running ones for up to --drain-timeout seconds, cancel the\n"
     "  rest and exit 0. --request-timeout S cancels a request S seconds after it arrived (504; 0 = no\n"
     "  limit). --max-tokens N caps a request's max_tokens (default: the context, as vLLM; a request\n"
@@ -40,7 +41,7 @@ static jr_status tg_chat(void *tok, int n, const char *const *roles, const char 
 
 /* The command line of `judgerl serve`, with its defaults. */
 typedef struct {
-    const char *model, *host, *key_env, *name, *tokenizer;
+    const char *model, *host, *key_env, *name, *tokenizer, *port_file;
     long port, parallel, max_tokens, ctx, max_queue, max_body, seed, max_conn, per_client, chunk;
     const char *alias[16];
     int n_alias;
@@ -79,6 +80,7 @@ static int parse_args(const char *cmd, int argc, char **argv, serve_args *x) {
             continue;
         }
         else if (!strcmp(a, "--tokenizer")) x->tokenizer = v;
+        else if (!strcmp(a, "--port-file")) x->port_file = v;
         else if (!strcmp(a, "--compute")) x->kva.compute = v;
         else if (!strcmp(a, "--kv-cache")) x->kva.kv_cache = v;
         else if (!strcmp(a, "--deterministic")) x->kva.deterministic = v;
@@ -158,7 +160,7 @@ int cmd_serve(int argc, char **argv) {
     fprintf(stderr, "judgerl serve: listening on http://%s:%d (loading %s)\n", host, jr_server_port(s), model);
     jr_textgen t;
     char mdesc[1024];
-    if ((st = cli_textgen_open(&t, model, tokenizer, (int)x.parallel, (int)x.ctx, mdesc, sizeof mdesc))) {
+    if ((st = jr_textgen_open_dir(&t, model, tokenizer, (int)x.parallel, (int)x.ctx, mdesc, sizeof mdesc))) {
         jr_server_stop(s, 0);
         return cli_fail(cmd, st);
     }
@@ -186,6 +188,15 @@ int cmd_serve(int argc, char **argv) {
     char kdesc[160];
     fprintf(stderr, "judgerl serve: ready: model '%s' (fingerprint %.16s), %d slots of %d positions, %s\n", name, fingerprint,
             t.lm.n_slots, t.lm.max_ctx, jr_kv_lm_describe(&t.lm, kdesc, sizeof kdesc));
+    if (x.port_file) { /* written once ready, atomically: a reader sees no file or the whole port */
+        char pt[32];
+        int pn = snprintf(pt, sizeof pt, "%d\n", jr_server_port(s));
+        if ((st = jr_write_atomic(x.port_file, pt, (size_t)pn))) {
+            jr_server_stop(s, 0);
+            jr_textgen_close(&t);
+            return cli_fail(cmd, jr_fail_ctx(st, "--port-file"));
+        }
+    }
     int sig = 0;
     sigwait(&set, &sig);
     fprintf(stderr, "judgerl serve: %s: finishing running requests (up to %g s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT", x.drain);

@@ -6,25 +6,12 @@
 
 #include "cli/cli.h"
 #include "judgerl/nn.h"
-#include "judgerl/sandbox.h"
-#include "judgerl/dataset.h"
 #include "judgerl/dist.h"
-#include "judgerl/judge.h"
-#include "judgerl/ensemble.h"
-#include "judgerl/monitor.h"
-#include "judgerl/protocols.h"
-#include "judgerl/reward.h"
-#include "judgerl/tokenizer.h"
 #include "judgerl/model.h"
 #include "judgerl/train.h"
 
 static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig) { (void)sig; stop_requested = 1; }
-
-static const jr_cfg_field *const train_tables[] = {jr_run_cfg,     jr_data_cfg,     jr_model_cfg,
-                                                   jr_trainer_cfg, jr_grpo_cfg,     jr_distill_cfg,
-                                                   jr_judge_cfg,   jr_protocols_cfg, jr_reward_cfg, jr_tokenizer_cfg, jr_sandbox_cfg, jr_monitor_cfg,
-                                                   jr_ensemble_cfg, NULL};
 
 int cmd_train(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
@@ -42,7 +29,7 @@ int cmd_train(int argc, char **argv) {
     if (st) return cli_fail("train", st);
     jr_config cfg;
     int print_only;
-    int rc = cli_load_config("train", argc, argv, 1, train_tables, &cfg, &print_only);
+    int rc = cli_load_config("train", argc, argv, 1, jr_train_tables, &cfg, &print_only);
     if (rc) { jr_dist_abort(rc); return rc; }
     if (print_only) { jr_config_free(&cfg); jr_dist_finalize(); return CLI_OK; }
     int rank = jr_dist_rank(), quiet = rank != 0; /* rank 0 alone prints */

@@ -198,17 +198,41 @@ char *jr_path_join(const char *dir, const char *name) {
     return p;
 }
 
+/* jr_rmtree's walk: the first error (errno and path) is kept; the walk goes on so that as much as
+ * possible is removed. nftw has no user pointer: the state is per thread. */
+static _Thread_local int rm_errno;
+static _Thread_local char rm_path[1024];
+
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
     (void)sb; (void)ftw;
-    if (flag == FTW_DP) rmdir(p);
-    else unlink(p);
+    int rc;
+    if (flag == FTW_DNR || flag == FTW_NS) { rc = -1; errno = flag == FTW_DNR ? EACCES : errno ? errno : EIO; }
+    else rc = flag == FTW_DP ? rmdir(p) : unlink(p); /* FTW_SL / FTW_SLN: the link itself, never its target */
+    if (rc != 0 && !rm_errno) {
+        rm_errno = errno ? errno : EIO;
+        snprintf(rm_path, sizeof rm_path, "%s", p);
+    }
     return 0;
 }
 
-void jr_remove_tree(const char *path) {
+jr_status jr_rmtree(const char *path) {
     struct stat sb;
-    if (lstat(path, &sb) != 0) return;
-    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    if (lstat(path, &sb) != 0) {
+        if (errno == ENOENT) return JR_OK;
+        return jr_fail(JR_EIO, "%s: cannot remove: %s", path, strerror(errno));
+    }
+    if (!S_ISDIR(sb.st_mode)) { /* a file or a symlink (to a directory too): removed itself */
+        if (unlink(path) != 0) return jr_fail(JR_EIO, "%s: cannot remove: %s", path, strerror(errno));
+        return JR_OK;
+    }
+    rm_errno = 0;
+    rm_path[0] = 0;
+    if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0 && !rm_errno) {
+        rm_errno = errno ? errno : EIO;
+        snprintf(rm_path, sizeof rm_path, "%s", path);
+    }
+    if (rm_errno) return jr_fail(JR_EIO, "%s: cannot remove %s: %s", path, rm_path, strerror(rm_errno));
+    return JR_OK;
 }
 
 /* 1 when dir is an empty directory. */
@@ -247,8 +271,8 @@ jr_status jr_adir_open(jr_adir *d, const char *path, const char *marker) {
     free(name);
     if (!d->path || !d->tmp) { jr_adir_abort(d); return JR_ENOMEM; }
     if (!*base) { jr_status st = jr_fail(JR_EINVAL, "%s: name the output directory without a trailing '/'", path); jr_adir_abort(d); return st; }
-    jr_remove_tree(d->tmp); /* left by an earlier crash */
-    jr_status st = jr_mkdirs(d->tmp);
+    jr_status st = jr_rmtree(d->tmp); /* left by an earlier crash */
+    if (!st) st = jr_mkdirs(d->tmp);
     if (st) jr_adir_abort(d);
     return st;
 }
@@ -269,10 +293,11 @@ jr_status jr_adir_commit(jr_adir *d) {
                 if (!old) st = JR_ENOMEM;
                 else {
                     snprintf(old, n, "%s.old", d->path);
-                    jr_remove_tree(old);
-                    if (rename(d->path, old) || rename(d->tmp, d->path))
+                    st = jr_rmtree(old);
+                    if (st) {
+                    } else if (rename(d->path, old) || rename(d->tmp, d->path))
                         st = jr_fail(JR_EIO, "%s: cannot replace with %s: %s", d->path, d->tmp, strerror(errno));
-                    else jr_remove_tree(old);
+                    else (void)jr_rmtree(old); /* the new content is in place: a leftover .old is only space */
                     free(old);
                 }
             }
@@ -289,7 +314,7 @@ jr_status jr_adir_commit(jr_adir *d) {
 }
 
 void jr_adir_abort(jr_adir *d) {
-    if (d->tmp) jr_remove_tree(d->tmp);
+    if (d->tmp) (void)jr_rmtree(d->tmp); /* cleanup: the caller's error (or success) is what counts */
     free(d->path);
     free(d->tmp);
     d->path = d->tmp = NULL;

@@ -1,7 +1,7 @@
 /* wf_report.c - the demo's workflow stage (seed 2) in the terminal summary and the HTML report: held-out
  * gold accuracy per domain (random workflows, the fixed workflows and the best of them, the policy before
  * and after RL per run), valid-workflow rate, operators chosen per domain, buffer sizes, reward components
- * over steps, the learning criteria. Reads summary["workflow"] (src/cli/demo_workflow.c). */
+ * over steps, the learning criteria. Reads summary["workflow"] (examples/eightball/stage_workflow.c). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

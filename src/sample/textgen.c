@@ -9,6 +9,7 @@
 
 #include "judgerl/bytetok.h"
 #include "judgerl/fsutil.h"
+#include "judgerl/lora.h"
 
 static void add_eos(jr_textgen *t, int id) {
     if (id < 0 || id >= t->vocab.tb.n) return;
@@ -228,5 +229,42 @@ jr_status jr_textgen_encode_row(jr_textgen *t, const json_t *row, int32_t **ids,
     if (!st) st = jr_textgen_encode_chat(t, (int)k, roles, contents, ids, n);
     free(roles);
     free(contents);
+    return st;
+}
+
+/* 1 when dir/name is a regular file. */
+static int has_regular_file(const char *dir, const char *name) {
+    char *p = jr_path_join(dir, name);
+    struct stat sb;
+    int ok = p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+    free(p);
+    return ok;
+}
+
+jr_status jr_textgen_open_dir(jr_textgen *t, const char *model, const char *tok_spec, int n_slots, int max_ctx, char *desc,
+                              size_t desc_len) {
+    snprintf(desc, desc_len, "%s", model);
+    if (has_regular_file(model, "config.json") || !has_regular_file(model, "adapter_config.json"))
+        return jr_textgen_open(t, model, tok_spec, n_slots, max_ctx);
+    /* a LoRA checkpoint (the PEFT adapter and the tokenizer files): its base model, folded in memory */
+    char *ap = jr_path_join(model, "adapter_config.json");
+    if (!ap) return jr_fail(JR_ENOMEM, "out of memory");
+    json_error_t je;
+    json_t *ac = json_load_file(ap, 0, &je);
+    free(ap);
+    if (!ac) return jr_fail(JR_EINVAL, "%s/adapter_config.json: %s", model, je.text);
+    const char *base = json_string_value(json_object_get(ac, "base_model_name_or_path"));
+    jr_status st = JR_OK;
+    if (!base || !has_regular_file(base, "config.json"))
+        st = jr_fail(JR_EINVAL, "%s holds a LoRA adapter whose base_model_name_or_path (%s) is not a model directory here: "
+                     "fold it with `judgerl merge --model BASE --adapter %s -o OUT`", model, base ? base : "null", model);
+    if (!st) {
+        /* the checkpoint's own tokenizer (the one the run trained with) unless one was given */
+        const char *tok = tok_spec && strcmp(tok_spec, "auto") ? tok_spec : has_regular_file(model, "tokenizer.json") ? model : tok_spec;
+        snprintf(desc, desc_len, "%s + LoRA adapter %s", base, model);
+        st = jr_textgen_open(t, base, tok, n_slots, max_ctx);
+        if (!st && (st = jr_lora_merge_into(&t->model, model))) jr_textgen_close(t);
+    }
+    json_decref(ac);
     return st;
 }

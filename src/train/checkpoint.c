@@ -102,7 +102,7 @@ static void prune(const char *cdir, int keep, int64_t latest) {
             char name[64];
             snprintf(name, sizeof name, "step-%08" PRId64, steps[i]);
             char *p = jr_path_join(cdir, name);
-            if (p) { jr_remove_tree(p); free(p); }
+            if (p) { (void)jr_rmtree(p); free(p); } /* a failed prune leaves an old step: never wrong, only bigger */
         }
     }
     free(steps);
@@ -126,13 +126,13 @@ jr_status jr_ckpt_save_with(const char *run_dir, const jr_model *m, const jr_ada
     jr_status st = JR_OK;
     if (!cdir || !tmp || !fin || !opt || !stp || !latest) { st = JR_ENOMEM; goto done; }
     if ((st = jr_mkdirs(cdir))) goto done;
-    jr_remove_tree(tmp); /* a leftover of a run killed mid-save */
+    if ((st = jr_rmtree(tmp))) goto done; /* a leftover of a run killed mid-save */
     if ((st = jr_mkdirs(tmp))) goto done;
     if ((st = write ? write(ud, tmp) : jr_model_save(m, tmp, NULL))) goto done;
     if ((st = write_moments(opt, m, o))) goto done;
     if ((st = write_state(stp, o, s))) goto done;
     if ((st = jr_fsync_dir(tmp))) goto done;
-    if (jr_path_exists(fin)) jr_remove_tree(fin); /* the same step saved again after a resume */
+    if ((st = jr_rmtree(fin))) goto done; /* the same step saved again after a resume */
     if (rename(tmp, fin)) {
         st = jr_fail(JR_EIO, "%s: cannot rename to %s: %s", tmp, fin, strerror(errno));
         goto done;
@@ -143,7 +143,7 @@ jr_status jr_ckpt_save_with(const char *run_dir, const jr_model *m, const jr_ada
     if ((st = jr_write_atomic(latest, text, (size_t)len))) goto done;
     prune(cdir, keep, s->step);
 done:
-    if (st && tmp) jr_remove_tree(tmp);
+    if (st && tmp) (void)jr_rmtree(tmp); /* the error reported is the first one */
     if (st) jr_fail_ctx(st, "checkpoint %s", name);
     free(cdir); free(tmp); free(fin); free(opt); free(stp); free(latest);
     return st;

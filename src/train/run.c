@@ -6,10 +6,19 @@
 #include <string.h>
 #include <time.h>
 
+#include "judgerl/dataset.h"
 #include "judgerl/dist.h"
+#include "judgerl/ensemble.h"
 #include "judgerl/fsutil.h"
+#include "judgerl/judge.h"
+#include "judgerl/model.h"
+#include "judgerl/monitor.h"
 #include "judgerl/nn.h"
+#include "judgerl/protocols.h"
+#include "judgerl/reward.h"
 #include "judgerl/run.h"
+#include "judgerl/sandbox.h"
+#include "judgerl/tokenizer.h"
 #include "judgerl/train.h"
 
 const jr_cfg_field jr_trainer_cfg[] = {
@@ -93,7 +102,7 @@ jr_status jr_run_dir_prepare(const jr_run_opts *o, int resume, int dry) {
         if (o->overwrite && !resume && !dry && run_file(nm)) {
             char *p = jr_path_join(o->out_dir, nm);
             if (!p) st = JR_ENOMEM;
-            else jr_remove_tree(p);
+            else if (!st) st = jr_rmtree(p);
             free(p);
         }
     }
@@ -428,6 +437,11 @@ static jr_status write_config(const jr_config *c, const char *out_dir) {
     free(path);
     return st;
 }
+
+const jr_cfg_field *const jr_train_tables[] = {jr_run_cfg,       jr_data_cfg,      jr_model_cfg,  jr_trainer_cfg,
+                                               jr_grpo_cfg,      jr_distill_cfg,   jr_judge_cfg,  jr_protocols_cfg,
+                                               jr_reward_cfg,    jr_tokenizer_cfg, jr_sandbox_cfg, jr_monitor_cfg,
+                                               jr_ensemble_cfg,  NULL};
 
 jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res) {
     memset(res, 0, sizeof *res);

@@ -1,18 +1,16 @@
-/* demo_study.c - the demo's study stage: `judgerl study` with GRPO from the SFT policy against the unbiased
- * judge, the Yes-biased one and the length-biased one (each served over HTTP), gold = the preference grades
- * of the held-out questions (docs/MONITOR.md) */
+/* stage_study.c - the demo's stage study: GRPO from the SFT policy against the unbiased judge, the Yes-biased one
+ * and the length-biased one (each served over HTTP), gold = the preference grades of the held-out questions, run
+ * in this process by jr_study_run (docs/MONITOR.md) into OUT/study */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "cli/demo.h"
+#include "eightball/eightball.h"
 #include "judgerl/fsutil.h"
-#include "judgerl/metrics.h"
 #include "judgerl/strbuf.h"
+#include "judgerl/study.h"
 
 /* The judges studied: the demo's model directories OUT/judge-DIR. */
 static const char *const STUDY_JUDGES[][2] = {{"unbiased", "unbiased"}, {"yes-biased", "biased"}, {"length-biased", "long"}};
@@ -20,12 +18,13 @@ static const char *const STUDY_JUDGES[][2] = {{"unbiased", "unbiased"}, {"yes-bi
 
 /* The study's YAML: the demo's GRPO config from the SFT policy, the held-out questions with their preferred
  * label as gold (answers mapped to Yes / No / Maybe by data/eightball/answers.jsonl), one judge per port. */
-static char *study_yaml(const char *out, const int *ports, const demo_study_sizes *z) {
+static char *study_yaml(const eb_ctx *c, const int *ports) {
+    const eb_sizes *z = &c->z;
     jr_strbuf b = {0};
-    char *t = jr_strfmt("study:\n  train: configs/eightball-grpo.yaml\n  out_dir: %s/study\n  seeds: [", out);
+    char *t = jr_strfmt("study:\n  train: configs/eightball-grpo.yaml\n  out_dir: %s/study\n  seeds: [", c->out);
     jr_strbuf_add(&b, t ? t : "");
     free(t);
-    for (int s = 0; s < z->n_seeds; s++) {
+    for (int s = 0; s < z->study_seeds; s++) {
         t = jr_strfmt("%s%d", s ? ", " : "", s + 1);
         jr_strbuf_add(&b, t ? t : "");
         free(t);
@@ -38,7 +37,8 @@ static char *study_yaml(const char *out, const int *ports, const demo_study_size
                   "    - monitor.gold_field=preferred\n    - monitor.labels=data/eightball/answers.jsonl\n"
                   "    - \"probe.probes=[label_prior, agreement, verbosity, master_key]\"\n"
                   "    - probe.max_rows=%d\n    - probe.max_variant_rows=%d\n  judges:\n",
-                  out, z->steps, z->eval_every, z->gens, z->prompts, z->probe_rows, z->probe_variant_rows);
+                  c->out, z->study_steps, z->study_eval_every, z->study_gens, z->study_prompts, z->study_probe_rows,
+                  z->study_probe_variant_rows);
     jr_strbuf_add(&b, t ? t : "");
     free(t);
     for (int k = 0; k < N_STUDY_JUDGES; k++) {
@@ -56,15 +56,7 @@ static double fin(const json_t *f, const char *k) {
 }
 
 /* sum["study"]: per judge the final figures and alarms; the stage note says the same in one line. */
-static jr_status summarize(const char *out, json_t *sum, char *note, size_t cap) {
-    char *path = jr_strfmt("%s/study/study.json", out);
-    json_t *s = path ? json_load_file(path, 0, NULL) : NULL;
-    if (!s) {
-        jr_status st = jr_fail(JR_EFORMAT, "%s: not written or not JSON", path ? path : "study.json");
-        free(path);
-        return st;
-    }
-    free(path);
+static void summarize(const json_t *s, json_t *sum, char *note, size_t cap) {
     json_t *rec = json_object(), *judges = json_array();
     json_object_set_new(rec, "html", json_string("study/study.html"));
     json_object_set_new(rec, "judges", judges);
@@ -87,42 +79,46 @@ static jr_status summarize(const char *out, json_t *sum, char *note, size_t cap)
                                   fin(f, "proxy_delta"), fin(f, "gold_delta"), when);
     }
     json_object_set_new(sum, "study", rec);
-    json_decref(s);
-    return JR_OK;
 }
 
-jr_status demo_study(const char *out, json_t *sum, json_t *stages, const demo_study_sizes *z) {
-    double t0 = jr_wall_time();
-    json_t *s = demo_stage(stages, "study");
-    char log[PATH_MAX + 32], sdir[PATH_MAX + 32], yp[PATH_MAX + 48];
-    snprintf(log, sizeof log, "%s/demo.log", out);
-    snprintf(sdir, sizeof sdir, "%s/study", out);
-    snprintf(yp, sizeof yp, "%s/study.yaml", out);
+/* Loads the study's YAML and runs it in this process; *out gets study.json. */
+static jr_status run_study(eb_ctx *c, const char *yp, json_t **out) {
+    const jr_cfg_field *const tables[] = {jr_study_cfg, NULL};
+    jr_config cfg;
+    fprintf(c->logf, "\n$ judgerl study %s\n", yp);
+    fflush(c->logf);
+    jr_status st = jr_config_load(&cfg, yp, 0, NULL, tables);
+    if (st) return st;
+    jr_study_opts o;
+    st = jr_study_opts_from_config(&o, &cfg);
+    if (!st) st = jr_study_run(&o, c->logf, c->stop, out);
+    jr_config_free(&cfg);
+    return st;
+}
+
+jr_status eb_stage_study(eb_ctx *c, const void *arg, char *note, size_t cap) {
+    (void)arg;
+    char sdir[PATH_MAX], yp[PATH_MAX];
+    eb_path(c, sdir, sizeof sdir, "study");
+    eb_path(c, yp, sizeof yp, "study.yaml");
     /* a study reuses finished runs: start empty, so runs against judges of an earlier demo are never reused */
-    char *rm[] = {"/bin/rm", "-rf", sdir, NULL};
-    pid_t pid = fork();
-    if (pid == 0) { execv(rm[0], rm); _exit(127); }
-    int ws;
-    if (pid > 0) waitpid(pid, &ws, 0);
-    demo_server sv[N_STUDY_JUDGES];
-    int ports[N_STUDY_JUDGES] = {0};
-    jr_status st = JR_OK;
-    int started = 0;
+    jr_status st = jr_rmtree(sdir);
+    eb_server sv[N_STUDY_JUDGES];
+    int ports[N_STUDY_JUDGES] = {0}, started = 0;
     for (int k = 0; k < N_STUDY_JUDGES && !st; k++) {
-        char jm[PATH_MAX + 64], slog[PATH_MAX + 64];
-        snprintf(jm, sizeof jm, "%s/judge-%s/model", out, STUDY_JUDGES[k][1]);
-        snprintf(slog, sizeof slog, "%s/serve-study-%s.log", out, STUDY_JUDGES[k][0]);
-        st = demo_server_start(&sv[k], jm, slog);
+        char jm[PATH_MAX], sname[64];
+        eb_path(c, jm, sizeof jm, "judge-%s/model", STUDY_JUDGES[k][1]);
+        snprintf(sname, sizeof sname, "study-%s", STUDY_JUDGES[k][0]);
+        st = eb_server_start(c, &sv[k], jm, sname);
         if (!st) { ports[k] = sv[k].port; started = k + 1; }
     }
-    char *yaml = st ? NULL : study_yaml(out, ports, z);
+    char *yaml = st ? NULL : study_yaml(c, ports);
     if (!st) st = yaml ? jr_write_atomic(yp, yaml, strlen(yaml)) : jr_fail(JR_ENOMEM, "out of memory");
     free(yaml);
-    char *args[] = {"study", yp, NULL};
-    if (!st) st = demo_run_child(log, args);
-    for (int k = 0; k < started; k++) demo_server_stop(&sv[k]);
-    char note[1024] = "";
-    if (!st) st = summarize(out, sum, note, sizeof note);
-    demo_stage_end(s, st ? "failed" : "done", t0, st ? jr_errmsg() : note);
+    json_t *s = NULL;
+    if (!st) st = run_study(c, yp, &s);
+    for (int k = 0; k < started; k++) eb_server_stop(&sv[k]);
+    if (!st) summarize(s, c->sum, note, cap);
+    json_decref(s);
     return st;
 }

@@ -1,4 +1,4 @@
-/* demo_workflow.c - the demo's workflow stage (seed 2, issue 17): the executor trained by judgerl's one
+/* stage_workflow.c - the demo's workflow stage (seed 2, issue 17): the executor trained by judgerl's one
  * recipe (jr_wf_exec_train) and served by `judgerl serve`; a tiny policy SFT'd on random valid workflows;
  * GRPO (LoRA) on the mixed synthetic tasks with seed 2's reward; held-out gold accuracy (a verifier's) of
  * random workflows, the fixed workflows, the policy before and after RL; seeds and a shuffled-reward control.
@@ -8,10 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "cli/demo.h"
+#include "eightball/eightball.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/grpo.h"
 #include "judgerl/judge.h"
@@ -49,14 +47,6 @@ static const jr_cfg_field *const wf_tables[] = {jr_run_cfg,       jr_data_cfg,  
 static const jr_cfg_field *const sft_tables[] = {jr_run_cfg, jr_data_cfg, jr_model_cfg, jr_trainer_cfg, jr_grpo_cfg,
                                                  jr_judge_cfg, jr_reward_cfg, jr_tokenizer_cfg, NULL};
 
-static void rmtree(const char *dir) {
-    char *rm[] = {"/bin/rm", "-rf", (char *)dir, NULL};
-    pid_t pid = fork();
-    if (pid == 0) { execv(rm[0], rm); _exit(127); }
-    int ws;
-    if (pid > 0) waitpid(pid, &ws, 0);
-}
-
 static jr_status write_jsonl(const char *path, const json_t *rows) {
     jr_strbuf b = {0};
     size_t i;
@@ -74,7 +64,7 @@ static jr_status write_jsonl(const char *path, const json_t *rows) {
 }
 
 /* Trains the executor in-process unless dir/model holds one trained with the same overrides (dir/demo-args.txt). */
-static jr_status executor(const char *dir, FILE *log, int quick, int *reused) {
+static jr_status executor(const char *dir, FILE *log, volatile sig_atomic_t *stop, int quick, int *reused) {
     char od[3 * PATH_MAX], stamp[3 * PATH_MAX], cfgp[3 * PATH_MAX];
     snprintf(od, sizeof od, "run.out_dir=%s", dir);
     snprintf(stamp, sizeof stamp, "%s/demo-args.txt", dir);
@@ -90,9 +80,9 @@ static jr_status executor(const char *dir, FILE *log, int quick, int *reused) {
     free(old);
     jr_status st = JR_OK;
     if (!*reused) {
-        rmtree(dir); /* a stale or partial run: start over */
+        st = jr_rmtree(dir); /* a stale or partial run: start over */
         jr_train_result res;
-        st = jr_wf_exec_train("configs/wf_executor.yaml", n, over, log, NULL, &res);
+        if (!st) st = jr_wf_exec_train("configs/wf_executor.yaml", n, over, log, stop, &res);
         if (!st) st = want ? jr_write_atomic(stamp, want, strlen(want)) : JR_ENOMEM;
     }
     free(want);
@@ -100,14 +90,14 @@ static jr_status executor(const char *dir, FILE *log, int quick, int *reused) {
 }
 
 /* train.jsonl (rows 0.. of each domain) and heldout.jsonl (rows from HELDOUT_FIRST); *held gets the held-out rows. */
-static jr_status tasks(const char *wdir, const demo_wf_sizes *z, json_t **train, json_t **held) {
+static jr_status tasks(const char *wdir, const eb_sizes *z, json_t **train, json_t **held) {
     json_t *tr = *train = json_array();
     *held = json_array();
     jr_status st = JR_OK;
     for (int d = 0; d < 3 && !st; d++) {
         json_t *a = NULL, *h = NULL;
-        st = jr_wf_tasks(kDom[d], z->n_train, TASK_SEED, 0, &a);
-        if (!st) st = jr_wf_tasks(kDom[d], z->n_heldout, TASK_SEED, HELDOUT_FIRST, &h);
+        st = jr_wf_tasks(kDom[d], z->wf_train_rows, TASK_SEED, 0, &a);
+        if (!st) st = jr_wf_tasks(kDom[d], z->wf_heldout_rows, TASK_SEED, HELDOUT_FIRST, &h);
         if (!st) { json_array_extend(tr, a); json_array_extend(*held, h); }
         json_decref(a);
         json_decref(h);
@@ -164,14 +154,14 @@ static jr_workflow_limits limits(void) {
 
 /* The policy's SFT rows: the Layer-1 demo prompt of a training row, cut to its last max_prompt bytes as GRPO
  * cuts it, then a random valid workflow. */
-static jr_status policy_rows(const char *wdir, const json_t *train, const demo_wf_sizes *z, int max_prompt) {
+static jr_status policy_rows(const char *wdir, const json_t *train, const eb_sizes *z, int max_prompt) {
     char *tmpl = NULL, p[2 * PATH_MAX];
     jr_status st = jr_template_load("templates/workflow_layer1_demo.txt", NULL, &tmpl);
     json_t *rows = json_array();
     jr_rng r;
     jr_rng_seed2(&r, 0x776664656d6fULL, 1);
     jr_workflow_limits lim = limits();
-    for (int i = 0; i < z->n_sft && !st; i++) {
+    for (int i = 0; i < z->wf_sft_rows && !st; i++) {
         const json_t *row = json_array_get(train, jr_rng_below(&r, json_array_size(train)));
         char *prompt = NULL, *wf = NULL;
         st = jr_wf_layer1_render(tmpl, row, NULL, 0, &prompt);
@@ -191,20 +181,20 @@ static jr_status policy_rows(const char *wdir, const json_t *train, const demo_w
     return st;
 }
 
-static jr_status policy_sft(const char *wdir, FILE *log, const demo_wf_sizes *z) {
+static jr_status policy_sft(const char *wdir, FILE *log, volatile sig_atomic_t *stop, const eb_sizes *z) {
     char od[2 * PATH_MAX], dt[2 * PATH_MAX], steps[48];
     snprintf(od, sizeof od, "run.out_dir=%s/policy-sft", wdir);
     snprintf(dt, sizeof dt, "data.train=%s/policy_sft.jsonl", wdir);
-    snprintf(steps, sizeof steps, "trainer.steps=%d", z->sft_steps);
+    snprintf(steps, sizeof steps, "trainer.steps=%d", z->wf_sft_steps);
     char *over[] = {od, dt, steps};
     char d[2 * PATH_MAX];
     snprintf(d, sizeof d, "%s/policy-sft", wdir);
-    rmtree(d);
+    jr_status st = jr_rmtree(d);
     jr_config cfg;
-    jr_status st = jr_config_load(&cfg, "configs/demo/wf-policy-sft.yaml", 3, over, sft_tables);
+    if (!st) st = jr_config_load(&cfg, "configs/eightball/wf-policy-sft.yaml", 3, over, sft_tables);
     if (st) return st;
     jr_train_result res;
-    st = jr_train_run(&cfg, log, NULL, &res);
+    st = jr_train_run(&cfg, log, stop, &res);
     jr_config_free(&cfg);
     return st;
 }
@@ -213,7 +203,7 @@ static jr_status policy_sft(const char *wdir, FILE *log, const demo_wf_sizes *z)
 static void put_json(void *ud, const char *key, double v) { json_object_set_new(ud, key, json_real(v)); }
 
 /* The GRPO config with the stage's paths and sizes, and extra overrides (seed, control). */
-static jr_status grpo_config(jr_config *cfg, const char *wdir, const char *run, const demo_wf_sizes *z, int seed, int control) {
+static jr_status grpo_config(jr_config *cfg, const char *wdir, const char *run, const eb_sizes *z, int seed, int control) {
     char o[10][3 * PATH_MAX];
     snprintf(o[0], sizeof o[0], "run.out_dir=%s/%s", wdir, run);
     snprintf(o[1], sizeof o[1], "data.train=%s/train.jsonl", wdir);
@@ -221,15 +211,15 @@ static jr_status grpo_config(jr_config *cfg, const char *wdir, const char *run, 
     snprintf(o[3], sizeof o[3], "model.path=%s/policy-sft/model", wdir);
     snprintf(o[4], sizeof o[4], "wftrain.executor=%s/executor.yaml", wdir);
     snprintf(o[5], sizeof o[5], "wftrain.reward=%s/reward.yaml", wdir);
-    snprintf(o[6], sizeof o[6], "trainer.steps=%d", z->steps);
-    snprintf(o[7], sizeof o[7], "grpo.num_generations=%d", z->gens);
-    snprintf(o[8], sizeof o[8], "grpo.prompts_per_step=%d", z->prompts);
+    snprintf(o[6], sizeof o[6], "trainer.steps=%d", z->wf_steps);
+    snprintf(o[7], sizeof o[7], "grpo.num_generations=%d", z->wf_gens);
+    snprintf(o[8], sizeof o[8], "grpo.prompts_per_step=%d", z->wf_prompts);
     snprintf(o[9], sizeof o[9], "run.seed=%d", seed);
     char *over[12];
     for (int i = 0; i < 10; i++) over[i] = o[i];
     int n = 10;
     if (control) over[n++] = "grpo.shuffle_rewards=true";
-    return jr_config_load(cfg, "configs/demo/wf-grpo.yaml", n, over, wf_tables);
+    return jr_config_load(cfg, "configs/eightball/wf-grpo.yaml", n, over, wf_tables);
 }
 
 /* One accuracy row {name, math, code, qa, overall} from statistics under prefix. */
@@ -245,12 +235,12 @@ static json_t *acc_row(const char *name, const json_t *stats, const char *prefix
     return r;
 }
 
-/* Random workflows (z->n_random per held-out row) and every fixed workflow on the held-out rows. */
-static jr_status baselines(const char *wdir, const json_t *held, const demo_wf_sizes *z, json_t *wf) {
+/* Random workflows (z->wf_random per held-out row) and every fixed workflow on the held-out rows. */
+static jr_status baselines(const char *wdir, const json_t *held, const eb_sizes *z, json_t *wf) {
     jr_config cfg;
     jr_status st = grpo_config(&cfg, wdir, "baselines", z, 1, 0);
     if (st) return st;
-    size_t nh = json_array_size(held), nr = nh * (size_t)z->n_random;
+    size_t nh = json_array_size(held), nr = nh * (size_t)z->wf_random;
     json_t *rows = json_array(), *rstats = json_object(), *fixed = json_array();
     char **texts = calloc(nr ? nr : 1, sizeof *texts);
     jr_rng r;
@@ -261,7 +251,7 @@ static jr_status baselines(const char *wdir, const json_t *held, const demo_wf_s
         st = jr_workflow_random(&lim, &r, &texts[i]);
     }
     double gold;
-    if (!st) st = jr_wf_eval_texts(&cfg, "configs/demo", rows, (const char *const *)texts, nr, "random/", put_json, rstats, &gold);
+    if (!st) st = jr_wf_eval_texts(&cfg, "configs/eightball", rows, (const char *const *)texts, nr, "random/", put_json, rstats, &gold);
     for (size_t i = 0; i < nr; i++) free(texts[i]);
     free(texts);
     json_object_set_new(wf, "random", acc_row("random workflows", rstats, "random/"));
@@ -270,7 +260,7 @@ static jr_status baselines(const char *wdir, const json_t *held, const demo_wf_s
     for (int k = 0; k < N_FIXED && !st; k++) {
         json_t *fs = json_object();
         for (size_t i = 0; i < nh; i++) ft[i] = kFixed[k][1];
-        st = jr_wf_eval_texts(&cfg, "configs/demo", held, ft, nh, "", put_json, fs, &gold);
+        st = jr_wf_eval_texts(&cfg, "configs/eightball", held, ft, nh, "", put_json, fs, &gold);
         json_t *row = acc_row(kFixed[k][0], fs, "");
         json_object_set_new(row, "workflow", json_string(kFixed[k][1]));
         json_array_append_new(fixed, row);
@@ -367,22 +357,22 @@ static json_t *grpo_record(const char *run, const char *name) {
     return rec;
 }
 
-static jr_status grpo_runs(const char *wdir, FILE *log, const demo_wf_sizes *z, json_t *runs) {
+static jr_status grpo_runs(const char *wdir, FILE *log, volatile sig_atomic_t *stop, const eb_sizes *z, json_t *runs) {
     jr_status st = JR_OK;
-    for (int k = 0; k < z->n_seeds + (z->control ? 1 : 0) && !st; k++) {
-        int control = k == z->n_seeds, seed = control ? 1 : k + 1;
+    for (int k = 0; k < z->wf_seeds + (z->wf_control ? 1 : 0) && !st; k++) {
+        int control = k == z->wf_seeds, seed = control ? 1 : k + 1;
         char name[32], dir[2 * PATH_MAX];
         if (control) snprintf(name, sizeof name, "control");
         else snprintf(name, sizeof name, "seed%d", seed);
         snprintf(dir, sizeof dir, "%s/grpo-%s", wdir, name);
-        rmtree(dir);
         jr_config cfg;
+        if ((st = jr_rmtree(dir))) break;
         st = grpo_config(&cfg, wdir, dir + strlen(wdir) + 1, z, seed, control);
         if (st) break;
         jr_train_result res;
         fprintf(log, "\n== workflow GRPO %s\n", name);
         fflush(log);
-        st = jr_wf_train_run(&cfg, "configs/demo", log, NULL, &res);
+        st = jr_wf_train_run(&cfg, "configs/eightball", log, stop, &res);
         jr_config_free(&cfg);
         if (!st) {
             json_t *rec = grpo_record(dir, name);
@@ -436,41 +426,33 @@ static void criteria(json_t *wf, char *note, size_t cap) {
                  nseeds > 0 && rise_all ? "yes" : "NO", nseeds > 0 && beats ? "yes" : "NO", ctrl_flat ? "yes" : "NO", buf);
 }
 
-jr_status demo_workflow(const char *out, json_t *sum, json_t *stages, const demo_wf_sizes *z) {
-    double t0 = jr_wall_time();
-    json_t *s = demo_stage(stages, "workflow");
-    char wdir[PATH_MAX + 32], logp[PATH_MAX + 32], p[2 * PATH_MAX];
-    snprintf(wdir, sizeof wdir, "%s/workflow", out);
-    snprintf(logp, sizeof logp, "%s/demo.log", out);
+jr_status eb_stage_workflow(eb_ctx *c, const void *arg, char *note, size_t cap) {
+    (void)arg;
+    const eb_sizes *z = &c->z;
+    char wdir[PATH_MAX], p[2 * PATH_MAX];
+    eb_path(c, wdir, sizeof wdir, "workflow");
     jr_status st = jr_mkdirs(wdir);
-    FILE *log = st ? NULL : fopen(logp, "a");
-    if (!st && !log) st = jr_fail(JR_EIO, "%s: cannot open the log", logp);
     json_t *wf = json_object(), *train = NULL, *held = NULL, *runs = json_array();
-    json_object_set_new(sum, "workflow", wf);
+    json_object_set_new(c->sum, "workflow", wf);
     json_object_set_new(wf, "runs", runs);
     int reused = 0;
     double t_exec = jr_wall_time();
     snprintf(p, sizeof p, "%s/executor", wdir);
-    if (!st) st = executor(p, log, z->quick_executor, &reused);
+    if (!st) st = executor(p, c->logf, c->stop, z->wf_quick_executor, &reused);
     json_object_set_new(wf, "executor_seconds", json_real(jr_wall_time() - t_exec));
     json_object_set_new(wf, "executor_reused", json_boolean(reused));
     if (!st) st = tasks(wdir, z, &train, &held);
     if (!st) st = policy_rows(wdir, train, z, 96);
-    if (!st) st = policy_sft(wdir, log, z);
-    demo_server sv = {-1, 0};
-    snprintf(p, sizeof p, "%s/workflow/executor/model", out);
-    char slog[2 * PATH_MAX];
-    snprintf(slog, sizeof slog, "%s/serve-workflow.log", out);
-    if (!st) st = demo_server_start(&sv, p, slog);
+    if (!st) st = policy_sft(wdir, c->logf, c->stop, z);
+    eb_server sv = {.pid = -1};
+    snprintf(p, sizeof p, "%s/executor/model", wdir);
+    if (!st) st = eb_server_start(c, &sv, p, "workflow");
     if (!st) st = write_configs(wdir, sv.port);
     if (!st) st = baselines(wdir, held, z, wf);
-    if (!st) st = grpo_runs(wdir, log, z, runs);
-    demo_server_stop(&sv);
-    if (log) fclose(log);
+    if (!st) st = grpo_runs(wdir, c->logf, c->stop, z, runs);
+    eb_server_stop(&sv);
     json_decref(train);
     json_decref(held);
-    char note[1024] = "";
-    if (!st) criteria(wf, note, sizeof note);
-    demo_stage_end(s, st ? "failed" : "done", t0, st ? jr_errmsg() : note);
+    if (!st) criteria(wf, note, cap);
     return st;
 }

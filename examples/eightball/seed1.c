@@ -9,9 +9,9 @@
 #include "judgerl/fsutil.h"
 #include "judgerl/metrics.h"
 #include "judgerl/rng.h"
-#include "judgerl/seed1.h"
+#include "eightball/seed1.h"
 
-const jr_cfg_field jr_seed1_cfg[] = {
+const jr_cfg_field eb_seed1_cfg[] = {
     {"seed1.questions", JR_CFG_STRING, "data/eightball/questions.jsonl", "supervised set {question, answer} (answers drawn at random, as the seed)", NULL, NULL, 0, 0},
     {"seed1.reinforce", JR_CFG_STRING, "data/eightball/reinforce.jsonl", "reinforcement questions {question}", NULL, NULL, 0, 0},
     {"seed1.heldout", JR_CFG_STRING, "data/eightball/heldout.jsonl", "held-out questions {question, preferred}", NULL, NULL, 0, 0},
@@ -39,7 +39,7 @@ const jr_cfg_field jr_seed1_cfg[] = {
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
 
-static void clf_opts(jr_seed1_clf_opts *o, const jr_config *c, const char *pre) {
+static void clf_opts(eb_seed1_clf_opts *o, const jr_config *c, const char *pre) {
     char k[64];
     snprintf(k, sizeof k, "%s.embed_dim", pre);
     o->embed_dim = (int)jr_cfg_int(c, k);
@@ -51,7 +51,7 @@ static void clf_opts(jr_seed1_clf_opts *o, const jr_config *c, const char *pre) 
     o->max_length = (int)jr_cfg_int(c, k);
 }
 
-static void train_opts(jr_seed1_train_opts *o, const jr_config *c, const char *pre) {
+static void train_opts(eb_seed1_train_opts *o, const jr_config *c, const char *pre) {
     char k[64];
     snprintf(k, sizeof k, "%s.epochs", pre);
     o->epochs = (int)jr_cfg_int(c, k);
@@ -61,7 +61,7 @@ static void train_opts(jr_seed1_train_opts *o, const jr_config *c, const char *p
     o->batch_size = (int)jr_cfg_int(c, k);
 }
 
-jr_status jr_seed1_opts_from_config(jr_seed1_opts *o, const jr_config *c) {
+jr_status eb_seed1_opts_from_config(eb_seed1_opts *o, const jr_config *c) {
     memset(o, 0, sizeof *o);
     o->out_dir = jr_cfg_str(c, "run.out_dir");
     o->seed = (uint64_t)jr_cfg_int(c, "run.seed");
@@ -285,7 +285,7 @@ static int judge_pick(jr_clf *jq, const jr_vocab *vq, jr_clf *ja, const jr_vocab
 }
 
 /* One distillation run from policy p0 (copied). */
-static jr_status distill(const jr_seed1_opts *cfg, const jr_clf *p0, const jr_vocab *vp, jr_clf *jq, const jr_vocab *vq,
+static jr_status distill(const eb_seed1_opts *cfg, const jr_clf *p0, const jr_vocab *vp, jr_clf *jq, const jr_vocab *vq,
                          jr_clf *ja, const jr_vocab *va, int answer_variant, const tset *reinf, const tset *held,
                          const char *out, json_t *res) {
     jr_clf pol;
@@ -389,14 +389,14 @@ static jr_status distill(const jr_seed1_opts *cfg, const jr_clf *p0, const jr_vo
     return st;
 }
 
-static jr_status new_clf(jr_clf *c, const jr_vocab *v, const jr_seed1_clf_opts *o, const char *pre, int labels, jr_rng *rng) {
+static jr_status new_clf(jr_clf *c, const jr_vocab *v, const eb_seed1_clf_opts *o, const char *pre, int labels, jr_rng *rng) {
     jr_clf_dims d = {v->n, o->embed_dim, o->num_heads, o->hidden_dim, labels, o->max_length};
     jr_status st = jr_clf_init(c, d, rng);
     if (st) jr_fail_ctx(st, "%s", pre);
     return st;
 }
 
-jr_status jr_seed1_run(const jr_seed1_opts *cfg, json_t **result) {
+jr_status eb_seed1_run(const eb_seed1_opts *cfg, json_t **result) {
     *result = NULL;
     const char *out = cfg->out_dir;
     tset qs = {0}, rf = {0}, held = {0}, pq = {0}, pqa = {0};

@@ -1,0 +1,240 @@
+/* common.c - what the 8-ball demo's stages share: training in this process (or reusing a trained model),
+ * judge servers as child processes, held-out generation and grading in this process */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "eightball/eightball.h"
+#include "judgerl/fsutil.h"
+#include "judgerl/genrows.h"
+#include "judgerl/judge.h"
+#include "judgerl/kvcache.h"
+#include "judgerl/model.h"
+#include "judgerl/protocols.h"
+#include "judgerl/reward.h"
+#include "judgerl/sandbox.h"
+#include "judgerl/textgen.h"
+#include "judgerl/train.h"
+
+char *eb_path(const eb_ctx *c, char *buf, size_t cap, const char *fmt, ...) {
+    int n = snprintf(buf, cap, "%s/", c->out);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n >= 0 && (size_t)n < cap) vsnprintf(buf + n, cap - (size_t)n, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
+char *eb_endpoint(char *buf, size_t cap, int port) {
+    snprintf(buf, cap, "judge.endpoints=[{url: \"http://127.0.0.1:%d/v1\", model: judge}]", port);
+    return buf;
+}
+
+jr_status eb_load_jsonl(const char *path, json_t **out) {
+    jr_status st = jr_genrows_read(path, out);
+    size_t i;
+    json_t *r;
+    if (!st) json_array_foreach(*out, i, r) json_object_del(r, "_line");
+    return st;
+}
+
+/* ---- training ---- */
+
+jr_status eb_train_or_reuse(eb_ctx *c, const char *dir, const char *config, char *const *over, int n_over, int *reused) {
+    /* the stamp: the arguments `judgerl train` was given (the same text as before the demo trained in-process) */
+    char stamp_text[4096];
+    size_t n = (size_t)snprintf(stamp_text, sizeof stamp_text, "train\n%s\n", config);
+    for (int i = 0; i < n_over; i++) n += (size_t)snprintf(stamp_text + n, n < sizeof stamp_text ? sizeof stamp_text - n : 0, "%s\n", over[i]);
+    if (n >= sizeof stamp_text) return jr_fail(JR_EINVAL, "%s: the training arguments are too long", dir);
+    char stamp[PATH_MAX + 32], cfgp[PATH_MAX + 32];
+    snprintf(stamp, sizeof stamp, "%s/demo-args.txt", dir);
+    snprintf(cfgp, sizeof cfgp, "%s/model/config.json", dir);
+    char *old = NULL;
+    *reused = 0;
+    if (jr_path_exists(cfgp) && !jr_read_file(stamp, &old, NULL) && old && !strcmp(old, stamp_text)) {
+        free(old);
+        *reused = 1;
+        return JR_OK;
+    }
+    free(old);
+    /* a stale or partial run: start over (checkpoints of other arguments must not be resumed) */
+    jr_status st = jr_rmtree(dir);
+    if (st) return st;
+    fprintf(c->logf, "\n$ judgerl %s", stamp_text);
+    fflush(c->logf);
+    jr_config cfg;
+    if ((st = jr_config_load(&cfg, config, n_over, over, jr_train_tables))) return st;
+    jr_train_result res;
+    st = jr_train_run(&cfg, c->logf, c->stop, &res);
+    jr_config_free(&cfg);
+    if (!st) fprintf(c->logf, "trained steps %lld..%lld: %.4f -> %.4f\n", (long long)res.first_step, (long long)res.last_step,
+                     res.first_loss, res.last_loss);
+    fflush(c->logf);
+    if (!st) st = jr_write_atomic(stamp, stamp_text, strlen(stamp_text));
+    return st;
+}
+
+/* ---- judge servers ---- */
+
+jr_status eb_server_start(eb_ctx *c, eb_server *sv, const char *model, const char *name) {
+    sv->pid = -1;
+    sv->port = 0;
+    char log[PATH_MAX], *pf = sv->port_file;
+    eb_path(c, log, sizeof log, "serve-%s.log", name);
+    eb_path(c, pf, sizeof sv->port_file, "serve-%s.port", name);
+    jr_status st = jr_rmtree(pf); /* a port file of an earlier run must not be read as this one's */
+    if (st) return st;
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return jr_fail(JR_EIO, "%s: cannot open the log: %s", log, strerror(errno));
+    char *argv[] = {(char *)c->judgerl, "serve", "--model", (char *)model, "--host", "127.0.0.1", "--port", "0",
+                    "--served-model-name", "judge", "--parallel", "8", "--max-queue", "256", "--port-file", pf, NULL};
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) { close(fd); return jr_fail(JR_EIO, "fork: %s", strerror(errno)); }
+    if (pid == 0) { /* only async-signal-safe calls until exec */
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* the server ends with the demo, even after a kill -9 */
+        if (getppid() != parent) _exit(127);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execv(c->judgerl, argv);
+        _exit(127);
+    }
+    close(fd);
+    sv->pid = pid;
+    for (int i = 0; i < 2400; i++) { /* up to 120 s for the model to load */
+        char *text = NULL;
+        if (!jr_read_file(pf, &text, NULL) && text) sv->port = atoi(text);
+        free(text);
+        if (sv->port > 0) return JR_OK;
+        int ws;
+        if (waitpid(pid, &ws, WNOHANG) == pid) {
+            sv->pid = -1;
+            return jr_fail(JR_EINTERNAL, "judgerl serve --model %s exited before it was ready: see %s", model, log);
+        }
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    eb_server_stop(sv);
+    return jr_fail(JR_EINTERNAL, "judgerl serve --model %s was not ready after 120 s: see %s", model, log);
+}
+
+void eb_server_stop(eb_server *sv) {
+    if (sv->port_file[0]) unlink(sv->port_file);
+    if (sv->pid <= 0) return;
+    kill(sv->pid, SIGTERM);
+    int ws;
+    for (int i = 0; i < 200; i++) { /* 10 s to drain, then SIGKILL */
+        if (waitpid(sv->pid, &ws, WNOHANG) == sv->pid) { sv->pid = -1; return; }
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    kill(sv->pid, SIGKILL);
+    waitpid(sv->pid, &ws, 0);
+    sv->pid = -1;
+}
+
+/* ---- held-out samples and grading ---- */
+
+jr_status eb_generate(eb_ctx *c, const char *model_dir, const char *out_jsonl, int n, json_t **rows) {
+    *rows = NULL;
+    const char *prompts = "data/eightball/lm/heldout_prompts.jsonl";
+    json_t *in = NULL;
+    jr_status st = jr_genrows_read(prompts, &in);
+    if (st) return st;
+    jr_textgen t;
+    char desc[1024];
+    if ((st = jr_textgen_open_dir(&t, model_dir, "auto", 1, 2, desc, sizeof desc))) { json_decref(in); return st; }
+    /* what `judgerl generate` does by default: the weights as model.compute auto says, fp32 cache, deterministic */
+    jr_kv_opts kvo = jr_kv_opts_default();
+    kvo.weights = jr_model_compute_resolve("auto");
+    jr_genrows_opts o;
+    jr_genrows_opts_init(&o);
+    o.n = n;
+    o.max_tokens = 32;
+    o.temperature = 1;
+    o.seed = 7;
+    o.parallel = 16;
+    o.source = prompts;
+    if (!(st = jr_textgen_set_kv(&t, &kvo)) && !(st = jr_genrows_run(&t, in, &o, rows))) st = jr_genrows_write(*rows, out_jsonl, NULL);
+    if (st) { jr_fail_ctx(st, "%s", out_jsonl); json_decref(*rows); *rows = NULL; }
+    jr_textgen_close(&t);
+    json_decref(in);
+    fprintf(c->logf, "generated %d sample(s) per held-out question of %s into %s\n", n, model_dir, out_jsonl);
+    fflush(c->logf);
+    return st;
+}
+
+/* The graded rows: each input row with its reward (null when unscored), status and error. */
+static jr_status write_graded(const char *path, const json_t *rows, const jr_reward_result *res) {
+    json_t *out = json_array();
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *o = json_deep_copy(json_array_get(rows, i));
+        json_object_del(o, "tokens");
+        json_object_set_new(o, "reward", res[i].scored ? json_real(res[i].reward) : json_null());
+        json_object_set_new(o, "status", json_string(res[i].scored ? "ok" : "unscored"));
+        json_object_set_new(o, "error", res[i].reason ? json_string(res[i].reason) : json_null());
+        json_object_set_new(o, "latency_s", json_real(res[i].judge_latency_s));
+        json_array_append_new(out, o);
+    }
+    jr_status st = jr_genrows_write(out, path, NULL);
+    json_decref(out);
+    return st;
+}
+
+jr_status eb_grade(eb_ctx *c, const json_t *rows, int port, const char *name, double *mean, double *unscored,
+                   double *latency, json_t **rewards) {
+    char ep[128], outp[PATH_MAX];
+    char *over[] = {eb_endpoint(ep, sizeof ep, port), "judge.max_unscored_frac=1.0"};
+    const jr_cfg_field *const tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, NULL};
+    jr_config cfg;
+    jr_status st = jr_config_load(&cfg, "configs/eightball/judge-label.yaml", 2, over, tables);
+    if (st) return st;
+    jr_reward *r = NULL;
+    size_t n = json_array_size(rows);
+    const json_t **rv = calloc(n ? n : 1, sizeof *rv);
+    jr_reward_result *res = calloc(n ? n : 1, sizeof *res);
+    if (!rv || !res) st = jr_fail(JR_ENOMEM, "out of memory for %zu rows", n);
+    for (size_t i = 0; !st && i < n; i++) {
+        json_t *row = json_deep_copy(json_array_get(rows, i)); /* numbered 0.. as the rows were */
+        json_object_del(row, "tokens");
+        json_object_set_new(row, "id", json_integer((json_int_t)i));
+        rv[i] = row;
+    }
+    if (!st) st = jr_reward_open(&r, &cfg);
+    if (!st) st = jr_reward_score(r, (const json_t *const *)rv, n, res);
+    double s = 0, lat = 0;
+    long ns = 0, nu = 0;
+    json_t *rw = json_array();
+    for (size_t i = 0; !st && i < n; i++) {
+        if (res[i].scored) { s += res[i].reward; ns++; }
+        else nu++;
+        lat += res[i].judge_latency_s;
+        json_array_append_new(rw, res[i].scored ? json_real(res[i].reward) : json_null());
+    }
+    if (!st) st = write_graded(eb_path(c, outp, sizeof outp, "eval/%s-graded.jsonl", name), rows, res);
+    for (size_t i = 0; res && i < n; i++) jr_reward_result_free(&res[i]);
+    for (size_t i = 0; rv && i < n; i++) json_decref((json_t *)rv[i]);
+    free(res);
+    free(rv);
+    jr_reward_close(r);
+    jr_config_free(&cfg);
+    if (st) { json_decref(rw); return st; }
+    *mean = ns ? s / (double)ns : NAN;
+    *unscored = n ? (double)nu / (double)n : NAN;
+    *latency = n ? lat / (double)n : NAN;
+    if (rewards) *rewards = rw;
+    else json_decref(rw);
+    fprintf(c->logf, "graded %zu rows (%s) against the judge on port %d: mean reward %.4f, %ld unscored\n", n, name, port, *mean, nu);
+    fflush(c->logf);
+    return JR_OK;
+}
