@@ -63,6 +63,15 @@ jr_status jr_compare_report(const char *const *runs, int n, const char *out_html
 /* The report's style sheet (inline CSS). */
 extern const char jr_report_css[];
 
+/* ---- the demo's workflow stage (summary "workflow", src/report/wf_report.c) ---- */
+
+/* Prints the held-out gold accuracy table (random workflows, fixed workflows, the policy before / after RL
+ * per run), the best fixed workflow per domain, valid-workflow rates, operators per domain, buffer sizes
+ * and the learning criteria. */
+void jr_report_workflow_text(FILE *out, const json_t *wf);
+/* The same as HTML, with a chart of the reward components over steps per run. */
+void jr_report_workflow_html(jr_strbuf *b, const json_t *wf);
+
 /* ---- judge probes (probe.json objects of jr_probe_run, one per judge, side by side) ---- */
 
 /* Prints a table: one line per figure, one column per judge (value [lo, hi] n), the threshold,

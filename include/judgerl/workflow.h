@@ -11,6 +11,7 @@
 
 #include "judgerl/config.h"
 #include "judgerl/constrain.h"
+#include "judgerl/rng.h"
 #include "judgerl/sandbox.h"
 #include "judgerl/status.h"
 
@@ -102,6 +103,13 @@ void jr_workflow_free(jr_workflow *w);
  * written, definition before use included. Every string it accepts passes jr_workflow_parse with
  * the same limits. On failure *out is NULL. */
 jr_status jr_workflow_constraint(jr_constraint **out, const jr_token_bytes *v, const jr_workflow_limits *lim);
+
+/* A random valid workflow (the grammar's generator): a walk of the constrained grammar under `lim`
+ * over a few whole pieces (`a = ` .. `c = `; every operator; `problem`, a, b, c each with the ")", ", "
+ * or "]" after it; " x3", " x5"; "1)", "2)"; one instruction; "["; ", mode=llm)"; `return a` .. `return c`), each step uniform over the pieces the grammar allows
+ * next (the end included once the text is a whole workflow). Every result parses and passes the
+ * static checks under `lim`. *out is a new string. */
+jr_status jr_workflow_random(const jr_workflow_limits *lim, jr_rng *r, char **out);
 
 /* ===================================== templates ========================================== */
 /* The Layer-2 operator prompts (templates/workflow/: OP_TYPE.txt, else OP.txt), loaded once. The

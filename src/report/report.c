@@ -139,6 +139,7 @@ void jr_report_text(FILE *out, const json_t *sum) {
         fprintf(out, "judge probes (docs/PROBES.md; FLAG = a 95%% interval wholly past its threshold):\n");
         jr_probe_table(out, nm, rs, np);
     }
+    jr_report_workflow_text(out, json_object_get(sum, "workflow"));
     fprintf(out, "total %.1f s; report: %s/report.html\n", num(sum, "total_seconds"),
             json_string_value(json_object_get(sum, "run_dir")) ? json_string_value(json_object_get(sum, "run_dir")) : ".");
 }
@@ -406,6 +407,7 @@ jr_status jr_report_write(const char *run_dir, json_t **summary_out) {
     html_grpo(&b, run_dir, sum);
     json_t *pr = json_object_get(sum, "probe");
     if (json_is_object(pr)) html_probe(&b, pr);
+    jr_report_workflow_html(&b, json_object_get(sum, "workflow"));
     jr_strbuf_addf(&b, "<p class=\"note\">Written by <code>judgerl report</code> from summary.json and the runs' metrics.jsonl.</p>\n"
                       "</body></html>\n");
     jr_status st = JR_OK;

@@ -224,12 +224,15 @@ static void take_rewards(jr_grpo_trainer *g, grpo_sample *s, jr_env_result *res)
         return;
     }
     double sum = 0;
+    int any = 0;
     for (int k = 0; k < K && k < res->n_parts; k++) {
         s->vals[k] = res->parts[k];
         s->vscored[k] = res->parts_scored[k];
-        if (s->vscored[k]) sum += g->weights[k] * s->vals[k];
+        if (s->vscored[k]) { sum += g->weights[k] * s->vals[k]; any = 1; }
     }
-    if (K == 0) sum = res->reward; /* an environment without components: its total */
+    /* an environment without components, or a scored result none of whose components is (the workflow
+     * environment's penalties: a workflow that does not parse or has no answer): its total, not 0 */
+    if (K == 0 || !any) sum = res->reward;
     if (g->o.overlong_buffer) {
         s->vals[K] = jr_overlong_penalty(s->n, g->max_comp, g->o.overlong_buffer_len);
         s->vscored[K] = 1;
