@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "judgerl/checkpoint.h"
+#include "judgerl/clock.h"
 #include "judgerl/config.h"
 #include "judgerl/judge.h"
 #include "judgerl/lora.h"
@@ -169,9 +170,6 @@ jr_status jr_run_update(jr_run *r, double lr, double *gnorm);
  * most frequent reasons. */
 jr_status jr_run_stop_unscored(jr_run *r, const jr_train_state *prev, int64_t step, int bad, int total,
                                const char *what, double limit);
-
-/* Monotonic seconds (the trainers' timings). */
-double jr_now_s(void);
 
 /* Closes the run log and the bar, frees the model, adapters and moments; st is the run's status so
  * far, the result is st or the log's close error. */
