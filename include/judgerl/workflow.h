@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
@@ -187,6 +188,27 @@ jr_status jr_workflow_run(jr_wf_executor *e, const jr_workflow *w, const json_t 
  * pass). Sets *correct and a one-line why. Fails (nothing set) when the row lacks what its type
  * needs or the sandbox cannot start. */
 jr_status jr_wf_grade(const json_t *row, const char *answer, const jr_sandbox_opts *sb, int *correct, char *why, size_t why_len);
+
+/* Reads and parses the workflow file at path (errors prefixed with it). */
+jr_status jr_workflow_parse_file(const char *path, const jr_workflow_limits *lim, jr_workflow **w);
+
+/* Problem rows: the JSON objects of a JSONL file, each with a string "problem"; an error names the
+ * file and line. *rows (n of them) is the caller's (decref each, free the array). */
+jr_status jr_wf_read_problems(const char *path, json_t ***rows, int *n);
+
+/* What jr_workflow_run_rows did: rows, answers, failed runs and, when grading, per domain (math,
+ * code, qa) the rows and the correct ones (a failed run counts as wrong). */
+typedef struct jr_wf_run_counts {
+    int rows, answers, failures;
+    int n_dom[3], right_dom[3];
+} jr_wf_run_counts;
+
+/* Runs w on every row on `parallel` threads sharing executor e (at most 1024) and writes one JSON line
+ * per row to out as it finishes ({id, outcome: answer|failed, answer|reason, n_calls, tokens, wall_s,
+ * trace}; with grade (the sandbox for code rows) also {correct, grade} by jr_wf_grade). A row that
+ * cannot run (jr_workflow_run or the grading fails) stops the rest: the error names it ("row N: ..."). */
+jr_status jr_workflow_run_rows(jr_wf_executor *e, const jr_workflow *w, json_t **rows, int n_rows, int parallel,
+                               const jr_sandbox_opts *grade, FILE *out, jr_wf_run_counts *counts);
 
 /* ===================================== tasks ============================================== */
 /* Synthetic rows in the seed's shape for `domain` "math" (word problems of 1-4 arithmetic steps on
