@@ -165,6 +165,28 @@ TEST(error_after_alias_leaves_no_notes) {
     jr_config_free(&c);
 }
 
+/* PEFT's list form of target_modules is joined whole, however long. */
+TEST(target_modules_list_joined_whole) {
+    static const jr_cfg_field lora_cfg[] = {
+        {"lora.target_modules", JR_CFG_STRING, "\"q_proj\"", "modules", NULL, NULL, 0, 0},
+        {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
+    };
+    const jr_cfg_field *const lt[] = {lora_cfg, NULL};
+    char yaml[4096] = "lora:\n  target_modules: [", want[4096] = "";
+    for (int i = 0; i < 120; i++) {
+        char m[32];
+        snprintf(m, sizeof m, "layers.%d.mlp", i);
+        snprintf(yaml + strlen(yaml), sizeof yaml - strlen(yaml), "%s%s", i ? ", " : "", m);
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", i ? "," : "", m);
+    }
+    strcat(yaml, "]\n");
+    jr_config c;
+    CHECK_OK(jr_config_load_string(&c, yaml, "t.yaml", 0, NULL, lt));
+    CHECK(strlen(want) > 1000);
+    CHECK_STR(jr_cfg_str(&c, "lora.target_modules"), want);
+    jr_config_free(&c);
+}
+
 int main(void) {
     RUN(defaults_filled);
     RUN(file_and_overrides);
@@ -172,5 +194,6 @@ int main(void) {
     RUN(yaml_scalars);
     RUN(yaml_alias_bomb_refused);
     RUN(error_after_alias_leaves_no_notes);
+    RUN(target_modules_list_joined_whole);
     return jt_done();
 }

@@ -585,15 +585,20 @@ static jr_status alias_refused(const cfg_alias *a, const char *where, const char
 static jr_status join_list(json_t *root, const char *key, const char *where) {
     json_t *v = get_path(root, key);
     if (!json_is_array(v)) return JR_OK;
-    char buf[512] = "";
+    jr_strbuf b = {0};
     size_t i;
     json_t *e;
     json_array_foreach(v, i, e) {
-        if (!json_is_string(e)) return jr_fail(JR_EINVAL, "%s: %s[%zu]: expected a module name", where, key, i);
-        size_t n = strlen(buf);
-        snprintf(buf + n, sizeof buf - n, "%s%s", n ? "," : "", json_string_value(e));
+        if (!json_is_string(e)) {
+            jr_strbuf_free(&b);
+            return jr_fail(JR_EINVAL, "%s: %s[%zu]: expected a module name", where, key, i);
+        }
+        jr_strbuf_addf(&b, "%s%s", i ? "," : "", json_string_value(e));
     }
-    set_path(root, key, json_string(buf));
+    char *joined = jr_strbuf_take(&b);
+    if (!joined) return jr_fail(JR_ENOMEM, "out of memory");
+    set_path(root, key, json_string(joined));
+    free(joined);
     return JR_OK;
 }
 
