@@ -563,9 +563,10 @@ static const cfg_alias *find_alias(const jr_cfg_field *const *tables, const char
     return best;
 }
 
-static void add_note(jr_config *c, const char *fmt, const char *a, const char *b, const char *from) {
+/* Notes "note: 'path' is FROM's name for 'target': using it" in c->notes. */
+static void add_note(jr_config *c, const char *path, const cfg_alias *a) {
     char line[600];
-    snprintf(line, sizeof line, fmt, a, from, b);
+    snprintf(line, sizeof line, "note: '%s' is %s's name for '%s': using it", path, a->from, a->target);
     size_t old = c->notes ? strlen(c->notes) : 0, n = strlen(line);
     char *p = realloc(c->notes, old + n + 2);
     if (!p) return;
@@ -628,7 +629,7 @@ static jr_status apply_aliases(jr_config *c, const jr_cfg_field *const *tables, 
         json_object_del(obj, k);
         if (set_path(root, a->target, val) != 0)
             return jr_fail(JR_EINVAL, "%s: cannot set '%s' for '%s'", where, a->target, path);
-        add_note(c, "note: '%s' is %s's name for '%s': using it", path, a->target, a->from);
+        add_note(c, path, a);
     }
     return JR_OK;
 }
@@ -672,7 +673,7 @@ static jr_status build(jr_config *c, json_t *user, const char *name, int n_over,
         else if (!al && !owner_field(tables, key)) st = unknown_key(tables, where, key);
         if (st) goto fail;
         if (al) {
-            add_note(c, "note: '%s' is %s's name for '%s': using it", key, al->target, al->from);
+            add_note(c, key, al);
             snprintf(key, sizeof key, "%s", al->target);
         }
         json_t *v;
