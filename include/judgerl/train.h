@@ -25,6 +25,8 @@ typedef struct jr_train_result {
     double first_loss, last_loss;    /* training loss of those steps */
     double last_val_loss;            /* NAN when there is no validation data */
     int resumed;                     /* 1 when it continued from a checkpoint */
+    int halted;                      /* 1 when the algorithm stopped it (a monitor alarm with monitor.stop): the
+                                        run failed with JR_ECANCELED and a checkpoint, not by a signal */
 } jr_train_result;
 
 /* Runs trainer.algo on a config loaded with the tables run, data, model, trainer: writes

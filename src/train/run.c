@@ -430,4 +430,5 @@ void jr_run_result(const jr_run *r, jr_train_result *res) {
     res->last_loss = r->last_loss;
     res->last_val_loss = r->last_eval;
     res->resumed = r->resumed;
+    res->halted = r->halt[0] != 0;
 }

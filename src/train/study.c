@@ -145,7 +145,7 @@ static jr_status train_one(const jr_study_opts *o, const jr_study_judge *j, int6
     jr_train_result res;
     st = jr_train_run(&cfg, progress, stop, &res);
     stopped[0] = 0;
-    if (st == JR_ECANCELED && !(stop && *stop) && strstr(jr_errmsg(), "monitor.stop=true")) {
+    if (st == JR_ECANCELED && res.halted && !(stop && *stop)) {
         snprintf(stopped, cap, "%s", jr_errmsg());
         st = JR_OK;
     }
