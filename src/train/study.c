@@ -39,10 +39,8 @@ const jr_cfg_field jr_study_cfg[] = {
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
 
-const jr_cfg_field *const jr_study_run_tables[] = {jr_run_cfg,       jr_data_cfg,    jr_model_cfg,   jr_trainer_cfg,
-                                                   jr_grpo_cfg,      jr_distill_cfg, jr_judge_cfg,   jr_protocols_cfg,
-                                                   jr_reward_cfg,    jr_tokenizer_cfg, jr_sandbox_cfg, jr_monitor_cfg,
-                                                   jr_probe_cfg,     jr_ensemble_cfg,  NULL};
+/* A study's run config: `judgerl train`'s tables and probe.* (the judge's probes). */
+static const jr_cfg_field *const run_tables[] = {JR_TRAIN_TABLE_LIST, jr_probe_cfg, NULL};
 
 /* Strings of a list value into out (at most JR_STUDY_MAX). */
 static jr_status str_list(const json_t *a, const char *key, const char **out, int *n) {
@@ -117,7 +115,7 @@ static jr_status run_config(const jr_study_opts *o, const jr_study_judge *j, int
     over[n++] = sd;
     over[n++] = "monitor.enabled=true";
     over[n++] = "trainer.resume=true";
-    jr_status st = od && sd ? jr_config_load(cfg, o->train, n, over, jr_study_run_tables) : JR_ENOMEM;
+    jr_status st = od && sd ? jr_config_load(cfg, o->train, n, over, run_tables) : JR_ENOMEM;
     free(dir);
     free(od);
     free(sd);
