@@ -9,6 +9,7 @@
 
 #include "judgerl/dataset.h"
 #include "judgerl/ensemble.h"
+#include "judgerl/eval.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/grpo_trainer.h"
 #include "judgerl/judge.h"
@@ -176,15 +177,6 @@ static const char *const SERIES[] = {"proxy", "gold", "length", "markdown", "lis
                                      "phrase_rise"};
 #define N_SERIES (int)(sizeof SERIES / sizeof SERIES[0])
 
-static jr_status read_jsonl(const char *path, json_t **rows) {
-    *rows = json_array();
-    jr_jsonl_reader *r = NULL;
-    jr_status st = jr_jsonl_open(&r, path, JR_BAD_LINE_FAIL, NULL, NULL);
-    for (json_t *row = NULL; !st && (st = jr_jsonl_next(r, &row, NULL, NULL)) == JR_OK && row;) json_array_append_new(*rows, row);
-    jr_jsonl_close(r);
-    return st;
-}
-
 static double numv(const json_t *o, const char *k) {
     const json_t *v = json_object_get(o, k);
     return json_is_number(v) ? json_number_value(v) : NAN;
@@ -205,8 +197,8 @@ static double kl_at(const json_t *metrics, int64_t step) {
 static jr_status collect_run(const char *dir, int64_t seed, int has_kl, json_t **out) {
     char *mp = jr_strfmt("%s/monitor.jsonl", dir), *tp = jr_strfmt("%s/metrics.jsonl", dir);
     json_t *mon = NULL, *met = NULL;
-    jr_status st = mp && tp ? read_jsonl(mp, &mon) : JR_ENOMEM;
-    if (!st) st = read_jsonl(tp, &met);
+    jr_status st = mp && tp ? jr_jsonl_read_all(mp, &mon) : JR_ENOMEM;
+    if (!st) st = jr_jsonl_read_all(tp, &met);
     if (!st && json_array_size(mon) < 2)
         st = jr_fail(JR_EFORMAT, "%s: fewer than two evaluations (the baseline and one after training): set trainer.eval_every "
                                  "<= trainer.steps", mp);
