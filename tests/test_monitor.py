@@ -134,7 +134,13 @@ else:
     report("collapse alarm is active exactly where one label holds >= 0.75", ok and any("collapse" in r["alarms"] for r in rows),
            why + " shares %s" % [r["label_max_share"] for r in rows])
 
-# 4. a wrong setup is one clear error
+# 4. no gold evaluator: the run goes on with the drift alarms and says that proxy_gold is off
+p, out = run("mon_nogold", "{enabled: true}", "trainer.steps=4")
+report("monitor without a gold evaluator: the run says the proxy_gold alarm is off",
+       p.returncode == 0 and "no gold evaluator" in p.stderr and "proxy_gold alarm is off" in p.stderr and
+       all(r["gold"] is None for r in jsonl(os.path.join(out, "monitor.jsonl"))), p.stderr[-300:])
+
+# 5. a wrong setup is one clear error
 p, _ = run("mon_bad", "{enabled: true, gold_field: gold}", "data.validation=null")
 report("monitor without held-out prompts: one clear error", p.returncode != 0 and "monitor.enabled needs held-out prompts" in p.stderr,
        p.stderr[-300:])

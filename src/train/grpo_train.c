@@ -62,6 +62,9 @@ static jr_status open_monitor(jr_grpo_trainer *g, const jr_monitor_opts *mo) {
     if (g->run.to.eval_every < 1)
         return jr_fail(JR_EINVAL, "monitor.enabled watches the held-out evaluation: set trainer.eval_every >= 1");
     g->run.to.eval_at_start = 1;
+    if (!mo->gold_reward && !mo->gold_field && mo->proxy_rise > 0 && g->progress && !g->run.rank)
+        fprintf(g->progress, "monitor: no gold evaluator (monitor.gold_reward or monitor.gold_field): the proxy_gold alarm "
+                             "is off; the drift alarms stay on\n");
     /* data-parallel: rank 0 alone evaluates and writes, so it alone opens monitor.jsonl (another rank's open
      * would remove or cut the file under rank 0's baseline) and the gold evaluator */
     if (g->run.rank) return JR_OK;
