@@ -233,9 +233,7 @@ static enum MHD_Result send_metrics(jr_rsvc *s, struct MHD_Connection *c) {
             for (size_t k = a; k > 0 && l[k - 1] > l[k]; k--) { double t = l[k]; l[k] = l[k - 1]; l[k - 1] = t; }
         const double qs[] = {0.5, 0.9, 0.99};
         for (int q = 0; q < 3; q++) {
-            char t[128];
-            snprintf(t, sizeof t, "judgerl_judge_latency_seconds{quantile=\"%g\"} %.6f\n", qs[q], m ? l[(size_t)(qs[q] * (double)(m - 1))] : 0.0);
-            jr_strbuf_add(&b, t);
+            jr_strbuf_addf(&b, "judgerl_judge_latency_seconds{quantile=\"%g\"} %.6f\n", qs[q], m ? l[(size_t)(qs[q] * (double)(m - 1))] : 0.0);
         }
         free(l);
     }
