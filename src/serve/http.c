@@ -310,11 +310,12 @@ jr_status jr_http_start(jr_http **out, const jr_http_opts *o) {
 
 int jr_http_port(const jr_http *h) { return h->port; }
 
-void jr_http_wait_step(pthread_cond_t *cv, pthread_mutex_t *mu) {
+void jr_http_timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double seconds) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 50000000;
-    if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+    long ns = ts.tv_nsec + (long)(seconds * 1e9);
+    ts.tv_sec += ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
     pthread_cond_timedwait(cv, mu, &ts);
 }
 

@@ -365,7 +365,7 @@ void jr_rsvc_stop(jr_rsvc *s, double timeout_s) {
     s->draining = 1;
     double until = jr_now_s() + timeout_s;
     while (s->inflight_rows > 0 && jr_now_s() < until)
-        jr_http_wait_step(&s->cv, &s->mu);
+        jr_http_timed_wait(&s->cv, &s->mu, 0.05);
     pthread_mutex_unlock(&s->mu);
     jr_http_stop(s->http); /* waits for the connections' threads (a row still scoring finishes first) */
     pthread_mutex_destroy(&s->mu);
