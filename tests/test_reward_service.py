@@ -18,7 +18,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from jrtest import BIN, ROOT, TMP, report, exit_code  # noqa: E402
+from jrtest import BIN, ROOT, TMP, report, exit_code, start_server  # noqa: E402
 import judge_server  # noqa: E402
 
 procs = []
@@ -37,19 +37,9 @@ class Service:
         self.err_path = os.path.join(TMP, "%s.%d.err" % (name, time.monotonic_ns()))
         e = dict(os.environ)
         e.update(env or {})
-        self.err = open(self.err_path, "w")
-        self.p = subprocess.Popen([BIN, "serve-reward", "--config", cfg, "--port", str(port)] + list(args) + list(overrides),
-                                  stdout=subprocess.DEVNULL, stderr=self.err, env=e)
+        self.p, self.port = start_server([BIN, "serve-reward", "--config", cfg, "--port", str(port)] + list(args) + list(overrides),
+                                         self.err_path, "listening on", env=e)
         procs.append(self.p)
-        self.port = None
-        deadline = time.time() + 60
-        while time.time() < deadline and self.p.poll() is None:
-            for line in self.stderr().splitlines():
-                if "listening on http://" in line:
-                    self.port = int(line.split("listening on http://")[1].split()[0].rsplit(":", 1)[1])
-            if self.port:
-                break
-            time.sleep(0.05)
 
     def stderr(self):
         with open(self.err_path) as f:
@@ -70,7 +60,6 @@ class Service:
         except subprocess.TimeoutExpired:
             self.p.kill()
             rc = self.p.wait()
-        self.err.close()
         return rc
 
 
@@ -316,7 +305,6 @@ def test_kill9_restart(jport, jsrv):
     inflight = jsrv.state.inflight
     s.p.kill()
     s.p.wait()
-    s.err.close()
     s2 = None
     for _ in range(50):  # the port is ours again once the old socket is gone
         s2 = Service(cfg, judge_overrides(jport), port=port, name="kill9b")

@@ -8,32 +8,11 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import judge_server  # noqa: E402
-
-BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
-TMP = os.environ.get("JR_TMP", "/tmp")
-ROOT = os.environ.get("JR_ROOT", ".")
-failures = 0
-
-
-def report(name, ok, why=""):
-    global failures
-    if ok:
-        print("ok - " + name)
-    else:
-        failures += 1
-        print("FAIL - %s: %s" % (name, why))
-    sys.stdout.flush()
-
-
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-    return path
+from jrtest import BIN, ROOT, TMP, exit_code, report, start_server, write  # noqa: E402
 
 
 def config(name, port, extra=None):
@@ -145,18 +124,9 @@ def fault_server_cases():
 
 def serve_cases():
     model = os.path.join(ROOT, "tests/fixtures/serve/tiny")
-    err = open(os.path.join(TMP, "wf_serve.err"), "w")
-    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--parallel", "4", "--served-model-name", "executor"],
-                            stderr=err, stdout=subprocess.DEVNULL)
+    proc, port = start_server([BIN, "serve", "--model", model, "--port", "0", "--parallel", "4", "--served-model-name", "executor"],
+                              os.path.join(TMP, "wf_serve.err"), "ready: ")
     try:
-        port = None
-        for _ in range(200):
-            with open(os.path.join(TMP, "wf_serve.err")) as f:
-                m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", f.read())
-            if m:
-                port = int(m.group(1))
-                break
-            time.sleep(0.05)
         if not port:
             report("serve_plumbing", False, "judgerl serve did not start")
             return
@@ -178,7 +148,6 @@ def serve_cases():
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-        err.close()
 
 
 class Scripted(BaseHTTPRequestHandler):
@@ -299,4 +268,4 @@ def scripted_cases():
 fault_server_cases()
 scripted_cases()
 serve_cases()
-sys.exit(1 if failures else 0)
+sys.exit(exit_code())
