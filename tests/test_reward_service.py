@@ -178,6 +178,13 @@ def test_unscored_value(jport):
     s.stop()
     report("unscored_value_without_opt_in_refused", r.returncode != 0 and "on_unscored" in r.stderr and len(r.stderr.strip().splitlines()) == 1,
            "rc %d %s" % (r.returncode, r.stderr))
+    # two protocols on one route (the first route matched would take the other's requests): refused
+    cfg3 = cfg_copy("routes")
+    for case, over in (("slime", "service.slime_path=/get_reward"), ("openrlhf", "service.openrlhf_path=/v1/rewards")):
+        r = subprocess.run([BIN, "serve-reward", "--config", cfg3, "--port", "0"] + judge_overrides(jport, [over]), capture_output=True,
+                           text=True, timeout=60)
+        report("route_clash_refused_%s" % case, r.returncode != 0 and over in r.stderr and "already the route" in r.stderr
+               and len(r.stderr.strip().splitlines()) == 1, "rc %d %s" % (r.returncode, r.stderr))
 
 
 def test_auth_and_limits(jport):

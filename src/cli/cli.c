@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/stat.h>
 #include <jansson.h>
 
@@ -64,12 +63,6 @@ int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, cons
         free(txt);
     }
     return CLI_OK;
-}
-
-double cli_cpu_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 int cli_kv_opts(const char *cmd, const cli_kv_args *a, jr_kv_opts *o) {
