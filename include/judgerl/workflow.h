@@ -192,8 +192,8 @@ jr_status jr_wf_grade(const json_t *row, const char *answer, const jr_sandbox_op
 /* Reads and parses the workflow file at path (errors prefixed with it). */
 jr_status jr_workflow_parse_file(const char *path, const jr_workflow_limits *lim, jr_workflow **w);
 
-/* Problem rows: the JSON objects of a JSONL file, each with a string "problem"; an error names the
- * file and line. *rows (n of them) is the caller's (decref each, free the array). */
+/* Problem rows: the JSON objects of a JSONL file (the shared reader, jr_jsonl_open), each with a
+ * string "problem"; an error names the file and line ("FILE:LINE: ..."). *rows (n of them) is the caller's (decref each, free the array). */
 jr_status jr_wf_read_problems(const char *path, json_t ***rows, int *n);
 
 /* What jr_workflow_run_rows did: rows, answers, failed runs and, when grading, per domain (math,
