@@ -138,6 +138,7 @@ TEST(workflow_environment) {
         "{\"id\": \"q3\", \"problem\": \"Who runs Zorb? say=Bob judge-correct\", \"answer\": \"Robert\", \"type\": \"qa\"}",
         "{\"id\": \"c3\", \"problem\": \"def add(a, b):\\n    \\\"\\\"\\\"Sum. CODE-ADD\\\"\\\"\\\"\\n\", \"type\": \"code\","
         " \"entry_point\": \"add\"}",
+        "{\"id\": \"m4\", \"problem\": \"What is 6*7? say=42\", \"answer\": 42, \"type\": \"math\"}",
     };
     const char *wfs[] = {
         "a = answer(problem)\nreturn a\n",
@@ -149,8 +150,9 @@ TEST(workflow_environment) {
         "c = codegen(problem)\nreturn c\n",
         "xs = answer(problem) x3\nb = ensemble(xs)\nreturn b\n",
         "c = codegen(problem)\nreturn c\n",
+        "a = answer(problem)\nreturn a\n",
     };
-    enum { N = 9 };
+    enum { N = 10 };
     jr_env_result res[N];
     CHECK_OK(score(&fx, rows, wfs, N, res));
     jr_wf_buffer_opts bo;
@@ -214,6 +216,10 @@ TEST(workflow_environment) {
     CHECK_STR(dstr(&res[8], "outcome"), "answer");
     CHECK(json_object_get(res[8].detail, "gold_correct") == NULL);
     CHECK(dstr(&res[8], "gold_error") && strstr(dstr(&res[8], "gold_error"), "hidden_tests"));
+    /* a numeric reference: the reward and the gold grade read it alike (right on both counts) */
+    CHECK(res[9].scored);
+    CHECK_NEAR(res[9].parts[0], 10, 0, 0);
+    CHECK(json_is_true(json_object_get(res[9].detail, "gold_correct")));
     stat_seen st = {0};
     double acc = jr_wf_env_stats_flush(&fx.env, 0, "train/", stat_put, &st);
     CHECK_NEAR(st.code_gold_errors, 1 / 3.0, 1e-12, 0); /* c1, c2, c3 */

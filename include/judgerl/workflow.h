@@ -182,8 +182,8 @@ void jr_wf_result_free(jr_wf_result *r);
  * Thread-safe: several rows may run at once on one executor. `row_index` seeds the row's calls. */
 jr_status jr_workflow_run(jr_wf_executor *e, const jr_workflow *w, const json_t *row, uint64_t row_index, jr_wf_result *out);
 
-/* Gold grading by a verifier, never a judge: maths and QA by equivalence with the row's `answer`
- * (jr_answer_equiv: canonical forms, numbers, case and spacing ignored), code by the row's
+/* Gold grading by a verifier, never a judge: maths and QA by equivalence with the row's `answer`, a
+ * string or a number (jr_row_text_or_number, as the reward functions read it; jr_answer_equiv: canonical forms, numbers, case and spacing ignored), code by the row's
  * `hidden_tests` (with `entry_point`) run against the answer in the sandbox (every assert must
  * pass). Sets *correct and a one-line why. Fails (nothing set) when the row lacks what its type
  * needs or the sandbox cannot start. */

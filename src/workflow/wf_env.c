@@ -55,11 +55,8 @@ static jr_rw_rc eval_wf_correct(const jr_reward_opts *ro, const json_t *params, 
         out->detail = json_pack("{s:s,s:b}", "hidden_tests", why, "passed", ok);
         return JR_RW_SCORED;
     }
-    const json_t *rv = json_object_get(row, "answer");
     char nb[64];
-    const char *ref = json_string_value(rv);
-    if (json_is_integer(rv)) snprintf(nb, sizeof nb, "%lld", (long long)json_integer_value(rv)), ref = nb;
-    else if (json_is_real(rv)) snprintf(nb, sizeof nb, "%.17g", json_real_value(rv)), ref = nb;
+    const char *ref = jr_row_text_or_number(row, "answer", nb, sizeof nb);
     if (!ref) return wfc_unscored(out, "workflow_correctness: field 'answer' (the reference) must be a string or a number%s", NULL);
     int verifier_only = json_is_false(json_object_get(params, "judge"));
     if (ro->judge.reference.shortcircuit || verifier_only) {
