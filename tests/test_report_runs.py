@@ -106,6 +106,13 @@ html, svgs, clean, errs = page(os.path.join(TMP, "graded.report.html"))
 n = len(rows(os.path.join(TMP, "graded.jsonl")))
 report("grade_report", p.returncode == 0 and clean and len(svgs) == 1 and "<td>%d</td>" % n in html and
        chart(svgs, "Rewards of the scored rows"), p.stderr + str(errs))
+# a non-string cell just over the cut (a prompt object whose JSON is 201 bytes): cut with "...", nothing written
+# past the dump (an ASan build aborts on that)
+with open(os.path.join(TMP, "long.jsonl"), "w") as f:
+    f.write(json.dumps({"id": 1, "status": "ok", "reward": 1.0, "prompt": {"x": "a" * 193}, "response": "r"}) + "\n")
+p = run("report", "long.jsonl")
+html = open(os.path.join(TMP, "long.report.html"), encoding="utf-8").read() if p.returncode == 0 else ""
+report("long_cell_cut", p.returncode == 0 and "<td>{&quot;x&quot;:&quot;" + "a" * 193 + "&quot;...</td>" in html, p.stderr[-300:])
 p = run("report", "ev")
 html, svgs, clean, errs = page(os.path.join(TMP, "ev", "report.html"))
 report("eval_report", p.returncode == 0 and clean and "<h2>Summary</h2>" in html and "Sample rows" in html, p.stderr)

@@ -213,16 +213,15 @@ static void swatch(jr_strbuf *b, int i) {
                   jr_report_color(i));
 }
 
+/* A value's text (a string as it is, anything else as compact JSON), cut to `cut` bytes + "...". */
 static void text_cell(jr_strbuf *b, const json_t *v, int cut) {
     jr_strbuf_addf(b, "<td>");
-    if (json_is_string(v)) {
+    if (v && !json_is_null(v)) {
+        char *t = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(6));
+        const char *s = json_is_string(v) ? json_string_value(v) : t ? t : "";
         char tmp[1100];
-        snprintf(tmp, sizeof tmp, "%.*s%s", cut, json_string_value(v), (int)json_string_length(v) > cut ? "..." : "");
+        snprintf(tmp, sizeof tmp, "%.*s%s", cut, s, strlen(s) > (size_t)cut ? "..." : "");
         jr_html_escape(b, tmp);
-    } else if (v && !json_is_null(v)) {
-        char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(6));
-        if (t && (int)strlen(t) > cut) strcpy(t + cut, "...");
-        jr_html_escape(b, t ? t : "");
         free(t);
     } else {
         jr_strbuf_addf(b, "<i>null</i>");
