@@ -115,6 +115,13 @@ def fault_server_cases():
         # bad input: one clear line, non-zero exit
         p, res = run("wf_badrow", 'c = custom(problem, @"x")\nreturn c\n', [{"id": 1, "problem": "q"}], cfg)
         report("row_without_type_fails_clearly", p.returncode != 0 and "field 'type'" in p.stderr and p.stderr.count("\n") == 1, p.stderr)
+        # a problems row without a string 'problem' (after a blank line): the error names the file and its line
+        wf = write(os.path.join(TMP, "wf_noproblem.wf"), 'c = custom(problem, @"x")\nreturn c\n')
+        inp = write(os.path.join(TMP, "wf_noproblem.jsonl"), '{"id": 1, "problem": "q", "type": "qa"}\n\n{"id": 2, "type": "qa"}\n')
+        p = subprocess.run([BIN, "workflow", "run", "--workflow", wf, "--problems", inp, "--executor", cfg, "--output",
+                            os.path.join(TMP, "wf_noproblem.out.jsonl")], capture_output=True, text=True, timeout=120)
+        report("problems_row_error_names_file_line", p.returncode == 1 and
+               "wf_noproblem.jsonl:3: field 'problem' must be a string" in p.stderr and p.stderr.count("\n") == 1, p.stderr)
         p, res = run("wf_badwf", "c = progam(problem)\nreturn c\n", [{"id": 1, "problem": "q", "type": "qa"}], cfg)
         report("bad_workflow_fails_with_position", p.returncode != 0 and
                "workflow:1:5: unknown operator 'progam' (did you mean 'program'?)" in p.stderr, p.stderr)

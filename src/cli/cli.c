@@ -110,3 +110,15 @@ void cli_block_stop_signals(sigset_t *set) {
     pthread_sigmask(SIG_BLOCK, set, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
+
+static volatile sig_atomic_t stop_flag;
+static void on_stop_signal(int sig) { (void)sig; stop_flag = 1; }
+
+volatile sig_atomic_t *cli_stop_on_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    return &stop_flag;
+}

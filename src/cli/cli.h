@@ -24,6 +24,10 @@ int cli_seconds_arg(const char *cmd, const char *flag, const char *v, double lo,
 #include <signal.h>
 void cli_block_stop_signals(sigset_t *set);
 
+/* Installs a SIGINT / SIGTERM handler that only sets the returned flag (the library's `stop`
+ * argument: finish what is in flight, keep what is done, return JR_ECANCELED). */
+volatile sig_atomic_t *cli_stop_on_signals(void);
+
 /* 1 when argv has -h or --help. */
 int cli_wants_help(int argc, char **argv);
 
