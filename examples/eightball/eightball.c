@@ -52,6 +52,8 @@ const jr_cfg_field eb_cfg[] = {
     COUNT("demo.study.max_rows", "probe.max_rows of the study's probes"),
     COUNT("demo.study.max_variant_rows", "probe.max_variant_rows of the study's probes"),
     {"demo.workflow.quick_executor", JR_CFG_BOOL, NULL, "train the workflow executor with its --quick recipe (jr_wf_exec_quick)", NULL, NULL, 0, 0},
+    {"demo.workflow.executor", JR_CFG_LIST, NULL, "key=value overrides of the executor's recipe (configs/wf_executor.yaml, "
+     "after the --quick recipe's own), e.g. [trainer.steps=1000]", NULL, NULL, 0, 0},
     COUNT("demo.workflow.train_rows", "synthetic task rows per domain for the workflow policy"),
     COUNT("demo.workflow.heldout_rows", "held-out task rows per domain (gold accuracy)"),
     COUNT("demo.workflow.sft_rows", "random valid workflows the policy is SFT'd on"),
@@ -86,6 +88,17 @@ jr_status eb_sizes_from_config(eb_sizes *z, const jr_config *c) {
     z->study_probe_rows = (int)jr_cfg_int(c, "demo.study.max_rows");
     z->study_probe_variant_rows = (int)jr_cfg_int(c, "demo.study.max_variant_rows");
     z->wf_quick_executor = jr_cfg_bool(c, "demo.workflow.quick_executor");
+    json_t *ov = jr_cfg_json(c, "demo.workflow.executor");
+    size_t i;
+    json_t *v;
+    json_array_foreach(ov, i, v) {
+        const char *t = json_string_value(v);
+        if (!t || !strchr(t, '=') || strlen(t) >= sizeof z->wf_exec_over[0] || i >= EB_MAX_EXEC_OVER)
+            return jr_fail(JR_EINVAL, "demo.workflow.executor[%zu]: want at most %d key=value strings of under %zu bytes",
+                           i, EB_MAX_EXEC_OVER, sizeof z->wf_exec_over[0]);
+        snprintf(z->wf_exec_over[i], sizeof z->wf_exec_over[0], "%s", t);
+        z->wf_exec_n_over = (int)i + 1;
+    }
     z->wf_train_rows = (int)jr_cfg_int(c, "demo.workflow.train_rows");
     z->wf_heldout_rows = (int)jr_cfg_int(c, "demo.workflow.heldout_rows");
     z->wf_sft_rows = (int)jr_cfg_int(c, "demo.workflow.sft_rows");
