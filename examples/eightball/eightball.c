@@ -94,8 +94,8 @@ jr_status eb_sizes_from_config(eb_sizes *z, const jr_config *c) {
     json_array_foreach(ov, i, v) {
         const char *t = json_string_value(v);
         if (!t || !strchr(t, '=') || strlen(t) >= sizeof z->wf_exec_over[0] || i >= EB_MAX_EXEC_OVER)
-            return jr_fail(JR_EINVAL, "demo.workflow.executor[%zu]: want at most %d key=value strings of under %zu bytes",
-                           i, EB_MAX_EXEC_OVER, sizeof z->wf_exec_over[0]);
+            return jr_fail(JR_EINVAL, "%s: demo.workflow.executor[%zu]: want at most %d key=value strings of under %zu bytes",
+                           c->source ? c->source : "<config>", i, EB_MAX_EXEC_OVER, sizeof z->wf_exec_over[0]);
         snprintf(z->wf_exec_over[i], sizeof z->wf_exec_over[0], "%s", t);
         z->wf_exec_n_over = (int)i + 1;
     }
