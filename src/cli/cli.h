@@ -73,14 +73,6 @@ int cmd_study(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
-int cmd_bench_grade(int argc, char **argv);
-int cmd_bench_train(int argc, char **argv);
-int cmd_bench_generate(int argc, char **argv);
-int cmd_bench_memory(int argc, char **argv);
-/* The engine's benchmark configs ("10m", "100m") shared by bench train and bench generate
- * (cmd_bench_train.c); -1 for an unknown name. */
-struct jr_model_config;
-int cli_bench_config(const char *name, struct jr_model_config *c);
 int cmd_seed1(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_report(int argc, char **argv);
