@@ -47,3 +47,10 @@ expect_error generate_missing_model "$T/none" "$JR_BIN" bench generate --model "
 expect_error grade_levels "--levels: expected positive integers separated by commas, got '1,x'" "$JR_BIN" bench grade --levels 1,x
 expect_error memory_mib "--mib: expected a positive integer, got '0'" "$JR_BIN" bench memory --mib 0
 expect_error unknown_bench "unknown benchmark 'disk'" "$JR_BIN" bench disk
+
+# tokenize --bench: the tiny tokenizer has only byte tokens, so as many tokens as bytes (no BOS)
+printf 'hello\nworld\n' >"$T/corpus.txt"
+"$JR_BIN" tokenize --tokenizer "$JR_ROOT/tests/data/tokenizer/tiny" --bench "$T/corpus.txt" >"$T/tb" 2>"$T/err"
+check tokenize_bench "$T/tb" '.bytes == 12 and .tokens == 12 and .warm_encode_cpu_s >= 0 and .load_cpu_s >= 0'
+expect_error tokenize_bench_missing "judgerl tokenize: $T/none: cannot open" \
+  "$JR_BIN" tokenize --tokenizer "$JR_ROOT/tests/data/tokenizer/tiny" --bench "$T/none"
