@@ -217,12 +217,13 @@ typedef struct jr_tok_lines_opts {
  * stops at the first bad line with a message naming it. */
 jr_status jr_tok_lines(jr_tokenizer *t, const jr_tok_lines_opts *o, FILE *in, FILE *out);
 
+/* `judgerl tokenize --info`: token count, vocab_size, bos/eos/pad ids and whether t has a chat template,
+ * printed on `out` as one JSON object. */
+void jr_tok_print_info(const jr_tokenizer *t, FILE *out);
+
 /* `judgerl tokenize --bench`: CPU seconds to load the tokenizer at `path` and to encode `file` in
- * newline-aligned chunks of about 64 KiB (the first pass, cold word cache, and the best of two more). */
-typedef struct jr_tok_bench_figures {
-    double load_cpu_s, cold_encode_cpu_s, warm_encode_cpu_s;
-    size_t bytes, tokens;
-} jr_tok_bench_figures;
-jr_status jr_tok_bench(const char *path, const char *file, jr_tok_bench_figures *f);
+ * newline-aligned chunks of about 64 KiB (the first pass, cold word cache, and the best of two more),
+ * printed on `out` as one JSON object (load_cpu_s, bytes, tokens, cold_/warm_encode_cpu_s and _mb_s). */
+jr_status jr_tok_bench(const char *path, const char *file, FILE *out);
 
 #endif

@@ -37,6 +37,10 @@ int cli_wants_help(int argc, char **argv);
  * (CLI_OK on success). */
 int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, const jr_cfg_field *const *tables,
                     jr_config *cfg, int *print_only);
+/* Its second half: loads cfg from file (NULL: defaults) and n_over key=value overrides, prints the
+ * notes and, when `print`, every effective value. Returns an exit code (CLI_OK: cfg loaded). */
+int cli_config_load(const char *cmd, const char *file, int n_over, char **over, const jr_cfg_field *const *tables,
+                    jr_config *cfg, int print);
 
 /* generate's and serve's --compute auto|float32|bfloat16 (the weights: auto = bfloat16 where the CPU
  * has bf16 units, as model.compute), --kv-cache float32|bfloat16, --deterministic 1|0 (NULL = default). */

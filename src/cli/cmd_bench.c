@@ -7,11 +7,11 @@
 #include "cli/cli.h"
 #include "judgerl/bench.h"
 
-/* Prints a benchmark's figures (dump flags fl) or its error: the exit code. */
-static int print_figures(const char *cmd, jr_status st, json_t *j, size_t fl) {
+/* Prints a benchmark's figures *j (dump flags fl) or its error: the exit code. */
+static int print_figures(const char *cmd, jr_status st, json_t **j, size_t fl) {
     if (st) return cli_fail(cmd, st);
-    char *txt = json_dumps(j, fl);
-    json_decref(j);
+    char *txt = json_dumps(*j, fl);
+    json_decref(*j);
     if (!txt) return cli_fail(cmd, jr_fail(JR_EINTERNAL, "cannot format the result"));
     printf("%s\n", txt);
     free(txt);
@@ -59,8 +59,7 @@ static int bench_generate(int argc, char **argv) {
     if (rc) return rc;
     if (jr_bench_generate_check(&o)) return cli_usage(cmd, "%s", jr_errmsg());
     json_t *j;
-    jr_status st = jr_bench_generate(&o, &j);
-    return print_figures(cmd, st, j, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    return print_figures(cmd, jr_bench_generate(&o, &j), &j, JSON_COMPACT | JSON_REAL_PRECISION(6));
 }
 
 static int bench_train(int argc, char **argv) {
@@ -99,8 +98,7 @@ static int bench_train(int argc, char **argv) {
     }
     if (jr_bench_train_check(&o)) return cli_usage(cmd, "%s", jr_errmsg());
     json_t *j;
-    jr_status st = jr_bench_train(&o, &j);
-    return print_figures(cmd, st, j, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    return print_figures(cmd, jr_bench_train(&o, &j), &j, JSON_COMPACT | JSON_REAL_PRECISION(6));
 }
 
 static int bench_grade(int argc, char **argv) {
@@ -128,8 +126,7 @@ static int bench_grade(int argc, char **argv) {
     }
     if (jr_bench_grade_check(&o)) return cli_usage(cmd, "%s", jr_errmsg());
     json_t *j;
-    jr_status st = jr_bench_grade(&o, &j);
-    return print_figures(cmd, st, j, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(5));
+    return print_figures(cmd, jr_bench_grade(&o, &j), &j, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(5));
 }
 
 static int bench_memory(int argc, char **argv) {
@@ -155,8 +152,7 @@ static int bench_memory(int argc, char **argv) {
         else return cli_usage(cmd, "unknown option '%s'", a);
     }
     json_t *j;
-    jr_status st = jr_bench_memory(mib, reps, &j);
-    return print_figures(cmd, st, j, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    return print_figures(cmd, jr_bench_memory(mib, reps, &j), &j, JSON_COMPACT | JSON_REAL_PRECISION(6));
 }
 
 int cmd_bench(int argc, char **argv) {

@@ -45,27 +45,12 @@ int cmd_tokenize(int argc, char **argv) {
     }
     if (!path) return cli_usage(cmd, "--tokenizer PATH is required");
     if (o.decode && o.chat) return cli_usage(cmd, "--decode and --chat exclude each other");
-    if (bench) {
-        jr_tok_bench_figures f;
-        jr_status st = jr_tok_bench(path, bench, &f);
-        if (st) return cli_fail(cmd, st);
-        printf("{\"load_cpu_s\": %.3f, \"bytes\": %zu, \"tokens\": %zu, \"cold_encode_cpu_s\": %.3f, \"cold_encode_mb_s\": %.2f, "
-               "\"warm_encode_cpu_s\": %.3f, \"warm_encode_mb_s\": %.2f}\n", f.load_cpu_s, f.bytes, f.tokens, f.cold_encode_cpu_s,
-               (double)f.bytes / 1e6 / f.cold_encode_cpu_s, f.warm_encode_cpu_s, (double)f.bytes / 1e6 / f.warm_encode_cpu_s);
-        return CLI_OK;
-    }
     jr_tokenizer *t;
-    jr_status st = jr_tok_load(&t, path);
-    if (st) return cli_fail(cmd, st);
+    jr_status st = bench ? jr_tok_bench(path, bench, stdout) : jr_tok_load(&t, path);
+    if (st || bench) return st ? cli_fail(cmd, st) : CLI_OK;
     if (tpl && (st = jr_tok_set_chat_template_file(t, tpl))) { jr_tok_free(t); return cli_fail(cmd, st); }
-    if (info) {
-        printf("{\"n_tokens\": %d, \"vocab_size\": %d, \"bos_id\": %d, \"eos_id\": %d, \"pad_id\": %d, \"chat_template\": %s}\n",
-               (int)jr_tok_n_tokens(t), (int)jr_tok_vocab_size(t), (int)jr_tok_bos_id(t), (int)jr_tok_eos_id(t),
-               (int)jr_tok_pad_id(t), jr_tok_has_chat_template(t) ? "true" : "false");
-        jr_tok_free(t);
-        return CLI_OK;
-    }
-    st = jr_tok_lines(t, &o, stdin, stdout);
+    if (info) jr_tok_print_info(t, stdout);
+    else st = jr_tok_lines(t, &o, stdin, stdout);
     jr_tok_free(t);
     if (st) return cli_fail(cmd, st);
     return fflush(stdout) ? cli_fail(cmd, jr_fail(JR_EIO, "stdout: write failed")) : CLI_OK;

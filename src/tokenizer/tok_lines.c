@@ -10,18 +10,22 @@
 #include "judgerl/fsutil.h"
 #include "judgerl/tokenizer.h"
 
-jr_status jr_tok_bench(const char *path, const char *file, jr_tok_bench_figures *f) {
-    memset(f, 0, sizeof *f);
+void jr_tok_print_info(const jr_tokenizer *t, FILE *out) {
+    fprintf(out, "{\"n_tokens\": %d, \"vocab_size\": %d, \"bos_id\": %d, \"eos_id\": %d, \"pad_id\": %d, \"chat_template\": %s}\n",
+            (int)jr_tok_n_tokens(t), (int)jr_tok_vocab_size(t), (int)jr_tok_bos_id(t), (int)jr_tok_eos_id(t), (int)jr_tok_pad_id(t),
+            jr_tok_has_chat_template(t) ? "true" : "false");
+}
+
+jr_status jr_tok_bench(const char *path, const char *file, FILE *out) {
     double t0 = jr_cpu_s(); /* CPU time: the machine may be shared */
     jr_tokenizer *t;
     jr_status st = jr_tok_load(&t, path);
-    f->load_cpu_s = jr_cpu_s() - t0;
+    double load = jr_cpu_s() - t0, best = 1e30, cold = 0;
     if (st) return st;
     char *text;
-    if ((st = jr_read_file(file, &text, &f->bytes))) { jr_tok_free(t); return st; }
-    size_t len = f->bytes;
+    size_t len, ntok = 0;
+    if ((st = jr_read_file(file, &text, &len))) { jr_tok_free(t); return st; }
     jr_ids ids = {0};
-    f->warm_encode_cpu_s = 1e30;
     for (int rep = 0; rep < 3 && !st; rep++) {
         ids.n = 0;
         double a = jr_cpu_s();
@@ -33,14 +37,18 @@ jr_status jr_tok_bench(const char *path, const char *file, jr_tok_bench_figures 
             pos = end;
         }
         double el = jr_cpu_s() - a;
-        if (rep == 0) f->cold_encode_cpu_s = el;
-        else if (el < f->warm_encode_cpu_s) f->warm_encode_cpu_s = el;
-        f->tokens = ids.n;
+        if (rep == 0) cold = el;
+        else if (el < best) best = el;
+        ntok = ids.n;
     }
     free(text);
     jr_ids_free(&ids);
     jr_tok_free(t);
-    return st ? jr_fail_ctx(st, "%s", file) : JR_OK;
+    if (st) return jr_fail_ctx(st, "%s", file);
+    fprintf(out, "{\"load_cpu_s\": %.3f, \"bytes\": %zu, \"tokens\": %zu, \"cold_encode_cpu_s\": %.3f, \"cold_encode_mb_s\": %.2f, "
+            "\"warm_encode_cpu_s\": %.3f, \"warm_encode_mb_s\": %.2f}\n", load, len, ntok, cold, (double)len / 1e6 / cold, best,
+            (double)len / 1e6 / best);
+    return JR_OK;
 }
 
 jr_status jr_tok_train_file(const char *corpus, int32_t vocab_size, const char *const *specials, size_t n_specials,
