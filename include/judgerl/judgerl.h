@@ -37,6 +37,7 @@
 #include "judgerl/lora.h"
 #include "judgerl/metrics.h"
 #include "judgerl/model.h"
+#include "judgerl/modeltools.h"
 #include "judgerl/monitor.h"
 #include "judgerl/nn.h"
 #include "judgerl/optim.h"

@@ -3,9 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "judgerl/gguf.h"
-#include "judgerl/lora.h"
-#include "judgerl/model.h"
+#include "judgerl/modeltools.h"
 
 int cmd_export(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
@@ -42,12 +40,8 @@ int cmd_export(int argc, char **argv) {
         snprintf(modelfile, sizeof modelfile, "%.*sModelfile", slash ? (int)(slash - out + 1) : 0, out);
         o.modelfile = modelfile;
     }
-    jr_model m;
-    if ((st = jr_model_load(&m, model))) return cli_fail("export", st);
     jr_gguf_report rep;
-    if (!(st = adapter ? jr_lora_merge_into(&m, adapter) : JR_OK)) st = jr_gguf_export(&m, &o, &rep);
-    jr_model_free(&m);
-    if (st) return cli_fail("export", st);
+    if ((st = jr_gguf_export_dir(&o, adapter, &rep))) return cli_fail("export", st);
     printf("{\"path\": \"%s\", \"arch\": \"%s\", \"pre\": \"%s\", \"dtype\": \"%s\", \"tensors\": %d, \"keys\": %d, \"bytes\": %lld, "
            "\"q8_0_fallback_f16\": %d%s%s%s}\n", out, rep.arch, rep.pre, dtype, rep.n_tensors, rep.n_kv, (long long)rep.bytes,
            rep.n_fallback_f16, ollama ? ", \"modelfile\": \"" : "", ollama ? modelfile : "", ollama ? "\"" : "");
