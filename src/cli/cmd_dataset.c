@@ -2,12 +2,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <jansson.h>
 
 #include "cli/cli.h"
 #include "judgerl/dataset.h"
-
-#define MAX_WARN 10
 
 static const jr_cfg_field *const dataset_tables[] = {jr_run_cfg, jr_data_cfg, NULL};
 
@@ -20,15 +17,6 @@ static void usage(void) {
            "count, the fields seen, bad lines, the train/validation split and the first rows of the\n"
            "epoch-0 training order. Skipped bad lines are warned on stderr as FILE:LINE: problem; with\n"
            "--on-bad-line fail (data.on_bad_line=fail) the first one is the error.\n");
-}
-
-typedef struct {
-    int n;
-} warn_state;
-
-static void on_bad(void *ud, const char *msg) {
-    warn_state *w = ud;
-    if (w->n++ < MAX_WARN) fprintf(stderr, "judgerl dataset: warning: %s (skipped)\n", msg);
 }
 
 /* "key='value'" with the value quoted for YAML, so any path or text survives the override parser. */
@@ -44,29 +32,6 @@ static char *quoted_override(const char *key, const char *value) {
     *p++ = '\'';
     *p = 0;
     return s;
-}
-
-/* Adds each row's keys and value types to fields: {name: {"count": N, "types": {type: N}}}. */
-static void count_fields(json_t *fields, json_t *row) {
-    const char *k;
-    json_t *v;
-    json_object_foreach(row, k, v) {
-        json_t *f = json_object_get(fields, k);
-        if (!f) {
-            f = json_pack("{s:I, s:{}}", "count", (json_int_t)0, "types");
-            json_object_set_new(fields, k, f);
-        }
-        json_object_set_new(f, "count", json_integer(json_integer_value(json_object_get(f, "count")) + 1));
-        static const char *names[] = {"object", "array", "string", "integer", "real", "bool", "bool", "null"};
-        const char *t = names[json_typeof(v)];
-        json_t *types = json_object_get(f, "types");
-        json_object_set_new(types, t, json_integer(json_integer_value(json_object_get(types, t)) + 1));
-    }
-}
-
-static json_t *file_stats(const char *path, int64_t lines, int64_t rows, int64_t bad) {
-    return json_pack("{s:s, s:I, s:I, s:I}", "path", path, "lines", (json_int_t)lines, "rows", (json_int_t)rows,
-                     "bad_lines", (json_int_t)bad);
 }
 
 /* The command line turned into config arguments: flags become overrides, positional arguments and
@@ -125,88 +90,6 @@ static int parse_dataset_args(int argc, char **argv, dataset_args *da) {
     return CLI_OK;
 }
 
-/* Reads every training row (epoch-0 order) and validation row into fields; first gets the line
- * numbers of the first `show` training rows. */
-static jr_status read_rows(jr_data *d, long show, json_t *fields, json_t *first) {
-    jr_status st = JR_OK;
-    for (size_t i = 0; i < jr_data_n_train(d) && !st; i++) {
-        json_t *row;
-        jr_data_row_info info;
-        st = jr_data_train_get(d, 0, i, &row, &info);
-        if (st) break;
-        count_fields(fields, row);
-        if ((long)i < show) json_array_append_new(first, json_integer(info.line_no));
-        json_decref(row);
-    }
-    for (size_t i = 0; i < jr_data_n_val(d) && !st; i++) {
-        json_t *row;
-        st = jr_data_val_get(d, i, &row, NULL);
-        if (st) break;
-        count_fields(fields, row);
-        json_decref(row);
-    }
-    return st;
-}
-
-/* The summary as text: files, fields, split, training order. */
-static void print_summary(const json_t *out, json_t *fields, json_t *first, jr_data *d, const jr_data_opts *o) {
-    json_t *files[2] = {json_object_get(out, "train_file"), json_object_get(out, "validation_file")};
-    for (int k = 0; k < 2; k++) {
-        if (!json_is_object(files[k])) continue;
-        printf("%s: %s: %lld lines, %lld rows, %lld bad lines skipped\n", k ? "validation" : "train",
-               json_string_value(json_object_get(files[k], "path")),
-               (long long)json_integer_value(json_object_get(files[k], "lines")),
-               (long long)json_integer_value(json_object_get(files[k], "rows")),
-               (long long)json_integer_value(json_object_get(files[k], "bad_lines")));
-    }
-    printf("fields:");
-    const char *k;
-    json_t *f;
-    json_object_foreach(fields, k, f) {
-        printf(" %s %lld (", k, (long long)json_integer_value(json_object_get(f, "count")));
-        const char *t;
-        json_t *c;
-        int sep = 0;
-        json_object_foreach(json_object_get(f, "types"), t, c) printf("%s%s", sep++ ? ", " : "", t);
-        printf(");");
-    }
-    printf("\nsplit: %zu train, %zu validation (", jr_data_n_train(d), jr_data_n_val(d));
-    if (o->validation) printf("separate file");
-    else printf("validation_frac %g", o->validation_frac);
-    printf(", seed %llu, shuffle %s)\n", (unsigned long long)o->seed, o->shuffle ? "on" : "off");
-    if (json_array_size(first)) {
-        printf("training order (epoch 0, first %zu rows): lines", json_array_size(first));
-        size_t i;
-        json_t *v;
-        json_array_foreach(first, i, v) printf(" %lld", (long long)json_integer_value(v));
-        printf("\n");
-    }
-}
-
-/* The summary as a JSON object, printed with --json, else as text. */
-static jr_status report(jr_data *d, const jr_data_opts *o, json_t *fields, json_t *first, int as_json) {
-    jr_dataset *tf = jr_data_train_file(d), *vf = jr_data_val_file(d);
-    json_t *out = json_pack("{s:o, s:o, s:o, s:I, s:I, s:f, s:I, s:b, s:o}",
-                            "train_file", file_stats(o->train, jr_dataset_lines(tf), (int64_t)jr_dataset_size(tf),
-                                                     jr_dataset_bad_lines(tf)),
-                            "validation_file", vf ? file_stats(o->validation, jr_dataset_lines(vf),
-                                                               (int64_t)jr_dataset_size(vf), jr_dataset_bad_lines(vf))
-                                                  : json_null(),
-                            "fields", json_incref(fields), "n_train", (json_int_t)jr_data_n_train(d), "n_validation",
-                            (json_int_t)jr_data_n_val(d), "validation_frac", o->validation_frac, "seed", (json_int_t)o->seed,
-                            "shuffle", o->shuffle, "first_lines", json_incref(first));
-    if (!out) return jr_fail(JR_ENOMEM, "out of memory");
-    if (as_json) {
-        char *txt = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        if (txt) puts(txt);
-        free(txt);
-    } else {
-        print_summary(out, fields, first, d, o);
-    }
-    json_decref(out);
-    return JR_OK;
-}
-
 int cmd_dataset(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "convert")) return cmd_dataset_convert(argc - 1, argv + 1);
     if (cli_wants_help(argc, argv)) { usage(); return CLI_OK; }
@@ -220,22 +103,12 @@ int cmd_dataset(int argc, char **argv) {
     rc = cli_load_config("dataset", da.n_args, da.args, 1, dataset_tables, &cfg, &print_only);
     if (rc || print_only) goto out;
 
-    warn_state warned = {0};
     jr_data_opts o;
     jr_data_opts_from_config(&o, &cfg);
-    o.on_bad = on_bad;
-    o.ud = &warned;
-    jr_data *d = NULL;
-    json_t *fields = json_object(), *first = json_array();
-    jr_status st = jr_data_open(&d, &o);
-    if (!st) st = read_rows(d, da.show, fields, first);
-    if (!st && warned.n > MAX_WARN)
-        fprintf(stderr, "judgerl dataset: warning: %d more bad lines skipped (not shown)\n", warned.n - MAX_WARN);
-    if (!st) st = report(d, &o, fields, first, da.as_json);
+    jr_data_check_opts co = {.show = da.show, .as_json = da.as_json, .max_warn = 10, .out = stdout, .warn = stderr,
+                             .prefix = "judgerl dataset: "};
+    jr_status st = jr_data_check(&o, &co);
     if (st) rc = cli_fail("dataset", st);
-    json_decref(fields);
-    json_decref(first);
-    jr_data_close(d);
     jr_config_free(&cfg);
 out:
     dataset_args_free(&da);

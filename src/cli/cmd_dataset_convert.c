@@ -1,13 +1,12 @@
 /* cmd_dataset_convert.c - `judgerl dataset convert`: HumanEval or GSM8K files as judgerl rows */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
 #include "cli/cli.h"
 #include "judgerl/eval.h"
-#include "judgerl/fsutil.h"
+#include "judgerl/genrows.h"
 
 static const char *usage_text =
     "usage: judgerl dataset convert --from humaneval|gsm8k --input FILE [--output OUT.jsonl]\n"
@@ -34,22 +33,10 @@ int cmd_dataset_convert(int argc, char **argv) {
     json_t *rows;
     jr_status st = jr_rows_load(from, in, &rows);
     if (st) return cli_fail(cmd, st);
-    jr_afile af = {0};
-    FILE *f = stdout;
-    if (out) {
-        if ((st = jr_afile_open(&af, out))) { json_decref(rows); return cli_fail(cmd, st); }
-        f = af.f;
-    }
-    size_t i;
-    json_t *r;
-    json_array_foreach(rows, i, r) {
-        char *line = json_dumps(r, JSON_COMPACT);
-        if (line) { fputs(line, f); fputc('\n', f); }
-        free(line);
-    }
     size_t n = json_array_size(rows);
+    st = jr_genrows_write(rows, out, stdout);
     json_decref(rows);
-    if (out && (st = jr_afile_commit(&af))) return cli_fail(cmd, st);
+    if (st) return cli_fail(cmd, st);
     if (out) fprintf(stderr, "judgerl dataset convert: %zu rows -> %s\n", n, out);
     return CLI_OK;
 }
