@@ -111,61 +111,12 @@ static int eval_code(int argc, char **argv) {
     json_t *passk = NULL;
     st = jr_eval_code(&o, &passk);
     if (st) { jr_config_free(&cfg); return cli_fail(cmd, st); }
-    fputc('{', stdout);
-    const char *k;
-    json_t *v;
-    int first = 1;
-    json_object_foreach(passk, k, v) {
-        char num[40];
-        jr_fmt_double(num, sizeof num, json_real_value(v));
-        printf("%s\"%s\": %s", first ? "" : ", ", k, num);
-        first = 0;
-    }
-    printf("}\n");
+    jr_eval_passk_print(passk, stdout);
     fprintf(stderr, "judgerl eval code: %.1f s with %d sandboxes at once; results in %s%s\n", jr_now_s() - t0, o.parallel,
             o.results ? o.results : o.samples, o.results ? "" : "_results.jsonl");
     json_decref(passk);
     jr_config_free(&cfg);
     return CLI_OK;
-}
-
-/* One row per checkpoint: step, reward, each component's mean and first pass@k, IFEval. */
-static void print_step_row(const char *ckpt, const json_t *sum, int header) {
-    const char *base = strrchr(ckpt, '/');
-    base = base ? base + 1 : ckpt;
-    long long step = strtoll(base + 5, NULL, 10);
-    json_t *r = json_object_get(sum, "reward"), *f = json_object_get(sum, "ifeval");
-    const char *cn, *k;
-    json_t *cb, *v;
-    if (header) {
-        printf("%8s", "step");
-        if (r) {
-            printf(" %9s %8s", "reward", "unscored");
-            json_object_foreach(json_object_get(r, "components"), cn, cb) json_object_foreach(cb, k, v)
-                if (json_is_real(v)) printf(" %s/%s", cn, k);
-        }
-        if (f) printf(" %8s %8s %8s %8s", "Pr(S)", "Ins(S)", "Pr(L)", "Ins(L)");
-        printf("\n");
-    }
-    printf("%8lld", step);
-    if (r) {
-        json_t *m = json_object_get(r, "mean");
-        if (json_is_number(m)) printf(" %9.4f", json_number_value(m));
-        else printf(" %9s", "n/a");
-        printf(" %8lld", (long long)json_integer_value(json_object_get(r, "unscored")));
-        json_object_foreach(json_object_get(r, "components"), cn, cb) json_object_foreach(cb, k, v)
-            if (json_is_real(v)) printf(" %*.4f", (int)(strlen(cn) + strlen(k) + 1), json_real_value(v));
-    }
-    if (f) {
-        const char *names[4] = {"prompt_strict", "inst_strict", "prompt_loose", "inst_loose"};
-        for (int i = 0; i < 4; i++) {
-            v = json_object_get(f, names[i]);
-            if (json_is_number(v)) printf(" %8.4f", json_number_value(v));
-            else printf(" %8s", "n/a");
-        }
-    }
-    printf("\n");
-    fflush(stdout);
 }
 
 static int eval_models(int argc, char **argv) {
@@ -210,8 +161,6 @@ static int eval_models(int argc, char **argv) {
     jr_config cfg = {0};
     jr_eval_opts o;
     jr_status st = JR_OK;
-    char **ckpts = NULL;
-    int n_ckpt = 0;
     if (rc == CLI_OK && !model == !samples) rc = cli_usage(cmd, "give --model DIR (with --data ROWS.jsonl) or --samples FILE");
     else if (rc == CLI_OK && model && !data) rc = cli_usage(cmd, "--model needs --data ROWS.jsonl");
     else if (rc == CLI_OK && samples && (data || adapter)) rc = cli_usage(cmd, "--samples already holds the responses: drop --data / --adapter");
@@ -228,36 +177,13 @@ static int eval_models(int argc, char **argv) {
     if (rc == CLI_OK) {
         o.data = data;
         o.samples = samples;
+        o.model = model;
         o.adapter = adapter;
         o.out_dir = out;
-        /* a run directory (checkpoints/step-*) as --model (full checkpoints) or as --adapter (LoRA checkpoints) */
-        char *cj = model ? jr_path_join(model, "config.json") : NULL, *aj = adapter ? jr_path_join(adapter, "adapter_config.json") : NULL;
-        int run_model = model && cj && !jr_path_exists(cj), run_adapter = adapter && aj && !jr_path_exists(aj);
-        free(cj);
-        free(aj);
-        int run_dir = run_model || run_adapter;
-        if (run_model && run_adapter) rc = cli_usage(cmd, "give one run directory: --model BASE --adapter RUN_DIR for LoRA runs");
-        else if (run_dir && (st = jr_eval_checkpoints(run_model ? model : adapter, &ckpts, &n_ckpt))) rc = cli_fail(cmd, st);
-        for (int c = 0; rc == CLI_OK && c < (run_dir ? n_ckpt : 1); c++) {
-            char *sub = NULL;
-            o.model = run_model ? ckpts[c] : model;
-            o.adapter = run_adapter ? ckpts[c] : adapter;
-            if (run_dir && out) {
-                const char *base = strrchr(ckpts[c], '/');
-                if (!(sub = jr_path_join(out, base ? base + 1 : ckpts[c]))) { rc = cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory")); break; }
-                o.out_dir = sub;
-            }
-            json_t *sum = NULL;
-            if ((st = jr_eval_run(&o, &sum))) rc = cli_fail(cmd, st);
-            else if (run_dir) print_step_row(ckpts[c], sum, c == 0);
-            else jr_eval_summary_print(sum, stdout);
-            json_decref(sum);
-            free(sub);
-        }
+        if (jr_eval_run_dirs(&o) == 3) rc = cli_usage(cmd, "give one run directory: --model BASE --adapter RUN_DIR for LoRA runs");
+        else if ((st = jr_eval_run_all(&o, stdout))) rc = cli_fail(cmd, st);
         if (rc == CLI_OK && out) fprintf(stderr, "judgerl eval: samples and summary in %s\n", out);
     }
-    for (int c = 0; c < n_ckpt; c++) free(ckpts[c]);
-    free(ckpts);
     for (int k = 0; k < n_owned; k++) free(owned[k]);
     free(owned);
     free(over);

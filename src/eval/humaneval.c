@@ -207,3 +207,17 @@ done:
     if (st == JR_ENOMEM && !*jr_errmsg()) jr_fail(JR_ENOMEM, "out of memory");
     return st;
 }
+
+void jr_eval_passk_print(const json_t *passk, FILE *f) {
+    fputc('{', f);
+    const char *k;
+    json_t *v;
+    int first = 1;
+    json_object_foreach((json_t *)passk, k, v) {
+        char num[40];
+        jr_fmt_double(num, sizeof num, json_real_value(v));
+        fprintf(f, "%s\"%s\": %s", first ? "" : ", ", k, num);
+        first = 0;
+    }
+    fprintf(f, "}\n");
+}
