@@ -1,15 +1,11 @@
 /* cmd_serve.c - `judgerl serve`: an OpenAI-compatible server for a model directory */
-#include <errno.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "judgerl/fsutil.h"
 #include "judgerl/serve.h"
-#include "judgerl/textgen.h"
 
 static const char *usage_text =
     "usage: judgerl serve --model DIR [--host 127.0.0.1] [--port 8000] [--api-key-env NAME] [--parallel N]\n"
@@ -32,14 +28,6 @@ static const char *usage_text =
     "  smaller keeps the running sequences' inter-token latency lower, larger prefills faster.\n"
     "  --itl-target R (default 1.5; 0 = off: always the chunk): while sequences decode, a step takes only\n"
     "  as many prompt tokens as keep it within about R x a decode-only step (both timed as it runs).\n" CLI_KV_USAGE;
-
-static jr_status tg_encode(void *tok, const char *text, size_t len, int32_t **ids, int *n) {
-    return jr_textgen_encode(tok, text, len, ids, n);
-}
-
-static jr_status tg_chat(void *tok, int n, const char *const *roles, const char *const *contents, int32_t **ids, int *n_ids) {
-    return jr_textgen_encode_chat(tok, n, roles, contents, ids, n_ids);
-}
 
 /* The command line of `judgerl serve`, with its defaults. */
 typedef struct {
@@ -120,92 +108,33 @@ int cmd_serve(int argc, char **argv) {
     serve_args x;
     int rc = parse_args(cmd, argc, argv, &x);
     if (rc) return rc;
-    const char *model = x.model, *host = x.host, *key_env = x.key_env, *name = x.name, *tokenizer = x.tokenizer;
-    cli_kv_args kva = x.kva;
-    if (!model) return cli_usage(cmd, "--model DIR is required (see judgerl serve --help)");
-    jr_kv_opts kvo;
-    int kvrc = cli_kv_opts(cmd, &kva, &kvo);
-    if (kvrc) return kvrc;
+    if (!x.model) return cli_usage(cmd, "--model DIR is required (see judgerl serve --help)");
+    jr_serve_model_opts o = {.model = x.model, .tokenizer = x.tokenizer, .ctx = (int)x.ctx, .port_file = x.port_file,
+                             .log = stderr, .prefix = "judgerl serve: "};
+    if ((rc = cli_kv_opts(cmd, &x.kva, &o.kv))) return rc;
     const char *key = NULL;
-    if (key_env) {
-        key = getenv(key_env);
-        if (!key || !*key) return cli_usage(cmd, "--api-key-env %s: the environment variable is unset or empty", key_env);
+    if (x.key_env) {
+        key = getenv(x.key_env);
+        if (!key || !*key) return cli_usage(cmd, "--api-key-env %s: the environment variable is unset or empty", x.key_env);
     }
-    if (!name) {
-        const char *slash = strrchr(model, '/');
-        name = slash && slash[1] ? slash + 1 : model;
-    }
-    /* A missing model is reported before anything listens (one error line). */
-    char *cfgp = jr_path_join(model, "config.json");
-    int have = cfgp && jr_path_exists(cfgp);
-    free(cfgp);
-    if (!have) return cli_fail(cmd, jr_fail(JR_ENOTFOUND, "%s: no config.json (not a model directory)", model));
+    const char *slash = strrchr(x.model, '/');
+    o.serve = (jr_serve_opts){.host = x.host, .port = (int)x.port, .api_key = key,
+                              .model_name = x.name ? x.name : slash && slash[1] ? slash + 1 : x.model,
+                              .aliases = x.alias, .n_aliases = x.n_alias, .parallel = (int)x.parallel,
+                              .max_tokens = (int)x.max_tokens, .max_queue = (int)x.max_queue, .max_body = (size_t)x.max_body,
+                              .seed = (uint64_t)x.seed, .prefill_chunk = (int)x.chunk, .itl_target = x.itl,
+                              .max_connections = (int)x.max_conn, .max_per_client = (int)x.per_client,
+                              .request_timeout = x.req_timeout, .header_timeout = x.hdr_timeout, .body_timeout = x.body_timeout};
     /* Signals are taken by sigwait below: block them before any thread starts. */
     sigset_t set;
     cli_block_stop_signals(&set);
-
-    jr_serve_opts o = {0};
-    o.host = host;
-    o.port = (int)x.port;
-    o.api_key = key;
-    o.model_name = name;
-    o.aliases = x.alias;
-    o.n_aliases = x.n_alias;
-    o.parallel = (int)x.parallel;
-    o.max_tokens = (int)x.max_tokens;
-    o.max_queue = (int)x.max_queue;
-    o.max_body = (size_t)x.max_body;
-    o.seed = (uint64_t)x.seed;
-    o.prefill_chunk = (int)x.chunk;
-    o.itl_target = x.itl;
-    o.max_connections = (int)x.max_conn;
-    o.max_per_client = (int)x.per_client;
-    o.request_timeout = x.req_timeout;
-    o.header_timeout = x.hdr_timeout;
-    o.body_timeout = x.body_timeout;
-    jr_server *s;
-    jr_status st = jr_server_start(&s, &o);
+    jr_serve_model *m;
+    jr_status st = jr_serve_model_start(&m, &o);
     if (st) return cli_fail(cmd, st);
-    fprintf(stderr, "judgerl serve: listening on http://%s:%d (loading %s)\n", host, jr_server_port(s), model);
-    jr_textgen t;
-    char mdesc[1024];
-    if ((st = jr_textgen_open_dir_kv(&t, model, tokenizer, (int)x.parallel, (int)x.ctx, &kvo, mdesc, sizeof mdesc))) {
-        jr_server_stop(s, 0);
-        return cli_fail(cmd, st);
-    }
-    if (strcmp(mdesc, model)) fprintf(stderr, "judgerl serve: model: %s\n", mdesc);
-    fprintf(stderr, "judgerl serve: tokenizer: %s\n", t.tok_desc);
-    char fingerprint[65];
-    jr_textgen_fingerprint(&t, fingerprint);
-    jr_serve_backend b = {0};
-    b.fingerprint = fingerprint;
-    b.lm = &t.lm;
-    b.vocab = t.vocab;
-    b.tok = &t;
-    b.encode = tg_encode;
-    b.encode_chat = tg_chat;
-    if ((st = jr_server_set_backend(s, &b))) {
-        jr_server_stop(s, 0);
-        jr_textgen_close(&t);
-        return cli_fail(cmd, st);
-    }
-    char kdesc[160];
-    fprintf(stderr, "judgerl serve: ready: model '%s' (fingerprint %.16s), %d slots of %d positions, %s\n", name, fingerprint,
-            t.lm.n_slots, t.lm.max_ctx, jr_kv_lm_describe(&t.lm, kdesc, sizeof kdesc));
-    if (x.port_file) { /* written once ready, atomically: a reader sees no file or the whole port */
-        char pt[32];
-        int pn = snprintf(pt, sizeof pt, "%d\n", jr_server_port(s));
-        if ((st = jr_write_atomic(x.port_file, pt, (size_t)pn))) {
-            jr_server_stop(s, 0);
-            jr_textgen_close(&t);
-            return cli_fail(cmd, jr_fail_ctx(st, "--port-file"));
-        }
-    }
     int sig = 0;
     sigwait(&set, &sig);
     fprintf(stderr, "judgerl serve: %s: finishing running requests (up to %g s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT", x.drain);
-    jr_server_stop(s, x.drain);
-    jr_textgen_close(&t);
+    jr_serve_model_stop(m, x.drain);
     fprintf(stderr, "judgerl serve: stopped\n");
     return CLI_OK;
 }
