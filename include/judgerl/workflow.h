@@ -210,6 +210,18 @@ typedef struct jr_wf_run_counts {
 jr_status jr_workflow_run_rows(jr_wf_executor *e, const jr_workflow *w, json_t **rows, int n_rows, int parallel,
                                const jr_sandbox_opts *grade, FILE *out, jr_wf_run_counts *counts);
 
+/* `judgerl workflow run`: parses the workflow file, reads the problem rows, opens the executor of jo
+ * (relative paths from cfg_dir, the executor config's directory), runs them all with
+ * jr_workflow_run_rows into `output` (NULL: stdout) and logs the counts (and with grade each domain's
+ * accuracy) on log as "PREFIXN rows: ...". Errors name the file (a run's: the problems file). */
+typedef struct jr_workflow_file_opts {
+    const char *workflow, *problems, *cfg_dir, *output;
+    int grade;
+    FILE *log;
+    const char *prefix;
+} jr_workflow_file_opts;
+jr_status jr_workflow_run_file(const jr_workflow_file_opts *f, const struct jr_judge_opts *jo, const jr_workflow_opts *o);
+
 /* ===================================== tasks ============================================== */
 /* Synthetic rows in the seed's shape for `domain` "math" (word problems of 1-4 arithmetic steps on
  * 2-3 digit numbers: {problem, answer, type, steps, program: a reference Python solve()}), "code" (one Python function to write:

@@ -85,42 +85,15 @@ static int do_run(int argc, char **argv) {
     if (cfg.notes) fputs(cfg.notes, stderr); /* keys given under TRL / PEFT / verl names */
     jr_workflow_opts o;
     jr_workflow_opts_from_config(&o, &cfg);
-    jr_workflow *w = NULL;
-    json_t **rows = NULL;
-    int n_rows = 0;
-    jr_wf_executor *e = NULL;
-    FILE *out = stdout;
-    int rc = load_workflow(wf_path, &o.limits, &w);
-    if (!rc && (st = jr_wf_read_problems(in_path, &rows, &n_rows))) rc = cli_fail(cmd, st);
-    if (!rc) {
-        char *dup = strdup(cfg_path);
-        jr_judge_opts jo;
-        st = jr_judge_opts_from_config(&jo, &cfg);
-        if (!st) st = dup ? jr_wf_executor_open(&e, &jo, dirname(dup), &o) : jr_fail(JR_ENOMEM, "out of memory");
-        free(dup);
-        if (st) rc = cli_fail(cmd, st);
-    }
-    if (!rc && out_path && !(out = fopen(out_path, "w"))) rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: cannot open for writing", out_path));
-    if (!rc) {
-        jr_wf_run_counts c;
-        if ((st = jr_workflow_run_rows(e, w, rows, n_rows, o.parallel, grade ? &o.sandbox : NULL, out, &c)))
-            rc = cli_fail(cmd, jr_fail_ctx(st, "%s", in_path));
-        else {
-            fprintf(stderr, "judgerl workflow: %d rows: %d answers, %d failed runs\n", n_rows, c.answers, c.failures);
-            static const char *const dn[3] = {"math", "code", "qa"};
-            for (int d = 0; d < 3 && grade; d++)
-                if (c.n_dom[d])
-                    fprintf(stderr, "judgerl workflow: %s accuracy %.1f%% (%d of %d; failed runs count as wrong)\n", dn[d],
-                            100.0 * c.right_dom[d] / c.n_dom[d], c.right_dom[d], c.n_dom[d]);
-        }
-    }
-    if (out && out != stdout && fclose(out) && !rc) rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: write failed", out_path));
-    jr_wf_executor_close(e);
-    for (int i = 0; i < n_rows; i++) json_decref(rows[i]);
-    free(rows);
-    jr_workflow_free(w);
+    jr_judge_opts jo;
+    char *dup = strdup(cfg_path);
+    jr_workflow_file_opts f = {.workflow = wf_path, .problems = in_path, .cfg_dir = dup ? dirname(dup) : NULL,
+                               .output = out_path, .grade = grade, .log = stderr, .prefix = "judgerl workflow: "};
+    if (!(st = dup ? jr_judge_opts_from_config(&jo, &cfg) : jr_fail(JR_ENOMEM, "out of memory")))
+        st = jr_workflow_run_file(&f, &jo, &o);
+    free(dup);
     jr_config_free(&cfg);
-    return rc;
+    return st ? cli_fail(cmd, st) : CLI_OK;
 }
 
 static int do_tasks(int argc, char **argv) {
