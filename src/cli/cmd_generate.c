@@ -1,15 +1,12 @@
 /* cmd_generate.c - `judgerl generate`: batched sampling from a model directory into JSONL */
 #include <errno.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "judgerl/fsutil.h"
 #include "judgerl/genrows.h"
-#include "judgerl/textgen.h"
 
 static const char *usage_text =
     "usage: judgerl generate --model DIR (--prompt TEXT | --chat FILE.json | --input PROMPTS.jsonl --output OUT.jsonl)\n"
@@ -88,29 +85,6 @@ static int parse_gen_args(const char *cmd, int argc, char **argv, gen_args *a) {
     return CLI_OK;
 }
 
-/* The prompts as JSON rows (from --prompt, --chat or --input); CLI_OK, or the exit code after the message. */
-static int read_prompt_rows(const char *cmd, const gen_args *a, json_t **rows_out) {
-    json_t *rows = NULL;
-    if (a->prompt) rows = json_pack("[{s:s}]", "prompt", a->prompt);
-    else if (a->chat) {
-        json_error_t e;
-        json_t *c = json_load_file(a->chat, 0, &e);
-        json_t *msgs = json_is_object(c) ? json_object_get(c, "messages") : c;
-        if (!json_is_array(msgs)) {
-            json_decref(c);
-            return cli_usage(cmd, "--chat %s: expected a JSON list of {role, content} messages%s%s", a->chat, c ? "" : ": ", c ? "" : e.text);
-        }
-        rows = json_pack("[{s:O}]", "messages", msgs);
-        json_decref(c);
-    } else {
-        jr_status st = jr_genrows_read(a->input, &rows);
-        if (st == JR_EIO || st == JR_EINVAL) return cli_usage(cmd, "--input %s", jr_errmsg());
-        if (st) return cli_fail(cmd, st);
-    }
-    *rows_out = rows;
-    return CLI_OK;
-}
-
 /* The sampling options from the flags. */
 static void genrows_opts(const gen_args *a, jr_genrows_opts *o) {
     jr_genrows_opts_init(o);
@@ -139,28 +113,15 @@ int cmd_generate(int argc, char **argv) {
     gen_args a;
     int rc = parse_gen_args(cmd, argc, argv, &a);
     if (rc) return rc;
-    jr_kv_opts kvo;
-    if ((rc = cli_kv_opts(cmd, &a.kv, &kvo))) return rc;
+    jr_generate_opts o = {.model = a.model, .tokenizer = a.tokenizer, .output = a.output, .out = stdout, .log = stderr,
+                          .prefix = "judgerl generate: "};
+    if ((rc = cli_kv_opts(cmd, &a.kv, &o.kv))) return rc;
     json_t *rows = NULL;
-    if ((rc = read_prompt_rows(cmd, &a, &rows))) return rc;
-
-    jr_textgen t;
-    char mdesc[1024];
-    jr_status st = jr_textgen_open_dir_kv(&t, a.model, a.tokenizer, 1, 2, &kvo, mdesc, sizeof mdesc); /* the cache is sized once the prompts are known */
-    if (st) { json_decref(rows); return cli_fail(cmd, st); }
-    jr_genrows_opts go;
-    genrows_opts(&a, &go);
-    json_t *out = NULL;
-    if (!(st = jr_genrows_run(&t, rows, &go, &out))) {
-        st = jr_genrows_write(out, a.output, stdout);
-        if (st && a.output) jr_fail_ctx(st, "--output %s", a.output);
-    }
-    if (!st && strcmp(mdesc, a.model)) fprintf(stderr, "judgerl generate: model: %s\n", mdesc);
-    if (!st) fprintf(stderr, "judgerl generate: tokenizer: %s\n", t.tok_desc); /* after the output: an error stays one line */
-    char kdesc[160];
-    if (!st) fprintf(stderr, "judgerl generate: compute: %s\n", jr_kv_lm_describe(&t.lm, kdesc, sizeof kdesc));
-    json_decref(out);
-    jr_textgen_close(&t);
+    jr_status st = jr_genrows_prompts(a.prompt, a.chat, a.input, &rows);
+    if (st == JR_EIO || st == JR_EINVAL) return cli_usage(cmd, "%s%s", a.input ? "--input " : "", jr_errmsg());
+    if (st) return cli_fail(cmd, st);
+    genrows_opts(&a, &o.rows);
+    st = jr_genrows_generate(&o, rows);
     json_decref(rows);
     return st ? cli_fail(cmd, st) : CLI_OK;
 }
