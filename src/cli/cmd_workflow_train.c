@@ -1,16 +1,13 @@
 /* cmd_workflow_train.c - `judgerl workflow train CONFIG.yaml [key=value ...]`: seed 2's GRPO on a policy
  * that writes workflows (jr_wf_train_run, docs/WORKFLOWS.md) */
 #include <libgen.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "judgerl/dataset.h"
 #include "judgerl/judge.h"
-#include "judgerl/model.h"
 #include "judgerl/tokenizer.h"
 #include "judgerl/train.h"
 #include "judgerl/wf_train.h"
@@ -41,13 +38,10 @@ int cmd_workflow_train(int argc, char **argv) {
     jr_status st = dir ? jr_wf_train_run(&cfg, dirname(dir), stderr, stop, &res) : JR_ENOMEM;
     free(dir);
     if (st) { jr_config_free(&cfg); return cli_fail("workflow train", st); }
-    if (res.last_step >= res.first_step)
-        printf("%s steps %lld..%lld: mean reward %.4f -> %.4f; %s in %s/%s\n", res.resumed ? "resumed," : "trained",
-               (long long)res.first_step, (long long)res.last_step, res.first_loss, res.last_loss,
-               jr_cfg_bool(&cfg, "lora.enabled") ? "PEFT adapter" : "model", jr_cfg_str(&cfg, "run.out_dir"),
-               jr_cfg_bool(&cfg, "lora.enabled") ? "adapter" : "model");
-    else
-        printf("nothing to do: the latest checkpoint is already at trainer.steps=%lld\n", (long long)jr_cfg_int(&cfg, "trainer.steps"));
+    jr_train_print_opts po;
+    jr_train_print_opts_from_config(&po, &cfg);
+    po.algo = "grpo"; /* always GRPO: the mean reward */
+    jr_train_print_result(stdout, &po, &res);
     jr_config_free(&cfg);
     return CLI_OK;
 }
