@@ -67,6 +67,13 @@ extern const jr_cfg_field *const jr_train_tables[];
  * reward weights against the components, and the run-directory rule (jr_run_dir_prepare). */
 jr_status jr_train_check(const jr_config *c);
 
+/* Every library module's option tables (training's, the workflow's, the executor's, probe, reward
+ * service, seed 2's), NULL-terminated: what `judgerl config` checks a file against (with seed 1's). */
+extern const jr_cfg_field *const jr_all_cfg_tables[];
+/* `judgerl config`'s checks beyond the keys: a training config (data.train set) gets jr_train_check; a
+ * judge config (judge.endpoints listed) the checks of its endpoints (jr_judge_opts_check). */
+jr_status jr_config_check(const jr_config *c);
+
 /* trainer.algo sft (sft.c), called by jr_train_run: rows {"prompt","completion"} or {"messages"}, loss on
  * the completion / assistant tokens; trainer.eval_every and the end: validation loss (data.validation*). */
 jr_status jr_sft_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res);
