@@ -36,15 +36,7 @@ int cmd_ifeval(int argc, char **argv) {
     jr_ifeval_file f;
     jr_status st = jr_ifeval_file_score(&f, input, prompts, stderr, "judgerl ifeval: ");
     if (st) return cli_fail("ifeval", st);
-    for (int m = 0; m < 2; m++) {
-        size_t p_ok, i_ok, i_tot;
-        jr_ifeval_file_accuracy(&f, m, &p_ok, &i_ok, &i_tot);
-        const char *tag = m ? "loose" : "strict";
-        printf("%s prompt-level: %.4f (%zu/%zu)\n", tag, (double)p_ok / f.n_rows, p_ok, f.n_rows);
-        printf("%s instruction-level: %.4f (%zu/%zu)\n", tag, i_tot ? (double)i_ok / i_tot : 0.0, i_ok, i_tot);
-    }
-    if (breakdown)
-        for (int m = 0; m < 2; m++) jr_ifeval_file_breakdown(stdout, &f, m);
+    jr_ifeval_file_print(stdout, &f, breakdown);
     if (outdir) st = jr_ifeval_file_write(&f, outdir);
     if (!st && f.n_bad) fprintf(stderr, "judgerl ifeval: %zu malformed row(s) skipped, %zu scored\n", f.n_bad, f.n_rows);
     jr_ifeval_file_free(&f);
