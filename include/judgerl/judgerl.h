@@ -6,6 +6,7 @@
 #ifndef JUDGERL_JUDGERL_H
 #define JUDGERL_JUDGERL_H
 
+#include "judgerl/args.h"
 #include "judgerl/attn_full.h"
 #include "judgerl/bytetok.h"
 #include "judgerl/checkpoint.h"

@@ -19,6 +19,12 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 int cli_int_arg(const char *cmd, const char *flag, const char *v, long lo, long hi, long *out);
 int cli_seconds_arg(const char *cmd, const char *flag, const char *v, double lo, double *out);
 
+/* jr_args_parse (args.h) with its errors printed as usage errors: CLI_OK, or the exit code. unknown:
+ * the message for an argument no flag takes, with one %s for it. Free a with jr_args_free. */
+#include "judgerl/args.h"
+int cli_args(const char *cmd, jr_args *a, const jr_arg *spec, int argc, char **argv, int max_pos, int overrides,
+             const char *unknown);
+
 /* Blocks SIGTERM and SIGINT in this thread and every thread started after (a server's main thread
  * then takes them with sigwait(set)) and ignores SIGPIPE. Call before starting any thread. */
 #include <signal.h>

@@ -29,102 +29,52 @@ static const char *usage_text =
     "  --itl-target R (default 1.5; 0 = off: always the chunk): while sequences decode, a step takes only\n"
     "  as many prompt tokens as keep it within about R x a decode-only step (both timed as it runs).\n" CLI_KV_USAGE;
 
-/* The command line of `judgerl serve`, with its defaults. */
-typedef struct {
-    const char *model, *host, *key_env, *name, *tokenizer, *port_file;
-    long port, parallel, max_tokens, ctx, max_queue, max_body, seed, max_conn, per_client, chunk;
-    const char *alias[16];
-    int n_alias;
-    double drain, req_timeout, hdr_timeout, body_timeout, itl;
-    cli_kv_args kva;
-} serve_args;
-
-/* --served-model-name NAME [NAME...] as vLLM's: the first answers, all are accepted; *i moves past them. */
-static int parse_names(const char *cmd, int argc, char **argv, int *i, serve_args *x) {
-    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-    int cap = (int)(sizeof x->alias / sizeof *x->alias);
-    if (!v || v[0] == '-') return cli_usage(cmd, "%s needs a value", a);
-    for (;;) {
-        if (!x->name) x->name = v;
-        else if (x->n_alias < cap) x->alias[x->n_alias++] = v;
-        else return cli_usage(cmd, "%s: at most %d names", a, cap + 1);
-        if (*i + 2 >= argc || argv[*i + 2][0] == '-') break;
-        v = argv[++*i + 1];
-    }
-    ++*i;
-    return 0;
-}
-
-static int parse_args(const char *cmd, int argc, char **argv, serve_args *x) {
-    *x = (serve_args){.host = "127.0.0.1", .tokenizer = "auto", .port = 8000, .parallel = 4, .max_queue = 64,
-                      .max_body = 1 << 20, .max_conn = 512, .chunk = JR_GEN_PREFILL_CHUNK, .itl = 1.5, .drain = 60,
-                      .hdr_timeout = 10, .body_timeout = 30};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int bad = 0;
-        if (!strcmp(a, "--model")) x->model = v;
-        else if (!strcmp(a, "--host")) x->host = v;
-        else if (!strcmp(a, "--api-key-env")) x->key_env = v;
-        else if (!strcmp(a, "--served-model-name")) {
-            if ((bad = parse_names(cmd, argc, argv, &i, x))) return bad;
-            continue;
-        }
-        else if (!strcmp(a, "--tokenizer")) x->tokenizer = v;
-        else if (!strcmp(a, "--port-file")) x->port_file = v;
-        else if (!strcmp(a, "--compute")) x->kva.compute = v;
-        else if (!strcmp(a, "--kv-cache")) x->kva.kv_cache = v;
-        else if (!strcmp(a, "--deterministic")) x->kva.deterministic = v;
-        else if (!strcmp(a, "--port")) bad = cli_int_arg(cmd, a, v, 0, 65535, &x->port);
-        else if (!strcmp(a, "--parallel")) bad = cli_int_arg(cmd, a, v, 1, 1024, &x->parallel);
-        else if (!strcmp(a, "--max-tokens")) bad = cli_int_arg(cmd, a, v, 1, 1 << 20, &x->max_tokens);
-        else if (!strcmp(a, "--ctx")) bad = cli_int_arg(cmd, a, v, 2, 1 << 20, &x->ctx);
-        else if (!strcmp(a, "--max-queue")) bad = cli_int_arg(cmd, a, v, 1, 1 << 20, &x->max_queue);
-        else if (!strcmp(a, "--max-body")) bad = cli_int_arg(cmd, a, v, 1024, 1L << 30, &x->max_body);
-        else if (!strcmp(a, "--seed")) bad = cli_int_arg(cmd, a, v, 0, 1L << 62, &x->seed);
-        else if (!strcmp(a, "--max-connections")) bad = cli_int_arg(cmd, a, v, 1, 65536, &x->max_conn);
-        else if (!strcmp(a, "--max-per-client")) bad = cli_int_arg(cmd, a, v, 1, 65536, &x->per_client);
-        else if (!strcmp(a, "--prefill-chunk")) bad = cli_int_arg(cmd, a, v, 1, 1 << 20, &x->chunk);
-        else if (!strcmp(a, "--itl-target")) {
-            char *end;
-            x->itl = v ? strtod(v, &end) : -1;
-            if (!v || *end || !(x->itl == 0 || (x->itl > 1 && x->itl <= 100)))
-                return cli_usage(cmd, "%s: expected 0 (off) or a ratio in (1, 100], got '%s'", a, v ? v : "");
-        }
-        else if (!strcmp(a, "--drain-timeout")) bad = cli_seconds_arg(cmd, a, v, 0, &x->drain);
-        else if (!strcmp(a, "--request-timeout")) bad = cli_seconds_arg(cmd, a, v, 0, &x->req_timeout);
-        else if (!strcmp(a, "--header-timeout")) bad = cli_seconds_arg(cmd, a, v, 0.1, &x->hdr_timeout);
-        else if (!strcmp(a, "--body-timeout")) bad = cli_seconds_arg(cmd, a, v, 0.1, &x->body_timeout);
-        else return cli_usage(cmd, "unknown argument '%s' (see judgerl serve --help)", a);
-        if (bad) return CLI_USAGE;
-        if (!v) return cli_usage(cmd, "%s needs a value", a);
-        i++;
-    }
-    return 0;
-}
-
 int cmd_serve(int argc, char **argv) {
     const char *cmd = "serve";
     if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
-    serve_args x;
-    int rc = parse_args(cmd, argc, argv, &x);
+    const char *model = NULL, *host = "127.0.0.1", *key_env = NULL, *tokenizer = "auto", *port_file = NULL, *names[17];
+    long port = 8000, parallel = 4, max_tokens = 0, ctx = 0, max_queue = 64, max_body = 1 << 20, seed = 0, max_conn = 512,
+         per_client = 0, chunk = JR_GEN_PREFILL_CHUNK;
+    double drain = 60, req_timeout = 0, hdr_timeout = 10, body_timeout = 30, itl = 1.5;
+    int n_names = 0;
+    cli_kv_args kva = {0};
+    const jr_arg spec[] = {
+        JR_ARG_S("--model", &model), JR_ARG_S("--host", &host), JR_ARG_S("--api-key-env", &key_env),
+        JR_ARG_M("--served-model-name", names, &n_names, 17, 1),
+        JR_ARG_S("--tokenizer", &tokenizer), JR_ARG_S("--port-file", &port_file),
+        JR_ARG_S("--compute", &kva.compute), JR_ARG_S("--kv-cache", &kva.kv_cache),
+        JR_ARG_S("--deterministic", &kva.deterministic), JR_ARG_L("--port", &port, 0, 65535),
+        JR_ARG_L("--parallel", &parallel, 1, 1024), JR_ARG_L("--max-tokens", &max_tokens, 1, 1 << 20),
+        JR_ARG_L("--ctx", &ctx, 2, 1 << 20), JR_ARG_L("--max-queue", &max_queue, 1, 1 << 20),
+        JR_ARG_L("--max-body", &max_body, 1024, 1L << 30), JR_ARG_L("--seed", &seed, 0, 1L << 62),
+        JR_ARG_L("--max-connections", &max_conn, 1, 65536),
+        JR_ARG_L("--max-per-client", &per_client, 1, 65536),
+        JR_ARG_L("--prefill-chunk", &chunk, 1, 1 << 20), JR_ARG_D("--itl-target", &itl, 0, 100),
+        JR_ARG_SEC("--drain-timeout", &drain, 0), JR_ARG_SEC("--request-timeout", &req_timeout, 0),
+        JR_ARG_SEC("--header-timeout", &hdr_timeout, 0.1), JR_ARG_SEC("--body-timeout", &body_timeout, 0.1),
+        JR_ARGS_END};
+    jr_args args;
+    int rc = cli_args(cmd, &args, spec, argc, argv, 0, 0, "unknown argument '%s' (see judgerl serve --help)");
+    jr_args_free(&args);
     if (rc) return rc;
-    if (!x.model) return cli_usage(cmd, "--model DIR is required (see judgerl serve --help)");
-    jr_serve_model_opts o = {.model = x.model, .tokenizer = x.tokenizer, .ctx = (int)x.ctx, .port_file = x.port_file,
+    if (itl != 0 && itl <= 1) return cli_usage(cmd, "--itl-target: expected 0 (off) or a ratio in (1, 100], got '%g'", itl);
+    if (!model) return cli_usage(cmd, "--model DIR is required (see judgerl serve --help)");
+    jr_serve_model_opts o = {.model = model, .tokenizer = tokenizer, .ctx = (int)ctx, .port_file = port_file,
                              .log = stderr, .prefix = "judgerl serve: "};
-    if ((rc = cli_kv_opts(cmd, &x.kva, &o.kv))) return rc;
+    if ((rc = cli_kv_opts(cmd, &kva, &o.kv))) return rc;
     const char *key = NULL;
-    if (x.key_env) {
-        key = getenv(x.key_env);
-        if (!key || !*key) return cli_usage(cmd, "--api-key-env %s: the environment variable is unset or empty", x.key_env);
+    if (key_env) {
+        key = getenv(key_env);
+        if (!key || !*key) return cli_usage(cmd, "--api-key-env %s: the environment variable is unset or empty", key_env);
     }
-    const char *slash = strrchr(x.model, '/');
-    o.serve = (jr_serve_opts){.host = x.host, .port = (int)x.port, .api_key = key,
-                              .model_name = x.name ? x.name : slash && slash[1] ? slash + 1 : x.model,
-                              .aliases = x.alias, .n_aliases = x.n_alias, .parallel = (int)x.parallel,
-                              .max_tokens = (int)x.max_tokens, .max_queue = (int)x.max_queue, .max_body = (size_t)x.max_body,
-                              .seed = (uint64_t)x.seed, .prefill_chunk = (int)x.chunk, .itl_target = x.itl,
-                              .max_connections = (int)x.max_conn, .max_per_client = (int)x.per_client,
-                              .request_timeout = x.req_timeout, .header_timeout = x.hdr_timeout, .body_timeout = x.body_timeout};
+    const char *slash = strrchr(model, '/');
+    o.serve = (jr_serve_opts){.host = host, .port = (int)port, .api_key = key,
+                              .model_name = n_names ? names[0] : slash && slash[1] ? slash + 1 : model,
+                              .aliases = names + 1, .n_aliases = n_names ? n_names - 1 : 0, .parallel = (int)parallel,
+                              .max_tokens = (int)max_tokens, .max_queue = (int)max_queue, .max_body = (size_t)max_body,
+                              .seed = (uint64_t)seed, .prefill_chunk = (int)chunk, .itl_target = itl,
+                              .max_connections = (int)max_conn, .max_per_client = (int)per_client,
+                              .request_timeout = req_timeout, .header_timeout = hdr_timeout, .body_timeout = body_timeout};
     /* Signals are taken by sigwait below: block them before any thread starts. */
     sigset_t set;
     cli_block_stop_signals(&set);
@@ -133,8 +83,8 @@ int cmd_serve(int argc, char **argv) {
     if (st) return cli_fail(cmd, st);
     int sig = 0;
     sigwait(&set, &sig);
-    fprintf(stderr, "judgerl serve: %s: finishing running requests (up to %g s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT", x.drain);
-    jr_serve_model_stop(m, x.drain);
+    fprintf(stderr, "judgerl serve: %s: finishing running requests (up to %g s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT", drain);
+    jr_serve_model_stop(m, drain);
     fprintf(stderr, "judgerl serve: stopped\n");
     return CLI_OK;
 }
