@@ -42,7 +42,7 @@ typedef struct jr_arg {
 #define JR_ARGS_END {.name = NULL}
 
 typedef struct jr_args {
-    char **over;     /* key=value overrides, given and made from KEY / KEYQ / SET flags, in order */
+    char **over;     /* key=value overrides, given and made from KEY / KEYQ / SET flags, in order (room for one more) */
     int n_over;
     char **pos;      /* positional arguments (no leading '-'; no '=' when overrides are taken) */
     int n_pos;
