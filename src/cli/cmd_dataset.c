@@ -19,98 +19,42 @@ static void usage(void) {
            "--on-bad-line fail (data.on_bad_line=fail) the first one is the error.\n");
 }
 
-/* "key='value'" with the value quoted for YAML, so any path or text survives the override parser. */
-static char *quoted_override(const char *key, const char *value) {
-    size_t n = strlen(key) + 2 * strlen(value) + 4;
-    char *s = malloc(n);
-    if (!s) return NULL;
-    char *p = s + sprintf(s, "%s='", key);
-    for (const char *v = value; *v; v++) {
-        if (*v == '\'') *p++ = '\'';
-        *p++ = *v;
-    }
-    *p++ = '\'';
-    *p = 0;
-    return s;
-}
-
-/* The command line turned into config arguments: flags become overrides, positional arguments and
- * overrides stay as they are. */
-typedef struct {
-    char **args, **owned; /* args[0..n_args) for cli_load_config; owned: the strings made here */
-    int n_args, n_owned, as_json;
-    long show;
-} dataset_args;
-
-static void dataset_args_free(dataset_args *da) {
-    for (int i = 0; i < da->n_owned; i++) free(da->owned[i]);
-    free(da->owned);
-    free(da->args);
-}
-
-/* "key=value" for a mapped flag; paths are quoted (taken literally), numbers and words are read as YAML. */
-static char *flag_override(const char *key, const char *v) {
-    char *o = !strcmp(key, "data.train") || !strcmp(key, "data.validation") ? quoted_override(key, v) : NULL;
-    if (!o) {
-        o = malloc(strlen(key) + strlen(v) + 2);
-        if (o) sprintf(o, "%s=%s", key, v);
-    }
-    return o;
-}
-
-/* Fills da from argv (da->args allocated even on failure: free with dataset_args_free); CLI_OK, or
- * the exit code after the message. */
-static int parse_dataset_args(int argc, char **argv, dataset_args *da) {
-    static const struct { const char *flag, *key; } map[] = {
-        {"--input", "data.train"}, {"--validation", "data.validation"}, {"--validation-frac", "data.validation_frac"},
-        {"--seed", "run.seed"}, {"--on-bad-line", "data.on_bad_line"}, {"--max-rows", "data.max_rows"},
-    };
-    da->args[da->n_args++] = argv[0];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int mapped = 0;
-        for (size_t m = 0; m < sizeof map / sizeof *map; m++) {
-            if (strcmp(a, map[m].flag)) continue;
-            mapped = 1;
-            if (i + 1 >= argc) return cli_usage("dataset", "%s needs a value", a);
-            char *o = flag_override(map[m].key, argv[++i]);
-            if (!o) return cli_fail("dataset", jr_fail(JR_ENOMEM, "out of memory"));
-            da->owned[da->n_owned++] = o;
-            da->args[da->n_args++] = o;
-        }
-        if (mapped) continue;
-        if (!strcmp(a, "--json")) da->as_json = 1;
-        else if (!strcmp(a, "--show")) {
-            char *end;
-            if (i + 1 >= argc || (da->show = strtol(argv[i + 1], &end, 10)) < 0 || *end || !*argv[i + 1])
-                return cli_usage("dataset", "--show needs a count >= 0");
-            i++;
-        } else da->args[da->n_args++] = argv[i];
-    }
-    return CLI_OK;
-}
-
 int cmd_dataset(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "convert")) return cmd_dataset_convert(argc - 1, argv + 1);
     if (cli_wants_help(argc, argv)) { usage(); return CLI_OK; }
-    dataset_args da = {.args = calloc((size_t)argc + 1, sizeof *da.args), .owned = calloc((size_t)argc + 1, sizeof *da.owned),
-                       .show = 10};
-    if (!da.args || !da.owned) { dataset_args_free(&da); return cli_fail("dataset", jr_fail(JR_ENOMEM, "out of memory")); }
-    int rc = parse_dataset_args(argc, argv, &da);
-    if (rc) goto out;
+    long show = 10;
+    int as_json = 0, print = 0;
+    /* flags become data.* / run.seed overrides; paths are quoted (taken literally) */
+    const jr_arg spec[] = {
+        JR_ARG_KQ("--input", "data.train"), JR_ARG_KQ("--validation", "data.validation"),
+        JR_ARG_K("--validation-frac", "data.validation_frac"), JR_ARG_K("--seed", "run.seed"),
+        JR_ARG_K("--on-bad-line", "data.on_bad_line"), JR_ARG_K("--max-rows", "data.max_rows"),
+        JR_ARG_B("--json", &as_json, 1), JR_ARG_L("--show", &show, 0, 1L << 40), JR_ARG_B("--print-config", &print, 1),
+        JR_ARGS_END};
+    jr_args a;
+    int rc = cli_args("dataset", &a, spec, argc, argv, argc, 1, "unknown option '%s'");
+    /* cli_load_config's arguments: the file, the overrides, --print-config */
+    char **cargs = rc ? NULL : calloc((size_t)argc + 3, sizeof *cargs);
+    int n = 0;
+    if (!rc && !cargs) rc = cli_fail("dataset", jr_fail(JR_ENOMEM, "out of memory"));
+    if (!rc) {
+        cargs[n++] = argv[0];
+        for (int i = 0; i < a.n_pos; i++) cargs[n++] = a.pos[i];
+        for (int i = 0; i < a.n_over; i++) cargs[n++] = a.over[i];
+        if (print) cargs[n++] = "--print-config";
+    }
     jr_config cfg;
-    int print_only;
-    rc = cli_load_config("dataset", da.n_args, da.args, 1, dataset_tables, &cfg, &print_only);
-    if (rc || print_only) goto out;
-
-    jr_data_opts o;
-    jr_data_opts_from_config(&o, &cfg);
-    jr_data_check_opts co = {.show = da.show, .as_json = da.as_json, .max_warn = 10, .out = stdout, .warn = stderr,
-                             .prefix = "judgerl dataset: "};
-    jr_status st = jr_data_check(&o, &co);
-    if (st) rc = cli_fail("dataset", st);
-    jr_config_free(&cfg);
-out:
-    dataset_args_free(&da);
+    int print_only = 0;
+    if (!rc && !(rc = cli_load_config("dataset", n, cargs, 1, dataset_tables, &cfg, &print_only))) {
+        jr_data_opts o;
+        jr_data_opts_from_config(&o, &cfg);
+        jr_data_check_opts co = {.show = show, .as_json = as_json, .max_warn = 10, .out = stdout, .warn = stderr,
+                                 .prefix = "judgerl dataset: "};
+        jr_status st = print_only ? JR_OK : jr_data_check(&o, &co);
+        if (st) rc = cli_fail("dataset", st);
+        jr_config_free(&cfg);
+    }
+    free(cargs);
+    jr_args_free(&a);
     return rc;
 }
