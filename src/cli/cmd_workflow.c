@@ -63,24 +63,15 @@ static int do_check(int argc, char **argv) {
 static int do_run(int argc, char **argv) {
     const char *wf_path = NULL, *in_path = NULL, *cfg_path = NULL, *out_path = NULL;
     int grade = 0;
-    char **over = calloc((size_t)argc + 1, sizeof *over);
-    int n_over = 0;
-    if (!over) return cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory"));
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        if (!strcmp(a, "--workflow") && has) wf_path = argv[++i];
-        else if (!strcmp(a, "--problems") && has) in_path = argv[++i];
-        else if (!strcmp(a, "--executor") && has) cfg_path = argv[++i];
-        else if (!strcmp(a, "--output") && has) out_path = argv[++i];
-        else if (!strcmp(a, "--grade")) grade = 1;
-        else if (a[0] != '-' && strchr(a, '=')) over[n_over++] = argv[i];
-        else { free(over); return cli_usage(cmd, "unexpected argument '%s' (see judgerl workflow --help)", a); }
-    }
-    if (!wf_path || !in_path || !cfg_path) { free(over); return cli_usage(cmd, "run needs --workflow, --problems and --executor"); }
+    const jr_arg spec[] = {JR_ARG_S("--workflow", &wf_path), JR_ARG_S("--problems", &in_path), JR_ARG_S("--executor", &cfg_path),
+                           JR_ARG_S("--output", &out_path), JR_ARG_B("--grade", &grade, 1), JR_ARGS_END};
+    jr_args args;
+    int rc = cli_args(cmd, &args, spec, argc, argv, 0, 1, "unexpected argument '%s' (see judgerl workflow --help)");
+    if (!rc && (!wf_path || !in_path || !cfg_path)) rc = cli_usage(cmd, "run needs --workflow, --problems and --executor");
+    if (rc) { jr_args_free(&args); return rc; }
     jr_config cfg;
-    jr_status st = jr_config_load(&cfg, cfg_path, n_over, over, tables);
-    free(over);
+    jr_status st = jr_config_load(&cfg, cfg_path, args.n_over, args.over, tables);
+    jr_args_free(&args);
     if (st) return cli_fail(cmd, st);
     if (cfg.notes) fputs(cfg.notes, stderr); /* keys given under TRL / PEFT / verl names */
     jr_workflow_opts o;
@@ -98,22 +89,16 @@ static int do_run(int argc, char **argv) {
 
 static int do_tasks(int argc, char **argv) {
     const char *domain = NULL, *out_path = NULL;
-    long n = -1, first = 0;
-    unsigned long long seed = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        char *end = NULL;
-        if (!strcmp(a, "--domain") && has) domain = argv[++i];
-        else if (!strcmp(a, "--output") && has) out_path = argv[++i];
-        else if (!strcmp(a, "--n") && has) { n = strtol(argv[++i], &end, 10); if (*end || n < 0) return cli_usage(cmd, "--n: expected a count >= 0"); }
-        else if (!strcmp(a, "--first") && has) { first = strtol(argv[++i], &end, 10); if (*end || first < 0) return cli_usage(cmd, "--first: expected an index >= 0"); }
-        else if (!strcmp(a, "--seed") && has) { seed = strtoull(argv[++i], &end, 10); if (*end) return cli_usage(cmd, "--seed: expected an integer"); }
-        else return cli_usage(cmd, "unexpected argument '%s' (see judgerl workflow --help)", a);
-    }
+    long n = -1, first = 0, seed = 0;
+    const jr_arg spec[] = {JR_ARG_S("--domain", &domain), JR_ARG_S("--output", &out_path), JR_ARG_L("--n", &n, 0, 1L << 40),
+                           JR_ARG_L("--first", &first, 0, 1L << 40), JR_ARG_L("--seed", &seed, 0, 1L << 62), JR_ARGS_END};
+    jr_args args;
+    int rc = cli_args(cmd, &args, spec, argc, argv, 0, 0, "unexpected argument '%s' (see judgerl workflow --help)");
+    jr_args_free(&args);
+    if (rc) return rc;
     if (!domain || n < 0) return cli_usage(cmd, "tasks needs --domain math|code|qa and --n N");
     json_t *rows;
-    jr_status st = jr_wf_tasks(domain, n, seed, first, &rows);
+    jr_status st = jr_wf_tasks(domain, n, (uint64_t)seed, first, &rows);
     if (st) return cli_fail(cmd, st);
     st = jr_genrows_write(rows, out_path, stdout);
     json_decref(rows);
