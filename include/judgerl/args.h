@@ -4,6 +4,8 @@
 #ifndef JUDGERL_ARGS_H
 #define JUDGERL_ARGS_H
 
+#include <stdint.h>
+
 #include "judgerl/status.h"
 
 typedef enum {
@@ -61,5 +63,9 @@ void jr_args_free(jr_args *a);
 /* "key='value'" with value quoted for YAML (a ' doubled), so any path or text survives the override
  * parser (caller frees; NULL when out of memory). */
 char *jr_args_quoted(const char *key, const char *value);
+
+/* Integers in [-1, 2^31) separated by spaces, tabs, newlines or commas (token ids: "1 2 3") into a new
+ * array *out (caller frees, also on error) of *n: 0, or -1 when s holds anything else. */
+int jr_args_ints(const char *s, int32_t **out, int *n);
 
 #endif

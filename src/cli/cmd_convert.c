@@ -15,14 +15,12 @@ int cmd_convert(int argc, char **argv) {
         return CLI_OK;
     }
     const char *model = NULL, *out = NULL, *dtype_s = "float32", *shard_s = "5GB";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char **dst = !strcmp(a, "--model") ? &model : (!strcmp(a, "-o") || !strcmp(a, "--output")) ? &out
-                         : !strcmp(a, "--dtype") ? &dtype_s : !strcmp(a, "--max-shard-size") ? &shard_s : NULL;
-        if (!dst) return cli_usage("convert", "unknown argument '%s'", a);
-        if (i + 1 >= argc) return cli_usage("convert", "%s needs a value", a);
-        *dst = argv[++i];
-    }
+    const jr_arg spec[] = {JR_ARG_S("--model", &model), JR_ARG_S("-o|--output", &out), JR_ARG_S("--dtype", &dtype_s),
+                           JR_ARG_S("--max-shard-size", &shard_s), JR_ARGS_END};
+    jr_args args;
+    int arc = cli_args("convert", &args, spec, argc, argv, 0, 0, "unknown argument '%s'");
+    jr_args_free(&args);
+    if (arc) return arc;
     if (!model || !out) return cli_usage("convert", "give --model DIR and -o OUT");
     jr_dtype dt;
     jr_status rc = jr_dtype_parse(dtype_s, &dt);

@@ -22,12 +22,11 @@ int cmd_dataset_convert(int argc, char **argv) {
     const char *cmd = "dataset convert";
     if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
     const char *from = NULL, *in = NULL, *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char **dst = !strcmp(argv[i], "--from") ? &from : !strcmp(argv[i], "--input") ? &in : !strcmp(argv[i], "--output") ? &out : NULL;
-        if (!dst) return cli_usage(cmd, "unexpected argument '%s'", argv[i]);
-        if (i + 1 >= argc) return cli_usage(cmd, "%s needs a value", argv[i]);
-        *dst = argv[++i];
-    }
+    const jr_arg spec[] = {JR_ARG_S("--from", &from), JR_ARG_S("--input", &in), JR_ARG_S("--output", &out), JR_ARGS_END};
+    jr_args args;
+    int rc = cli_args(cmd, &args, spec, argc, argv, 0, 0, "unexpected argument '%s'");
+    jr_args_free(&args);
+    if (rc) return rc;
     if (!from || !in) return cli_usage(cmd, "--from and --input are required");
     if (strcmp(from, "humaneval") && strcmp(from, "gsm8k")) return cli_usage(cmd, "--from '%s': use humaneval or gsm8k", from);
     json_t *rows;

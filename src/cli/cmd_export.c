@@ -19,16 +19,13 @@ int cmd_export(int argc, char **argv) {
     }
     const char *format = NULL, *model = NULL, *out = NULL, *dtype = "f16", *adapter = NULL, *name = NULL;
     int ollama = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--ollama")) { ollama = 1; continue; }
-        const char **dst = !strcmp(a, "--format") ? &format : !strcmp(a, "--model") ? &model
-                         : (!strcmp(a, "-o") || !strcmp(a, "--output")) ? &out : !strcmp(a, "--dtype") ? &dtype
-                         : !strcmp(a, "--adapter") ? &adapter : !strcmp(a, "--name") ? &name : NULL;
-        if (!dst) return cli_usage("export", "unknown argument '%s'", a);
-        if (i + 1 >= argc) return cli_usage("export", "%s needs a value", a);
-        *dst = argv[++i];
-    }
+    const jr_arg spec[] = {JR_ARG_B("--ollama", &ollama, 1), JR_ARG_S("--format", &format), JR_ARG_S("--model", &model),
+                           JR_ARG_S("-o|--output", &out), JR_ARG_S("--dtype", &dtype), JR_ARG_S("--adapter", &adapter),
+                           JR_ARG_S("--name", &name), JR_ARGS_END};
+    jr_args args;
+    int rc = cli_args("export", &args, spec, argc, argv, 0, 0, "unknown argument '%s'");
+    jr_args_free(&args);
+    if (rc) return rc;
     if (!format || strcmp(format, "gguf")) return cli_usage("export", "--format gguf is the only format (got %s)", format ? format : "none");
     if (!model || !out) return cli_usage("export", "give --model DIR and -o OUT.gguf");
     jr_gguf_opts o = {.model_dir = model, .out_path = out, .name = name};

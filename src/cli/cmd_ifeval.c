@@ -22,16 +22,12 @@ int cmd_ifeval(int argc, char **argv) {
     const char *input = NULL, *prompts = NULL, *outdir = NULL;
     int breakdown = 0;
     if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if ((!strcmp(a, "--input") || !strcmp(a, "--prompts") || !strcmp(a, "--output-dir")) && i + 1 >= argc)
-            return cli_usage("ifeval", "%s needs a value (see judgerl ifeval --help)", a);
-        if (!strcmp(a, "--input")) input = argv[++i];
-        else if (!strcmp(a, "--prompts")) prompts = argv[++i];
-        else if (!strcmp(a, "--output-dir")) outdir = argv[++i];
-        else if (!strcmp(a, "--breakdown")) breakdown = 1;
-        else return cli_usage("ifeval", "unknown argument '%s' (see judgerl ifeval --help)", a);
-    }
+    const jr_arg spec[] = {JR_ARG_S("--input", &input), JR_ARG_S("--prompts", &prompts), JR_ARG_S("--output-dir", &outdir),
+                           JR_ARG_B("--breakdown", &breakdown, 1), JR_ARGS_END};
+    jr_args args;
+    int rc = cli_args("ifeval", &args, spec, argc, argv, 0, 0, "unknown argument '%s' (see judgerl ifeval --help)");
+    jr_args_free(&args);
+    if (rc) return rc;
     if (!input) return cli_usage("ifeval", "--input FILE.jsonl is required (see judgerl ifeval --help)");
     jr_ifeval_file f;
     jr_status st = jr_ifeval_file_score(&f, input, prompts, stderr, "judgerl ifeval: ");

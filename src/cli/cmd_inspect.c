@@ -15,20 +15,12 @@ int cmd_inspect(int argc, char **argv) {
         return CLI_OK;
     }
     const char *model = NULL, *file = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--model")) {
-            if (i + 1 >= argc) return cli_usage("inspect", "--model needs a directory");
-            model = argv[++i];
-        } else if (!strncmp(argv[i], "--model=", 8)) {
-            model = argv[i] + 8;
-        } else if (argv[i][0] == '-') {
-            return cli_usage("inspect", "unknown option '%s'", argv[i]);
-        } else if (!file && !model) {
-            file = argv[i];
-        } else {
-            return cli_usage("inspect", "unexpected argument '%s'", argv[i]);
-        }
-    }
+    const jr_arg spec[] = {JR_ARG_S("--model", &model), JR_ARGS_END};
+    jr_args args;
+    int rc = cli_args("inspect", &args, spec, argc, argv, 1, 0, "unexpected argument '%s'");
+    file = args.n_pos ? args.pos[0] : NULL;
+    jr_args_free(&args);
+    if (rc) return rc;
     if (model && file) return cli_usage("inspect", "give either --model DIR or a file, not both");
     if (!model && !file) return cli_usage("inspect", "nothing to inspect: give --model DIR or FILE.safetensors");
     struct stat sb;

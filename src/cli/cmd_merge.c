@@ -19,15 +19,12 @@ int cmd_merge(int argc, char **argv) {
     }
     const char *model = NULL, *adapter = NULL, *out = NULL;
     int force = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--force")) { force = 1; continue; }
-        const char **dst = !strcmp(a, "--model") ? &model : !strcmp(a, "--adapter") ? &adapter
-                         : (!strcmp(a, "-o") || !strcmp(a, "--output")) ? &out : NULL;
-        if (!dst) return cli_usage("merge", "unknown argument '%s'", a);
-        if (i + 1 >= argc) return cli_usage("merge", "%s needs a value", a);
-        *dst = argv[++i];
-    }
+    const jr_arg spec[] = {JR_ARG_B("--force", &force, 1), JR_ARG_S("--model", &model), JR_ARG_S("--adapter", &adapter),
+                           JR_ARG_S("-o|--output", &out), JR_ARGS_END};
+    jr_args args;
+    int rc = cli_args("merge", &args, spec, argc, argv, 0, 0, "unknown argument '%s'");
+    jr_args_free(&args);
+    if (rc) return rc;
     if (!model || !adapter || !out) return cli_usage("merge", "give --model DIR, --adapter DIR and -o OUT");
     jr_merge_opts o = {.model = model, .adapter = adapter, .out = out, .force = force};
     int n_tok = 0;

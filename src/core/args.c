@@ -122,3 +122,26 @@ void jr_args_free(jr_args *a) {
     free(a->pos);
     *a = (jr_args){0};
 }
+
+int jr_args_ints(const char *s, int32_t **out, int *n) {
+    int cap = 16;
+    *n = 0;
+    *out = malloc(sizeof(int32_t) * (size_t)cap);
+    if (!*out) return -1;
+    while (*s) {
+        while (*s == ' ' || *s == ',' || *s == '\t' || *s == '\n') s++;
+        if (!*s) break;
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (end == s || errno || v < -1 || v > 0x7fffffff) return -1;
+        if (*n == cap) {
+            int32_t *p = realloc(*out, sizeof(int32_t) * (size_t)(cap *= 2));
+            if (!p) return -1;
+            *out = p;
+        }
+        (*out)[(*n)++] = (int32_t)v;
+        s = end;
+    }
+    return 0;
+}
