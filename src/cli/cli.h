@@ -67,7 +67,6 @@ int cmd_tokenizer(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_forward(int argc, char **argv);
 int cmd_dataset(int argc, char **argv);
-int cmd_dataset_convert(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_tb_export(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
@@ -92,6 +91,5 @@ int cmd_demo(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_workflow(int argc, char **argv);
-int cmd_workflow_train(int argc, char **argv);
 
 #endif

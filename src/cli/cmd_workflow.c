@@ -1,5 +1,6 @@
 /* cmd_workflow.c - `judgerl workflow`: check a workflow, run it on problems against an executor
- * endpoint (answers and traces as JSONL), write synthetic tasks */
+ * endpoint (answers and traces as JSONL), write synthetic tasks, train the executor, train a policy
+ * that writes workflows (`workflow train`) */
 #include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "judgerl/judge.h"
 #include "judgerl/genrows.h"
 #include "judgerl/wf_executor.h"
+#include "judgerl/wf_train.h"
 #include "judgerl/workflow.h"
 
 static const char *cmd = "workflow";
@@ -129,8 +131,39 @@ static int do_train_executor(int argc, char **argv) {
     return CLI_OK;
 }
 
+/* `workflow train CONFIG.yaml [key=value ...]`: seed 2's GRPO on a policy that writes workflows
+ * (jr_wf_train_run, docs/WORKFLOWS.md). */
+static int do_train(int argc, char **argv) {
+    if (cli_wants_help(argc, argv)) {
+        printf("usage: judgerl workflow train CONFIG.yaml [key=value ...] [--print-config]\n"
+               "GRPO (LoRA) on a policy that writes workflows: prompts are Layer-1 renders of data.train's task rows\n"
+               "drawn per step by data.mix, with few-shot examples from the experience buffer; each completion is\n"
+               "parsed, run by the executor of wftrain.executor and rewarded by wftrain.reward (seed 2's five\n"
+               "components). Per-domain metrics in run.out_dir/metrics.jsonl and TensorBoard; data.validation is\n"
+               "the held-out set (eval/gold_acc, a verifier's). trainer.resume=true continues after a kill.\n");
+        return CLI_OK;
+    }
+    jr_config cfg;
+    int print_only;
+    int rc = cli_load_config("workflow train", argc, argv, 1, jr_wf_train_tables, &cfg, &print_only);
+    if (rc) return rc;
+    if (print_only) { jr_config_free(&cfg); return CLI_OK; }
+    volatile sig_atomic_t *stop = cli_stop_on_signals();
+    char *dir = strdup(argv[1]);
+    jr_train_result res;
+    jr_status st = dir ? jr_wf_train_run(&cfg, dirname(dir), stderr, stop, &res) : JR_ENOMEM;
+    free(dir);
+    if (st) { jr_config_free(&cfg); return cli_fail("workflow train", st); }
+    jr_train_print_opts po;
+    jr_train_print_opts_from_config(&po, &cfg);
+    po.algo = "grpo"; /* always GRPO: the mean reward */
+    jr_train_print_result(stdout, &po, &res);
+    jr_config_free(&cfg);
+    return CLI_OK;
+}
+
 int cmd_workflow(int argc, char **argv) {
-    if (argc >= 2 && !strcmp(argv[1], "train")) return cmd_workflow_train(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "train")) return do_train(argc - 1, argv + 1);
     if (argc < 2 || cli_wants_help(argc, argv)) {
         usage_all(argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_USAGE : CLI_OK;
