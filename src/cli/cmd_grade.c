@@ -31,13 +31,6 @@ static void print_help(void) {
            "401/403/404), or the first prompts do not fit its context.\n");
 }
 
-/* The directory of out_path ("." when it has none, "/" for a file at the root). */
-static void dir_of(const char *out_path, char *dir, size_t n) {
-    const char *slash = strrchr(out_path, '/');
-    snprintf(dir, n, "%.*s", slash ? (int)(slash - out_path) : 1, slash ? out_path : ".");
-    if (!dir[0]) snprintf(dir, n, "/");
-}
-
 int cmd_grade(int argc, char **argv) {
     const char *cmd = "grade";
     if (cli_wants_help(argc, argv)) {
@@ -73,9 +66,6 @@ int cmd_grade(int argc, char **argv) {
     }
     jr_reward_opts ro;
     if ((st = jr_reward_opts_from_config(&ro, &cfg))) { jr_config_free(&cfg); return cli_fail(cmd, st); }
-    char cache_dir[4096];
-    dir_of(out_path, cache_dir, sizeof cache_dir);
-    ro.judge.cache_dir = cache_dir; /* the default cache lives beside the output */
     jr_grade_opts go;
     jr_grade_opts_init(&go, &ro);
     go.retry_unscored = retry_unscored;
