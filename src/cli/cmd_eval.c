@@ -1,18 +1,12 @@
 /* cmd_eval.c - `judgerl eval`: evaluation subcommands; `eval code` scores code samples
  * HumanEval-style (sandboxed runs, results file, pass@k) */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "cli/cli.h"
-#include "judgerl/clock.h"
 #include "judgerl/eval.h"
 #include "judgerl/evalrun.h"
-#include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
@@ -86,17 +80,9 @@ static int eval_code(int argc, char **argv) {
     jr_args_free(&args);
     if (st) return cli_fail(cmd, st);
     jr_sandbox_opts_from_config(&o.sandbox, &cfg);
-    if (o.sandbox.unsafe) fprintf(stderr, "judgerl eval code: warning: sandbox.unsafe=true: the samples run WITHOUT bubblewrap\n");
-    double t0 = jr_now_s();
-    json_t *passk = NULL;
-    st = jr_eval_code(&o, &passk);
-    if (st) { jr_config_free(&cfg); return cli_fail(cmd, st); }
-    jr_eval_passk_print(passk, stdout);
-    fprintf(stderr, "judgerl eval code: %.1f s with %d sandboxes at once; results in %s%s\n", jr_now_s() - t0, o.parallel,
-            o.results ? o.results : o.samples, o.results ? "" : "_results.jsonl");
-    json_decref(passk);
+    st = jr_eval_code_report(&o, stdout, stderr, "judgerl eval code: ");
     jr_config_free(&cfg);
-    return CLI_OK;
+    return st ? cli_fail(cmd, st) : CLI_OK;
 }
 
 static int eval_models(int argc, char **argv) {
@@ -146,10 +132,9 @@ static int eval_models(int argc, char **argv) {
 int cmd_eval(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "code")) return eval_code(argc - 1, argv + 1);
     if (argc >= 2 && argv[1][0] != '-') return cli_usage("eval", "unknown subcommand '%s' (available: code; or evaluate a model: judgerl eval --model DIR --data ROWS.jsonl ...)", argv[1]);
-    if (argc >= 2 && strcmp(argv[1], "-h") && strcmp(argv[1], "--help")) return eval_models(argc, argv);
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+    if (argc < 2 || cli_wants_help(argc, argv)) {
         fputs(eval_usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
-    return cli_usage("eval", "unknown subcommand '%s' (available: code)", argv[1]);
+    return eval_models(argc, argv);
 }
