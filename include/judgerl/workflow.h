@@ -191,6 +191,9 @@ jr_status jr_wf_grade(const json_t *row, const char *answer, const jr_sandbox_op
 
 /* Reads and parses the workflow file at path (errors prefixed with it). */
 jr_status jr_workflow_parse_file(const char *path, const jr_workflow_limits *lim, jr_workflow **w);
+/* `judgerl workflow check`: parses the file and prints its static figures to out as one JSON line
+ * {"statements": N, "operators": N, "max_calls": N}. */
+jr_status jr_workflow_check_file(const char *path, const jr_workflow_limits *lim, FILE *out);
 
 /* Problem rows: the JSON objects of a JSONL file (the shared reader, jr_jsonl_open), each with a
  * string "problem"; an error names the file and line ("FILE:LINE: ..."). *rows (n of them) is the caller's (decref each, free the array). */

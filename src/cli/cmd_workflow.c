@@ -38,11 +38,6 @@ static void usage_all(FILE *f) {
 
 static const jr_cfg_field *const tables[] = {jr_judge_cfg, jr_workflow_cfg, jr_sandbox_cfg, NULL};
 
-static int load_workflow(const char *path, const jr_workflow_limits *lim, jr_workflow **w) {
-    jr_status st = jr_workflow_parse_file(path, lim, w);
-    return st ? cli_fail(cmd, st) : CLI_OK;
-}
-
 static int do_check(int argc, char **argv) {
     if (argc < 2 || argv[1][0] == '-') return cli_usage(cmd, "check needs a workflow FILE");
     jr_config cfg;
@@ -51,14 +46,9 @@ static int do_check(int argc, char **argv) {
     if (rc) return rc;
     jr_workflow_opts o;
     jr_workflow_opts_from_config(&o, &cfg);
-    jr_workflow *w;
-    rc = load_workflow(argv[1], &o.limits, &w);
-    if (!rc) {
-        printf("{\"statements\": %d, \"operators\": %d, \"max_calls\": %d}\n", w->n_stmts + 1, w->n_operators, w->max_calls);
-        jr_workflow_free(w);
-    }
+    jr_status st = jr_workflow_check_file(argv[1], &o.limits, stdout);
     jr_config_free(&cfg);
-    return rc;
+    return st ? cli_fail(cmd, st) : CLI_OK;
 }
 
 /* ---- run ---- */

@@ -20,6 +20,15 @@ jr_status jr_workflow_parse_file(const char *path, const jr_workflow_limits *lim
     return JR_OK;
 }
 
+jr_status jr_workflow_check_file(const char *path, const jr_workflow_limits *lim, FILE *out) {
+    jr_workflow *w;
+    jr_status st = jr_workflow_parse_file(path, lim, &w);
+    if (st) return st;
+    fprintf(out, "{\"statements\": %d, \"operators\": %d, \"max_calls\": %d}\n", w->n_stmts + 1, w->n_operators, w->max_calls);
+    jr_workflow_free(w);
+    return JR_OK;
+}
+
 jr_status jr_wf_read_problems(const char *path, json_t ***rows, int *n) {
     *rows = NULL;
     *n = 0;
