@@ -111,6 +111,13 @@ int cli_args(const char *cmd, jr_args *a, const jr_arg *spec, int argc, char **a
     return st ? cli_fail(cmd, st) : CLI_OK;
 }
 
+int cli_flags(const char *cmd, const jr_arg *spec, int argc, char **argv, const char *unknown) {
+    jr_args a;
+    int rc = cli_args(cmd, &a, spec, argc, argv, 0, 0, unknown);
+    jr_args_free(&a);
+    return rc;
+}
+
 void cli_block_stop_signals(sigset_t *set) {
     sigemptyset(set);
     sigaddset(set, SIGTERM);

@@ -24,6 +24,8 @@ int cli_seconds_arg(const char *cmd, const char *flag, const char *v, double lo,
 #include "judgerl/args.h"
 int cli_args(const char *cmd, jr_args *a, const jr_arg *spec, int argc, char **argv, int max_pos, int overrides,
              const char *unknown);
+/* cli_args for a command that takes flags only (no positional argument, no key=value override). */
+int cli_flags(const char *cmd, const jr_arg *spec, int argc, char **argv, const char *unknown);
 
 /* Blocks SIGTERM and SIGINT in this thread and every thread started after (a server's main thread
  * then takes them with sigwait(set)) and ignores SIGPIPE. Call before starting any thread. */

@@ -17,9 +17,7 @@ int cmd_convert(int argc, char **argv) {
     const char *model = NULL, *out = NULL, *dtype_s = "float32", *shard_s = "5GB";
     const jr_arg spec[] = {JR_ARG_S("--model", &model), JR_ARG_S("-o|--output", &out), JR_ARG_S("--dtype", &dtype_s),
                            JR_ARG_S("--max-shard-size", &shard_s), JR_ARGS_END};
-    jr_args args;
-    int arc = cli_args("convert", &args, spec, argc, argv, 0, 0, "unknown argument '%s'");
-    jr_args_free(&args);
+    int arc = cli_flags("convert", spec, argc, argv, "unknown argument '%s'");
     if (arc) return arc;
     if (!model || !out) return cli_usage("convert", "give --model DIR and -o OUT");
     jr_dtype dt;

@@ -38,9 +38,7 @@ static int do_convert(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) { fputs(convert_usage, stdout); return CLI_OK; }
     const char *from = NULL, *in = NULL, *out = NULL;
     const jr_arg spec[] = {JR_ARG_S("--from", &from), JR_ARG_S("--input", &in), JR_ARG_S("--output", &out), JR_ARGS_END};
-    jr_args args;
-    int rc = cli_args(cmd, &args, spec, argc, argv, 0, 0, "unexpected argument '%s'");
-    jr_args_free(&args);
+    int rc = cli_flags(cmd, spec, argc, argv, "unexpected argument '%s'");
     if (rc) return rc;
     if (!from || !in) return cli_usage(cmd, "--from and --input are required");
     if (strcmp(from, "humaneval") && strcmp(from, "gsm8k")) return cli_usage(cmd, "--from '%s': use humaneval or gsm8k", from);

@@ -22,9 +22,7 @@ int cmd_export(int argc, char **argv) {
     const jr_arg spec[] = {JR_ARG_B("--ollama", &ollama, 1), JR_ARG_S("--format", &format), JR_ARG_S("--model", &model),
                            JR_ARG_S("-o|--output", &out), JR_ARG_S("--dtype", &dtype), JR_ARG_S("--adapter", &adapter),
                            JR_ARG_S("--name", &name), JR_ARGS_END};
-    jr_args args;
-    int rc = cli_args("export", &args, spec, argc, argv, 0, 0, "unknown argument '%s'");
-    jr_args_free(&args);
+    int rc = cli_flags("export", spec, argc, argv, "unknown argument '%s'");
     if (rc) return rc;
     if (!format || strcmp(format, "gguf")) return cli_usage("export", "--format gguf is the only format (got %s)", format ? format : "none");
     if (!model || !out) return cli_usage("export", "give --model DIR and -o OUT.gguf");

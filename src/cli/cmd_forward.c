@@ -18,9 +18,7 @@ int cmd_forward(int argc, char **argv) {
     }
     const jr_arg spec[] = {JR_ARG_S("--model", &model), JR_ARG_S("--ids", &ids_s), JR_ARG_S("--targets", &tg_s),
                            JR_ARG_S("--dump", &dump), JR_ARGS_END};
-    jr_args args;
-    int rc = cli_args("forward", &args, spec, argc, argv, 0, 0, "unknown argument '%s' (see judgerl forward --help)");
-    jr_args_free(&args);
+    int rc = cli_flags("forward", spec, argc, argv, "unknown argument '%s' (see judgerl forward --help)");
     if (rc) return rc;
     if (!model || !ids_s) return cli_usage("forward", "--model DIR and --ids \"...\" are required");
     int32_t *ids = NULL, *tg = NULL;

@@ -41,9 +41,7 @@ int cmd_generate(int argc, char **argv) {
         JR_ARG_D("--seed", &seed, 0, 9007199254740992.0), JR_ARG_D("--logprobs", &logprobs, 0, 20),
         JR_ARG_D("--parallel", &parallel, 1, 1024), JR_ARG_D("--ctx", &ctx, 2, 1 << 20),
         JR_ARG_B("--ignore-eos", &ignore_eos, 1), JR_ARGS_END};
-    jr_args args;
-    int rc = cli_args(cmd, &args, spec, argc, argv, 0, 0, "unknown argument '%s' (see judgerl generate --help)");
-    jr_args_free(&args);
+    int rc = cli_flags(cmd, spec, argc, argv, "unknown argument '%s' (see judgerl generate --help)");
     if (rc) return rc;
     if (!model) return cli_usage(cmd, "--model DIR is required (see judgerl generate --help)");
     if (!!prompt + !!chat + !!input != 1) return cli_usage(cmd, "give exactly one of --prompt, --chat, --input");

@@ -24,9 +24,7 @@ int cmd_ifeval(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
     const jr_arg spec[] = {JR_ARG_S("--input", &input), JR_ARG_S("--prompts", &prompts), JR_ARG_S("--output-dir", &outdir),
                            JR_ARG_B("--breakdown", &breakdown, 1), JR_ARGS_END};
-    jr_args args;
-    int rc = cli_args("ifeval", &args, spec, argc, argv, 0, 0, "unknown argument '%s' (see judgerl ifeval --help)");
-    jr_args_free(&args);
+    int rc = cli_flags("ifeval", spec, argc, argv, "unknown argument '%s' (see judgerl ifeval --help)");
     if (rc) return rc;
     if (!input) return cli_usage("ifeval", "--input FILE.jsonl is required (see judgerl ifeval --help)");
     jr_ifeval_file f;

@@ -21,9 +21,7 @@ int cmd_merge(int argc, char **argv) {
     int force = 0;
     const jr_arg spec[] = {JR_ARG_B("--force", &force, 1), JR_ARG_S("--model", &model), JR_ARG_S("--adapter", &adapter),
                            JR_ARG_S("-o|--output", &out), JR_ARGS_END};
-    jr_args args;
-    int rc = cli_args("merge", &args, spec, argc, argv, 0, 0, "unknown argument '%s'");
-    jr_args_free(&args);
+    int rc = cli_flags("merge", spec, argc, argv, "unknown argument '%s'");
     if (rc) return rc;
     if (!model || !adapter || !out) return cli_usage("merge", "give --model DIR, --adapter DIR and -o OUT");
     jr_merge_opts o = {.model = model, .adapter = adapter, .out = out, .force = force};

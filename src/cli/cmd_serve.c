@@ -53,9 +53,7 @@ int cmd_serve(int argc, char **argv) {
         JR_ARG_SEC("--drain-timeout", &drain, 0), JR_ARG_SEC("--request-timeout", &req_timeout, 0),
         JR_ARG_SEC("--header-timeout", &hdr_timeout, 0.1), JR_ARG_SEC("--body-timeout", &body_timeout, 0.1),
         JR_ARGS_END};
-    jr_args args;
-    int rc = cli_args(cmd, &args, spec, argc, argv, 0, 0, "unknown argument '%s' (see judgerl serve --help)");
-    jr_args_free(&args);
+    int rc = cli_flags(cmd, spec, argc, argv, "unknown argument '%s' (see judgerl serve --help)");
     if (rc) return rc;
     if (itl != 0 && itl <= 1) return cli_usage(cmd, "--itl-target: expected 0 (off) or a ratio in (1, 100], got '%g'", itl);
     if (!model) return cli_usage(cmd, "--model DIR is required (see judgerl serve --help)");

@@ -84,9 +84,7 @@ static int do_tasks(int argc, char **argv) {
     long n = -1, first = 0, seed = 0;
     const jr_arg spec[] = {JR_ARG_S("--domain", &domain), JR_ARG_S("--output", &out_path), JR_ARG_L("--n", &n, 0, 1L << 40),
                            JR_ARG_L("--first", &first, 0, 1L << 40), JR_ARG_L("--seed", &seed, 0, 1L << 62), JR_ARGS_END};
-    jr_args args;
-    int rc = cli_args(cmd, &args, spec, argc, argv, 0, 0, "unexpected argument '%s' (see judgerl workflow --help)");
-    jr_args_free(&args);
+    int rc = cli_flags(cmd, spec, argc, argv, "unexpected argument '%s' (see judgerl workflow --help)");
     if (rc) return rc;
     if (!domain || n < 0) return cli_usage(cmd, "tasks needs --domain math|code|qa and --n N");
     json_t *rows;
