@@ -8,6 +8,7 @@
 
 #include "judgerl/args.h"
 #include "judgerl/attn_full.h"
+#include "judgerl/bench.h"
 #include "judgerl/bytetok.h"
 #include "judgerl/checkpoint.h"
 #include "judgerl/classifier.h"
