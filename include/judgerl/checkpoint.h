@@ -36,9 +36,9 @@ jr_status jr_ckpt_save_with(const char *run_dir, const jr_model *m, const jr_ada
  * PEFT adapter), else m as an HF model directory with tok's tokenizer files (tok may be NULL).
  * The directory is built as RUN_DIR/.tmp-NAME and swapped in atomically (jr_adir), so a crash
  * leaves either the previous directory or the complete new one. */
-struct jr_tok;
+struct jr_textcodec;
 jr_status jr_ckpt_save_final(const char *run_dir, const char *name, const jr_model *m,
-                             jr_status (*write)(void *ud, const char *dir), void *ud, const struct jr_tok *tok);
+                             jr_status (*write)(void *ud, const char *dir), void *ud, const struct jr_textcodec *tok);
 
 /* The directory of the latest complete checkpoint of run_dir into *path (caller frees), or NULL
  * when there is none. */

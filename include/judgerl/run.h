@@ -18,7 +18,7 @@
 #include "judgerl/progress.h"
 #include "judgerl/runlog.h"
 #include "judgerl/status.h"
-#include "judgerl/tok.h"
+#include "judgerl/textcodec.h"
 
 /* run.*: what every run shares. */
 typedef struct jr_run_opts {
@@ -125,7 +125,7 @@ struct jr_run {
     jr_train_state ts;
     jr_schedule sch;
     int resumed;
-    const jr_tok *tok;       /* the tokenizer whose files go into every checkpoint and the final model */
+    const jr_textcodec *tok; /* the tokenizer whose files go into every checkpoint and the final model */
     jr_runlog *rl;
     jr_progress *bar;
     int log_now;             /* the current step writes a metrics row */
@@ -147,7 +147,7 @@ jr_status jr_run_open(jr_run *r, const jr_run_opts *ro, const jr_trainer_opts *t
 /* After the algorithm has built its state: sets the threads (trainer.threads, or 1 when one step
  * costs under 2 GFLOP), allocates gradients and opens the run log. The tokenizer note is printed to
  * progress here when loud, else after the first step (so a bad first batch prints its error alone). */
-jr_status jr_run_start(jr_run *r, double step_flops, const jr_tok *tok);
+jr_status jr_run_start(jr_run *r, double step_flops, const jr_textcodec *tok);
 
 /* Runs step ts.step: algo->step, the eval hook, the metrics row (lr added), the progress bar, a
  * checkpoint every save_every steps, at the end and on *stop (then JR_ECANCELED), and the final model

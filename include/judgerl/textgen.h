@@ -6,7 +6,7 @@
 #include "judgerl/hfmodel.h"
 #include "judgerl/kvcache.h"
 #include "judgerl/model.h"
-#include "judgerl/tok.h"
+#include "judgerl/textcodec.h"
 #include "judgerl/tokenizer.h"
 
 /* Everything `judgerl generate`, `judgerl serve` and GRPO need to turn text into completions.
@@ -20,13 +20,13 @@ typedef struct jr_textgen {
     jr_lm lm;
     jr_kv_opts kvo;          /* how lm computes (jr_textgen_set_kv; open: fp32, open_model: m->compute) */
     jr_tokenizer *bpe;       /* tokenizer.json (BPE + chat template; tok.hf, owned by tok), or NULL for byte */
-    jr_tok tok;              /* the tokenizer (byte or bpe) */
+    jr_textcodec tok;        /* the tokenizer (byte or bpe) */
     jr_gen_vocab vocab;
     char **pieces;           /* owned bytes of each id (NULL for specials) */
     int32_t *piece_len;
     int32_t eos[JR_MAX_EOS + 1];
     jr_generation_config gen; /* the model directory's generation_config.json (fields absent = -1 / NAN) */
-    char tok_desc[1400];     /* which tokenizer and why, for the commands' logs (jr_tok_open_for_model) */
+    char tok_desc[1400];      /* which tokenizer and why, for the commands' logs (jr_textcodec_open_for_model) */
 } jr_textgen;
 
 /* (Re)opens the KV cache with n_slots slots of max_ctx positions: 0 = min(max_position_embeddings,
@@ -42,7 +42,7 @@ jr_status jr_textgen_sync(jr_textgen *t);
 /* Loads model directory `dir` (config.json + safetensors) with tokenizer `tok_spec`: "auto" (or
  * NULL): dir/tokenizer.json when present (with tokenizer_config.json's chat template), else the
  * byte tokenizer; "byte"; or the path of a tokenizer.json file or of a directory holding one
- * (jr_tok_open_for_model: a tokenizer with more ids than the model's vocab_size is an error).
+ * (jr_textcodec_open_for_model: a tokenizer with more ids than the model's vocab_size is an error).
  * t->tok_desc says which tokenizer it took.
  * Opens a KV cache of n_slots sequences of max_ctx positions (see jr_textgen_reserve). On error *t is zeroed and the message names the file or option. */
 jr_status jr_textgen_open(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx);

@@ -13,7 +13,7 @@
 #include "judgerl/hfdir.h"
 #include "judgerl/lora.h"
 #include "judgerl/model.h"
-#include "judgerl/tok.h"
+#include "judgerl/textcodec.h"
 
 /* The forward (and, with targets, the loss and backward); *logits gets the logits to dump (a.logits
  * or, with targets, a copy kept before the backward consumes them) when want_logits. */
@@ -124,7 +124,7 @@ jr_status jr_lora_merge_dir(const jr_merge_opts *o, int *n_tok) {
     *n_tok = 0;
     if (!(st = jr_lora_merge_into(&m, o->adapter)) && !(st = jr_adir_open(&ad, o->out, "config.json")) &&
         !(st = jr_model_save(&m, ad.tmp, NULL)) &&
-        !(st = jr_tok_copy_dir_files(o->model, ad.tmp, n_tok))) /* the merged model keeps the base's tokenizer */
+        !(st = jr_textcodec_copy_dir_files(o->model, ad.tmp, n_tok))) /* the merged model keeps the base's tokenizer */
         st = jr_adir_commit(&ad);
     else jr_adir_abort(&ad);
     jr_model_free(&m);
@@ -162,7 +162,7 @@ jr_status jr_model_dir_convert(const jr_convert_opts *o, int *n_tensors, int *n_
     *n_tok = 0;
     if (!rc) rc = jr_adir_open(&ad, o->out, "config.json");
     if (!rc) rc = jr_hfdir_write(ad.tmp, &d.cfg, d.has_gen ? &d.gen : NULL, (const float *const *)w, o->dtype, o->max_shard);
-    if (!rc) rc = jr_tok_copy_dir_files(o->model, ad.tmp, n_tok); /* the output keeps the model's tokenizer */
+    if (!rc) rc = jr_textcodec_copy_dir_files(o->model, ad.tmp, n_tok); /* the output keeps the model's tokenizer */
     if (!rc) rc = jr_adir_commit(&ad);
     else jr_adir_abort(&ad);
     for (int i = 0; w && i < d.n_tensors; i++) free(w[i]);

@@ -59,7 +59,8 @@ static jr_status vocab_build(jr_textgen *t) {
 }
 
 static jr_status finish_open(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx) {
-    jr_status st = jr_tok_open_for_model(&t->tok, dir, tok_spec, t->m->cfg.vocab_size, t->tok_desc, sizeof t->tok_desc);
+    jr_status st =
+        jr_textcodec_open_for_model(&t->tok, dir, tok_spec, t->m->cfg.vocab_size, t->tok_desc, sizeof t->tok_desc);
     if (st) return st;
     t->bpe = t->tok.hf; /* owned by t->tok */
     if ((st = vocab_build(t))) return st;
@@ -135,7 +136,7 @@ void jr_textgen_fingerprint(const jr_textgen *t, char out[65]) {
         int k[3] = {(int)t->kvo.weights, t->kvo.kv_bf16, t->kvo.deterministic};
         jr_sha256_update(&h, k, sizeof k);
     }
-    jr_tok_hash(&t->tok, &h);
+    jr_textcodec_hash(&t->tok, &h);
     jr_sha256_final_hex(&h, out);
 }
 
@@ -144,7 +145,7 @@ void jr_textgen_close(jr_textgen *t) {
     for (int i = 0; t->pieces && i < t->vocab.tb.n; i++) free(t->pieces[i]);
     free(t->pieces);
     free(t->piece_len);
-    jr_tok_close(&t->tok); /* frees t->bpe too */
+    jr_textcodec_close(&t->tok); /* frees t->bpe too */
     jr_generation_config_free(&t->gen);
     if (t->owns_model) jr_model_free(&t->model);
     memset(t, 0, sizeof *t);

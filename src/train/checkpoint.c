@@ -11,7 +11,7 @@
 
 #include "judgerl/checkpoint.h"
 #include "judgerl/fsutil.h"
-#include "judgerl/tok.h"
+#include "judgerl/textcodec.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/safetensors.h"
 
@@ -245,7 +245,7 @@ done:
 }
 
 jr_status jr_ckpt_save_final(const char *run_dir, const char *name, const jr_model *m,
-                             jr_status (*write)(void *ud, const char *dir), void *ud, const struct jr_tok *tok) {
+                             jr_status (*write)(void *ud, const char *dir), void *ud, const struct jr_textcodec *tok) {
     char *dir = jr_path_join(run_dir, name);
     if (!dir) return JR_ENOMEM;
     jr_adir ad;
@@ -253,7 +253,7 @@ jr_status jr_ckpt_save_final(const char *run_dir, const char *name, const jr_mod
     free(dir);
     if (st) return st;
     if (write) st = write(ud, ad.tmp);
-    else if (!(st = jr_model_save(m, ad.tmp, NULL)) && tok) st = jr_tok_copy_files(tok, ad.tmp);
+    else if (!(st = jr_model_save(m, ad.tmp, NULL)) && tok) st = jr_textcodec_copy_files(tok, ad.tmp);
     if (st) { jr_adir_abort(&ad); return st; }
     return jr_adir_commit(&ad);
 }

@@ -15,7 +15,7 @@
 #include "judgerl/progress.h"
 #include "judgerl/reward.h"
 #include "judgerl/runlog.h"
-#include "judgerl/tok.h"
+#include "judgerl/textcodec.h"
 #include "judgerl/run.h"
 #include "judgerl/train.h"
 
@@ -46,7 +46,7 @@ static void distill_opts_from_config(distill_opts *o, const jr_config *c) {
 typedef struct {
     jr_run run;
     distill_opts o;
-    jr_tok tok;
+    jr_textcodec tok;
     jr_data *data;
     jr_reward *rw;
     int comp;                /* the reward component with fn label */
@@ -231,7 +231,7 @@ static jr_status distill_close(distill *d, jr_status st) {
     jr_reward_close(d->rw);
     jr_data_close(d->data);
     st = jr_run_close(&d->run, st);
-    jr_tok_close(&d->tok);
+    jr_textcodec_close(&d->tok);
     return st;
 }
 
@@ -249,7 +249,7 @@ jr_status jr_distill_run(const jr_config *c, FILE *progress, volatile sig_atomic
     distill_opts_from_config(&d.o, c);
     jr_model_source src;
     jr_model_source_opts_from_config(&src, c);
-    jr_status st = jr_tok_open(&d.tok, to.tokenizer);
+    jr_status st = jr_textcodec_open(&d.tok, to.tokenizer);
     if (st) return jr_fail_ctx(st, "trainer.tokenizer");
     if (!dopt.train) st = jr_fail(JR_EINVAL, "%s: data.train must name a JSONL file of prompts", c->source);
     if (!st) st = jr_reward_open(&d.rw, c);

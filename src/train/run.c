@@ -181,7 +181,7 @@ static jr_status write_model(void *ud, const char *dir) {
     jr_run *r = ud;
     jr_status st = r->use_lora ? jr_lora_save_peft(&r->lora, dir, r->src.name, r->lo.dropout)
                                : jr_model_save(&r->m, dir, NULL);
-    if (!st && r->tok) st = jr_tok_copy_files(r->tok, dir);
+    if (!st && r->tok) st = jr_textcodec_copy_files(r->tok, dir);
     return st;
 }
 
@@ -257,7 +257,7 @@ jr_status jr_run_open(jr_run *r, const jr_run_opts *ro, const jr_trainer_opts *t
     return st;
 }
 
-jr_status jr_run_start(jr_run *r, double step_flops, const jr_tok *tok) {
+jr_status jr_run_start(jr_run *r, double step_flops, const jr_textcodec *tok) {
     r->tok = tok;
     if (tok && r->m.cfg.vocab_size < tok->n_vocab)
         return jr_fail(JR_EINVAL, "model vocab_size=%d is smaller than the %s tokenizer's %d ids", r->m.cfg.vocab_size,

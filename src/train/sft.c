@@ -13,7 +13,7 @@
 #include "judgerl/optim.h"
 #include "judgerl/progress.h"
 #include "judgerl/runlog.h"
-#include "judgerl/tok.h"
+#include "judgerl/textcodec.h"
 #include "judgerl/train.h"
 
 /* One tokenized micro-batch: ids/targets (B,T), right-padded. */
@@ -25,7 +25,7 @@ typedef struct {
 
 typedef struct {
     jr_run run;
-    jr_tok tok;
+    jr_textcodec tok;
     jr_data *data;
     jr_acts acts;
     int B, accum, max_len;
@@ -52,7 +52,7 @@ static jr_status chat_tokens(sft *s, json_t *msgs, const jr_data_row_info *info,
     int32_t *ids = NULL;
     uint8_t *loss = NULL;
     size_t ni = 0;
-    jr_status st = jr_tok_encode_chat(&s->tok, m, n, s->thinking, &ids, &loss, &ni);
+    jr_status st = jr_textcodec_encode_chat(&s->tok, m, n, s->thinking, &ids, &loss, &ni);
     free(m);
     if (st) return jr_fail_ctx(st, "%s:%lld", info->path, (long long)info->line_no);
     int k = 0;
@@ -239,7 +239,7 @@ static jr_status sft_close(sft *s, jr_status st) {
     jr_acts_free(&s->acts);
     jr_data_close(s->data);
     st = jr_run_close(&s->run, st);
-    jr_tok_close(&s->tok);
+    jr_textcodec_close(&s->tok);
     return st;
 }
 
@@ -263,7 +263,7 @@ jr_status jr_sft_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *
     dopt.ud = progress;
     jr_model_source src;
     jr_model_source_opts_from_config(&src, c);
-    jr_status st = jr_tok_open(&s.tok, to.tokenizer);
+    jr_status st = jr_textcodec_open(&s.tok, to.tokenizer);
     if (st) return jr_fail_ctx(st, "trainer.tokenizer");
     s.thinking = -1;
     if (json_object_get(c->root, "tokenizer")) { /* the command has the tokenizer.* table */

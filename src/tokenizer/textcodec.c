@@ -1,11 +1,11 @@
-/* tok.c - jr_tok: opens a tokenizer by spec (byte or HF tokenizer.json) and adapts it to the common interface */
+/* textcodec.c - jr_textcodec: opens a tokenizer by spec (byte or HF tokenizer.json), adapted to one interface */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "judgerl/bytetok.h"
 #include "judgerl/fsutil.h"
-#include "judgerl/tok.h"
+#include "judgerl/textcodec.h"
 
 static jr_status byte_encode(void *ctx, const char *text, size_t len, int32_t **ids, size_t *n) {
     (void)ctx;
@@ -17,7 +17,7 @@ static jr_status byte_decode(void *ctx, const int32_t *ids, size_t n, char **tex
     return jr_bytetok_decode(ids, n, 0, text, len);
 }
 
-/* The HF case: the tokenizer and where its files came from (for jr_tok_copy_files). */
+/* The HF case: the tokenizer and where its files came from (for jr_textcodec_copy_files). */
 typedef struct {
     jr_tokenizer *hf;
     char *json_path, *cfg_path; /* cfg_path: NULL when there is no tokenizer_config.json */
@@ -69,7 +69,7 @@ static jr_status hf_paths(hf_ctx *h, const char *spec) {
     return JR_OK;
 }
 
-jr_status jr_tok_open(jr_tok *t, const char *spec) {
+jr_status jr_textcodec_open(jr_textcodec *t, const char *spec) {
     memset(t, 0, sizeof *t);
     if (!spec || !*spec) return jr_fail(JR_EINVAL, "tokenizer: empty spec (use byte, a tokenizer.json file or a model directory)");
     if (!strcmp(spec, "byte")) {
@@ -103,7 +103,7 @@ jr_status jr_tok_open(jr_tok *t, const char *spec) {
     return JR_OK;
 }
 
-void jr_tok_close(jr_tok *t) {
+void jr_textcodec_close(jr_textcodec *t) {
     if (t && t->close) t->close(t->ctx);
     if (t) memset(t, 0, sizeof *t);
 }
@@ -146,7 +146,7 @@ static jr_status copy_present(const char *from, const char *to, int skip, int *n
     return st;
 }
 
-jr_status jr_tok_copy_files(const jr_tok *t, const char *dir) {
+jr_status jr_textcodec_copy_files(const jr_textcodec *t, const char *dir) {
     if (!t || !t->hf) return JR_OK;
     const hf_ctx *h = t->ctx;
     jr_status st = copy_file(h->json_path, dir, "tokenizer.json");
@@ -158,12 +158,12 @@ jr_status jr_tok_copy_files(const jr_tok *t, const char *dir) {
     return st;
 }
 
-jr_status jr_tok_copy_dir_files(const char *model_dir, const char *dir, int *n_copied) {
+jr_status jr_textcodec_copy_dir_files(const char *model_dir, const char *dir, int *n_copied) {
     if (n_copied) *n_copied = 0;
     return copy_present(model_dir, dir, 0, n_copied);
 }
 
-void jr_tok_hash(const jr_tok *t, jr_sha256 *h) {
+void jr_textcodec_hash(const jr_textcodec *t, jr_sha256 *h) {
     jr_sha256_update(h, t->kind, strlen(t->kind) + 1);
     if (!t->hf) return;
     const hf_ctx *x = t->ctx;
@@ -182,7 +182,7 @@ void jr_tok_hash(const jr_tok *t, jr_sha256 *h) {
     free(from);
 }
 
-const char *jr_tok_resolve(const char *model_dir, const char *spec, char *desc, size_t desc_len) {
+const char *jr_textcodec_resolve(const char *model_dir, const char *spec, char *desc, size_t desc_len) {
     if (spec && *spec && strcmp(spec, "auto")) {
         snprintf(desc, desc_len, "%s (given)", spec);
         return spec;
@@ -199,15 +199,15 @@ const char *jr_tok_resolve(const char *model_dir, const char *spec, char *desc, 
     return "byte";
 }
 
-jr_status jr_tok_open_for_model(jr_tok *t, const char *model_dir, const char *spec, int32_t model_vocab, char *desc,
-                                size_t desc_len) {
+jr_status jr_textcodec_open_for_model(jr_textcodec *t, const char *model_dir, const char *spec, int32_t model_vocab,
+                                      char *desc, size_t desc_len) {
     char d[1200];
-    const char *use = jr_tok_resolve(model_dir, spec, d, sizeof d);
-    jr_status st = jr_tok_open(t, use);
+    const char *use = jr_textcodec_resolve(model_dir, spec, d, sizeof d);
+    jr_status st = jr_textcodec_open(t, use);
     if (st) return st;
     if (model_vocab > 0 && t->n_vocab > model_vocab) {
         int32_t n = t->n_vocab;
-        jr_tok_close(t);
+        jr_textcodec_close(t);
         return jr_fail(JR_EINVAL, "tokenizer %s has %d ids but the model's vocab_size is %d (%s/config.json): it belongs "
                                   "to another model; pass the model's own tokenizer", d, (int)n, (int)model_vocab,
                        model_dir ? model_dir : "the model");
@@ -234,8 +234,8 @@ static jr_status piece(const jr_tokenizer *hf, const char *text, size_t a, size_
     return JR_OK;
 }
 
-jr_status jr_tok_encode_chat(const jr_tok *t, const jr_chat_msg *msgs, size_t n, int enable_thinking, int32_t **ids,
-                             uint8_t **loss, size_t *n_ids) {
+jr_status jr_textcodec_encode_chat(const jr_textcodec *t, const jr_chat_msg *msgs, size_t n, int enable_thinking,
+                                   int32_t **ids, uint8_t **loss, size_t *n_ids) {
     *ids = NULL;
     if (loss) *loss = NULL;
     *n_ids = 0;
