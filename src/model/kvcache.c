@@ -100,6 +100,70 @@ static float dot_fixed_b(const float *a, const uint16_t *b, int n) {
     return r;
 }
 
+#if defined(__AVX512F__) && defined(__FMA__)
+/* fp32 prefill through matmul_rows too: at 32-256 rows it beats sgemm (1.4-1.7x, one thread, docs/
+ * PERFORMANCE.md), and prompts then batch with each other and with decode rows, bitwise as alone. */
+#define ROWS_PREFILL 1
+#define UNROLL _Pragma("GCC unroll 8")
+/* A block of NR rows x NC outputs (NR * NC <= 16; constants at every call) in 16-lane steps: the low 8
+ * lanes of a step are dot_fixed's s0, the high 8 its s1 (the same fused multiply-adds), and fold()
+ * ends each sum, so every output is bitwise dot_fixed's. pf (or NULL): NC weight rows to prefetch. */
+static inline __attribute__((always_inline)) void blk_f32(float *out, const float *inp, const float *weight,
+                                                          const float *bias, int C, int OC, int n, int o, int NR,
+                                                          int NC, const float *pf) {
+    __m512 acc[4][8];
+    UNROLL for (int i = 0; i < NR; i++)
+        UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_setzero_ps();
+    int k = 0;
+    for (; k + 16 <= C; k += 16) {
+        __m512 wv[8], av[4];
+        if (pf) UNROLL for (int j = 0; j < NC; j++) _mm_prefetch((const char *)(pf + (size_t)j * C + k), _MM_HINT_T0);
+        UNROLL for (int j = 0; j < NC; j++) wv[j] = _mm512_loadu_ps(weight + (size_t)(o + j) * C + k);
+        UNROLL for (int i = 0; i < NR; i++) av[i] = _mm512_loadu_ps(inp + (size_t)(n + i) * C + k);
+        UNROLL for (int i = 0; i < NR; i++)
+            UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_fmadd_ps(av[i], wv[j], acc[i][j]);
+    }
+    UNROLL for (int i = 0; i < NR; i++)
+        UNROLL for (int j = 0; j < NC; j++) {
+            v8 lo = (v8)_mm512_castps512_ps256(acc[i][j]), hi = (v8)_mm512_extractf32x8_ps(acc[i][j], 1);
+            out[(size_t)(n + i) * OC + o + j] = fold(lo, hi, inp + (size_t)(n + i) * C, weight + (size_t)(o + j) * C, k, C) +
+                                                (bias ? bias[o + j] : 0.0f);
+        }
+}
+
+/* Outputs [o0, o1) for all N rows in groups of 8 weight rows, blocked as jr_matmul_rows_bf16's kernel:
+ * 4 x 4, then the rows left over as 3 x 4, 2 x 8 or 1 x 8, and (more than one row) the next group's
+ * rows prefetched while the first blocks compute. */
+static void range_f32(float *out, const float *inp, const float *w, const float *bias, int N, int C, int OC, int o0,
+                      int o1) {
+    int o = o0;
+    for (; o + 8 <= o1; o += 8) {
+        const float *pf = N > 1 && o + 16 <= OC ? w + (size_t)(o + 8) * C : NULL;
+        const float *pf4 = pf ? pf + (size_t)4 * C : NULL;
+        int n = 0;
+        for (; n + 4 <= N; n += 4, pf = pf4 = NULL) {
+            blk_f32(out, inp, w, bias, C, OC, n, o, 4, 4, pf);
+            blk_f32(out, inp, w, bias, C, OC, n, o + 4, 4, 4, pf4);
+        }
+        if (N - n == 3) {
+            blk_f32(out, inp, w, bias, C, OC, n, o, 3, 4, pf);
+            blk_f32(out, inp, w, bias, C, OC, n, o + 4, 3, 4, pf4);
+        } else if (N - n == 2) blk_f32(out, inp, w, bias, C, OC, n, o, 2, 8, pf);
+        else if (N - n == 1) blk_f32(out, inp, w, bias, C, OC, n, o, 1, 8, pf);
+    }
+    for (; o < o1; o++)
+        for (int n = 0; n < N; n++) blk_f32(out, inp, w, bias, C, OC, n, o, 1, 1, NULL);
+}
+
+/* out (N,OC) = inp (N,C) . weight (OC,C)^T + bias: each output summed as dot_fixed, so a row's result
+ * never depends on the batch it decodes in; tasks of 16 weight rows, each read once for every row. */
+static void matmul_rows(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
+    int nb = (OC + 15) / 16;
+#pragma omp parallel for schedule(static) if ((long)OC * C * N >= 262144) /* below ~0.1 ms of work a thread team costs more than it saves */
+    for (int b = 0; b < nb; b++) range_f32(out, inp, weight, bias, N, C, OC, b * 16, b * 16 + 16 < OC ? b * 16 + 16 : OC);
+}
+#else
+#define ROWS_PREFILL 0 /* without AVX-512 the 8-lane kernel loses to sgemm beyond a few rows */
 /* Four rows against one weight row with exactly dot_fixed's order for each row (the weight
  * vectors are loaded once for the four). */
 static void dot4_fixed(const float *a0, const float *a1, const float *a2, const float *a3, const float *w, int n, float *out) {
@@ -135,16 +199,17 @@ static void matmul_rows(float *out, const float *inp, const float *weight, const
         for (; n < N; n++) out[(size_t)n * OC + o] = dot_fixed(inp + (size_t)n * C, w, C) + b;
     }
 }
+#endif
 
-/* fp32 weights: prefill (many rows of one sequence) uses the engine's sgemm, decode matmul_rows.
- * bf16 weights: jr_matmul_rows_bf16 (batch-invariant) for both, or oneDNN for 64 rows and more when
+/* fp32 weights: matmul_rows (batch-invariant) for both; without AVX-512 prefill (many rows of one
+ * sequence) uses the engine's sgemm and decode matmul_rows. bf16 weights: jr_matmul_rows_bf16 (batch-invariant) for both, or oneDNN for 64 rows and more when
  * the lm is not deterministic (its blocking, hence its rounding, depends on the rows). */
 static void mm(kv *s, int decode, float *out, const float *inp, const float *weight, const uint16_t *wb,
                const float *bias, int N, int C, int OC) {
     if (wb) {
         if (!s->o.deterministic && N >= 64 && !jr_matmul_bf16w_forward(out, inp, wb, bias, N, C, OC)) return;
         jr_matmul_rows_bf16(out, inp, wb, bias, N, C, OC, s->a16);
-    } else if (decode) matmul_rows(out, inp, weight, bias, N, C, OC);
+    } else if (decode || ROWS_PREFILL) matmul_rows(out, inp, weight, bias, N, C, OC);
     else jr_matmul_forward(out, inp, weight, bias, N, C, OC);
 }
 
@@ -532,9 +597,10 @@ jr_status jr_kv_lm_open_opts(jr_lm *lm, const jr_model *m, int n_slots, int max_
     lm->decode = kv_decode;
     lm->extend = kv_extend;
     /* bf16 weights: one batch-invariant kernel for every row (exact; oneDNN when not deterministic);
-     * fp32: sgemm for prefill (its rounding may depend on the rows beside it) and the fixed-order
-     * kernel for decode, so batched only when not deterministic */
-    lm->batch_prefill = o->weights == JR_COMPUTE_BF16 || !o->deterministic;
+     * fp32: the fixed-order kernel for every row with AVX-512, else sgemm for prefill (its rounding may
+     * depend on the rows beside it) and the fixed-order kernel for decode, so batched only when not
+     * deterministic */
+    lm->batch_prefill = ROWS_PREFILL || o->weights == JR_COMPUTE_BF16 || !o->deterministic;
     return JR_OK;
 }
 
