@@ -350,6 +350,44 @@ static inline void axpy_row(float *restrict o, float p, const char *v, int kb, i
     }
 }
 
+#if defined(__AVX512F__) && defined(__FMA__)
+/* 16 cached elements (fp32, or bf16 widened exactly) as one vector. */
+static inline __m512 ld16(const char *p, int kb) {
+    if (!kb) return _mm512_loadu_ps((const float *)(const void *)p);
+    __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+}
+
+/* attend() for D = 16 * NV (NV <= 8, a constant at each call): a score is dot_fixed's sum (16-lane
+ * steps = its two 8-lane accumulators, as blk_f32), the weighted sum of the values keeps o in
+ * registers; the same operations in the same order per lane as the general path, so bitwise its result. */
+static inline __attribute__((always_inline)) void attend16(const float *qv, const char *kc, const char *vc,
+                                                           float *a, int P, float scale, float *restrict o,
+                                                           size_t stride, int kb, int NV) {
+    __m512 q[8], acc[8];
+    UNROLL for (int j = 0; j < NV; j++) q[j] = _mm512_loadu_ps(qv + 16 * j);
+    float mx = -INFINITY;
+    for (int t = 0; t < P; t++) {
+        const char *kt = kc + (size_t)t * stride;
+        __m512 sc = _mm512_setzero_ps();
+        UNROLL for (int j = 0; j < NV; j++) sc = _mm512_fmadd_ps(q[j], ld16(kt + (size_t)16 * j * (kb ? 2 : 4), kb), sc);
+        v8 lo = (v8)_mm512_castps512_ps256(sc), hi = (v8)_mm512_extractf32x8_ps(sc, 1);
+        a[t] = fold(lo, hi, qv, qv, 16 * NV, 16 * NV) * scale;
+        if (a[t] > mx) mx = a[t];
+    }
+    float sum = 0;
+    for (int t = 0; t < P; t++) { a[t] = expf(a[t] - mx); sum += a[t]; }
+    float inv = 1.0f / sum;
+    UNROLL for (int j = 0; j < NV; j++) acc[j] = _mm512_setzero_ps();
+    for (int t = 0; t < P; t++) {
+        const char *vt = vc + (size_t)t * stride;
+        __m512 p = _mm512_set1_ps(a[t] * inv);
+        UNROLL for (int j = 0; j < NV; j++) acc[j] = _mm512_fmadd_ps(p, ld16(vt + (size_t)16 * j * (kb ? 2 : 4), kb), acc[j]);
+    }
+    UNROLL for (int j = 0; j < NV; j++) _mm512_storeu_ps(o + 16 * j, acc[j]);
+}
+#endif
+
 /* One query head of one row over P cached positions (keys kc, values vc: position t at t * KD
  * elements): scores in a (P), softmax, o (D) = the weighted sum of the values in position order.
  * Each row's result depends on its own cache only. */
@@ -357,6 +395,10 @@ static void attend(const kv *s, const float *qv, const char *kc, const char *vc,
                    float *restrict o) {
     int D = s->D, kb = s->o.kv_bf16;
     size_t stride = (size_t)s->KD * s->esz;
+#if defined(__AVX512F__) && defined(__FMA__)
+    if (D == 64) { attend16(qv, kc, vc, a, P, scale, o, stride, kb, 4); return; }
+    if (D == 128) { attend16(qv, kc, vc, a, P, scale, o, stride, kb, 8); return; }
+#endif
     float mx = -INFINITY;
     for (int t = 0; t < P; t++) {
         const char *kt = kc + (size_t)t * stride;
