@@ -133,10 +133,15 @@ static inline __attribute__((always_inline)) void blk_f32(float *out, const floa
 
 /* Outputs [o0, o1) for all N rows in groups of 8 weight rows, blocked as jr_matmul_rows_bf16's kernel:
  * 4 x 4, then the rows left over as 3 x 4, 2 x 8 or 1 x 8, and (more than one row) the next group's
- * rows prefetched while the first blocks compute. */
+ * rows prefetched while the first blocks compute; a single row 1 x 1. */
 static void range_f32(float *out, const float *inp, const float *w, const float *bias, int N, int C, int OC, int o0,
                       int o1) {
     int o = o0;
+    if (N == 1) { /* one weight row after the other: a single sequential stream, which the hardware prefetcher
+                   * feeds ~15% faster than 8 rows at once (batch-1 decode is memory-bound) */
+        for (; o < o1; o++) blk_f32(out, inp, w, bias, C, OC, 0, o, 1, 1, NULL);
+        return;
+    }
     for (; o + 8 <= o1; o += 8) {
         const float *pf = N > 1 && o + 16 <= OC ? w + (size_t)(o + 8) * C : NULL;
         const float *pf4 = pf ? pf + (size_t)4 * C : NULL;
