@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "judgerl/nn.h"
+#include "nn/rows_block.h"
 
 /* One layer's matmul weights in bf16. */
 typedef struct lw16 { uint16_t *q, *k, *v, *o, *gate, *up, *down; } lw16;
@@ -131,9 +132,8 @@ static inline __attribute__((always_inline)) void blk_f32(float *out, const floa
         }
 }
 
-/* Outputs [o0, o1) for all N rows in groups of 8 weight rows, blocked as jr_matmul_rows_bf16's kernel:
- * 4 x 4, then the rows left over as 3 x 4, 2 x 8 or 1 x 8, and (more than one row) the next group's
- * rows prefetched while the first blocks compute; a single row 1 x 1. */
+/* Outputs [o0, o1) for all N rows: groups of 8 weight rows blocked as jr_matmul_rows_bf16's kernel
+ * (src/nn/rows_block.h), a single row 1 x 1. */
 static void range_f32(float *out, const float *inp, const float *w, const float *bias, int N, int C, int OC, int o0,
                       int o1) {
     int o = o0;
@@ -142,20 +142,9 @@ static void range_f32(float *out, const float *inp, const float *w, const float 
         for (; o < o1; o++) blk_f32(out, inp, w, bias, C, OC, 0, o, 1, 1, NULL);
         return;
     }
-    for (; o + 8 <= o1; o += 8) {
-        const float *pf = N > 1 && o + 16 <= OC ? w + (size_t)(o + 8) * C : NULL;
-        const float *pf4 = pf ? pf + (size_t)4 * C : NULL;
-        int n = 0;
-        for (; n + 4 <= N; n += 4, pf = pf4 = NULL) {
-            blk_f32(out, inp, w, bias, C, OC, n, o, 4, 4, pf);
-            blk_f32(out, inp, w, bias, C, OC, n, o + 4, 4, 4, pf4);
-        }
-        if (N - n == 3) {
-            blk_f32(out, inp, w, bias, C, OC, n, o, 3, 4, pf);
-            blk_f32(out, inp, w, bias, C, OC, n, o + 4, 3, 4, pf4);
-        } else if (N - n == 2) blk_f32(out, inp, w, bias, C, OC, n, o, 2, 8, pf);
-        else if (N - n == 1) blk_f32(out, inp, w, bias, C, OC, n, o, 1, 8, pf);
-    }
+#define BLK(n, oo, NR, NC, pf) blk_f32(out, inp, w, bias, C, OC, n, oo, NR, NC, pf)
+    JR_ROWS_GROUPS(BLK, float, w, N, C, OC, o, o1)
+#undef BLK
     for (; o < o1; o++)
         for (int n = 0; n < N; n++) blk_f32(out, inp, w, bias, C, OC, n, o, 1, 1, NULL);
 }

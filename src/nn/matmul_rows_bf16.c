@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "judgerl/nn.h"
+#include "nn/rows_block.h"
 
 void jr_bf16_from_f32(uint16_t *dst, const float *src, long n) {
 #pragma omp parallel for schedule(static) if (n > JR_PAR_MIN)
@@ -88,28 +89,15 @@ TGT static inline __attribute__((always_inline)) void blk_avx(float *out, const 
             out[(size_t)(n + i) * OC + o + j] = _mm512_reduce_add_ps(acc[i][j]) + (bias ? bias[o + j] : 0.0f);
 }
 
-/* Outputs [o0, o1) for all N rows, in groups of 8 weight rows: 4 x 4 blocks, then the rows left over
- * as one 3 x 4 pair, 2 x 8 or 1 x 8 block (decode at batch 1: 8 weight rows in flight). With more than
- * one row the kernel computes long enough per weight byte for the hardware prefetcher to fall
- * behind, so the first blocks of a group prefetch the next group's 8 rows (a batch-8 decode step 1.75x
- * faster, batch-32 1.2x; at batch 1, memory-bound, the extra requests only slow the stream). */
+/* Outputs [o0, o1) for all N rows: groups of 8 weight rows as rows_block.h says (decode at batch 1:
+ * 1 x 8 blocks, 8 weight rows in flight; with the prefetch a batch-8 step ran 1.75x faster, batch 32
+ * 1.2x), then the outputs left over in 4s and 1s. */
 TGT static void range_avx(float *out, const uint16_t *a, const uint16_t *w, const float *bias, int N, int C, int OC,
                           int o0, int o1) {
     int o = o0;
-    for (; o + 8 <= o1; o += 8) {
-        const uint16_t *pf = N > 1 && o + 16 <= OC ? w + (size_t)(o + 8) * C : NULL;
-        const uint16_t *pf4 = pf ? pf + (size_t)4 * C : NULL;
-        int n = 0;
-        for (; n + 4 <= N; n += 4, pf = pf4 = NULL) {
-            blk_avx(out, a, w, bias, C, OC, n, o, 4, 4, pf);
-            blk_avx(out, a, w, bias, C, OC, n, o + 4, 4, 4, pf4);
-        }
-        if (N - n == 3) {
-            blk_avx(out, a, w, bias, C, OC, n, o, 3, 4, pf);
-            blk_avx(out, a, w, bias, C, OC, n, o + 4, 3, 4, pf4);
-        } else if (N - n == 2) blk_avx(out, a, w, bias, C, OC, n, o, 2, 8, pf);
-        else if (N - n == 1) blk_avx(out, a, w, bias, C, OC, n, o, 1, 8, pf);
-    }
+#define BLK(n, oo, NR, NC, pf) blk_avx(out, a, w, bias, C, OC, n, oo, NR, NC, pf)
+    JR_ROWS_GROUPS(BLK, uint16_t, w, N, C, OC, o, o1)
+#undef BLK
     for (; o + 4 <= o1; o += 4) {
         int n = 0;
         for (; n + 4 <= N; n += 4) blk_avx(out, a, w, bias, C, OC, n, o, 4, 4, NULL);
