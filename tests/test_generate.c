@@ -122,6 +122,48 @@ TEST(decode_rows_do_not_depend_on_the_batch) {
     jr_model_free(&m);
 }
 
+/* A decode row's logits are bitwise the same alone and at any place in a batch of 2..12 rows (every
+ * register block of the kernels: 4-row blocks, then 3, 2 or 1 rows left over), and a prompt's prefill
+ * logits the same whole and alone as batched with other prompts and decode rows (jr_lm.extend). */
+static void rows_same_alone_and_in_every_batch_size(void) {
+    jr_model m;
+    if (random_model(&m, 0.5f)) { CHECK(0); return; }
+    jr_lm lm;
+    CHECK_OK(open_lm(&lm, &m, 14, 64));
+    int V0 = lm.n_logits;
+    float *alone = malloc(sizeof(float) * V0), *batch = malloc(sizeof(float) * 14 * V0);
+    int32_t prompt[5] = {1, 2, 3, 4, 5};
+    for (int s = 0; s < 13; s++) { prompt[0] = s; CHECK_OK(lm.prefill(lm.impl, s, prompt, 5, batch)); }
+    int32_t tok = 6, toks[13] = {9, 8, 7, 6, 5, 4, 3, 2, 1, 10, 11, 12, 13};
+    for (int N = 2; N <= 12; N++) {
+        CHECK_OK(lm.copy(lm.impl, 13, 0)); /* slot 13: slot 0's state, decoded alone */
+        int s13 = 13;
+        CHECK_OK(lm.decode(lm.impl, 1, &s13, &tok, alone));
+        CHECK_OK(lm.copy(lm.impl, 13, 0));
+        int slots[12], at = 5 * N / 7;
+        int32_t tk[12];
+        for (int i = 0; i < N; i++) { slots[i] = i + 1; tk[i] = toks[i]; }
+        slots[at] = 13;
+        tk[at] = tok;
+        CHECK_OK(lm.decode(lm.impl, N, slots, tk, batch));
+        CHECK_MSG(!memcmp(alone, batch + (size_t)at * V0, sizeof(float) * (size_t)V0), "decode row %d of %d differs", at, N);
+        for (int i = 0; i < N; i++) /* undo: every slot back to its prompt */
+            if (slots[i] != 13) { prompt[0] = slots[i]; CHECK_OK(lm.prefill(lm.impl, slots[i], prompt, 5, batch)); }
+    }
+    if (lm.batch_prefill) { /* 3 prompts of 6, 3 and 1 tokens with 2 decode rows, against the 6-token one alone */
+        int32_t p6[6] = {40, 41, 42, 43, 44, 45}, p3[3] = {7, 8, 9}, d1 = 3, d2 = 4, p1 = 17;
+        CHECK_OK(lm.prefill(lm.impl, 13, p6, 6, alone));
+        const int32_t *tp[5] = {&d1, p3, p6, &p1, &d2};
+        int sl[5] = {1, 2, 13, 3, 4}, n[5] = {1, 3, 6, 1, 1}, st[5] = {5, 0, 0, 0, 5};
+        CHECK_OK(lm.extend(lm.impl, 5, sl, tp, n, st, batch));
+        CHECK_MSG(!memcmp(alone, batch + (size_t)2 * V0, sizeof(float) * (size_t)V0), "prefill batched differs from alone");
+    }
+    free(alone);
+    free(batch);
+    jr_kv_lm_close(&lm);
+    jr_model_free(&m);
+}
+
 /* Log-probs the sampler recorded equal the training forward's over prompt + completion at the
  * same temperature (logits / T), for each of n sequences sharing one prefill. */
 static void check_logprobs_vs_training_in(float temperature, float top_p, jr_compute comp, double atol) {
@@ -422,7 +464,8 @@ TEST(bf16_kv_logits_near_training_forward) {
  * batch invariance of the kernel itself (one row alone == the same row among 7 others, bitwise). */
 static float rb16(float f) { uint16_t h; jr_bf16_from_f32(&h, &f, 1); uint32_t u = (uint32_t)h << 16; memcpy(&f, &u, 4); return f; }
 TEST(bf16_rows_kernel_exact_and_batch_invariant) {
-    int shapes[][3] = {{1, 32, 16}, {7, 45, 19}, {8, 768, 33}, {3, 1000, 5}, {13, 64, 64}};
+    /* every leftover-row block (N % 4 = 1, 2, 3) with and without the next group prefetched (OC >= 16) */
+    int shapes[][3] = {{1, 32, 16}, {7, 45, 19}, {8, 768, 33}, {3, 1000, 5}, {13, 64, 64}, {2, 96, 40}, {6, 64, 24}, {5, 33, 17}};
     for (int fb = 0; fb < 2; fb++) {
         jr_matmul_rows_bf16_force_fallback(fb);
         for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
@@ -450,10 +493,11 @@ TEST(bf16_rows_kernel_exact_and_batch_invariant) {
                     if (fabs(out[(size_t)n * OC + o] - ref) > 1e-5 * mag + 1e-6) bad++;
                 }
             CHECK_MSG(bad == 0, "%s kernel, %d x %d x %d: %d outputs off", jr_matmul_rows_bf16_kernel(), N, C, OC, bad);
-            int n = N / 2;
-            jr_matmul_rows_bf16(one, x + (size_t)n * C, w, bias, 1, C, OC, scr);
-            CHECK_MSG(!memcmp(one, out + (size_t)n * OC, sizeof(float) * (size_t)OC), "%d x %d x %d: row %d alone differs",
-                      N, C, OC, n);
+            for (int n = 0; n < N; n++) {
+                jr_matmul_rows_bf16(one, x + (size_t)n * C, w, bias, 1, C, OC, scr);
+                CHECK_MSG(!memcmp(one, out + (size_t)n * OC, sizeof(float) * (size_t)OC),
+                          "%d x %d x %d: row %d alone differs", N, C, OC, n);
+            }
             free(x); free(wf); free(bias); free(out); free(one); free(w); free(scr);
         }
     }
@@ -623,6 +667,7 @@ int main(void) {
     KVO = jr_kv_opts_default();
     RUN(kv_logits_equal_training_forward);
     RUN(decode_rows_do_not_depend_on_the_batch);
+    jt_run("rows_same_alone_and_in_every_batch_size", rows_same_alone_and_in_every_batch_size);
     RUN(sampler_logprobs_equal_training_logprobs);
     RUN(sampler_logprobs_near_bf16_training_logprobs);
     RUN(seeded_request_same_alone_and_batched_with_31_others);
@@ -633,6 +678,7 @@ int main(void) {
     RUN(bf16_kv_logits_near_training_forward);
     KVO = (jr_kv_opts){JR_COMPUTE_BF16, 0, 1};
     jt_run("bf16_decode_rows_do_not_depend_on_the_batch", decode_rows_do_not_depend_on_the_batch);
+    jt_run("bf16_rows_same_alone_and_in_every_batch_size", rows_same_alone_and_in_every_batch_size);
     jt_run("bf16_seeded_request_same_alone_and_batched_with_31_others", seeded_request_same_alone_and_batched_with_31_others);
     RUN(bf16_sampler_logprobs_near_training_logprobs);
     RUN(bf16_chunked_batched_prefill_same_tokens_and_no_stall);

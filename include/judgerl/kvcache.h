@@ -24,10 +24,12 @@ typedef struct jr_kv_opts {
     int kv_bf16;        /* 1: keys and values stored in bf16 (half the cache; attention in fp32) */
     int deterministic;  /* 1 (default): a row's result never depends on the rows beside it: with bf16
                          * weights prompts are still batched and chunked (one exact kernel for all rows),
-                         * with fp32 weights each prompt is prefilled alone (sgemm).
-                         * 0: fp32 prompts batched through sgemm, bf16 products of 64 rows or more through
-                         * oneDNN (faster prefill; their rounding depends on the rows beside, so a
-                         * seeded request's tokens may change with what else is running) */
+                         * with fp32 weights too where the CPU has AVX-512 (one fixed-order kernel for
+                         * all rows), else each prompt is prefilled alone (sgemm).
+                         * 0: bf16 products of 64 rows or more through oneDNN, and without AVX-512 fp32
+                         * prompts batched through sgemm (faster prefill; their rounding depends on the
+                         * rows beside, so a seeded request's tokens may change with what else is
+                         * running) */
 } jr_kv_opts;
 jr_kv_opts jr_kv_opts_default(void);
 jr_status jr_kv_lm_open_opts(jr_lm *lm, const jr_model *m, int n_slots, int max_ctx, const jr_kv_opts *o);

@@ -59,8 +59,9 @@ int cli_kv_opts(const char *cmd, const cli_kv_args *a, jr_kv_opts *o);
     "  --compute auto|float32|bfloat16 (default auto: bfloat16 where the CPU has bf16 units, as\n" \
     "  model.compute): bfloat16 keeps the weights in bf16 (half the bytes per decode step);\n" \
     "  --kv-cache float32|bfloat16 (default float32); --deterministic 1|0 (default 1: a seeded request\n" \
-    "  gives the same tokens alone or batched; 0 batches float32 prompts too and lets oneDNN run bf16\n" \
-    "  products of 64+ rows: faster, batch-dependent in the last bits). See docs/PERFORMANCE.md.\n"
+    "  gives the same tokens alone or batched; 0 lets oneDNN run bf16 products of 64+ rows and, on\n" \
+    "  CPUs without AVX-512, batches float32 prompts through sgemm: faster prefill, batch-dependent in\n" \
+    "  the last bits). See docs/PERFORMANCE.md.\n"
 
 /* Subcommands: each takes argv from its own name on and returns an exit code. */
 int cmd_version(int argc, char **argv);

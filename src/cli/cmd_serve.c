@@ -24,8 +24,9 @@ static const char *usage_text =
     "  without max_tokens gets what fits, at most 512). A connection must send its headers within --header-timeout and its body within\n"
     "  --body-timeout seconds; one client address holds at most --max-per-client connections that\n"
     "  have not yet sent a complete request (default --max-connections / 2). See docs/SERVE.md.\n"
-    "  --prefill-chunk N: prompt tokens prefilled per decode step when prompts are batched (bfloat16):\n"
-    "  smaller keeps the running sequences' inter-token latency lower, larger prefills faster.\n"
+    "  --prefill-chunk N: prompt tokens prefilled per decode step when prompts are batched (bfloat16,\n"
+    "  float32 on AVX-512): smaller keeps the running sequences' inter-token latency lower, larger\n"
+    "  prefills faster.\n"
     "  --itl-target R (default 1.5; 0 = off: always the chunk): while sequences decode, a step takes only\n"
     "  as many prompt tokens as keep it within about R x a decode-only step (both timed as it runs).\n" CLI_KV_USAGE;
 

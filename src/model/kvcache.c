@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "judgerl/nn.h"
+#include "nn/rows_block.h"
 
 /* One layer's matmul weights in bf16. */
 typedef struct lw16 { uint16_t *q, *k, *v, *o, *gate, *up, *down; } lw16;
@@ -100,6 +101,63 @@ static float dot_fixed_b(const float *a, const uint16_t *b, int n) {
     return r;
 }
 
+#if defined(__AVX512F__) && defined(__FMA__)
+/* fp32 prefill through matmul_rows too: at 32-256 rows it beats sgemm (1.4-1.7x, one thread, docs/
+ * PERFORMANCE.md), and prompts then batch with each other and with decode rows, bitwise as alone. */
+#define ROWS_PREFILL 1
+#define UNROLL _Pragma("GCC unroll 8")
+/* A block of NR rows x NC outputs (NR * NC <= 16; constants at every call) in 16-lane steps: the low 8
+ * lanes of a step are dot_fixed's s0, the high 8 its s1 (the same fused multiply-adds), and fold()
+ * ends each sum, so every output is bitwise dot_fixed's. pf (or NULL): NC weight rows to prefetch. */
+static inline __attribute__((always_inline)) void blk_f32(float *out, const float *inp, const float *weight,
+                                                          const float *bias, int C, int OC, int n, int o, int NR,
+                                                          int NC, const float *pf) {
+    __m512 acc[4][8];
+    UNROLL for (int i = 0; i < NR; i++)
+        UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_setzero_ps();
+    int k = 0;
+    for (; k + 16 <= C; k += 16) {
+        __m512 wv[8], av[4];
+        if (pf) UNROLL for (int j = 0; j < NC; j++) _mm_prefetch((const char *)(pf + (size_t)j * C + k), _MM_HINT_T0);
+        UNROLL for (int j = 0; j < NC; j++) wv[j] = _mm512_loadu_ps(weight + (size_t)(o + j) * C + k);
+        UNROLL for (int i = 0; i < NR; i++) av[i] = _mm512_loadu_ps(inp + (size_t)(n + i) * C + k);
+        UNROLL for (int i = 0; i < NR; i++)
+            UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_fmadd_ps(av[i], wv[j], acc[i][j]);
+    }
+    UNROLL for (int i = 0; i < NR; i++)
+        UNROLL for (int j = 0; j < NC; j++) {
+            v8 lo = (v8)_mm512_castps512_ps256(acc[i][j]), hi = (v8)_mm512_extractf32x8_ps(acc[i][j], 1);
+            out[(size_t)(n + i) * OC + o + j] = fold(lo, hi, inp + (size_t)(n + i) * C, weight + (size_t)(o + j) * C, k, C) +
+                                                (bias ? bias[o + j] : 0.0f);
+        }
+}
+
+/* Outputs [o0, o1) for all N rows: groups of 8 weight rows blocked as jr_matmul_rows_bf16's kernel
+ * (src/nn/rows_block.h), a single row 1 x 1. */
+static void range_f32(float *out, const float *inp, const float *w, const float *bias, int N, int C, int OC, int o0,
+                      int o1) {
+    int o = o0;
+    if (N == 1) { /* one weight row after the other: a single sequential stream, which the hardware prefetcher
+                   * feeds ~15% faster than 8 rows at once (batch-1 decode is memory-bound) */
+        for (; o < o1; o++) blk_f32(out, inp, w, bias, C, OC, 0, o, 1, 1, NULL);
+        return;
+    }
+#define BLK(n, oo, NR, NC, pf) blk_f32(out, inp, w, bias, C, OC, n, oo, NR, NC, pf)
+    JR_ROWS_GROUPS(BLK, float, w, N, C, OC, o, o1)
+#undef BLK
+    for (; o < o1; o++)
+        for (int n = 0; n < N; n++) blk_f32(out, inp, w, bias, C, OC, n, o, 1, 1, NULL);
+}
+
+/* out (N,OC) = inp (N,C) . weight (OC,C)^T + bias: each output summed as dot_fixed, so a row's result
+ * never depends on the batch it decodes in; tasks of 16 weight rows, each read once for every row. */
+static void matmul_rows(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
+    int nb = (OC + 15) / 16;
+#pragma omp parallel for schedule(static) if ((long)OC * C * N >= 262144) /* below ~0.1 ms of work a thread team costs more than it saves */
+    for (int b = 0; b < nb; b++) range_f32(out, inp, weight, bias, N, C, OC, b * 16, b * 16 + 16 < OC ? b * 16 + 16 : OC);
+}
+#else
+#define ROWS_PREFILL 0 /* without AVX-512 the 8-lane kernel loses to sgemm beyond a few rows */
 /* Four rows against one weight row with exactly dot_fixed's order for each row (the weight
  * vectors are loaded once for the four). */
 static void dot4_fixed(const float *a0, const float *a1, const float *a2, const float *a3, const float *w, int n, float *out) {
@@ -135,16 +193,17 @@ static void matmul_rows(float *out, const float *inp, const float *weight, const
         for (; n < N; n++) out[(size_t)n * OC + o] = dot_fixed(inp + (size_t)n * C, w, C) + b;
     }
 }
+#endif
 
-/* fp32 weights: prefill (many rows of one sequence) uses the engine's sgemm, decode matmul_rows.
- * bf16 weights: jr_matmul_rows_bf16 (batch-invariant) for both, or oneDNN for 64 rows and more when
+/* fp32 weights: matmul_rows (batch-invariant) for both; without AVX-512 prefill (many rows of one
+ * sequence) uses the engine's sgemm and decode matmul_rows. bf16 weights: jr_matmul_rows_bf16 (batch-invariant) for both, or oneDNN for 64 rows and more when
  * the lm is not deterministic (its blocking, hence its rounding, depends on the rows). */
 static void mm(kv *s, int decode, float *out, const float *inp, const float *weight, const uint16_t *wb,
                const float *bias, int N, int C, int OC) {
     if (wb) {
         if (!s->o.deterministic && N >= 64 && !jr_matmul_bf16w_forward(out, inp, wb, bias, N, C, OC)) return;
         jr_matmul_rows_bf16(out, inp, wb, bias, N, C, OC, s->a16);
-    } else if (decode) matmul_rows(out, inp, weight, bias, N, C, OC);
+    } else if (decode || ROWS_PREFILL) matmul_rows(out, inp, weight, bias, N, C, OC);
     else jr_matmul_forward(out, inp, weight, bias, N, C, OC);
 }
 
@@ -285,6 +344,44 @@ static inline void axpy_row(float *restrict o, float p, const char *v, int kb, i
     }
 }
 
+#if defined(__AVX512F__) && defined(__FMA__)
+/* 16 cached elements (fp32, or bf16 widened exactly) as one vector. */
+static inline __m512 ld16(const char *p, int kb) {
+    if (!kb) return _mm512_loadu_ps((const float *)(const void *)p);
+    __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+}
+
+/* attend() for D = 16 * NV (NV <= 8, a constant at each call): a score is dot_fixed's sum (16-lane
+ * steps = its two 8-lane accumulators, as blk_f32), the weighted sum of the values keeps o in
+ * registers; the same operations in the same order per lane as the general path, so bitwise its result. */
+static inline __attribute__((always_inline)) void attend16(const float *qv, const char *kc, const char *vc,
+                                                           float *a, int P, float scale, float *restrict o,
+                                                           size_t stride, int kb, int NV) {
+    __m512 q[8], acc[8];
+    UNROLL for (int j = 0; j < NV; j++) q[j] = _mm512_loadu_ps(qv + 16 * j);
+    float mx = -INFINITY;
+    for (int t = 0; t < P; t++) {
+        const char *kt = kc + (size_t)t * stride;
+        __m512 sc = _mm512_setzero_ps();
+        UNROLL for (int j = 0; j < NV; j++) sc = _mm512_fmadd_ps(q[j], ld16(kt + (size_t)16 * j * (kb ? 2 : 4), kb), sc);
+        v8 lo = (v8)_mm512_castps512_ps256(sc), hi = (v8)_mm512_extractf32x8_ps(sc, 1);
+        a[t] = fold(lo, hi, qv, qv, 16 * NV, 16 * NV) * scale;
+        if (a[t] > mx) mx = a[t];
+    }
+    float sum = 0;
+    for (int t = 0; t < P; t++) { a[t] = expf(a[t] - mx); sum += a[t]; }
+    float inv = 1.0f / sum;
+    UNROLL for (int j = 0; j < NV; j++) acc[j] = _mm512_setzero_ps();
+    for (int t = 0; t < P; t++) {
+        const char *vt = vc + (size_t)t * stride;
+        __m512 p = _mm512_set1_ps(a[t] * inv);
+        UNROLL for (int j = 0; j < NV; j++) acc[j] = _mm512_fmadd_ps(p, ld16(vt + (size_t)16 * j * (kb ? 2 : 4), kb), acc[j]);
+    }
+    UNROLL for (int j = 0; j < NV; j++) _mm512_storeu_ps(o + 16 * j, acc[j]);
+}
+#endif
+
 /* One query head of one row over P cached positions (keys kc, values vc: position t at t * KD
  * elements): scores in a (P), softmax, o (D) = the weighted sum of the values in position order.
  * Each row's result depends on its own cache only. */
@@ -292,6 +389,10 @@ static void attend(const kv *s, const float *qv, const char *kc, const char *vc,
                    float *restrict o) {
     int D = s->D, kb = s->o.kv_bf16;
     size_t stride = (size_t)s->KD * s->esz;
+#if defined(__AVX512F__) && defined(__FMA__)
+    if (D == 64) { attend16(qv, kc, vc, a, P, scale, o, stride, kb, 4); return; }
+    if (D == 128) { attend16(qv, kc, vc, a, P, scale, o, stride, kb, 8); return; }
+#endif
     float mx = -INFINITY;
     for (int t = 0; t < P; t++) {
         const char *kt = kc + (size_t)t * stride;
@@ -532,9 +633,10 @@ jr_status jr_kv_lm_open_opts(jr_lm *lm, const jr_model *m, int n_slots, int max_
     lm->decode = kv_decode;
     lm->extend = kv_extend;
     /* bf16 weights: one batch-invariant kernel for every row (exact; oneDNN when not deterministic);
-     * fp32: sgemm for prefill (its rounding may depend on the rows beside it) and the fixed-order
-     * kernel for decode, so batched only when not deterministic */
-    lm->batch_prefill = o->weights == JR_COMPUTE_BF16 || !o->deterministic;
+     * fp32: the fixed-order kernel for every row with AVX-512, else sgemm for prefill (its rounding may
+     * depend on the rows beside it) and the fixed-order kernel for decode, so batched only when not
+     * deterministic */
+    lm->batch_prefill = ROWS_PREFILL || o->weights == JR_COMPUTE_BF16 || !o->deterministic;
     return JR_OK;
 }
 
