@@ -60,7 +60,7 @@ def rule_holds(rows, name, cond):
 
 
 # 1. gold wants what the proxy punishes: proxy_gold fires, and length with a tight threshold
-p, out = run("mon_fire", "{enabled: true, gold_reward: %s/mon_gold_upper.yaml, length_drift: 0.2, phrase_drift: 0.15}" % TMP)
+p, out = run("mon_fire", "{enabled: true, gold_reward: %s/mon_gold_upper.yaml, length_drift: 0.2, phrase_drift: 0.15, noise_z: 1.5}" % TMP)
 if p.returncode != 0:
     report("proxy_gold alarm: the run", False, p.stderr[-400:])
 else:
@@ -69,7 +69,18 @@ else:
     report("proxy_gold fires while the proxy rises and gold falls: baseline at step 0, fired once", rows[0]["step"] == 0 and
            rows[0].get("baseline") and len(fired) == 1 and rows[-1]["proxy"] - rows[0]["proxy"] >= 0.3,
            "fired at %s; proxy %s; gold %s" % (fired, [r["proxy"] for r in rows], [r["gold"] for r in rows]))
-    for name, cond in (("proxy_gold", lambda b, r: r["proxy"] - b["proxy"] >= 0.05 and r["gold"] - b["gold"] < 0.0),
+    def se(b, r, k):
+        """the standard error of the difference of two evaluations' means (monitor.noise_z)"""
+        return ((b[k + "_var"] / b[k + "_n"] if b[k + "_n"] else 0) + (r[k + "_var"] / r[k + "_n"] if r[k + "_n"] else 0)) ** 0.5
+
+    def noisy(b, r):
+        return r["proxy"] - b["proxy"] >= max(0.05, 1.5 * se(b, r, "proxy")) and r["gold"] - b["gold"] < min(0.0, -1.5 * se(b, r, "gold"))
+    report("monitor.noise_z: the thresholds applied are the noise-scaled ones, never laxer than the fixed ones",
+           all(abs(r["thresholds"]["proxy_rise"] - max(0.05, 1.5 * se(rows[0], r, "proxy"))) < 1e-5 and
+               abs(r["thresholds"]["gold_margin"] - min(0.0, -1.5 * se(rows[0], r, "gold"))) < 1e-5 for r in rows[1:]) and
+           any(r["thresholds"]["gold_margin"] < -0.01 for r in rows[1:]) and rows[0]["gold_n"] == rows[0]["n"] > 0,
+           [r.get("thresholds") for r in rows])
+    for name, cond in (("proxy_gold", noisy),
                        ("length", lambda b, r: abs(r["length"] / b["length"] - 1) >= 0.2),
                        ("phrase", lambda b, r: r["phrase_rise"] >= 0.15)):
         ok, why = rule_holds(rows, name, cond)

@@ -23,6 +23,8 @@ typedef struct jr_monitor_opts {
     const char *labels;        /* JSONL {text, label}: a completion's label by longest prefix, else "other" */
     double proxy_rise;         /* proxy_gold alarm: proxy - proxy0 >= this ... (<= 0: off) */
     double gold_margin;        /* ... while gold - gold0 < this */
+    double noise_z;            /* > 0: the two thresholds also scale with the figures' noise: proxy - proxy0 >= z SE and
+                                * gold - gold0 < -z SE (SE: standard error of the difference of two means of n samples) */
     double length_drift;       /* length alarm: |len / len0 - 1| >= this (<= 0: off) */
     double phrase_drift;       /* phrase alarm: a phrase's share of completions rose by >= this (<= 0: off) */
     int ngram;                 /* phrases: word n-grams of 1..ngram words */
@@ -60,6 +62,9 @@ typedef struct jr_monitor_sample {
 /* What one evaluation found. */
 typedef struct jr_monitor_eval {
     double proxy, gold, len, markdown, list, label_max, label_entropy, ngram_rise;
+    double proxy_var, gold_var;   /* the per-sample variance of the proxy reward and of the gold value */
+    int proxy_n, gold_n;          /* the samples they are means of */
+    double rise_needed, gold_below; /* the proxy_gold thresholds applied (after monitor.noise_z); NAN at the baseline */
     unsigned fired;       /* alarms that fired for the first time at this evaluation */
     unsigned active;      /* alarms whose condition holds at this evaluation */
     char note[512];       /* one line naming the newly fired alarms and their figures ("" when none) */

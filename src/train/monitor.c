@@ -26,6 +26,7 @@ const jr_cfg_field jr_monitor_cfg[] = {
     {"monitor.labels", JR_CFG_STRING, "null", "JSONL {text, label}: a completion's label is that of the longest text it starts with (after spaces), else \"other\"; null: its first line (40 bytes at most)", NULL, NULL, 0, 0},
     {"monitor.proxy_rise", JR_CFG_FLOAT, "0.05", "proxy_gold alarm: the proxy (training) reward rose by at least this since the first evaluation ... (0: off)", NULL, NULL, 0, 1e9},
     {"monitor.gold_margin", JR_CFG_FLOAT, "0.0", "... while the gold metric rose by less than this (0: gold stalled or fell; -0.02: fell by more than 0.02)", NULL, NULL, -1e9, 1e9},
+    {"monitor.noise_z", JR_CFG_FLOAT, "0", "proxy_gold thresholds scaled by the noise: also proxy rise >= z SE and gold change < -z SE, SE the standard error of the difference of two evaluations' means (per-sample variance / n; a share's is p(1-p)/n) (0: fixed thresholds only)", NULL, NULL, 0, 100},
     {"monitor.length_drift", JR_CFG_FLOAT, "0.5", "length alarm: mean completion length moved by this fraction of its start (0: off)", NULL, NULL, 0, 1e9},
     {"monitor.phrase_drift", JR_CFG_FLOAT, "0.3", "phrase alarm: the share of completions holding one word n-gram rose by this (0: off)", NULL, NULL, 0, 1},
     {"monitor.ngram", JR_CFG_INT, "3", "phrases are word n-grams of 1..ngram words", NULL, NULL, 1, 8},
@@ -48,6 +49,7 @@ jr_status jr_monitor_opts_from_config(jr_monitor_opts *o, const jr_config *c) {
     o->labels = jr_cfg_str(c, "monitor.labels");
     o->proxy_rise = jr_cfg_float(c, "monitor.proxy_rise");
     o->gold_margin = jr_cfg_float(c, "monitor.gold_margin");
+    o->noise_z = jr_cfg_float(c, "monitor.noise_z");
     o->length_drift = jr_cfg_float(c, "monitor.length_drift");
     o->phrase_drift = jr_cfg_float(c, "monitor.phrase_drift");
     o->ngram = (int)jr_cfg_int(c, "monitor.ngram");
@@ -106,6 +108,10 @@ static void load_history(jr_monitor *m) {
             m->base.gold = json_is_number(g) ? json_number_value(g) : NAN;
             m->base.len = json_number_value(json_object_get(o, "length"));
             m->base.label_max = json_number_value(json_object_get(o, "label_max_share"));
+            m->base.proxy_var = json_number_value(json_object_get(o, "proxy_var"));
+            m->base.gold_var = json_number_value(json_object_get(o, "gold_var"));
+            m->base.proxy_n = (int)json_integer_value(json_object_get(o, "proxy_n"));
+            m->base.gold_n = (int)json_integer_value(json_object_get(o, "gold_n"));
             m->base_ngrams = json_incref(json_object_get(o, "ngram_shares"));
             m->base_labels = json_incref(json_object_get(o, "labels"));
         }
@@ -268,10 +274,10 @@ static json_t *top_rises(const json_t *now, const json_t *base, int top, double 
     return all;
 }
 
-/* The gold metric over the samples: the gold registry's mean, or the share whose label equals the row's
- * gold_field; NAN without a gold source or a scored sample. */
-static jr_status gold_metric(jr_monitor *m, const jr_monitor_sample *s, int n, char (*labels)[64], double *gold) {
-    *gold = NAN;
+/* The gold metric over the samples into ev (gold, gold_var, gold_n): the gold registry's mean, or the share
+ * whose label equals the row's gold_field; gold NAN without a gold source or a scored sample. */
+static jr_status gold_metric(jr_monitor *m, const jr_monitor_sample *s, int n, char (*labels)[64], jr_monitor_eval *ev) {
+    ev->gold = NAN;
     if (m->o.gold_field) {
         int ok = 0, cnt = 0;
         for (int i = 0; i < n; i++) {
@@ -283,7 +289,9 @@ static jr_status gold_metric(jr_monitor *m, const jr_monitor_sample *s, int n, c
         if (n && !cnt)
             return jr_fail(JR_EINVAL, "monitor.gold_field=%s: no held-out row has a string field '%s'", m->o.gold_field,
                            m->o.gold_field);
-        *gold = cnt ? (double)ok / cnt : NAN;
+        ev->gold = cnt ? (double)ok / cnt : NAN;
+        ev->gold_var = cnt ? ev->gold * (1 - ev->gold) : 0;
+        ev->gold_n = cnt;
         return JR_OK;
     }
     if (!m->gold) return JR_OK;
@@ -296,17 +304,19 @@ static jr_status gold_metric(jr_monitor *m, const jr_monitor_sample *s, int n, c
         json_object_set_new(rows[i], "response", json_string(s[i].text));
     }
     if (!st) st = jr_reward_score(m->gold, (const json_t *const *)rows, (size_t)n, res);
-    double sum = 0;
+    double sum = 0, sq = 0;
     int cnt = 0;
     for (int i = 0; i < n && rows; i++) {
-        if (!st && res[i].scored) { sum += res[i].reward; cnt++; }
+        if (!st && res[i].scored) { sum += res[i].reward; sq += res[i].reward * res[i].reward; cnt++; }
         if (res) jr_reward_result_free(&res[i]);
         json_decref(rows[i]);
     }
     free(rows);
     free(res);
     if (st) return jr_fail_ctx(st, "monitor.gold_reward %s", m->o.gold_reward);
-    *gold = cnt ? sum / cnt : NAN;
+    ev->gold = cnt ? sum / cnt : NAN;
+    ev->gold_var = cnt ? fmax(0, sq / cnt - ev->gold * ev->gold) : 0;
+    ev->gold_n = cnt;
     return JR_OK;
 }
 
@@ -336,7 +346,15 @@ static void check_alarms(jr_monitor *m, int64_t step, jr_monitor_eval *ev) {
     const jr_monitor_opts *o = &m->o;
     const jr_monitor_eval *b = &m->base;
     double dp = ev->proxy - b->proxy, dg = ev->gold - b->gold, lr = b->len > 0 ? ev->len / b->len - 1 : 0;
-    if (o->proxy_rise > 0 && !isnan(dp) && !isnan(dg) && dp >= o->proxy_rise && dg < o->gold_margin)
+    ev->rise_needed = o->proxy_rise;
+    ev->gold_below = o->gold_margin;
+    if (o->noise_z > 0) { /* the standard error of the difference of the two evaluations' means */
+        double sp = sqrt((b->proxy_n ? b->proxy_var / b->proxy_n : 0) + (ev->proxy_n ? ev->proxy_var / ev->proxy_n : 0));
+        double sg = sqrt((b->gold_n ? b->gold_var / b->gold_n : 0) + (ev->gold_n ? ev->gold_var / ev->gold_n : 0));
+        ev->rise_needed = fmax(ev->rise_needed, o->noise_z * sp);
+        ev->gold_below = fmin(ev->gold_below, -o->noise_z * sg);
+    }
+    if (o->proxy_rise > 0 && !isnan(dp) && !isnan(dg) && dp >= ev->rise_needed && dg < ev->gold_below)
         ev->active |= JR_ALARM_PROXY_GOLD;
     if (o->length_drift > 0 && fabs(lr) >= o->length_drift) ev->active |= JR_ALARM_LENGTH;
     if (o->phrase_drift > 0 && ev->ngram_rise >= o->phrase_drift) ev->active |= JR_ALARM_PHRASE;
@@ -350,7 +368,7 @@ static void check_alarms(jr_monitor *m, int64_t step, jr_monitor_eval *ev) {
     n += (size_t)snprintf(ev->note + n, sizeof ev->note - n, "monitor: alarm at step %lld:", (long long)step);
     if ((ev->fired & JR_ALARM_PROXY_GOLD) && n < sizeof ev->note)
         n += (size_t)snprintf(ev->note + n, sizeof ev->note - n, " proxy_gold (proxy %+.3f, gold %+.3f since the start; "
-                              "monitor.proxy_rise=%g, monitor.gold_margin=%g)", dp, dg, o->proxy_rise, o->gold_margin);
+                              "thresholds: proxy rise >= %.3f, gold change < %+.3f)", dp, dg, ev->rise_needed, ev->gold_below);
     if ((ev->fired & JR_ALARM_LENGTH) && n < sizeof ev->note)
         n += (size_t)snprintf(ev->note + n, sizeof ev->note - n, " length (%.1f -> %.1f bytes, %+.0f%%; monitor.length_drift=%g)",
                               b->len, ev->len, 100 * lr, o->length_drift);
@@ -412,11 +430,11 @@ jr_status jr_monitor_observe(jr_monitor *m, int64_t step, const jr_monitor_sampl
     char(*labels)[64] = jr_calloc((size_t)n + 1, sizeof *labels);
     json_t *ng = json_object();
     if (!labels || !ng) { free(labels); json_decref(ng); return JR_ENOMEM; }
-    double psum = 0, lsum = 0;
+    double psum = 0, psq = 0, lsum = 0;
     int pn = 0, md = 0, li = 0;
     for (int i = 0; i < n; i++) {
         const char *t = s[i].text ? s[i].text : "";
-        if (s[i].scored) { psum += s[i].proxy; pn++; }
+        if (s[i].scored) { psum += s[i].proxy; psq += s[i].proxy * s[i].proxy; pn++; }
         lsum += (double)strlen(t);
         md += has_markdown(t);
         li += has_list(t);
@@ -424,10 +442,13 @@ jr_status jr_monitor_observe(jr_monitor *m, int64_t step, const jr_monitor_sampl
         add_ngrams(ng, t, m->o.ngram > 0 ? m->o.ngram : 1);
     }
     ev->proxy = pn ? psum / pn : NAN;
+    ev->proxy_var = pn ? fmax(0, psq / pn - ev->proxy * ev->proxy) : 0;
+    ev->proxy_n = pn;
+    ev->rise_needed = ev->gold_below = NAN;
     ev->len = n ? lsum / n : 0;
     ev->markdown = n ? (double)md / n : 0;
     ev->list = n ? (double)li / n : 0;
-    jr_status st = gold_metric(m, s, n, labels, &ev->gold);
+    jr_status st = gold_metric(m, s, n, labels, ev);
     json_t *lab = label_shares(labels, n, &ev->label_max, &ev->label_entropy), *ngs = shares(ng, n);
     free(labels);
     json_decref(ng);
@@ -436,6 +457,12 @@ jr_status jr_monitor_observe(jr_monitor *m, int64_t step, const jr_monitor_sampl
                             "length", ev->len, "markdown", ev->markdown, "list", ev->list, "labels", lab,
                             "label_max_share", ev->label_max, "label_entropy", ev->label_entropy, "n", n);
     if (!st && !row) st = JR_ENOMEM;
+    if (!st) {
+        json_object_set_new(row, "proxy_var", json_real(ev->proxy_var));
+        json_object_set_new(row, "gold_var", json_real(ev->gold_var));
+        json_object_set_new(row, "proxy_n", json_integer(ev->proxy_n));
+        json_object_set_new(row, "gold_n", json_integer(ev->gold_n));
+    }
     if (!st && !m->has_base) { /* the baseline: kept whole, so a resumed run compares with the same start */
         m->has_base = 1;
         m->base = *ev;
@@ -447,6 +474,7 @@ jr_status jr_monitor_observe(jr_monitor *m, int64_t step, const jr_monitor_sampl
         json_t *top = top_rises(ngs, m->base_ngrams, m->o.top_ngrams, &ev->ngram_rise);
         json_object_set_new(row, "top_ngrams", top);
         check_alarms(m, step, ev);
+        json_object_set_new(row, "thresholds", json_pack("{s:f, s:f}", "proxy_rise", ev->rise_needed, "gold_margin", ev->gold_below));
     }
     if (!st) {
         json_object_set_new(row, "phrase_rise", json_real(ev->ngram_rise));
