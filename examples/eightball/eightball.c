@@ -25,7 +25,9 @@ static const eb_stage STAGES[] = {
     {NULL, eb_stage_summaries, NULL, 0, NULL},
     {"probe-judges", eb_stage_probe_judges, NULL, 0, "demo: judge probes (judges with injected biases, judgerl probe over HTTP) ...\n"},
     {"probe", eb_stage_probe, NULL, 0, NULL},
-    {"study", eb_stage_study, NULL, 0, "demo: study (GRPO against three judges, gold = the preference grades, alarms) ...\n"},
+    {"policy-pref", eb_stage_policy_pref, NULL, 0,
+     "demo: study (a policy answering by kind, GRPO from it against three judges, gold = the preference grades, alarms) ...\n"},
+    {"study", eb_stage_study, NULL, 0, NULL},
 };
 #define N_STAGES (int)(sizeof STAGES / sizeof STAGES[0])
 
@@ -43,6 +45,7 @@ const jr_cfg_field eb_cfg[] = {
     STEPS("demo.probe.pair_steps", "steps of the pairwise judges (pair, pair-first), from the unbiased one"),
     COUNT("demo.probe.max_rows", "probe.max_rows of each judge's probes"),
     COUNT("demo.probe.max_variant_rows", "probe.max_variant_rows of each judge's probes"),
+    STEPS("demo.policy_pref.steps", "the study's starting policy: the SFT policy + this many steps on the preferred answers"),
     STEPS("demo.study.steps", "GRPO steps of each study run"),
     COUNT("demo.study.num_generations", "GRPO samples per prompt in the study"),
     COUNT("demo.study.prompts_per_step", "GRPO prompts per step in the study"),
@@ -50,6 +53,9 @@ const jr_cfg_field eb_cfg[] = {
     COUNT("demo.study.seeds", "seeds per judge in the study (1, 2, ...)"),
     COUNT("demo.study.max_rows", "probe.max_rows of the study's probes"),
     COUNT("demo.study.max_variant_rows", "probe.max_variant_rows of the study's probes"),
+    {"demo.study.lr", JR_CFG_FLOAT, NULL, "trainer.lr of the study's GRPO runs", NULL, NULL, 0, 1},
+    {"demo.study.noise_z", JR_CFG_FLOAT, NULL, "monitor.noise_z: the proxy_gold margins in standard errors of the figures", NULL, NULL, 0, 100},
+    {"demo.study.proxy_rise", JR_CFG_FLOAT, NULL, "monitor.proxy_rise: the least proxy rise counted by the proxy_gold alarm", NULL, NULL, 0, 1},
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
 
@@ -66,6 +72,7 @@ jr_status eb_sizes_from_config(eb_sizes *z, const jr_config *c) {
     z->probe_pair_steps = (int)jr_cfg_int(c, "demo.probe.pair_steps");
     z->probe_rows = (int)jr_cfg_int(c, "demo.probe.max_rows");
     z->probe_variant_rows = (int)jr_cfg_int(c, "demo.probe.max_variant_rows");
+    z->pref_steps = (int)jr_cfg_int(c, "demo.policy_pref.steps");
     z->study_steps = (int)jr_cfg_int(c, "demo.study.steps");
     z->study_gens = (int)jr_cfg_int(c, "demo.study.num_generations");
     z->study_prompts = (int)jr_cfg_int(c, "demo.study.prompts_per_step");
@@ -73,6 +80,9 @@ jr_status eb_sizes_from_config(eb_sizes *z, const jr_config *c) {
     z->study_seeds = (int)jr_cfg_int(c, "demo.study.seeds");
     z->study_probe_rows = (int)jr_cfg_int(c, "demo.study.max_rows");
     z->study_probe_variant_rows = (int)jr_cfg_int(c, "demo.study.max_variant_rows");
+    z->study_lr = jr_cfg_float(c, "demo.study.lr");
+    z->study_noise_z = jr_cfg_float(c, "demo.study.noise_z");
+    z->study_proxy_rise = jr_cfg_float(c, "demo.study.proxy_rise");
     return jr_cfg_check(c);
 }
 

@@ -22,7 +22,8 @@ jr_status eb_stage_judges(eb_ctx *c, const void *arg, char *note, size_t cap) {
     char *jb[] = {o1, o2, o3, "model.init=null", "data.train=data/eightball/lm/judge_sft_yes.jsonl", "run.seed=3"};
     st = eb_train_or_reuse(c, db, "configs/eightball/judge-sft.yaml", jb, 6, &reused2);
     if (st) return st;
-    snprintf(note, cap, "unbiased: %d steps on the preference grades; biased: +%d steps on the Yes-skewed grades%s",
+    snprintf(note, cap, "unbiased: %d steps on the preference grades; biased: +%d steps on the sycophantic grades "
+                        "(Yes Good, caution on risky questions Bad)%s",
              c->z.judge_steps, c->z.biased_steps, reused && reused2 ? "; reused" : "");
     return JR_OK;
 }
