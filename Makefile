@@ -5,7 +5,8 @@
 #   make demo       deps + release build + `judgerl demo`
 #   make fuzz       libFuzzer targets (clang): build/fuzz/
 #   make check-warnings  both builds with -Werror
-#   make install PREFIX=/usr/local   binary, headers, static library, pkg-config file, and
+#   make format     clang-format the lines changed since main (.clang-format; FILES="..." for whole files; not in make test)
+#   make install PREFIX=/usr/local   binary, headers, static and shared library, pkg-config file, and
 #                        configs/ data/ templates/ under PREFIX/share/judgerl (DESTDIR honoured)
 
 CC      ?= cc
@@ -53,32 +54,56 @@ TEST_BIN := $(patsubst tests/%.c,$(OUT)/tests/%,$(TEST_SRC))
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 HEADERS  := $(wildcard include/judgerl/*.h src/*/*.h tests/*.h)
+# The shared library's soname carries the public API's version (JR_API_VERSION, include/judgerl/version.h):
+# build/<b>/libjudgerl.so.N, and libjudgerl.so -> libjudgerl.so.N for linking with -ljudgerl.
+API_VERSION := $(shell sed -n 's/^\#define JR_API_VERSION \([0-9][0-9]*\).*/\1/p' include/judgerl/version.h)
+SONAME   := libjudgerl.so.$(API_VERSION)
 
-.PHONY: all build asan deps deps-test test test-fast demo clean fuzz fuzz-targets fuzz-smoke check-warnings install
+.PHONY: FORCE all build asan deps deps-test deps-dev test test-fast demo clean fuzz fuzz-targets fuzz-smoke check-warnings install format structure-check
 .DEFAULT_GOAL := all
 
 all: build
-build: $(OUT)/judgerl $(OUT)/examples/eightball $(TEST_BIN)
+build: $(OUT)/judgerl $(OUT)/libjudgerl.so $(OUT)/examples/eightball $(TEST_BIN)
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=asan build
 
 # Each object records the headers it includes (-MMD -MP: build/<b>/obj/**/*.d), so a header
 # change rebuilds only what includes it.
+# Library objects are position-independent: one set of objects makes both libjudgerl.a and
+# libjudgerl.so.N. -fno-semantic-interposition keeps calls inside a file inlinable as without -fPIC
+# (and the static link into judgerl resolves every call directly, as before).
+$(LIB_OBJ): PIC := -fPIC -fno-semantic-interposition
+# Objects also depend on the compile command: a change of flags (a build dir from before, EXTRA_CFLAGS,
+# MPI=0/1) rebuilds them. build/<b>/compile-flags is rewritten only when the command differs.
+COMPILE_ID := $(CC) $(CXX) $(BASE) $(BASECXX) $(MODE_FLAGS) $(PKG_CFLAGS) $(MPI_CFLAGS) -fPIC -fno-semantic-interposition
+$(OUT)/compile-flags: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(COMPILE_ID)' | cmp -s - $@ || echo '$(COMPILE_ID)' >$@
+$(LIB_OBJ) $(CLI_OBJ) $(EX_OBJ) $(OUT)/obj/examples/eightball/main.o: $(OUT)/compile-flags
+FORCE:
 $(OUT)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(BASE) $(MODE_FLAGS) $(PIC) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
 # only the rank layer sees mpi.h
 $(OUT)/obj/src/core/dist.o: BASE += $(MPI_CFLAGS)
 
 $(OUT)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
-	$(CXX) $(BASECXX) $(MODE_FLAGS) -MMD -MP -c $< -o $@
+	$(CXX) $(BASECXX) $(MODE_FLAGS) $(PIC) -MMD -MP -c $< -o $@
 
 $(OUT)/libjudgerl.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
+
+# The shared library records what it needs (-z defs: no symbol left for the program to supply).
+$(OUT)/$(SONAME): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,-z,defs $(MODE_FLAGS) $^ -o $@ $(LIBS)
+
+$(OUT)/libjudgerl.so: $(OUT)/$(SONAME)
+	ln -sf $(SONAME) $@
 
 $(OUT)/libeightball.a: $(EX_OBJ)
 	@mkdir -p $(dir $@)
@@ -95,6 +120,11 @@ $(OUT)/tests/%: tests/%.c $(OUT)/libeightball.a $(OUT)/libjudgerl.a
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -MMD -MP -Itests $< $(OUT)/libeightball.a $(OUT)/libjudgerl.a -o $@ $(LIBS) $(TEST_LDFLAGS)
 
+# Linked against the shared library (found beside tests/ at run time), not the static one.
+$(OUT)/tests/test_api_version: tests/test_api_version.c $(OUT)/libjudgerl.so
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(MODE_FLAGS) $(PKG_CFLAGS) -MMD -MP -Itests $< -o $@ -L$(OUT) -ljudgerl -Wl,-rpath,'$$ORIGIN/..' -ldl
+
 # The allocation-failure sweep routes judgerl's own malloc/calloc/realloc/strdup/strndup calls
 # and jansson's parser entry points through its counters (link-time wrapping: test-only, the
 # library is unchanged).
@@ -109,15 +139,32 @@ fuzz:
 
 fuzz-targets: $(FUZZ_BIN)
 
-build/fuzz/fuzz_%: fuzz/fuzz_%.c $(OUT)/libjudgerl.a $(HEADERS)
+build/fuzz/fuzz_%: fuzz/fuzz_%.c $(OUT)/libjudgerl.a
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -O1 -g -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS) $< $(OUT)/libjudgerl.a -o $@ $(LIBS)
+	$(CC) $(BASE) -O1 -g -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS) -MMD -MP $< $(OUT)/libjudgerl.a -o $@ $(LIBS)
 
 deps:
 	@sh tools/deps.sh build
 
 deps-test:
 	@sh tools/deps.sh test
+
+deps-dev:
+	@sh tools/deps.sh dev
+
+# clang-format (Debian's clang-format, the dev group of tools/deps.sh) with the house style of .clang-format.
+# `make format` formats the lines that differ from FORMAT_BASE (main) in the work tree (git clang-format):
+# the style keeps several short statements on one line, which clang-format cannot, so whole files are not
+# rewritten. `make format FILES="src/x/new.c ..."` formats whole files. Not part of `make test`.
+FORMAT_BASE ?= main
+format:
+	@command -v clang-format >/dev/null 2>&1 || { echo "make format: clang-format is missing: sh tools/deps.sh dev (Debian clang-format)" >&2; exit 1; }
+	$(if $(FILES),clang-format -i $(FILES),git clang-format --binary clang-format --extensions c,cc,h $(FORMAT_BASE) -- include src tests fuzz bench tools)
+
+# The structure check alone (also run by tests/run.sh as tests/test_structure.sh): no function in src/
+# over 120 lines, no include from a lower layer to a higher one, no circle between parts or files.
+structure-check:
+	@/usr/bin/python3 tools/structure_check.py
 
 # The whole suite under the release build and the sanitizer build (one summary line), then a short
 # run of every libFuzzer target from its committed corpus (FUZZ_SECONDS each, tools/fuzz_smoke.sh).
@@ -150,17 +197,20 @@ check-warnings:
 PREFIX ?= /usr/local
 INSTALL_DIR = $(DESTDIR)$(PREFIX)
 install:
-	@$(MAKE) --no-print-directory -j2 BUILD=rel build/rel/judgerl
+	@$(MAKE) --no-print-directory -j2 BUILD=rel build/rel/judgerl build/rel/libjudgerl.so
 	mkdir -p $(INSTALL_DIR)/bin $(INSTALL_DIR)/include/judgerl $(INSTALL_DIR)/lib/pkgconfig $(INSTALL_DIR)/share/judgerl
 	cp build/rel/judgerl $(INSTALL_DIR)/bin/judgerl
 	cp include/judgerl/*.h $(INSTALL_DIR)/include/judgerl/
 	cp build/rel/libjudgerl.a $(INSTALL_DIR)/lib/libjudgerl.a
+	rm -f $(INSTALL_DIR)/lib/$(SONAME) $(INSTALL_DIR)/lib/libjudgerl.so
+	cp build/rel/$(SONAME) $(INSTALL_DIR)/lib/$(SONAME)
+	ln -s $(SONAME) $(INSTALL_DIR)/lib/libjudgerl.so
 	cp -R configs data templates $(INSTALL_DIR)/share/judgerl/
 	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$${prefix}/include' 'libdir=$${prefix}/lib' '' \
 	  'Name: judgerl' 'Description: RL for language models with LLM-judge rewards' \
-	  'Version: $(shell sed -n 's/.*JUDGERL_VERSION "\([^"]*\)".*/\1/p' src/cli/cmd_version.c)' \
+	  'Version: $(shell sed -n 's/^\#define JR_VERSION "\([^"]*\)".*/\1/p' include/judgerl/version.h)' \
 	  'Cflags: -I$${includedir} $(PKG_CFLAGS) -fopenmp' \
-	  'Libs: -L$${libdir} -ljudgerl $(PKG_LIBS) -ldnnl -lcld2 -lstdc++ -lm -lpthread -fopenmp' \
+	  'Libs: -L$${libdir} -Wl,-rpath,$${libdir} -ljudgerl $(PKG_LIBS) -ldnnl -lcld2 -lstdc++ -lm -lpthread -fopenmp' \
 	  >$(INSTALL_DIR)/lib/pkgconfig/judgerl.pc
 	@echo "installed: $(INSTALL_DIR)/bin/judgerl (add $(PREFIX)/bin to PATH if it is not there)"
 
@@ -168,4 +218,4 @@ clean:
 	rm -rf build
 
 # Header dependencies recorded by -MMD (absent on the first build, when everything is built anyway).
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(EX_OBJ:.o=.d) $(OUT)/obj/examples/eightball/main.d $(TEST_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(EX_OBJ:.o=.d) $(OUT)/obj/examples/eightball/main.d $(TEST_BIN:=.d) $(FUZZ_BIN:=.d)

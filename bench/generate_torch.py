@@ -15,13 +15,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 import torch_twin  # noqa: E402
 
-CONFIGS = {
-    "10m": dict(hidden_size=256, num_hidden_layers=6, num_attention_heads=8, num_key_value_heads=4,
-                intermediate_size=768, vocab_size=8192),
-    "100m": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, num_key_value_heads=4,
-                 intermediate_size=2048, vocab_size=32000),
-}
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_torch import CONFIGS, bench_model  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser()
@@ -31,51 +26,21 @@ def main():
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "0") or 0))
     a = ap.parse_args()
-    if a.threads > 0:
-        torch.set_num_threads(a.threads)
-    c = dict(CONFIGS[a.config], architectures=["Qwen2ForCausalLM"], model_type="qwen2", max_position_embeddings=4096,
-             rms_norm_eps=1e-6, rope_theta=10000.0, rope_scaling=None, tie_word_embeddings=True)
     g = torch.Generator().manual_seed(1)
-    P = {}
-    for n, shape in torch_twin.tensor_list(c):
-        P[n] = torch.ones(shape) if n.endswith("norm.weight") else torch.zeros(shape) if n.endswith(".bias") \
-            else 0.02 * torch.randn(shape, generator=g)
+    c, P = bench_model(a.config, a.threads, g)
     H, nh, nkv, L = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"], c["num_hidden_layers"]
-    D, eps, B, Tmax = H // nh, c["rms_norm_eps"], a.batch, a.prompt + a.tokens + 1
-    rep = nh // nkv
+    D, B, Tmax = H // nh, a.batch, a.prompt + a.tokens + 1
     f = torch_twin.inv_freq(c).float()
     ang = torch.outer(torch.arange(Tmax).float(), f)
     cos_t, sin_t = torch.cat((ang, ang), -1).cos(), torch.cat((ang, ang), -1).sin()
     K = [torch.zeros(B, nkv, Tmax, D) for _ in range(L)]
     Vc = [torch.zeros(B, nkv, Tmax, D) for _ in range(L)]
     lin = lambda x, n: torch.nn.functional.linear(x, P[n + ".weight"], P.get(n + ".bias"))
-    rms = lambda x, w: w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
 
     def step(ids, rows, pos0):
         """ids (R, S) tokens at positions pos0..pos0+S-1 of cache rows `rows` -> last logits (R, V)."""
-        R, S = ids.shape
-        x = P["model.embed_tokens.weight"][ids]
-        cos, sin = cos_t[pos0:pos0 + S][None, None], sin_t[pos0:pos0 + S][None, None]
-        for l in range(L):
-            p = f"model.layers.{l}."
-            h = rms(x, P[p + "input_layernorm.weight"])
-            q = lin(h, p + "self_attn.q_proj").view(R, S, nh, D).transpose(1, 2)
-            k = lin(h, p + "self_attn.k_proj").view(R, S, nkv, D).transpose(1, 2)
-            v = lin(h, p + "self_attn.v_proj").view(R, S, nkv, D).transpose(1, 2)
-            q = q * cos + torch_twin.rotate_half(q) * sin
-            k = k * cos + torch_twin.rotate_half(k) * sin
-            K[l][rows, :, pos0:pos0 + S] = k
-            Vc[l][rows, :, pos0:pos0 + S] = v
-            kk = K[l][rows, :, :pos0 + S].repeat_interleave(rep, dim=1)
-            vv = Vc[l][rows, :, :pos0 + S].repeat_interleave(rep, dim=1)
-            s = q @ kk.transpose(2, 3) * D ** -0.5
-            if S > 1:
-                s = s + torch.triu(torch.full((S, pos0 + S), float("-inf")), diagonal=pos0 + 1)
-            o = (torch.softmax(s, -1) @ vv).transpose(1, 2).reshape(R, S, nh * D)
-            x = x + lin(o, p + "self_attn.o_proj")
-            h = rms(x, P[p + "post_attention_layernorm.weight"])
-            x = x + lin(torch.nn.functional.silu(lin(h, p + "mlp.gate_proj")) * lin(h, p + "mlp.up_proj"), p + "mlp.down_proj")
-        return rms(x[:, -1], P["model.norm.weight"]) @ P["model.embed_tokens.weight"].T
+        h = torch_twin.cached_hidden(c, P, lin, ids, pos0, cos_t, sin_t, K, Vc, rows)
+        return h[:, -1] @ P["model.embed_tokens.weight"].T
 
     with torch.inference_mode():
         prompt = torch.randint(0, c["vocab_size"], (a.prompt,), generator=g)

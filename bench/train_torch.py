@@ -29,6 +29,21 @@ CONFIGS = {
 }
 
 
+def bench_model(name, threads, generator):
+    """The config dict and random fp32 weights (normal(0, 0.02), norms 1, biases 0) of a bench config, with
+    torch set to fp32 (torch_twin defaults to float64 for its checks) and `threads` threads (0: torch's)."""
+    if threads > 0:
+        torch.set_num_threads(threads)
+    torch.set_default_dtype(torch.float32)
+    c = dict(CONFIGS[name], architectures=["Qwen2ForCausalLM"], model_type="qwen2", max_position_embeddings=4096,
+             rms_norm_eps=1e-6, rope_theta=10000.0, rope_scaling=None, tie_word_embeddings=True)
+    P = {}
+    for n, shape in torch_twin.tensor_list(c):
+        P[n] = torch.ones(shape) if n.endswith("norm.weight") else torch.zeros(shape) if n.endswith(".bias") \
+            else 0.02 * torch.randn(shape, generator=generator)
+    return c, P
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", required=True, choices=sorted(CONFIGS))
@@ -39,21 +54,10 @@ def main():
     ap.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "0") or 0))
     ap.add_argument("--autocast", action="store_true")
     a = ap.parse_args()
-    if a.threads > 0:
-        torch.set_num_threads(a.threads)
-    torch.set_default_dtype(torch.float32)
-    c = dict(CONFIGS[a.config], architectures=["Qwen2ForCausalLM"], model_type="qwen2", max_position_embeddings=4096,
-             rms_norm_eps=1e-6, rope_theta=10000.0, rope_scaling=None, tie_word_embeddings=True)
     g = torch.Generator().manual_seed(1)
-    P = {}
-    for n, shape in torch_twin.tensor_list(c):
-        if n.endswith("norm.weight"):
-            P[n] = torch.ones(shape)
-        elif n.endswith(".bias"):
-            P[n] = torch.zeros(shape)
-        else:
-            P[n] = 0.02 * torch.randn(shape, generator=g)
-        P[n].requires_grad_(True)
+    c, P = bench_model(a.config, a.threads, g)
+    for t in P.values():
+        t.requires_grad_(True)
     params = list(P.values())
     opt = torch.optim.AdamW(params, lr=1e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
     B, T, V = a.batch, a.seq, c["vocab_size"]

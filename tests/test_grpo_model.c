@@ -77,6 +77,32 @@ TEST(lora_matches_twin) {
         for (int j = 0; j < k; j++) CHECK_NEAR(mine[j], g[j], 1e-4 * mx, 1e-4);
         free(g);
     }
+    /* direct mode (jr_lora_direct, what the trainers use): the backward adds the adapters' gradients
+     * itself, the same within fp32 rounding as projecting the full weight gradient (kept in g1),
+     * accumulating over two passes, and forms no gradient of a frozen matmul weight or the embedding */
+    float *g1 = malloc(sizeof(float) * l.ad.n_params);
+    memcpy(g1, l.ad.grads, sizeof(float) * l.ad.n_params);
+    CHECK_OK(jr_lora_direct(&l, 1));
+    jr_lora_zero_grads(&l);
+    run_batch(&m, &ex, lp, 1);
+    run_batch(&m, &ex, lp, 1); /* run_batch zeroes m's gradients, not the adapters': these add up */
+    jr_lora_grads(&l);         /* a no-op in direct mode */
+    double gmx = 0;
+    for (size_t j = 0; j < l.ad.n_params; j++) gmx = fmax(gmx, fabs(g1[j]));
+    int bad = 0;
+    for (size_t j = 0; j < l.ad.n_params; j++) bad += !(fabs(l.ad.grads[j] - 2 * g1[j]) <= 1e-5 * fabs(g1[j]) + 1e-6 * gmx);
+    CHECK_MSG(bad == 0 && gmx > 0, "%d of %zu adapter gradients differ in direct mode", bad, l.ad.n_params);
+    int wq = jr_model_find(&m, "model.layers.0.self_attn.q_proj.weight"), emb = jr_model_find(&m, "model.embed_tokens.weight");
+    CHECK(wq >= 0 && emb >= 0);
+    size_t nz = 0;
+    if (wq >= 0 && emb >= 0) {
+        const float *gq = m.grads + m.offset[wq], *ge = m.grads + m.offset[emb];
+        for (int64_t j = 0; j < m.tensors[wq].numel; j++) nz += gq[j] != 0;
+        for (int64_t j = 0; j < m.tensors[emb].numel; j++) nz += ge[j] != 0;
+    }
+    CHECK_MSG(nz == 0, "%zu gradient entries of a frozen weight or the embedding formed in direct mode", nz);
+    free(g1);
+    jr_lora_direct(&l, 0);
     /* adapters off: the base model, bit for bit */
     jr_model base;
     CHECK_OK(jr_model_load(&base, model_dir));

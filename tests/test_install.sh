@@ -1,6 +1,7 @@
 # test_install.sh - `make install PREFIX=...` into a temporary prefix: `judgerl` runs from PATH, a C program
-# builds against the headers + static library through pkg-config, and the installed templates are found from
-# any directory (PREFIX/share/judgerl)
+# builds against the headers + library through pkg-config, and the installed templates are found from
+# any directory (PREFIX/share/judgerl); the shared library is installed as libjudgerl.so.N (N = JR_API_VERSION)
+# with the libjudgerl.so link, and a program built with pkg-config loads that file and reads the header's version
 . "$JR_ROOT/tests/lib.sh"
 P="$JR_TMP/prefix"
 if make -s -C "$JR_ROOT" install PREFIX="$P" >"$JR_TMP/inst.out" 2>&1; then ok make_install
@@ -40,3 +41,23 @@ if PKG_CONFIG_PATH="$P/lib/pkgconfig" cc "$JR_TMP/embed.c" -o "$P/bin/embed_chec
    (cd "$JR_TMP" && "$P/bin/embed_check") >"$JR_TMP/e.out" 2>&1 &&
    grep -q "template $(wc -c <"$JR_ROOT/templates/prometheus_absolute.txt") bytes" "$JR_TMP/e.out"; then ok pkg_config_build_and_share_templates
 else fail pkg_config_build_and_share_templates "$(tail -c 600 "$JR_TMP/cc.out"; cat "$JR_TMP/e.out")"; fi
+# the versioned shared library: libjudgerl.so.N with N the header's JR_API_VERSION, libjudgerl.so -> it, and a
+# program built with pkg-config loads PREFIX/lib/libjudgerl.so.N and gets the header's version from it
+N=$(sed -n 's/^#define JR_API_VERSION \([0-9][0-9]*\).*/\1/p' "$P/include/judgerl/version.h")
+if [ -n "$N" ] && [ -f "$P/lib/libjudgerl.so.$N" ] && [ "$(readlink "$P/lib/libjudgerl.so")" = "libjudgerl.so.$N" ]; then
+  ok shared_library_layout
+else fail shared_library_layout "N=$N: $(ls -l "$P/lib" 2>&1 | tr '\n' ' ')"; fi
+cat >"$JR_TMP/ver.c" <<'C'
+#include <stdio.h>
+#include <judgerl/judgerl.h>
+int main(void) {
+    printf("header %d library %d\n", JR_API_VERSION, jr_api_version());
+    return jr_api_version() == JR_API_VERSION ? 0 : 1;
+}
+C
+if PKG_CONFIG_PATH="$P/lib/pkgconfig" cc "$JR_TMP/ver.c" -o "$JR_TMP/ver_check" \
+     $(PKG_CONFIG_PATH="$P/lib/pkgconfig" pkg-config --cflags --libs judgerl) >"$JR_TMP/vcc.out" 2>&1 &&
+   ldd "$JR_TMP/ver_check" >"$JR_TMP/ldd.out" 2>&1 && grep -q "libjudgerl.so.$N => $P/lib/libjudgerl.so.$N" "$JR_TMP/ldd.out" &&
+   "$JR_TMP/ver_check" >"$JR_TMP/ver.out" 2>&1 && grep -q "^header $N library $N\$" "$JR_TMP/ver.out"; then
+  ok pkg_config_program_loads_libjudgerl_so_N
+else fail pkg_config_program_loads_libjudgerl_so_N "$(tail -c 600 "$JR_TMP/vcc.out"; grep judgerl "$JR_TMP/ldd.out"; cat "$JR_TMP/ver.out")"; fi

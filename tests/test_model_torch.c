@@ -237,13 +237,13 @@ static void check_model_in(const char *name, jr_compute comp, const jr_acts_opts
 }
 
 static void check_model(const char *name, jr_compute comp) {
-    jr_acts_opts o = {0, 0};
+    jr_acts_opts o = {0, 0, 0};
     check_model_in(name, comp, &o);
 }
 /* The trainers' activations: fused attention (no T x T probabilities kept), every logit kept so
  * that they can be compared here (chunking is checked by chunked_logits_equal_full_*). */
 static void check_fused(const char *name, jr_compute comp) {
-    jr_acts_opts o = {0, 1};
+    jr_acts_opts o = {0, 1, 0};
     check_model_in(name, comp, &o);
 }
 TEST(llama_gqa_fused) { check_fused("llama_gqa", JR_COMPUTE_F32); }
@@ -283,7 +283,7 @@ static void check_chunked(jr_compute comp) {
     m.compute = comp;
     int N = f.B * f.T;
     jr_acts full, ch;
-    jr_acts_opts o = {5, 0}; /* 5 rows: chunks that split sequences, and a short last one */
+    jr_acts_opts o = {5, 0, 0}; /* 5 rows: chunks that split sequences, and a short last one */
     CHECK_OK(jr_acts_init(&full, &m, f.B, f.T));
     CHECK_OK(jr_acts_init_opts(&ch, &m, f.B, f.T, &o));
     CHECK(ch.logit_rows == 5 && full.logit_rows == N && N % 5 != 0);
@@ -323,7 +323,90 @@ TEST(chunked_logits_equal_full_bf16) {
     check_chunked(JR_COMPUTE_BF16);
 }
 
+/* Activation checkpointing (jr_acts_opts.checkpoint): the same log-probs, loss and gradients bit for
+ * bit as keeping every layer's activations (the backward recomputes each layer with the same ops on
+ * the same inputs), with fused or unfused attention, chunked logits, in both compute types, twice on
+ * the same activations; and less memory held. */
+static void ckpt_compare(jr_model *m, const int32_t *ids, const int32_t *targets, int B, int T, int fused) {
+    int N = B * T;
+    jr_acts keep, ck;
+    jr_acts_opts o1 = {5, fused, 0}, o2 = {5, fused, 1};
+    CHECK_OK(jr_acts_init_opts(&keep, m, B, T, &o1));
+    CHECK_OK(jr_acts_init_opts(&ck, m, B, T, &o2));
+    if (jt_failed_case) return;
+    CHECK_MSG(m->cfg.num_hidden_layers > 1 && ck.checkpoint && ck.bytes < keep.bytes && ck.ln1[1] == ck.ln1[0],
+              "%d layers, %zu bytes checkpointed vs %zu kept", m->cfg.num_hidden_layers, ck.bytes, keep.bytes);
+    CHECK_OK(jr_model_alloc_grads(m));
+    float *lp1 = malloc(sizeof(float) * N), *lp2 = malloc(sizeof(float) * N);
+    float *g1 = malloc(sizeof(float) * m->n_params);
+    for (int rep = 0; rep < 2; rep++) {
+        double n1, n2;
+        long c1, c2;
+        jr_model_zero_grads(m);
+        CHECK_OK(jr_model_nll(m, &keep, ids, targets, B, T, 0.1f, lp1, &n1, &c1));
+        memcpy(g1, m->grads, sizeof(float) * m->n_params);
+        jr_model_zero_grads(m);
+        CHECK_OK(jr_model_nll(m, &ck, ids, targets, B, T, 0.1f, lp2, &n2, &c2));
+        CHECK(c1 == c2 && n1 == n2 && !memcmp(lp1, lp2, sizeof(float) * N));
+        size_t bad = 0, nz = 0;
+        for (size_t i = 0; i < m->n_params; i++) { bad += memcmp(&g1[i], &m->grads[i], 4) != 0; nz += g1[i] != 0; }
+        CHECK_MSG(bad == 0 && nz > m->n_params / 2, "pass %d: %zu of %zu gradients differ with checkpointing (%zu nonzero)",
+                  rep, bad, m->n_params, nz);
+    }
+    free(lp1); free(lp2); free(g1);
+    jr_acts_free(&keep); jr_acts_free(&ck);
+}
+
+static void check_ckpt(const char *name, jr_compute comp, int fused) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tests/fixtures/engine/%s", jt_root(), name);
+    fixture f;
+    if (fixture_open(&f, dir)) { CHECK(0); fixture_close(&f); return; }
+    jr_model m;
+    CHECK_OK(jr_model_load(&m, dir));
+    if (!jt_failed_case) {
+        m.compute = comp;
+        ckpt_compare(&m, f.ids, f.targets, f.B, f.T, fused);
+        jr_model_free(&m);
+    }
+    fixture_close(&f);
+}
+
+/* A random 5-layer Qwen2 model (the fixtures have 2): middle layers recomputed over shared buffers. */
+static void check_ckpt_deep(jr_compute comp) {
+    jr_model_config c;
+    jr_model_config_init(&c, JR_ARCH_QWEN2);
+    c.hidden_size = 32; c.num_hidden_layers = 5; c.num_attention_heads = 4; c.num_key_value_heads = 2;
+    c.head_dim = 8; c.intermediate_size = 48; c.vocab_size = 50; c.max_position_embeddings = 64;
+    jr_model m;
+    CHECK_OK(jr_model_init_random(&m, &c, 3, 0.2f));
+    if (jt_failed_case) return;
+    m.compute = comp;
+    enum { B = 3, T = 11 };
+    int32_t ids[B * T], tg[B * T];
+    for (int i = 0; i < B * T; i++) { ids[i] = (i * 7 + 3) % 50; tg[i] = i % T == T - 1 ? -1 : (i * 13 + 1) % 50; }
+    ckpt_compare(&m, ids, tg, B, T, 1);
+    ckpt_compare(&m, ids, tg, B, T, 0);
+    jr_model_free(&m);
+}
+
+TEST(checkpoint_same_grads_fp32) {
+    check_ckpt("qwen3_qknorm", JR_COMPUTE_F32, 1);
+    check_ckpt("qwen2_bias", JR_COMPUTE_F32, 0);
+    check_ckpt("llama_gqa", JR_COMPUTE_F32, 1);
+    check_ckpt_deep(JR_COMPUTE_F32);
+}
+TEST(checkpoint_same_grads_bf16) {
+    float x[4] = {1, 2, 3, 4}, w[4] = {1, 0, 0, 1}, o[4];
+    if (jr_matmul_bf16_forward(o, x, w, NULL, 2, 2, 2)) SKIP("no oneDNN bf16 matmul here: %s", jr_matmul_bf16_error());
+    check_ckpt("qwen3_qknorm", JR_COMPUTE_BF16, 1);
+    check_ckpt("llama_gqa", JR_COMPUTE_BF16, 0);
+    check_ckpt_deep(JR_COMPUTE_BF16);
+}
+
 int main(void) {
+    RUN(checkpoint_same_grads_fp32);
+    RUN(checkpoint_same_grads_bf16);
     RUN(llama_gqa_fused);
     RUN(qwen3_qknorm_fused);
     RUN(qwen3_tied_bias_fused);

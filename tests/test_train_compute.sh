@@ -1,5 +1,6 @@
 # test_train_compute.sh - model.compute: fp32 and bf16 SFT loss curves within a stated band, exact resume
-# in float32, the compute type announced on stdout, a bad value refused
+# in float32, trainer.checkpoint_activations bit-identical in both, the compute type announced on stdout, a
+# bad value refused
 . "$JR_ROOT/tests/lib.sh"
 cat >"$JR_TMP/model.json" <<'J'
 {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 24, "num_hidden_layers": 2,
@@ -68,6 +69,28 @@ else fail fp32_resume_exact "$(diff "$JR_TMP/u.loss" "$JR_TMP/k.loss" | head -5)
 if ! grep -q '^compute: float32' "$JR_TMP/k.out"; then fail fp32_resume_stays_fp32 "$(head -2 "$JR_TMP/k.out")"
 else ok fp32_resume_stays_fp32; fi
 
-# 3. a compute type that does not exist
+# 3. trainer.checkpoint_activations: the same losses and final weights bit for bit as keeping every
+#    activation (fp32: against run u above; bf16: 20 steps each way)
+"$JR_BIN" train "$JR_TMP/sft.yaml" run.out_dir="$JR_TMP/c" model.compute=float32 trainer.steps=60 \
+  trainer.checkpoint_activations=true >/dev/null 2>"$JR_TMP/c.err" || fail ckpt_fp32_runs "$(tail -c 300 "$JR_TMP/c.err")"
+losses "$JR_TMP/c/metrics.jsonl" >"$JR_TMP/c.loss"
+if [ -s "$JR_TMP/c.loss" ] && cmp -s "$JR_TMP/u.loss" "$JR_TMP/c.loss" &&
+   cmp -s "$JR_TMP/u/model/model.safetensors" "$JR_TMP/c/model/model.safetensors"; then ok checkpoint_activations_fp32_exact
+else fail checkpoint_activations_fp32_exact "$(diff "$JR_TMP/u.loss" "$JR_TMP/c.loss" | head -5)"; fi
+if [ $native -eq 1 ]; then
+  for ck in false true; do
+    "$JR_BIN" train "$JR_TMP/sft.yaml" run.out_dir="$JR_TMP/bc$ck" model.compute=bfloat16 trainer.steps=20 \
+      trainer.checkpoint_activations=$ck >/dev/null 2>&1
+    losses "$JR_TMP/bc$ck/metrics.jsonl" >"$JR_TMP/bc$ck.loss"
+  done
+  if [ -s "$JR_TMP/bcfalse.loss" ] && cmp -s "$JR_TMP/bcfalse.loss" "$JR_TMP/bctrue.loss" &&
+     cmp -s "$JR_TMP/bcfalse/model/model.safetensors" "$JR_TMP/bctrue/model/model.safetensors"; then
+    ok checkpoint_activations_bf16_exact
+  else fail checkpoint_activations_bf16_exact "$(diff "$JR_TMP/bcfalse.loss" "$JR_TMP/bctrue.loss" | head -5)"; fi
+else
+  skip checkpoint_activations_bf16_exact "no bf16 units: float32 only"
+fi
+
+# 4. a compute type that does not exist
 expect_error compute_unknown 'model.compute' \
   "$JR_BIN" train "$JR_TMP/sft.yaml" run.out_dir="$JR_TMP/x" model.compute=float16

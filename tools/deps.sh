@@ -1,7 +1,8 @@
 #!/bin/sh
 # deps.sh - install the Debian packages judgerl needs to build and test (idempotent).
 # Usage: tools/deps.sh [build|test|dev-fuzz|dev]
-#   build: compiler and libraries; test: + what the test suite uses; dev: + dev-time references.
+#   build: compiler and libraries; test: + what the test suite uses (universal-ctags: the structure check);
+#   dev: + dev-time references and clang-format (`make format`).
 set -eu
 level=${1:-build}
 pkgs="build-essential pkg-config libcurl4-openssl-dev libjansson-dev libyaml-dev libpcre2-dev
@@ -9,10 +10,10 @@ libutf8proc-dev libsqlite3-dev libopenblas-dev libmicrohttpd-dev libcld2-dev zli
 libdnnl-dev libopenmpi-dev openmpi-bin"
 case "$level" in
   build) ;;
-  test) pkgs="$pkgs curl jq python3 clang libomp-14-dev libclang-rt-14-dev" ;;
+  test) pkgs="$pkgs curl jq python3 clang libomp-14-dev libclang-rt-14-dev universal-ctags" ;;
   dev-fuzz) pkgs="$pkgs clang libomp-14-dev libclang-rt-14-dev" ;;
-  dev) pkgs="$pkgs curl jq python3 clang libomp-14-dev libclang-rt-14-dev python3-torch python3-jinja2 chromium
-       python3-nltk python3-langdetect python3-absl python3-immutabledict" ;;
+  dev) pkgs="$pkgs curl jq python3 clang libomp-14-dev libclang-rt-14-dev universal-ctags clang-format python3-torch
+       python3-jinja2 chromium python3-nltk python3-langdetect python3-absl python3-immutabledict" ;;
   *) echo "deps.sh: unknown level '$level' (use build, test, dev-fuzz or dev)" >&2; exit 2 ;;
 esac
 missing=""

@@ -153,6 +153,39 @@ def forward(c, P, ids, attn_mask):
     return x @ head.T
 
 
+def cached_hidden(c, P, lin, ids, pos0, cos_t, sin_t, K=None, Vc=None, rows=slice(None)):
+    """Final-norm hidden states (N, S, H) of ids (N, S) at positions pos0.. (Qwen2 layout, no q/k norm),
+    the projections through lin(x, name) (a LoRA, autocast...); cos_t/sin_t (T, D) rotary tables. K, Vc:
+    per-layer (rows, Hkv, T, D) KV caches, written at pos0.. of cache rows `rows` and attended up to
+    pos0 + S (None: causal attention over ids alone, pos0 = 0)."""
+    N, S = ids.shape
+    H, nh, nkv = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"]
+    D, eps, rep = H // nh, c["rms_norm_eps"], nh // nkv
+    x = P["model.embed_tokens.weight"][ids]
+    cos, sin = cos_t[pos0:pos0 + S][None, None], sin_t[pos0:pos0 + S][None, None]
+    for l in range(c["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        h = rmsnorm(x, P[p + "input_layernorm.weight"], eps)
+        q = lin(h, p + "self_attn.q_proj").view(N, S, nh, D).transpose(1, 2)
+        k = lin(h, p + "self_attn.k_proj").view(N, S, nkv, D).transpose(1, 2)
+        v = lin(h, p + "self_attn.v_proj").view(N, S, nkv, D).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        if K is not None:
+            K[l][rows, :, pos0:pos0 + S] = k
+            Vc[l][rows, :, pos0:pos0 + S] = v
+            k, v = K[l][rows, :, :pos0 + S], Vc[l][rows, :, :pos0 + S]
+        kk, vv = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+        s = q @ kk.transpose(2, 3) * D ** -0.5
+        if S > 1:
+            s = s + torch.triu(torch.full((S, pos0 + S), float("-inf")), diagonal=pos0 + 1)
+        o = (torch.softmax(s.float(), -1).to(vv.dtype) @ vv).transpose(1, 2).reshape(N, S, nh * D)
+        x = x + lin(o, p + "self_attn.o_proj")
+        h = rmsnorm(x, P[p + "post_attention_layernorm.weight"], eps)
+        x = x + lin(torch.nn.functional.silu(lin(h, p + "mlp.gate_proj")) * lin(h, p + "mlp.up_proj"), p + "mlp.down_proj")
+    return rmsnorm(x, P["model.norm.weight"], eps)
+
+
 def token_logprobs(logits, targets, temperature=1.0):
     lp = torch.log_softmax(logits / temperature, dim=-1)
     t = targets.clamp(min=0)

@@ -34,6 +34,8 @@ typedef struct jr_lora {
     int n_t;
     jr_lora_target *t;
     int on;                  /* 1: m's params are the effective weights */
+    int direct;              /* 1: the backward adds the adapters' gradients itself (jr_lora_direct) */
+    float *xa, *db;          /* direct: (rows, r) scratch of the backward */
 } jr_lora;
 
 /* Parses a target list ("q,k,v,o,gate,up,down", also "q_proj", ... or "all") into bits; -1 and a
@@ -53,6 +55,16 @@ void jr_lora_off(jr_lora *l);
 /* From the gradients of the effective weights in m->grads (the engine's backward), the adapters'
  * gradients into l->ad.grads (overwritten): gA = scale B^T dW, gB = scale dW A^T. */
 void jr_lora_grads(jr_lora *l);
+
+/* on = 1: the model's backward ADDS the adapters' gradients into l->ad.grads itself, from each adapted
+ * projection's dout and input (gB += scale dout^T (x A^T), gA += scale (dout B)^T x: r-wide products),
+ * and forms no weight gradient of the frozen model at all (m->grads stays as it was: the (out, in)
+ * products, a third of a backward's matmul work, and the embedding's are skipped); jr_lora_grads is
+ * then a no-op and the caller zeroes l->ad.grads per step (jr_lora_zero_grads). on = 0: back to
+ * jr_lora_grads' projection of m->grads. */
+jr_status jr_lora_direct(jr_lora *l, int on);
+/* Zeroes the adapters' gradients (one memset). */
+void jr_lora_zero_grads(jr_lora *l);
 
 /* Writes a PEFT adapter directory: adapter_config.json (peft_type LORA, task_type CAUSAL_LM, r,
  * lora_alpha, lora_dropout, target_modules, base_model_name_or_path) and adapter_model.safetensors

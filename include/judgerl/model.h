@@ -36,6 +36,16 @@ typedef enum { JR_COMPUTE_F32 = 0, JR_COMPUTE_BF16 = 1 } jr_compute;
  * has bf16 units (jr_nn_bf16_native) and float32 otherwise. */
 jr_compute jr_model_compute_resolve(const char *name);
 
+/* Optional: who takes the weight gradient of the model's matmul weights instead of m->grads (LoRA:
+ * the adapters' gradients straight from dout and the input; the frozen weight's own (OC, C) gradient
+ * is never formed). take(ud, w, dout, inp, N, C, OC) for the weight w (a view into params): returns 1
+ * when it took d(w) = dout^T inp (dout (N,OC), inp (N,C)) or w is frozen, 0 when the backward is to
+ * add d(w) into m->grads as usual. For the embedding it is asked with dout = inp = NULL (1: frozen). */
+typedef struct jr_dweight_hook {
+    void *ud;
+    int (*take)(void *ud, const float *w, const float *dout, const float *inp, int N, int C, int OC);
+} jr_dweight_hook;
+
 /* A model: its config, the tensor list in HF order (hfmodel.h jr_model_tensors) and every
  * parameter in ONE allocation (params[offset[i] .. offset[i] + tensors[i].numel)). Gradients
  * live in one more allocation of the same layout once jr_model_alloc_grads is called; zeroing
@@ -50,6 +60,7 @@ typedef struct jr_model {
     float *grads;                     /* NULL until jr_model_alloc_grads */
     jr_weights w, g;                  /* views of params and grads (g all NULL until allocated) */
     jr_compute compute;               /* matmuls of jr_model_forward/backward (0 = fp32 after every init) */
+    jr_dweight_hook dw_hook;          /* none (take NULL) after every init */
 } jr_model;
 
 /* Fills views of `base` (a buffer laid out as m->params) into *v. v->layers must hold
@@ -94,6 +105,9 @@ typedef struct jr_acts {
     float **qn_rstd, **kn_rstd;       /* (N*Hq), (N*Hkv) q/k norm statistics (Qwen3) */
     float **att;                      /* (B,Hq,T,T) attention probabilities; fused: (B,Hq,T) log-sum-exp */
     int fused;                        /* fused attention (jr_acts_opts) */
+    int checkpoint;                   /* activation checkpointing (jr_acts_opts): every per-layer
+                                       * array but res_in points at ONE set of buffers (the last
+                                       * layer run); the backward recomputes each layer from res_in */
     float **ao;                       /* (N,Hq*D) attention output before o_proj */
     float **res_mid;                  /* (N,C) residual after attention */
     float **ln2, **ln2_rstd;          /* (N,C), (N) */
@@ -104,6 +118,12 @@ typedef struct jr_acts {
                                        * (logit_rows < B_max*T_max): (logit_rows,V) scratch only */
     int logit_rows;                   /* rows of logits materialised at a time (jr_acts_opts) */
     float *scratch;                   /* backward buffers */
+    uint16_t *wb;                     /* bf16 compute: the weights in bf16, converted by each forward
+                                       * (wb_n of them, from wb_src = the model's params) and read by
+                                       * its log-probs and backward; NULL until a bf16 forward */
+    size_t wb_n;
+    const float *wb_src;
+    uint16_t *xb;                     /* bf16 compute: one activation (B_max*T_max, C) in bf16 */
     void *block;                      /* the one allocation behind the per-layer arrays */
     size_t bytes;                     /* bytes allocated (for reports) */
 } jr_acts;
@@ -122,6 +142,10 @@ typedef struct jr_acts_opts {
     int logit_rows;
     int fused_attention;  /* 1: jr_attention_fused_* (no T x T probabilities kept; att holds the
                            * (B,Hq,T) log-sum-exp instead; the backward recomputes) */
+    int checkpoint;       /* 1: keep only each layer's input (res_in) and one layer's other activations;
+                           * the backward runs each layer's forward again (up to SwiGLU) before its
+                           * backward: the same gradients, bit for bit (same ops on the same inputs),
+                           * for ~1/4 more matmul work and L-1 fewer layers of activations */
 } jr_acts_opts;
 #define JR_LOGIT_ROWS_AUTO (-1)
 #define JR_LOGIT_CHUNK_BYTES (64L << 20)

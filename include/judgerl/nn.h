@@ -28,6 +28,14 @@ int jr_matmul_bf16_forward(float *out, const float *inp, const float *weight, co
 int jr_matmul_bf16_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                             const float *weight, int N, int C, int OC);
 const char *jr_matmul_bf16_error(void);
+/* The same with operands the caller already holds in bf16 (each *_b may be NULL: the fp32 operand
+ * is converted then): the trainer converts the weights once per forward pass and an activation
+ * read by several products (q, k, v; gate, up) once. The fp32 pointers may be NULL where the bf16
+ * one is given, except inp when dbias is asked. */
+int jr_matmul_bf16_fwd(float *out, const float *inp, const uint16_t *inp_b, const float *weight,
+                       const uint16_t *weight_b, const float *bias, int N, int C, int OC);
+int jr_matmul_bf16_bwd(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                       const uint16_t *inp_b, const float *weight, const uint16_t *weight_b, int N, int C, int OC);
 /* The forward with weights already in bf16 (OC,C) (generation keeps them so): oneDNN, for many rows. */
 int jr_matmul_bf16w_forward(float *out, const float *inp, const uint16_t *weight, const float *bias, int N, int C,
                             int OC);

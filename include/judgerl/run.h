@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "judgerl/checkpoint.h"
+#include "judgerl/clock.h"
 #include "judgerl/config.h"
 #include "judgerl/judge.h"
 #include "judgerl/lora.h"
@@ -54,6 +55,7 @@ typedef struct jr_trainer_opts {
     int64_t log_every;
     int threads;             /* 0: auto */
     int tensorboard;
+    int checkpoint_activations; /* recompute each layer in the backward (jr_acts_opts.checkpoint) */
 } jr_trainer_opts;
 
 /* Fills o from trainer.* (and model.path, for the tokenizer default: trainer.tokenizer unset means
@@ -161,6 +163,9 @@ jr_status jr_run_checkpoint(jr_run *r, const jr_train_state *s);
  * Without LoRA: clip and AdamW step. Over several ranks (dist.h) the trained gradients are first
  * summed across ranks in a fixed order: each rank's gradient must be its share of the global sum
  * (scaled by the global count). *gnorm (may be NULL): the gradient norm before clipping. */
+/* Zeroes the gradients a step accumulates: the model's and, with LoRA, the adapters' (the backward
+ * adds the adapters' gradients directly: jr_lora_direct). */
+void jr_run_zero_grads(jr_run *r);
 jr_status jr_run_update(jr_run *r, double lr, double *gnorm);
 
 /* Stops the run for too many unscored samples: logs unscored_frac at step + 1, writes a checkpoint of
@@ -169,9 +174,6 @@ jr_status jr_run_update(jr_run *r, double lr, double *gnorm);
  * most frequent reasons. */
 jr_status jr_run_stop_unscored(jr_run *r, const jr_train_state *prev, int64_t step, int bad, int total,
                                const char *what, double limit);
-
-/* Monotonic seconds (the trainers' timings). */
-double jr_now_s(void);
 
 /* Closes the run log and the bar, frees the model, adapters and moments; st is the run's status so
  * far, the result is st or the log's close error. */

@@ -1,12 +1,11 @@
 /* wfrl.h - seed 2's training side: the workflow environment (parse, execute, grade, the
  * multi-dimensional reward), the experience buffer (SQLite, per domain, TF-IDF retrieval), the
- * two-layer prompts and the stratified domain mix. docs/WORKFLOWS.md documents every rule. */
+ * two-layer prompts and the stratified domain mix. docs/WORKFLOWS.md documents every rule. The
+ * trainer on top of them is wf_train.h. */
 #ifndef JUDGERL_WFRL_H
 #define JUDGERL_WFRL_H
 
-#include <signal.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -127,25 +126,5 @@ jr_status jr_wf_layer1_render(const char *tmpl, const json_t *row, const jr_wf_e
  * floor(n w_i / sum) each, the remaining ones to the largest fractional parts (ties broken by a
  * seeded shuffle of (seed, step)). counts[k] sums to n exactly. */
 jr_status jr_wf_mix_counts(const double *w, int k, int n, uint64_t seed, int64_t step, int *counts);
-
-/* ===================================== the trainer ========================================== */
-
-/* wftrain.* and data.mix. */
-extern const jr_cfg_field jr_wf_train_cfg[];
-
-/* `judgerl workflow train`: GRPO (trainer.*, grpo.*, lora.*, model.*) on a policy that writes
- * workflows. data.train: task rows {problem, type: math|code|qa, answer | hidden_tests, ...} pooled
- * per domain, drawn per step by data.mix (jr_wf_mix_counts, seeded by run.seed and the step); each
- * prompt is the Layer-1 render (wftrain.layer1_template) with few-shot examples from the experience
- * buffer (buffer.*, RUN/buffer.sqlite by default); completions are sampled under the workflow
- * grammar when wftrain.constrained; rewards come from the workflow environment over the executor of
- * wftrain.executor and the reward of wftrain.reward (configs relative to cfg_dir). Per-domain
- * statistics go to every metrics row (train/DOM/..., buffer/DOM); data.validation rows are the
- * held-out set: every trainer.eval_every steps and at the end, eval/DOM/gold_acc (a verifier's) and
- * eval/gold_acc. A resumed run drops the buffer's entries from steps after its checkpoint.
- * Loaded with the tables of `judgerl train` plus jr_wf_env_cfg, jr_wf_buffer_cfg, jr_wf_train_cfg. */
-struct jr_train_result;
-jr_status jr_wf_train_run(const jr_config *c, const char *cfg_dir, FILE *progress, volatile sig_atomic_t *stop,
-                          struct jr_train_result *res);
 
 #endif

@@ -68,13 +68,15 @@ int cmd_bench_train(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         printf("usage: judgerl bench train (--model DIR | --config 10m|100m|0.5b) [--batch B] [--seq T] [--steps N] [--warmup W]\n"
                "       [--compute auto|float32|bfloat16] [--gemm-n N] [--full-logits] [--unfused-attention]\n"
+               "       [--checkpoint-activations]\n"
                "Times full training steps (forward, backward, clipping, AdamW) on random tokens and prints one JSON\n"
                "object: tokens_per_s, step_ms, gflops (model FLOPs / time), matmul_gflops and matmul_share (sgemm\n"
                "phases), gemm_peak_gflops (an N^3 product, default 2048, through the engine's matmul in the same compute\n"
                "type), compute (float32 or bfloat16; auto = bfloat16 on CPUs with bf16 units), onednn_isa and\n"
                "matmul_impl (oneDNN's kernel), logit_rows (logits held at once: chunks of 64 MiB as the trainers\n"
                "use, or every row with --full-logits), fused_attention (as the trainers; off: the T x T\n"
-               "probabilities kept, --unfused-attention), peak_rss_mb, thread counts and the OPENBLAS_* settings. Threads: OMP_NUM_THREADS. bench/train_vs_torch.sh compares with PyTorch.\n");
+               "probabilities kept, --unfused-attention), checkpoint_activations (each layer recomputed in the backward, as\n"
+               "trainer.checkpoint_activations), peak_rss_mb, thread counts and the OPENBLAS_* settings. Threads: OMP_NUM_THREADS. bench/train_vs_torch.sh compares with PyTorch.\n");
         return CLI_OK;
     }
     return bench_train(argc, argv);
@@ -83,11 +85,12 @@ int cmd_bench_train(int argc, char **argv) {
 static int bench_train(int argc, char **argv) {
     const char *model = NULL, *cname = NULL;
     const char *cn = "auto";
-    int B = 8, T = 256, steps = 5, warm = 1, gemm_n = 2048, full_logits = 0, unfused = 0;
+    int B = 8, T = 256, steps = 5, warm = 1, gemm_n = 2048, full_logits = 0, unfused = 0, ckpt = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--full-logits")) { full_logits = 1; continue; }
         if (!strcmp(a, "--unfused-attention")) { unfused = 1; continue; }
+        if (!strcmp(a, "--checkpoint-activations")) { ckpt = 1; continue; }
         if (i + 1 >= argc) return cli_usage("bench train", "%s needs a value (see --help)", a);
         const char *v = argv[++i];
         if (!strcmp(a, "--model")) model = v;
@@ -125,7 +128,7 @@ static int bench_train(int argc, char **argv) {
     float *lp = malloc(sizeof(float) * (size_t)N);
     if (!ids || !lp) st = jr_fail(JR_ENOMEM, "out of memory");
     if (!st) st = jr_model_alloc_grads(&m);
-    if (!st) st = jr_acts_init_opts(&a, &m, B, T, &(jr_acts_opts){full_logits ? 0 : JR_LOGIT_ROWS_AUTO, !unfused});
+    if (!st) st = jr_acts_init_opts(&a, &m, B, T, &(jr_acts_opts){full_logits ? 0 : JR_LOGIT_ROWS_AUTO, !unfused, ckpt});
     if (!st) st = jr_adamw_init(&o, &m, 0.9, 0.95, 1e-8, 0.1);
     if (st) { free(ids); free(lp); jr_acts_free(&a); jr_model_free(&m); return cli_fail("bench train", st); }
     jr_rng r;
@@ -168,6 +171,7 @@ static int bench_train(int argc, char **argv) {
     json_object_set_new(j, "gemm_n", json_integer(gemm_n));
     json_object_set_new(j, "logit_rows", json_integer(a.logit_rows));
     json_object_set_new(j, "fused_attention", json_boolean(a.fused));
+    json_object_set_new(j, "checkpoint_activations", json_boolean(a.checkpoint));
     char *txt = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
     if (!txt) { json_decref(j); jr_acts_free(&a); jr_adamw_free(&o); jr_model_free(&m); free(ids); free(lp); return cli_fail("bench train", jr_fail(JR_EINTERNAL, "cannot format the result")); }
     printf("%s\n", txt);

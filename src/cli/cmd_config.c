@@ -15,6 +15,7 @@
 #include "judgerl/wf_executor.h"
 #include "judgerl/workflow.h"
 #include "judgerl/probe.h"
+#include "judgerl/wf_train.h"
 #include "judgerl/wfrl.h"
 
 /* Every module's table of options; a config file may use any of them. */

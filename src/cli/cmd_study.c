@@ -1,5 +1,5 @@
 /* cmd_study.c - `judgerl study STUDY.yaml [key=value ...]`: argument handling for the judge study
- * (src/eval/study.c, docs/MONITOR.md) */
+ * (src/train/study.c, docs/MONITOR.md) */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>

@@ -13,6 +13,7 @@
 #include "judgerl/model.h"
 #include "judgerl/tokenizer.h"
 #include "judgerl/train.h"
+#include "judgerl/wf_train.h"
 #include "judgerl/wfrl.h"
 
 static volatile sig_atomic_t stop_requested;

@@ -20,20 +20,60 @@ static dims dims_of(const jr_model_config *c) {
     return d;
 }
 
+/* The weights' bf16 copy made by this acts' last forward, at w's place, when it is m's (else NULL:
+ * the product converts w itself). */
+static const uint16_t *wbf(const jr_model *m, const jr_acts *a, const float *w) {
+    if (!a->wb || a->wb_src != m->params || w < m->params || w >= m->params + m->n_params) return NULL;
+    return a->wb + (w - m->params);
+}
+
 /* The matmuls of the stack in the model's compute type; a bf16 failure (no oneDNN kernel, out of
- * memory) is remembered in *st and leaves the rest of the pass to run (its result is discarded). */
-static void mm_f(const jr_model *m, jr_status *st, float *out, const float *inp, const float *w, const float *b, int N,
-                 int C, int OC) {
+ * memory) is remembered in *st and leaves the rest of the pass to run (its result is discarded).
+ * inp_b: inp already in bf16 (or NULL). */
+static void mm_f(const jr_model *m, const jr_acts *a, jr_status *st, float *out, const float *inp,
+                 const uint16_t *inp_b, const float *w, const float *b, int N, int C, int OC) {
     if (m->compute == JR_COMPUTE_F32) { jr_matmul_forward(out, inp, w, b, N, C, OC); return; }
-    if (jr_matmul_bf16_forward(out, inp, w, b, N, C, OC) && !*st)
+    if (jr_matmul_bf16_fwd(out, inp, inp_b, w, wbf(m, a, w), b, N, C, OC) && !*st)
         *st = jr_fail(JR_EINTERNAL, "forward: %s", jr_matmul_bf16_error());
 }
 
-static void mm_b(const jr_model *m, jr_status *st, float *dinp, float *dw, float *db, const float *dout,
-                 const float *inp, const float *w, int N, int C, int OC) {
+static void mm_b(const jr_model *m, const jr_acts *a, jr_status *st, float *dinp, float *dw, float *db,
+                 const float *dout, const float *inp, const uint16_t *inp_b, const float *w, int N, int C, int OC) {
+    if (dw && m->dw_hook.take && m->dw_hook.take(m->dw_hook.ud, w, dout, inp, N, C, OC)) dw = NULL;
+    if (!dinp && !dw && !db) return;
     if (m->compute == JR_COMPUTE_F32) { jr_matmul_backward(dinp, dw, db, dout, inp, w, N, C, OC); return; }
-    if (jr_matmul_bf16_backward(dinp, dw, db, dout, inp, w, N, C, OC) && !*st)
+    if (jr_matmul_bf16_bwd(dinp, dw, db, dout, inp, inp_b, w, wbf(m, a, w), N, C, OC) && !*st)
         *st = jr_fail(JR_EINTERNAL, "backward: %s", jr_matmul_bf16_error());
+}
+
+/* x (n) in bf16 in the acts' scratch, for the products that read it more than once; NULL in fp32. */
+static const uint16_t *act_bf16(const jr_model *m, jr_acts *a, const float *x, long n) {
+    if (m->compute == JR_COMPUTE_F32 || !a->xb) return NULL;
+    jr_bf16_from_f32(a->xb, x, n);
+    return a->xb;
+}
+
+/* bf16: the weights converted once per forward pass (the backward and chunked log-probs of the same
+ * pass read the copy), and the activation scratch; allocated on the first bf16 pass. */
+static jr_status weights_bf16(const jr_model *m, jr_acts *a) {
+    if (m->compute == JR_COMPUTE_F32) return JR_OK;
+    if (a->wb_n != m->n_params) {
+        free(a->wb);
+        a->wb_n = 0;
+        a->wb_src = NULL;
+        if (!(a->wb = aligned_alloc(64, ((m->n_params * 2 + 63) / 64) * 64)))
+            return jr_fail(JR_ENOMEM, "forward: cannot allocate %.1f MiB for the bf16 weights",
+                           m->n_params * 2.0 / 1048576);
+        a->wb_n = m->n_params;
+    }
+    if (!a->xb) {
+        size_t n = (size_t)a->B_max * a->T_max * m->cfg.hidden_size;
+        if (!(a->xb = aligned_alloc(64, ((n * 2 + 63) / 64) * 64)))
+            return jr_fail(JR_ENOMEM, "forward: cannot allocate %.1f MiB for bf16 activations", n * 2.0 / 1048576);
+    }
+    jr_bf16_from_f32(a->wb, m->params, (long)m->n_params);
+    a->wb_src = m->params;
+    return JR_OK;
 }
 
 static size_t maxz(size_t a, size_t b) { return a > b ? a : b; }
@@ -62,7 +102,9 @@ jr_status jr_acts_init_opts(jr_acts *a, const jr_model *m, int B_max, int T_max,
     size_t per_layer = N * (3 * (size_t)d.C + 2 * (size_t)d.QD + 3 * (size_t)d.KD + (size_t)d.QD + 3 * (size_t)d.F) +
                        2 * N + (d.qk_norm ? N * (size_t)(d.Hq + d.Hkv) : 0) + att + N * (size_t)d.C; /* res_mid */
     size_t half = (size_t)d.D / 2;
-    size_t total = per_layer * L + N * (2 * (size_t)d.C + 1) + lrows * (size_t)d.V + 2 * (size_t)T_max * half +
+    /* checkpointed: every layer keeps its input only; one set of the rest serves every layer */
+    size_t kept = o->checkpoint ? N * (size_t)d.C * L + (per_layer - N * (size_t)d.C) : per_layer * L;
+    size_t total = kept + N * (2 * (size_t)d.C + 1) + lrows * (size_t)d.V + 2 * (size_t)T_max * half +
                    2 * N * (size_t)d.C + 5 * N * W;
     size_t n_ptr_arrays = 20;
     a->block = jr_calloc(n_ptr_arrays * L, sizeof(float *));
@@ -79,14 +121,19 @@ jr_status jr_acts_init_opts(jr_acts *a, const jr_model *m, int B_max, int T_max,
     a->B_max = B_max; a->T_max = T_max;
     a->logit_rows = (int)lrows;
     a->fused = o->fused_attention != 0;
+    a->checkpoint = o->checkpoint != 0;
     float ***arr[] = {&a->res_in, &a->ln1, &a->ln1_rstd, &a->q, &a->k, &a->v, &a->qr, &a->kr, &a->qn_rstd,
                       &a->kn_rstd, &a->att, &a->ao, &a->res_mid, &a->ln2, &a->ln2_rstd, &a->gate, &a->up, &a->sw};
     float **ptrs = a->block;
     for (size_t i = 0; i < sizeof arr / sizeof *arr; i++) *arr[i] = ptrs + i * L;
     float *p = buf;
 #define TAKE(n) (p += (n), p - (n))
+    for (size_t l = 0; l < L; l++) a->res_in[l] = TAKE(N * d.C);
     for (size_t l = 0; l < L; l++) {
-        a->res_in[l] = TAKE(N * d.C);
+        if (a->checkpoint && l > 0) { /* the same buffers as layer 0 */
+            for (size_t i = 1; i < sizeof arr / sizeof *arr; i++) (*arr[i])[l] = (*arr[i])[0];
+            continue;
+        }
         a->ln1[l] = TAKE(N * d.C);
         a->ln1_rstd[l] = TAKE(N);
         a->q[l] = TAKE(N * d.QD);
@@ -127,10 +174,52 @@ jr_status jr_acts_init_opts(jr_acts *a, const jr_model *m, int B_max, int T_max,
 void jr_acts_free(jr_acts *a) {
     if (!a) return;
     if (a->res_in) free(a->res_in[0]);
+    free(a->wb);
+    free(a->xb);
     free(a->block);
     free(a->ids);
     free(a->pos);
     memset(a, 0, sizeof *a);
+}
+
+/* Layer l of the forward over a->B x a->T from a->res_in[l]. full = 0 (the backward recomputing a
+ * checkpointed layer) stops after SwiGLU: the down projection's output is the next layer's input,
+ * which is kept, and its backward needs only sw. */
+static void layer_forward(const jr_model *m, jr_acts *a, int l, int full, jr_status *stp) {
+    dims d = dims_of(&m->cfg);
+    int B = a->B, T = a->T, N = B * T;
+    jr_status st = *stp;
+    const jr_layer_w *lw = &m->w.layers[l];
+    float *next = l + 1 < d.L ? a->res_in[l + 1] : a->res_out;
+    jr_rmsnorm_forward(a->ln1[l], a->ln1_rstd[l], a->res_in[l], lw->attn_norm, N, d.C, d.eps);
+    const uint16_t *xb = act_bf16(m, a, a->ln1[l], (long)N * d.C);
+    mm_f(m, a, &st, a->q[l], a->ln1[l], xb, lw->wq, lw->bq, N, d.C, d.QD);
+    mm_f(m, a, &st, a->k[l], a->ln1[l], xb, lw->wk, lw->bk, N, d.C, d.KD);
+    mm_f(m, a, &st, a->v[l], a->ln1[l], xb, lw->wv, lw->bv, N, d.C, d.KD);
+    const float *qin = a->q[l], *kin = a->k[l];
+    if (d.qk_norm) { /* per-head RMSNorm before RoPE (Qwen3) */
+        jr_rmsnorm_forward(a->qr[l], a->qn_rstd[l], a->q[l], lw->q_norm, N * d.Hq, d.D, d.eps);
+        jr_rmsnorm_forward(a->kr[l], a->kn_rstd[l], a->k[l], lw->k_norm, N * d.Hkv, d.D, d.eps);
+        qin = a->qr[l]; kin = a->kr[l];
+    }
+    jr_rope_forward(a->qr[l], qin, a->pos, a->cos_t, a->sin_t, N, d.Hq, d.D);
+    jr_rope_forward(a->kr[l], kin, a->pos, a->cos_t, a->sin_t, N, d.Hkv, d.D);
+    if (!a->fused)
+        jr_attention_forward(a->ao[l], a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D);
+    else if (jr_attention_fused_forward(a->ao[l], a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D) && !st)
+        st = jr_fail(JR_ENOMEM, "forward: no memory for the attention scratch");
+    mm_f(m, a, &st, a->res_mid[l], a->ao[l], NULL, lw->wo, lw->bo, N, d.QD, d.C);
+    jr_add_inplace(a->res_mid[l], a->res_in[l], (long)N * d.C);
+    jr_rmsnorm_forward(a->ln2[l], a->ln2_rstd[l], a->res_mid[l], lw->mlp_norm, N, d.C, d.eps);
+    xb = act_bf16(m, a, a->ln2[l], (long)N * d.C);
+    mm_f(m, a, &st, a->gate[l], a->ln2[l], xb, lw->wgate, NULL, N, d.C, d.F);
+    mm_f(m, a, &st, a->up[l], a->ln2[l], xb, lw->wup, NULL, N, d.C, d.F);
+    jr_swiglu_forward(a->sw[l], a->gate[l], a->up[l], N, d.F);
+    if (full) {
+        mm_f(m, a, &st, next, a->sw[l], NULL, lw->wdown, NULL, N, d.F, d.C);
+        jr_add_inplace(next, a->res_mid[l], (long)N * d.C);
+    }
+    *stp = st;
 }
 
 jr_status jr_model_forward(jr_model *m, jr_acts *a, const int32_t *ids, int B, int T) {
@@ -146,40 +235,13 @@ jr_status jr_model_forward(jr_model *m, jr_acts *a, const int32_t *ids, int B, i
         a->pos[n] = n % T;
     }
     a->B = B; a->T = T;
-    jr_status st = JR_OK;
+    jr_status st = weights_bf16(m, a);
+    if (st) { a->B = a->T = 0; return st; }
     const jr_weights *w = &m->w;
     jr_embedding_forward(a->res_in[0], a->ids, w->embed, N, d.C);
-    for (int l = 0; l < d.L; l++) {
-        const jr_layer_w *lw = &w->layers[l];
-        float *next = l + 1 < d.L ? a->res_in[l + 1] : a->res_out;
-        jr_rmsnorm_forward(a->ln1[l], a->ln1_rstd[l], a->res_in[l], lw->attn_norm, N, d.C, d.eps);
-        mm_f(m, &st, a->q[l], a->ln1[l], lw->wq, lw->bq, N, d.C, d.QD);
-        mm_f(m, &st, a->k[l], a->ln1[l], lw->wk, lw->bk, N, d.C, d.KD);
-        mm_f(m, &st, a->v[l], a->ln1[l], lw->wv, lw->bv, N, d.C, d.KD);
-        const float *qin = a->q[l], *kin = a->k[l];
-        if (d.qk_norm) { /* per-head RMSNorm before RoPE (Qwen3) */
-            jr_rmsnorm_forward(a->qr[l], a->qn_rstd[l], a->q[l], lw->q_norm, N * d.Hq, d.D, d.eps);
-            jr_rmsnorm_forward(a->kr[l], a->kn_rstd[l], a->k[l], lw->k_norm, N * d.Hkv, d.D, d.eps);
-            qin = a->qr[l]; kin = a->kr[l];
-        }
-        jr_rope_forward(a->qr[l], qin, a->pos, a->cos_t, a->sin_t, N, d.Hq, d.D);
-        jr_rope_forward(a->kr[l], kin, a->pos, a->cos_t, a->sin_t, N, d.Hkv, d.D);
-        if (!a->fused)
-            jr_attention_forward(a->ao[l], a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D);
-        else if (jr_attention_fused_forward(a->ao[l], a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D) &&
-                 !st)
-            st = jr_fail(JR_ENOMEM, "forward: no memory for the attention scratch");
-        mm_f(m, &st, a->res_mid[l], a->ao[l], lw->wo, lw->bo, N, d.QD, d.C);
-        jr_add_inplace(a->res_mid[l], a->res_in[l], (long)N * d.C);
-        jr_rmsnorm_forward(a->ln2[l], a->ln2_rstd[l], a->res_mid[l], lw->mlp_norm, N, d.C, d.eps);
-        mm_f(m, &st, a->gate[l], a->ln2[l], lw->wgate, NULL, N, d.C, d.F);
-        mm_f(m, &st, a->up[l], a->ln2[l], lw->wup, NULL, N, d.C, d.F);
-        jr_swiglu_forward(a->sw[l], a->gate[l], a->up[l], N, d.F);
-        mm_f(m, &st, next, a->sw[l], lw->wdown, NULL, N, d.F, d.C);
-        jr_add_inplace(next, a->res_mid[l], (long)N * d.C);
-    }
+    for (int l = 0; l < d.L; l++) layer_forward(m, a, l, 1, &st);
     jr_rmsnorm_forward(a->lnf, a->lnf_rstd, a->res_out, w->final_norm, N, d.C, d.eps);
-    if (a->logit_rows >= N) mm_f(m, &st, a->logits, a->lnf, w->lm_head, NULL, N, d.C, d.V);
+    if (a->logit_rows >= N) mm_f(m, a, &st, a->logits, a->lnf, NULL, w->lm_head, NULL, N, d.C, d.V);
     if (st) a->B = a->T = 0;
     return st;
 }
@@ -190,7 +252,7 @@ jr_status jr_model_logprobs_ent(const jr_model *m, const jr_acts *a, const int32
     jr_status st = JR_OK;
     for (int r0 = 0; r0 < N && !st; r0 += a->logit_rows) { /* one pass when the forward kept every logit */
         int rows = N - r0 < a->logit_rows ? N - r0 : a->logit_rows;
-        if (a->logit_rows < N) mm_f(m, &st, a->logits, a->lnf + (size_t)r0 * C, m->w.lm_head, NULL, rows, C, V);
+        if (a->logit_rows < N) mm_f(m, a, &st, a->logits, a->lnf + (size_t)r0 * C, NULL, m->w.lm_head, NULL, rows, C, V);
         jr_logprob_forward(lp + r0, a->logits, targets + r0, rows, V, 1.0f / temperature);
         if (ent) jr_entropy_forward(ent + r0, a->logits, targets + r0, rows, V, (float)(1.0 / temperature));
     }
@@ -222,9 +284,9 @@ jr_status jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, flo
     for (int r0 = 0; r0 < N; r0 += a->logit_rows) {
         int rows = N - r0 < a->logit_rows ? N - r0 : a->logit_rows;
         const float *lnf = a->lnf + (size_t)r0 * d.C;
-        if (a->logit_rows < N) mm_f(m, &st, a->logits, lnf, w->lm_head, NULL, rows, d.C, d.V);
+        if (a->logit_rows < N) mm_f(m, a, &st, a->logits, lnf, NULL, w->lm_head, NULL, rows, d.C, d.V);
         jr_logprob_backward_inplace(a->logits, dlp + r0, targets + r0, rows, d.V, 1.0f / temperature);
-        mm_b(m, &st, dln + (size_t)r0 * d.C, g->lm_head, NULL, a->logits, lnf, w->lm_head, rows, d.C, d.V);
+        mm_b(m, a, &st, dln + (size_t)r0 * d.C, g->lm_head, NULL, a->logits, lnf, NULL, w->lm_head, rows, d.C, d.V);
     }
     zero(dres, (size_t)N * d.C);
     jr_rmsnorm_backward(dres, g->final_norm, dln, a->res_out, w->final_norm, a->lnf_rstd, N, d.C);
@@ -232,20 +294,22 @@ jr_status jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, flo
     for (int l = d.L - 1; l >= 0; l--) {
         const jr_layer_w *lw = &w->layers[l];
         jr_layer_w *gw = &g->layers[l];
+        if (a->checkpoint && l + 1 < d.L) layer_forward(m, a, l, 0, &st); /* the last layer's are still there */
         /* MLP: dres is d(layer output) */
         float *dsw = s[0], *dgate = s[1], *dup = s[2];
         zero(dsw, (size_t)N * d.F);
-        mm_b(m, &st, dsw, gw->wdown, NULL, dres, a->sw[l], lw->wdown, N, d.F, d.C);
+        mm_b(m, a, &st, dsw, gw->wdown, NULL, dres, a->sw[l], NULL, lw->wdown, N, d.F, d.C);
         zero(dgate, (size_t)N * d.F); zero(dup, (size_t)N * d.F);
         jr_swiglu_backward(dgate, dup, dsw, a->gate[l], a->up[l], N, d.F);
         zero(dln, (size_t)N * d.C);
-        mm_b(m, &st, dln, gw->wgate, NULL, dgate, a->ln2[l], lw->wgate, N, d.C, d.F);
-        mm_b(m, &st, dln, gw->wup, NULL, dup, a->ln2[l], lw->wup, N, d.C, d.F);
+        const uint16_t *xb = act_bf16(m, a, a->ln2[l], (long)N * d.C);
+        mm_b(m, a, &st, dln, gw->wgate, NULL, dgate, a->ln2[l], xb, lw->wgate, N, d.C, d.F);
+        mm_b(m, a, &st, dln, gw->wup, NULL, dup, a->ln2[l], xb, lw->wup, N, d.C, d.F);
         jr_rmsnorm_backward(dres, gw->mlp_norm, dln, a->res_mid[l], lw->mlp_norm, a->ln2_rstd[l], N, d.C);
         /* attention: dres is now d(res_mid) */
         float *dao = s[0], *dq = s[1], *dk = s[2], *dv = s[3], *dkr = s[4];
         zero(dao, (size_t)N * d.QD);
-        mm_b(m, &st, dao, gw->wo, gw->bo, dres, a->ao[l], lw->wo, N, d.QD, d.C);
+        mm_b(m, a, &st, dao, gw->wo, gw->bo, dres, a->ao[l], NULL, lw->wo, N, d.QD, d.C);
         zero(dq, (size_t)N * d.QD); zero(dk, (size_t)N * d.KD); zero(dv, (size_t)N * d.KD);
         if (!a->fused)
             jr_attention_backward(dq, dk, dv, dao, a->att[l], a->qr[l], a->kr[l], a->v[l], B, T, d.Hq, d.Hkv, d.D);
@@ -265,12 +329,14 @@ jr_status jr_model_backward(jr_model *m, jr_acts *a, const int32_t *targets, flo
             dqp = dq; dkp = dk;
         }
         zero(dln, (size_t)N * d.C);
-        mm_b(m, &st, dln, gw->wq, gw->bq, dqp, a->ln1[l], lw->wq, N, d.C, d.QD);
-        mm_b(m, &st, dln, gw->wk, gw->bk, dkp, a->ln1[l], lw->wk, N, d.C, d.KD);
-        mm_b(m, &st, dln, gw->wv, gw->bv, dv, a->ln1[l], lw->wv, N, d.C, d.KD);
+        xb = act_bf16(m, a, a->ln1[l], (long)N * d.C);
+        mm_b(m, a, &st, dln, gw->wq, gw->bq, dqp, a->ln1[l], xb, lw->wq, N, d.C, d.QD);
+        mm_b(m, a, &st, dln, gw->wk, gw->bk, dkp, a->ln1[l], xb, lw->wk, N, d.C, d.KD);
+        mm_b(m, a, &st, dln, gw->wv, gw->bv, dv, a->ln1[l], xb, lw->wv, N, d.C, d.KD);
         jr_rmsnorm_backward(dres, gw->attn_norm, dln, a->res_in[l], lw->attn_norm, a->ln1_rstd[l], N, d.C);
     }
-    jr_embedding_backward(g->embed, dres, a->ids, N, d.C);
+    if (!m->dw_hook.take || !m->dw_hook.take(m->dw_hook.ud, w->embed, NULL, NULL, N, d.C, d.V))
+        jr_embedding_backward(g->embed, dres, a->ids, N, d.C);
     a->B = a->T = 0; /* the logits are consumed */
     return st;
 }

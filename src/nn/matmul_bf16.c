@@ -175,23 +175,25 @@ static int grow(uint16_t **p, size_t *have, size_t n) {
     return 0;
 }
 
-/* The operands of a call: a (rows x cols of the activation side) and w, both converted to bf16. */
-static int operands(const float *a, long na, const float *w, long nw) {
-    if (grow(&S.a, &S.na, (size_t)na) || grow(&S.w, &S.nw, (size_t)nw)) {
-        snprintf(S.err, sizeof S.err, "bf16 matmul: out of memory for %ld + %ld operands", na, nw);
-        return -1;
+/* a (n) as bf16: a_b when the caller has it, else converted into the operand buffer *buf. */
+static const uint16_t *as_bf16(const float *a, const uint16_t *a_b, long n, uint16_t **buf, size_t *have) {
+    if (a_b) return a_b;
+    if (grow(buf, have, (size_t)n)) {
+        snprintf(S.err, sizeof S.err, "bf16 matmul: out of memory for %ld operands", n);
+        return NULL;
     }
-    cvt(S.a, a, na);
-    cvt(S.w, w, nw);
-    return 0;
+    cvt(*buf, a, n);
+    return *buf;
 }
 
-int jr_matmul_bf16_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
+int jr_matmul_bf16_fwd(float *out, const float *inp, const uint16_t *inp_b, const float *weight,
+                       const uint16_t *weight_b, const float *bias, int N, int C, int OC) {
     double t0 = jr_nn_profile.enabled ? now() : 0;
     pthread_mutex_lock(&S.mu);
     /* out (N,OC) = inp (N,C) . weight^T: weights seen as (C,OC) with strides (1, C) */
-    int rc = !init_engine() || operands(inp, (long)N * C, weight, (long)OC * C) ||
-             run(out, S.a, S.w, bias, N, C, OC, 1, 0);
+    const uint16_t *x = NULL, *w = NULL;
+    int rc = !init_engine() || !(x = as_bf16(inp, inp_b, (long)N * C, &S.a, &S.na)) ||
+             !(w = as_bf16(weight, weight_b, (long)OC * C, &S.w, &S.nw)) || run(out, x, w, bias, N, C, OC, 1, 0);
     pthread_mutex_unlock(&S.mu);
     if (jr_nn_profile.enabled) {
         jr_nn_profile.matmul_s += now() - t0;
@@ -200,32 +202,27 @@ int jr_matmul_bf16_forward(float *out, const float *inp, const float *weight, co
     return rc ? -1 : 0;
 }
 
-int jr_matmul_bf16w_forward(float *out, const float *inp, const uint16_t *weight, const float *bias, int N, int C,
-                            int OC) {
-    pthread_mutex_lock(&S.mu);
-    int rc = !init_engine();
-    if (!rc && grow(&S.a, &S.na, (size_t)N * C)) {
-        snprintf(S.err, sizeof S.err, "bf16 matmul: out of memory for %d x %d operands", N, C);
-        rc = -1;
-    }
-    if (!rc) {
-        cvt(S.a, inp, (long)N * C);
-        rc = run(out, S.a, weight, bias, N, C, OC, 1, 0);
-    }
-    pthread_mutex_unlock(&S.mu);
-    return rc ? -1 : 0;
+int jr_matmul_bf16_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
+    return jr_matmul_bf16_fwd(out, inp, NULL, weight, NULL, bias, N, C, OC);
 }
 
-int jr_matmul_bf16_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                            const float *weight, int N, int C, int OC) {
+int jr_matmul_bf16w_forward(float *out, const float *inp, const uint16_t *weight, const float *bias, int N, int C,
+                            int OC) {
+    return jr_matmul_bf16_fwd(out, inp, NULL, NULL, weight, bias, N, C, OC);
+}
+
+int jr_matmul_bf16_bwd(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                       const uint16_t *inp_b, const float *weight, const uint16_t *weight_b, int N, int C, int OC) {
     double t0 = jr_nn_profile.enabled ? now() : 0;
     pthread_mutex_lock(&S.mu);
     int rc = !init_engine();
+    const uint16_t *d = NULL, *w = NULL, *x = NULL;
     if (!rc && dinp) /* dinp (N,C) += dout (N,OC) . weight (OC,C) */
-        rc = operands(dout, (long)N * OC, weight, (long)OC * C) || run(dinp, S.a, S.w, NULL, N, OC, C, 0, 1);
+        rc = !(d = as_bf16(dout, NULL, (long)N * OC, &S.a, &S.na)) ||
+             !(w = as_bf16(weight, weight_b, (long)OC * C, &S.w, &S.nw)) || run(dinp, d, w, NULL, N, OC, C, 0, 1);
     if (!rc && dweight) {
         /* dweight (OC,C) += dout^T (OC,N) . inp (N,C): dout^T is converted transposed, in tiles */
-        if (grow(&S.a, &S.na, (size_t)N * OC) || grow(&S.w, &S.nw, (size_t)N * C)) {
+        if (grow(&S.a, &S.na, (size_t)N * OC)) {
             snprintf(S.err, sizeof S.err, "bf16 matmul: out of memory for the weight gradient");
             rc = -1;
         } else {
@@ -236,8 +233,7 @@ int jr_matmul_bf16_backward(float *dinp, float *dweight, float *dbias, const flo
                 for (int n0 = 0; n0 < N; n0 += TB)
                     for (int o = o0; o < o0 + TB && o < OC; o++)
                         for (int n = n0; n < n0 + TB && n < N; n++) dt[(long)o * N + n] = to_bf16(dout[(long)n * OC + o]);
-            cvt(S.w, inp, (long)N * C);
-            rc = run(dweight, dt, S.w, NULL, OC, N, C, 0, 1);
+            rc = !(x = as_bf16(inp, inp_b, (long)N * C, &S.w, &S.nw)) || run(dweight, dt, x, NULL, OC, N, C, 0, 1);
         }
     }
     pthread_mutex_unlock(&S.mu);
@@ -247,6 +243,11 @@ int jr_matmul_bf16_backward(float *dinp, float *dweight, float *dbias, const flo
     }
     if (!rc && dbias) jr_matmul_backward(NULL, NULL, dbias, dout, inp, weight, N, C, OC); /* fp32 column sums */
     return rc ? -1 : 0;
+}
+
+int jr_matmul_bf16_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                            const float *weight, int N, int C, int OC) {
+    return jr_matmul_bf16_bwd(dinp, dweight, dbias, dout, inp, NULL, weight, NULL, N, C, OC);
 }
 
 const char *jr_matmul_bf16_error(void) { return S.err; }

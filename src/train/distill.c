@@ -135,7 +135,7 @@ static jr_status train_kept(distill *d, int kept, int T, double lr, double *loss
             d->lp[(size_t)b * T + t] = 0;
             *n_tok += tt[(size_t)b * T + t] >= 0;
         }
-    jr_model_zero_grads(&r->m);
+    jr_run_zero_grads(r);
     double nll;
     long cnt;
     jr_status st = jr_model_nll(&r->m, &d->acts, d->ids, tt, kept, T, 1.0f / (float)*n_tok, d->lp, &nll, &cnt);
@@ -220,7 +220,8 @@ static jr_status distill_open(distill *d, const jr_data_opts *dopt) {
     d->len = jr_calloc((size_t)d->B, sizeof *d->len);
     d->lp = jr_malloc(sizeof(float) * n);
     if (!d->rows || !d->results || !d->seq || !d->ids || !d->tg || !d->len || !d->lp) return JR_ENOMEM;
-    return jr_acts_init_opts(&d->acts, &r->m, d->B, d->cap, &(jr_acts_opts){JR_LOGIT_ROWS_AUTO, 1});
+    jr_acts_opts ao = {JR_LOGIT_ROWS_AUTO, 1, r->to.checkpoint_activations};
+    return jr_acts_init_opts(&d->acts, &r->m, d->B, d->cap, &ao);
 }
 
 static jr_status distill_close(distill *d, jr_status st) {

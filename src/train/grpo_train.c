@@ -88,7 +88,8 @@ static jr_status open_parts(jr_grpo_trainer *g, const jr_grpo_setup *s) {
     }
     double flops = jr_model_train_flops(&r->m, g->B, g->T_max) * ((g->P * g->G + g->B - 1) / g->B);
     if ((st = jr_run_start(r, flops, &g->tg.tok))) return st;
-    if ((st = jr_acts_init_opts(&g->acts, &r->m, g->B, g->T_max, &(jr_acts_opts){JR_LOGIT_ROWS_AUTO, 1}))) return st;
+    jr_acts_opts ao = {JR_LOGIT_ROWS_AUTO, 1, r->to.checkpoint_activations};
+    if ((st = jr_acts_init_opts(&g->acts, &r->m, g->B, g->T_max, &ao))) return st;
     g->adv = jr_calloc((size_t)g->P * g->G, sizeof *g->adv);
     g->active = jr_calloc((size_t)g->P * g->G, 1);
     g->ent = jr_malloc(sizeof(float) * (size_t)g->B * g->T_max);

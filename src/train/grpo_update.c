@@ -233,7 +233,7 @@ jr_status grpo_policy_step(jr_grpo_trainer *g, double lr) {
     seqs = cnt[1];
     if (seqs == 0 || tokens == 0) return JR_OK; /* nothing to learn from: no update (on every rank) */
     jr_policy_loss_cfg pc = {g->o.loss_type, g->o.epsilon, g->eps_high, g->o.beta, g->max_comp, tokens, seqs};
-    jr_model_zero_grads(&g->run.m);
+    jr_run_zero_grads(&g->run);
     double ent = 0, ent_n = 0, w_sum = 0;
     for (int k = 0; k < g->n_mb; k++) {
         grpo_micro *x = &g->mb[k];

@@ -1,24 +1,16 @@
 /* run.c - the run harness (run.h): typed run / trainer / LoRA options, resume, model + LoRA + AdamW, threads,
- * run log, progress, checkpoint cadence, stop signals, the evaluation hook; `judgerl train`'s dispatcher */
+ * run log, progress, checkpoint cadence, stop signals, the evaluation hook */
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "judgerl/dataset.h"
+#include "judgerl/clock.h"
 #include "judgerl/dist.h"
-#include "judgerl/ensemble.h"
 #include "judgerl/fsutil.h"
-#include "judgerl/judge.h"
-#include "judgerl/model.h"
-#include "judgerl/monitor.h"
 #include "judgerl/nn.h"
-#include "judgerl/protocols.h"
-#include "judgerl/reward.h"
 #include "judgerl/run.h"
-#include "judgerl/sandbox.h"
-#include "judgerl/tokenizer.h"
 #include "judgerl/train.h"
 
 const jr_cfg_field jr_trainer_cfg[] = {
@@ -55,14 +47,11 @@ const jr_cfg_field jr_trainer_cfg[] = {
      "threads for the engine (0 = auto: 1 when a step is under 2 GFLOP, where thread barriers cost more than "
      "they save; else OMP_NUM_THREADS or all cores)", NULL, NULL, 0, 4096},
     {"trainer.tensorboard", JR_CFG_BOOL, "true", "also write a TensorBoard event file in run.out_dir", NULL, NULL, 0, 0},
+    {"trainer.checkpoint_activations", JR_CFG_BOOL, "false",
+     "keep only each layer's input for the backward and recompute the layer there (the same gradients; about one "
+     "more forward's matmuls per step for a fraction of the activation memory)", NULL, NULL, 0, 0},
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
-
-double jr_now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* ---- options ---- */
 
@@ -161,6 +150,7 @@ void jr_trainer_opts_from_config(jr_trainer_opts *o, const jr_config *c) {
     o->log_every = jr_cfg_int(c, "trainer.log_every");
     o->threads = (int)jr_cfg_int(c, "trainer.threads");
     o->tensorboard = jr_cfg_bool(c, "trainer.tensorboard");
+    o->checkpoint_activations = jr_cfg_bool(c, "trainer.checkpoint_activations");
 }
 
 void jr_lora_opts_from_config(jr_lora_opts *o, const jr_config *c) {
@@ -203,7 +193,9 @@ static jr_status load_state(jr_run *r, const char *ckpt, unsigned targets) {
     if (st) return st;
     r->trained = &r->m;
     if (r->use_lora) {
-        if ((st = jr_lora_init(&r->lora, &r->m, r->lo.rank, r->lo.alpha, targets, r->ro.seed))) return st;
+        if ((st = jr_lora_init(&r->lora, &r->m, r->lo.rank, r->lo.alpha, targets, r->ro.seed)) ||
+            (st = jr_lora_direct(&r->lora, 1)))
+            return st;
         r->trained = &r->lora.ad;
         if (ckpt && ((st = jr_lora_load_peft(&r->lora, ckpt)) ||
                      (st = jr_ckpt_load_state(ckpt, r->trained, &r->opt, &r->ts, t->beta1, t->beta2, t->eps,
@@ -280,6 +272,11 @@ jr_status jr_run_start(jr_run *r, double step_flops, const jr_tok *tok) {
 jr_status jr_run_checkpoint(jr_run *r, const jr_train_state *s) {
     if (r->rank) return JR_OK;
     return jr_ckpt_save_with(r->ro.out_dir, r->trained, &r->opt, s, r->to.keep_checkpoints, write_model, r);
+}
+
+void jr_run_zero_grads(jr_run *r) {
+    jr_model_zero_grads(r->trained);
+    if (r->trained != &r->m) jr_model_zero_grads(&r->m);
 }
 
 jr_status jr_run_update(jr_run *r, double lr, double *gnorm) {
@@ -413,48 +410,6 @@ jr_status jr_run_close(jr_run *r, jr_status st) {
     jr_reason_tally_free(r->why);
     r->why = NULL;
     return st;
-}
-
-/* ---- `judgerl train` ---- */
-
-/* run.out_dir/config.yaml: the effective config (defaults filled), what `judgerl report` and
- * `compare` show; rewritten by a resumed run. */
-static jr_status write_config(const jr_config *c, const char *out_dir) {
-    char *text = jr_config_dump(c), *path = jr_path_join(out_dir, "config.yaml");
-    jr_status st = text && path ? jr_mkdirs(out_dir) : JR_ENOMEM;
-    if (!st) st = jr_write_atomic(path, text, strlen(text));
-    free(text);
-    free(path);
-    return st;
-}
-
-const jr_cfg_field *const jr_train_tables[] = {jr_run_cfg,       jr_data_cfg,      jr_model_cfg,  jr_trainer_cfg,
-                                               jr_grpo_cfg,      jr_distill_cfg,   jr_judge_cfg,  jr_protocols_cfg,
-                                               jr_reward_cfg,    jr_tokenizer_cfg, jr_sandbox_cfg, jr_monitor_cfg,
-                                               jr_ensemble_cfg,  NULL};
-
-jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res) {
-    memset(res, 0, sizeof *res);
-    res->last_val_loss = NAN;
-    jr_trainer_opts to;
-    jr_trainer_opts_from_config(&to, c);
-    const char *algo = to.algo;
-    if (jr_dist_size() > 1 && !strcmp(algo, "distill"))
-        return jr_fail(JR_EUNSUPPORTED, "%s: trainer.algo=%s does not run data-parallel yet (sft, grpo and rloo do "
-                                        "over %d MPI ranks): run it as one process (docs/SCALE.md)", c->source, algo,
-                       jr_dist_size());
-    jr_run_opts ro;
-    jr_run_opts_from_config(&ro, c);
-    jr_status st = jr_train_check(c);
-    /* rank 0 alone prepares the run directory and writes into it (another rank would find it used) */
-    if (!st && !jr_dist_rank()) st = jr_run_dir_prepare(&ro, to.resume, 0);
-    if (!st && !jr_dist_rank()) st = write_config(c, ro.out_dir);
-    if (st) return st;
-    if (!strcmp(algo, "grpo") || !strcmp(algo, "rloo")) return jr_grpo_run(c, progress, stop, res);
-    if (!strcmp(algo, "distill")) return jr_distill_run(c, progress, stop, res);
-    if (!strcmp(algo, "sft")) return jr_sft_run(c, progress, stop, res);
-    return jr_fail(JR_EUNSUPPORTED, "%s: trainer.algo=%s is not implemented (available: sft, grpo, rloo, distill)",
-                   c->source, algo);
 }
 
 void jr_run_result(const jr_run *r, jr_train_result *res) {

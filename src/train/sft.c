@@ -169,7 +169,7 @@ static jr_status sft_step(void *ud, jr_run *r, int64_t step, double *loss, int *
         if ((st = next_batch(s, &s->mb[i]))) return st;
         n_tok += s->mb[i].n_tok;
     }
-    jr_model_zero_grads(&r->m);
+    jr_run_zero_grads(r);
     double nll = 0;
     float scale = n_tok ? 1.0f / (float)n_tok : 0.0f;
     int lo = (int)((long)s->accum * r->rank / r->ranks), hi = (int)((long)s->accum * (r->rank + 1) / r->ranks);
@@ -217,7 +217,8 @@ static jr_status sft_open(sft *s, const jr_data_opts *dopt) {
                                   "of the global batch (batch_size x grad_accum rows), so set trainer.grad_accum to a "
                                   "multiple of the ranks", s->accum, r->ranks);
     if ((st = jr_run_start(r, jr_model_train_flops(&r->m, s->B, s->max_len) * s->accum, &s->tok))) return st;
-    if ((st = jr_acts_init_opts(&s->acts, &r->m, s->B, s->max_len, &(jr_acts_opts){JR_LOGIT_ROWS_AUTO, 1}))) return st;
+    jr_acts_opts ao = {JR_LOGIT_ROWS_AUTO, 1, r->to.checkpoint_activations};
+    if ((st = jr_acts_init_opts(&s->acts, &r->m, s->B, s->max_len, &ao))) return st;
     s->mb = jr_calloc((size_t)s->accum, sizeof *s->mb);
     s->lp = jr_malloc(sizeof(float) * (size_t)s->B * s->max_len);
     if (!s->mb || !s->lp) return JR_ENOMEM;

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "judgerl/clock.h"
 #include "judgerl/fsutil.h"
-#include "judgerl/run.h"
 #include "judgerl/verify.h"
 #include "judgerl/wfrl.h"
 

@@ -7,10 +7,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "judgerl/clock.h"
 #include "judgerl/env.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/reward.h"
-#include "judgerl/run.h"
 
 void jr_env_result_free(jr_env_result *r) {
     if (!r) return;

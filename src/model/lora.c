@@ -8,6 +8,7 @@
 
 #include "judgerl/fsutil.h"
 #include "judgerl/lora.h"
+#include "judgerl/nn.h"
 #include "judgerl/rng.h"
 #include "judgerl/safetensors.h"
 
@@ -65,6 +66,8 @@ void jr_lora_free(jr_lora *l) {
     free(l->ad.offset);
     free(l->ad.params);
     free(l->ad.grads);
+    free(l->xa); free(l->db);
+    if (l->direct && l->m) l->m->dw_hook = (jr_dweight_hook){NULL, NULL};
     memset(l, 0, sizeof *l);
 }
 
@@ -159,7 +162,55 @@ void jr_lora_off(jr_lora *l) {
     l->on = 0;
 }
 
+enum { DIRECT_ROWS = 4096 }; /* rows of the direct mode's (rows, r) scratch: longer batches go in chunks */
+
+/* jr_dweight_hook of direct mode: the adapters' gradients of the projection w, or nothing for a
+ * frozen tensor (every other one). Sums over rows, so taken DIRECT_ROWS rows at a time. */
+static int take_dw(void *ud, const float *w, const float *dout, const float *inp, int N, int C, int OC) {
+    jr_lora *l = ud;
+    jr_lora_target *t = NULL;
+    for (int i = 0; i < l->n_t && !t; i++)
+        if (l->m->params + l->m->offset[l->t[i].tensor] == w) t = &l->t[i];
+    if (!t) return 1; /* frozen */
+    if (!dout || !inp || t->out != OC || t->in != C) return 0;
+    float s = (float)l->scale;
+    int r = l->rank;
+    for (int n0 = 0; n0 < N; n0 += DIRECT_ROWS) {
+        int rows = N - n0 < DIRECT_ROWS ? N - n0 : DIRECT_ROWS;
+        const float *x = inp + (size_t)n0 * C, *d = dout + (size_t)n0 * OC;
+        size_t need = (size_t)rows * r;
+        /* xa (rows, r) = s x A^T; gB (out, r) += d^T xa */
+        memset(l->xa, 0, sizeof(float) * need);
+        jr_matmul_forward(l->xa, x, t->A, NULL, rows, C, r);
+        for (size_t i = 0; i < need; i++) l->xa[i] *= s;
+        jr_matmul_backward(NULL, t->gB, NULL, d, l->xa, NULL, rows, r, OC);
+        /* db (rows, r) = s d B; gA (r, in) += db^T x */
+        memset(l->db, 0, sizeof(float) * need);
+        jr_matmul_backward(l->db, NULL, NULL, d, NULL, t->B, rows, r, OC);
+        for (size_t i = 0; i < need; i++) l->db[i] *= s;
+        jr_matmul_backward(NULL, t->gA, NULL, l->db, x, NULL, rows, C, r);
+    }
+    return 1;
+}
+
+jr_status jr_lora_direct(jr_lora *l, int on) {
+    if (on && !l->xa) {
+        l->xa = malloc(sizeof(float) * DIRECT_ROWS * (size_t)l->rank);
+        l->db = malloc(sizeof(float) * DIRECT_ROWS * (size_t)l->rank);
+        if (!l->xa || !l->db) {
+            free(l->xa); free(l->db); l->xa = l->db = NULL;
+            return jr_fail(JR_ENOMEM, "lora: no memory for the adapters' gradient scratch");
+        }
+    }
+    l->direct = on != 0;
+    l->m->dw_hook = on ? (jr_dweight_hook){l, take_dw} : (jr_dweight_hook){NULL, NULL};
+    return JR_OK;
+}
+
+void jr_lora_zero_grads(jr_lora *l) { jr_model_zero_grads(&l->ad); }
+
 void jr_lora_grads(jr_lora *l) {
+    if (l->direct) return; /* the backward added them */
     for (int i = 0; i < l->n_t; i++) {
         jr_lora_target *t = &l->t[i];
         const float *G = l->m->grads + l->m->offset[t->tensor];

@@ -1,4 +1,4 @@
-/* wf_train.c - seed 2's trainer (wfrl.h): GRPO (LoRA) on a policy that writes workflows, rewarded by
+/* wf_train.c - seed 2's trainer (wf_train.h): GRPO (LoRA) on a policy that writes workflows, rewarded by
  * the workflow environment; prompts are Layer-1 renders with few-shot examples from the experience
  * buffer, drawn per step by the stratified domain mix; per-domain metrics and held-out gold accuracy */
 #include <libgen.h>
@@ -14,6 +14,7 @@
 #include "judgerl/rng.h"
 #include "judgerl/runlog.h"
 #include "judgerl/train.h"
+#include "judgerl/wf_train.h"
 #include "judgerl/wfrl.h"
 
 const jr_cfg_field jr_wf_train_cfg[] = {
