@@ -5,7 +5,8 @@
 domain with `judgerl workflow run --grade` (a verifier: the exact answer, or the hidden tests in
 the sandbox; never a judge) and print the table as Markdown.
 
-  bench/wf_table.py [--model DIR | --train-dir DIR [--quick]] [--n 100] [--out DIR] [key=value ...]
+  bench/wf_table.py [--model DIR | --train-dir DIR [--quick]] [--n 100] [--out DIR] [--workflows A,B]
+                    [--domains math,code,qa] [key=value ...]
 
 --model uses an executor already trained (a model directory); otherwise it trains one into
 --train-dir (default runs/wf-executor; key=value overrides go to train-executor). Standard library
@@ -82,9 +83,11 @@ def main():
     ap.add_argument("--seed", type=int, default=1, help="task seed (the executor's executor.task_seed)")
     ap.add_argument("--out", default="runs/wf-table")
     ap.add_argument("--workflows", default="", help="comma-separated names to run (default: all)")
+    ap.add_argument("--domains", default="math,code,qa", help="comma-separated domains to run (default: all three)")
     ap.add_argument("--jobs", type=int, default=6, help="(workflow, domain) cells run at once against the one server")
     ap.add_argument("overrides", nargs="*", help="key=value for train-executor")
     a = ap.parse_args()
+    domains = [d for d in DOMAINS if d in a.domains.split(",")]
     os.makedirs(a.out, exist_ok=True)
     model = a.model
     if not model:
@@ -93,7 +96,7 @@ def main():
         print("trained in %.0f s: %s" % (time.time() - t0, p.stdout.strip()), file=sys.stderr)
         model = os.path.join(a.train_dir, "model")
     files = {}
-    for d in DOMAINS:
+    for d in domains:
         files[d] = os.path.join(a.out, "heldout_%s.jsonl" % d)
         sh([BIN, "workflow", "tasks", "--domain", d, "--n", str(a.n), "--seed", str(a.seed), "--first", "100000", "--output", files[d]])
     proc, err, port = serve(model, a.out)
@@ -120,17 +123,17 @@ def main():
             return (name, d), (right, failed, len(rows))
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
-            for key, val in pool.map(lambda c: cell(*c), [(n, t, d) for n, t in chosen for d in DOMAINS]):
+            for key, val in pool.map(lambda c: cell(*c), [(n, t, d) for n, t in chosen for d in domains]):
                 results[key] = val
     finally:
         proc.terminate()
         proc.wait(timeout=60)
         err.close()
-    print("| workflow | " + " | ".join(DOMAINS) + " |")
-    print("| --- | " + " | ".join("---" for _ in DOMAINS) + " |")
-    for name, _ in [w for w in WORKFLOWS if any((w[0], d) in results for d in DOMAINS)]:
+    print("| workflow | " + " | ".join(domains) + " |")
+    print("| --- | " + " | ".join("---" for _ in domains) + " |")
+    for name, _ in [w for w in WORKFLOWS if any((w[0], d) in results for d in domains)]:
         cells = []
-        for d in DOMAINS:
+        for d in domains:
             right, failed, n = results[(name, d)]
             cells.append("%.0f%% (%d failed)" % (100.0 * right / n, failed) if n else "-")
         print("| `%s` | %s |" % (name, " | ".join(cells)))

@@ -3,6 +3,7 @@
 #include "harness.h"
 
 #include "judgerl/generate.h"
+#include "judgerl/hfmodel.h"
 #include "judgerl/kvcache.h"
 #include "judgerl/model.h"
 #include "judgerl/nn.h"
@@ -472,10 +473,59 @@ TEST(bf16_sampler_logprobs_near_training_logprobs) {
     check_logprobs_vs_training_in(1.0f, 1.0f, JR_COMPUTE_BF16, BF16_BOTH_LP_ATOL);
 }
 
+/* The second half of bf16_chunked_batched_prefill_same_tokens_and_no_stall: the 40-token prompt
+ * (seeded by p) arrives while 5 requests decode, cut into chunks of at most 7 tokens (fixed, or
+ * sized by an ITL target when itl > 0); its tokens must be `alone`'s. Returns the steps it took to
+ * its first token. */
+static int chunked_among_others(jr_model *m, const jr_kv_opts *o, const jr_gen_params *p, const int32_t *prompt,
+                                int32_t alone[2][16], double itl) {
+    jr_lm lm;
+    jr_gen *g;
+    jr_gen_req *r;
+    CHECK_OK(jr_kv_lm_open_opts(&lm, m, 8, 64, o));
+    CHECK_OK(jr_gen_open(&g, &lm, &V, 5));
+    jr_gen_set_prefill_chunk(g, 7);
+    jr_gen_set_itl_target(g, itl);
+    jr_gen_req *others[5];
+    for (int k = 0; k < 5; k++) {
+        int32_t op[5] = {k, k + 1, 7, 9, 200};
+        jr_gen_params q = *p;
+        q.seed = (uint64_t)k + 1000;
+        q.max_tokens = 60;
+        CHECK_OK(jr_gen_add(g, op, 5, 1, &q, NULL, NULL, &others[k]));
+    }
+    for (int i = 0; i < 100 && jr_gen_req_seq(others[4], 0)->n_tokens < 2; i++) CHECK_OK(jr_gen_step(g)); /* all 25 in */
+    int before = jr_gen_req_seq(others[0], 0)->n_tokens;
+    CHECK_OK(jr_gen_add(g, prompt, 40, 2, p, NULL, NULL, &r));
+    int steps = 0, taken = 0, idle = 0;
+    while (jr_gen_req_seq(r, 0)->n_tokens == 0 && steps <= 4000) {
+        CHECK_OK(jr_gen_step(g));
+        steps++;
+        int t = jr_gen_last_prefill_tokens(g);
+        CHECK_MSG(t >= 0 && t <= 7, "a step took %d prompt tokens (chunk 7)", t);
+        taken += t;
+        idle += t == 0;
+    }
+    CHECK_MSG(taken == 40, "the steps took %d prompt tokens for a 40-token prompt", taken);
+    /* a fixed chunk never leaves a step without prompt tokens; the ITL target may (a row that costs
+     * more than the slack of one step goes in every few steps), by the measured costs */
+    CHECK_MSG(itl > 0 || idle == 0, "%d steps of %d took no prompt token", idle, steps);
+    CHECK_MSG(jr_gen_req_seq(others[0], 0)->n_tokens == before + steps, "the running sequence got %d tokens in %d steps",
+              jr_gen_req_seq(others[0], 0)->n_tokens - before, steps);
+    while (!jr_gen_req_done(r)) CHECK_OK(jr_gen_step(g));
+    for (int i = 0; i < 2; i++)
+        CHECK_MSG(jr_gen_req_seq(r, i)->n_tokens == 16 && !memcmp(jr_gen_req_seq(r, i)->tokens, alone[i], 16 * sizeof(int32_t)),
+                  "sequence %d differs when its prompt is chunked (itl target %g) and batched", i, itl);
+    jr_gen_close(g);
+    jr_kv_lm_close(&lm);
+    return steps;
+}
+
 /* Batched, chunked prefill (bf16 weights: jr_lm.batch_prefill): a seeded request with a 40-token
  * prompt gives the same tokens prefilled whole and alone as cut into 7-token chunks among 5 other
  * requests' prompts and decode rows; while it is being prefilled the running sequences keep getting
- * one token per step. */
+ * one token per step. With an ITL target (jr_gen_set_itl_target) the prompt is cut by the measured
+ * step times instead: any cut, never over the chunk, the same tokens. */
 TEST(bf16_chunked_batched_prefill_same_tokens_and_no_stall) {
     jr_model m;
     if (random_model(&m, 0.1f)) { CHECK(0); return; }
@@ -505,33 +555,69 @@ TEST(bf16_chunked_batched_prefill_same_tokens_and_no_stall) {
     jr_gen_close(g);
     jr_kv_lm_close(&lm1);
 
-    jr_lm lm;
-    CHECK_OK(jr_kv_lm_open_opts(&lm, &m, 8, 64, &o));
-    CHECK_OK(jr_gen_open(&g, &lm, &V, 5));
-    jr_gen_set_prefill_chunk(g, 7);
-    jr_gen_req *others[5];
-    for (int k = 0; k < 5; k++) {
-        int32_t op[5] = {k, k + 1, 7, 9, 200};
-        jr_gen_params q = p;
-        q.seed = (uint64_t)k + 1000;
-        q.max_tokens = 40;
-        CHECK_OK(jr_gen_add(g, op, 5, 1, &q, NULL, NULL, &others[k]));
-    }
-    for (int i = 0; i < 6; i++) CHECK_OK(jr_gen_step(g)); /* 25 prompt tokens: in by the 4th step */
-    int before = jr_gen_req_seq(others[0], 0)->n_tokens;
-    CHECK_OK(jr_gen_add(g, prompt, 40, 2, &p, NULL, NULL, &r));
-    int steps = 0;
-    while (jr_gen_req_seq(r, 0)->n_tokens == 0) { CHECK_OK(jr_gen_step(g)); steps++; if (steps > 50) break; }
+    int steps = chunked_among_others(&m, &o, &p, prompt, alone, 0);
     CHECK_MSG(steps == 6, "a 40-token prompt in chunks of 7 took %d steps", steps); /* ceil(40 / 7) */
-    CHECK_MSG(jr_gen_req_seq(others[0], 0)->n_tokens == before + steps, "the running sequence got %d tokens in %d steps",
-              jr_gen_req_seq(others[0], 0)->n_tokens - before, steps);
-    while (!jr_gen_req_done(r)) CHECK_OK(jr_gen_step(g));
-    for (int i = 0; i < 2; i++)
-        CHECK_MSG(jr_gen_req_seq(r, i)->n_tokens == 16 && !memcmp(jr_gen_req_seq(r, i)->tokens, alone[i], sizeof alone[i]),
-                  "sequence %d differs when its prompt is chunked and batched", i);
-    jr_gen_close(g);
-    jr_kv_lm_close(&lm);
+    steps = chunked_among_others(&m, &o, &p, prompt, alone, 1.5);
+    CHECK_MSG(steps >= 6 && steps <= 4000, "with an ITL target a 40-token prompt took %d steps", steps);
     jr_model_free(&m);
+}
+
+/* Prefill + 3 decode steps of a fixed prompt through a bf16-weight cache: all the logits, in out. */
+static void bf16_logits_of(const jr_model *m, float *out) {
+    jr_kv_opts o = {JR_COMPUTE_BF16, 0, 1};
+    jr_lm lm;
+    CHECK_OK(jr_kv_lm_open_opts(&lm, m, 1, 32, &o));
+    int V0 = m->cfg.vocab_size, slot = 0;
+    int32_t ids[12];
+    for (int i = 0; i < 12; i++) ids[i] = (int32_t)((i * 13 + 5) % V0);
+    CHECK_OK(lm.prefill(lm.impl, 0, ids, 9, out));
+    for (int t = 9; t < 12; t++) CHECK_OK(lm.decode(lm.impl, 1, &slot, &ids[t], out + (size_t)(t - 8) * V0));
+    jr_kv_lm_close(&lm);
+}
+
+/* jr_model_load_bf16 (no fp32 copy of the matmul weights): the same logits, bitwise, as jr_model_load
+ * + a bf16-weight cache, from fp32 files (converted tensor by tensor) and from bf16 files (as
+ * stored), for the 4 fixtures (tied and untied heads, biases, q/k norms); what needs fp32 refuses it. */
+TEST(bf16_loaded_model_same_logits_as_fp32_loaded) {
+    char *tmp = jt_tmpdir("bf16load");
+    for (size_t f = 0; f < sizeof fixtures / sizeof *fixtures; f++) {
+        char dir[1024], dir16[1100];
+        snprintf(dir, sizeof dir, "%s/tests/fixtures/engine/%s", jt_root(), fixtures[f]);
+        snprintf(dir16, sizeof dir16, "%s/%s", tmp, fixtures[f]);
+        jr_model m, mb;
+        CHECK_OK(jr_model_load(&m, dir));
+        int V0 = m.cfg.vocab_size;
+        float *a = malloc(sizeof(float) * 4 * V0), *b = malloc(sizeof(float) * 4 * V0);
+        const float **ptrs = malloc(sizeof *ptrs * (size_t)m.n_tensors);
+        for (int i = 0; i < m.n_tensors; i++) ptrs[i] = m.params + m.offset[i];
+        CHECK_OK(jr_hfdir_write(dir16, &m.cfg, NULL, ptrs, JR_DT_BF16, 0));
+        for (int k = 0; k < 2; k++) { /* the fp32 files, then the bf16 ones */
+            jr_model mf;
+            CHECK_OK(jr_model_load(&mf, k ? dir16 : dir));
+            CHECK_OK(jr_model_load_bf16(&mb, k ? dir16 : dir));
+            CHECK(mb.w16 != NULL && mb.n_params < mf.n_params / 2);
+            bf16_logits_of(&mf, a);
+            bf16_logits_of(&mb, b);
+            CHECK_MSG(!memcmp(a, b, sizeof(float) * 4 * V0), "%s (%s files): logits differ", fixtures[f], k ? "bf16" : "fp32");
+            jr_kv_opts o32 = jr_kv_opts_default();
+            jr_lm lm;
+            CHECK(jr_kv_lm_open_opts(&lm, &mb, 1, 8, &o32) == JR_EINVAL);
+            jr_acts acts;
+            int32_t ids[2] = {1, 2};
+            CHECK_OK(jr_acts_init(&acts, &mf, 1, 2));
+            CHECK(jr_model_forward(&mb, &acts, ids, 1, 2) == JR_EUNSUPPORTED);
+            CHECK(jr_model_alloc_grads(&mb) == JR_EUNSUPPORTED);
+            jr_acts_free(&acts);
+            jr_model_free(&mf);
+            jr_model_free(&mb);
+        }
+        free(ptrs); free(a); free(b);
+        jr_model_free(&m);
+    }
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    CHECK(system(cmd) == 0);
+    free(tmp);
 }
 
 int main(void) {
@@ -552,6 +638,7 @@ int main(void) {
     jt_run("bf16_seeded_request_same_alone_and_batched_with_31_others", seeded_request_same_alone_and_batched_with_31_others);
     RUN(bf16_sampler_logprobs_near_training_logprobs);
     RUN(bf16_chunked_batched_prefill_same_tokens_and_no_stall);
+    RUN(bf16_loaded_model_same_logits_as_fp32_loaded);
     jt_run("bf16_stop_strings_eos_length_and_streamed_text", stop_strings_eos_length_and_streamed_text);
     KVO.kv_bf16 = 1;
     jt_run("bf16_kv_cache_decode_rows_do_not_depend_on_the_batch", decode_rows_do_not_depend_on_the_batch);

@@ -94,6 +94,10 @@ buffer: {threshold: -100.0, cap: 1000}
             n = [r.get("train/%s/n" % k, 0) for k in ("math", "code", "qa")]
             report("step %d: the mix is exact (samples per domain %s)" % (s, n),
                    n[0] == 4 and sorted(n[1:]) == [2, 4] and r.get("train/overall/n") == 10, r)
+            # the trainer's reward is the environment's: a workflow that does not parse or has no answer keeps its
+            # penalty (its components are unscored; the trainer once summed them to 0, above a wrong answer)
+            report("step %d: the trainer's mean reward is the environment's, penalties included" % s,
+                   abs(r.get("reward", 1e9) - r.get("train/overall/reward", -1e9)) < 1e-4, r)
             # every completion that was not cut by max_completion_length parses
             report("step %d: constrained sampling: every whole workflow parses" % s,
                    r.get("train/overall/valid_rate", 0) >= 1 - r.get("completions/clipped_ratio", 1) - 1e-9, r)

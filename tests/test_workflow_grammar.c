@@ -192,8 +192,40 @@ TEST(random_model_samples_parse) {
     jr_model_free(&m);
 }
 
+/* jr_workflow_random: every result parses under the limits, the walks reach every operator, and stay short. */
+TEST(random_workflows_parse_and_vary) {
+    jr_workflow_limits lims[] = {{3, 1, 8}, {4, 1, 6}, {2, 1, 24}};
+    for (int li = 0; li < 3; li++) {
+        jr_rng r;
+        jr_rng_seed2(&r, 11, (uint64_t)li);
+        int seen[16] = {0}, bad = 0, distinct = 0;
+        char *prev[400] = {0};
+        for (int it = 0; it < 400; it++) {
+            char *o = NULL;
+            CHECK_OK(jr_workflow_random(&lims[li], &r, &o));
+            jr_workflow *w;
+            if (!o || !parses(o, &lims[li], &w)) { bad++; free(o); continue; }
+            CHECK(w->n_stmts + 1 <= lims[li].max_statements);
+            for (int k = 0; k < 11; k++)
+                if (strstr(o, jr_wf_op_name((jr_wf_op)k))) seen[k] = 1;
+            int dup = 0;
+            for (int j = 0; j < it && !dup; j++) dup = prev[j] && !strcmp(prev[j], o);
+            distinct += !dup;
+            prev[it] = o;
+            jr_workflow_free(w);
+        }
+        CHECK_MSG(bad == 0, "limits %d: %d random workflows did not parse", li, bad);
+        int ops = 0;
+        for (int k = 0; k < 11; k++) ops += seen[k];
+        CHECK_MSG(ops >= (li == 2 ? 5 : 10), "limits %d: only %d operators appear", li, ops);
+        CHECK_MSG(distinct >= (li == 2 ? 20 : 100), "limits %d: only %d distinct workflows in 400", li, distinct);
+        for (int j = 0; j < 400; j++) free(prev[j]);
+    }
+}
+
 int main(void) {
     vocab_init();
+    RUN(random_workflows_parse_and_vary);
     RUN(mask_follows_definitions);
     RUN(random_walks_always_parse);
     RUN(random_model_samples_parse);

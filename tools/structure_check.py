@@ -50,23 +50,13 @@ HEADER_PART = {
 
 UMBRELLA = "judgerl.h"
 
-# Known violations that another change removes (issue #14 item 2, helper tidylib): (including file,
-# included file). The lead deletes these entries when that change is merged; an entry that no longer
-# matches a violation is itself reported, so the list cannot go stale.
-ALLOWED_INCLUDES = {
-    # io/hfdir.c uses model/hfconfig.c through hfmodel.h, one header for both: #14 item 2 splits it
-    ("src/io/hfdir.c", "include/judgerl/hfmodel.h"),
-    # jr_lm is declared in sample/generate.h but implemented by model/kvcache.c: #14 item 2 declares it in model/
-    ("include/judgerl/kvcache.h", "include/judgerl/generate.h"),
-}
+# Known violations being removed by a change in flight, as (including file, included file); an entry
+# that no longer matches a violation is itself reported, so the list cannot go stale.
+ALLOWED_INCLUDES = set()  # none: keep it empty
 
-# Known circles between files that another change removes, as the set of files in the circle; the same
-# rules as ALLOWED_INCLUDES (the lead deletes them at merge; a stale entry is reported).
-ALLOWED_FILE_CIRCLES = [
-    # judgerl grade's two halves call each other: #14 item 1 (helper tidylib) moves grading into the
-    # library (jr_grade_file) and deletes grade_reward.c
-    {"src/cli/cmd_grade.c", "src/cli/grade_reward.c"},
-]
+# Known circles between files being removed, as the set of files in the circle; the same rules as
+# ALLOWED_INCLUDES.
+ALLOWED_FILE_CIRCLES = []  # none: keep it empty
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]')
 IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

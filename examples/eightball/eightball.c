@@ -28,6 +28,7 @@ static const eb_stage STAGES[] = {
     {"policy-pref", eb_stage_policy_pref, NULL, 0,
      "demo: study (a policy answering by kind, GRPO from it against three judges, gold = the preference grades, alarms) ...\n"},
     {"study", eb_stage_study, NULL, 0, NULL},
+    {"workflow", eb_stage_workflow, NULL, 0, "demo: workflow (seed 2: executor trained and served, policy SFT on random workflows, GRPO) ...\n"},
 };
 #define N_STAGES (int)(sizeof STAGES / sizeof STAGES[0])
 
@@ -56,6 +57,17 @@ const jr_cfg_field eb_cfg[] = {
     {"demo.study.lr", JR_CFG_FLOAT, NULL, "trainer.lr of the study's GRPO runs", NULL, NULL, 0, 1},
     {"demo.study.noise_z", JR_CFG_FLOAT, NULL, "monitor.noise_z: the proxy_gold margins in standard errors of the figures", NULL, NULL, 0, 100},
     {"demo.study.proxy_rise", JR_CFG_FLOAT, NULL, "monitor.proxy_rise: the least proxy rise counted by the proxy_gold alarm", NULL, NULL, 0, 1},
+    {"demo.workflow.quick_executor", JR_CFG_BOOL, NULL, "train the workflow executor with its --quick recipe (jr_wf_exec_quick)", NULL, NULL, 0, 0},
+    COUNT("demo.workflow.train_rows", "synthetic task rows per domain for the workflow policy"),
+    COUNT("demo.workflow.heldout_rows", "held-out task rows per domain (gold accuracy)"),
+    COUNT("demo.workflow.sft_rows", "random valid workflows the policy is SFT'd on"),
+    STEPS("demo.workflow.sft_steps", "the workflow policy's SFT steps (configs/eightball/wf-policy-sft.yaml)"),
+    COUNT("demo.workflow.random", "random workflows per held-out row (the random baseline)"),
+    STEPS("demo.workflow.steps", "GRPO steps of each workflow run (configs/eightball/wf-grpo.yaml)"),
+    COUNT("demo.workflow.num_generations", "workflows sampled per prompt"),
+    COUNT("demo.workflow.prompts_per_step", "prompts per GRPO step (stratified by data.mix)"),
+    COUNT("demo.workflow.seeds", "GRPO runs with run.seed 1, 2, ... (--workflow-only: 3)"),
+    {"demo.workflow.control", JR_CFG_BOOL, NULL, "also a shuffled-reward control (grpo.shuffle_rewards; --workflow-only: true)", NULL, NULL, 0, 0},
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
 
@@ -83,6 +95,17 @@ jr_status eb_sizes_from_config(eb_sizes *z, const jr_config *c) {
     z->study_lr = jr_cfg_float(c, "demo.study.lr");
     z->study_noise_z = jr_cfg_float(c, "demo.study.noise_z");
     z->study_proxy_rise = jr_cfg_float(c, "demo.study.proxy_rise");
+    z->wf_quick_executor = jr_cfg_bool(c, "demo.workflow.quick_executor");
+    z->wf_train_rows = (int)jr_cfg_int(c, "demo.workflow.train_rows");
+    z->wf_heldout_rows = (int)jr_cfg_int(c, "demo.workflow.heldout_rows");
+    z->wf_sft_rows = (int)jr_cfg_int(c, "demo.workflow.sft_rows");
+    z->wf_sft_steps = (int)jr_cfg_int(c, "demo.workflow.sft_steps");
+    z->wf_random = (int)jr_cfg_int(c, "demo.workflow.random");
+    z->wf_steps = (int)jr_cfg_int(c, "demo.workflow.steps");
+    z->wf_gens = (int)jr_cfg_int(c, "demo.workflow.num_generations");
+    z->wf_prompts = (int)jr_cfg_int(c, "demo.workflow.prompts_per_step");
+    z->wf_seeds = (int)jr_cfg_int(c, "demo.workflow.seeds");
+    z->wf_control = jr_cfg_bool(c, "demo.workflow.control");
     return jr_cfg_check(c);
 }
 
@@ -153,11 +176,12 @@ static jr_status run_stage(eb_ctx *c, const eb_stage *sg) {
     return st;
 }
 
-/* Every stage (seed 1 only with seed1_only), then summary.json. */
-static jr_status run_stages(eb_ctx *c, int seed1_only) {
+/* Every stage (seed 1 only with seed1_only; the workflow stage alone with wf_only), then summary.json. */
+static jr_status run_stages(eb_ctx *c, int seed1_only, int wf_only) {
     jr_status st = JR_OK;
     int skipped = 0;
     for (int i = 0; i < N_STAGES && !st; i++) {
+        if (wf_only && (!STAGES[i].name || strcmp(STAGES[i].name, "workflow"))) continue;
         if (!STAGES[i].seed1 && seed1_only) {
             if (!skipped++) stage_end(stage_record(c->stages, "modern-path"), "skipped", jr_wall_time(),
                                       "--seed1-only: the policy LM, the served judges and GRPO were not run");
@@ -185,7 +209,8 @@ static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig) { (void)sig; stop_requested = 1; }
 
 /* The run after argument parsing: out created, the repository entered. */
-static jr_status run(eb_ctx *c, const char *out_arg, const char *config, int seed1_only, char *out, char *config_abs) {
+static jr_status run(eb_ctx *c, const char *out_arg, const char *config, int seed1_only, int wf_only, char *out,
+                     char *config_abs) {
     jr_status st = jr_mkdirs(out_arg);
     if (st) return st;
     if (!realpath(out_arg, out)) return jr_fail(JR_EIO, "%s: cannot resolve the output directory", out_arg);
@@ -197,21 +222,23 @@ static jr_status run(eb_ctx *c, const char *out_arg, const char *config, int see
                                      "beside the binary: run judgerl demo from the repository root");
     if (chdir(root)) return jr_fail(JR_EIO, "%s: cannot enter the repository directory", root);
     if ((st = load_sizes(&c->z, config ? config_abs : NULL, c->quick))) return st;
+    if (wf_only) { c->z.wf_seeds = 3; c->z.wf_control = 1; } /* the learning check: seeds 1-3 and the control */
     c->out = out;
     snprintf(c->log, sizeof c->log, "%s/demo.log", out);
     c->logf = fopen(c->log, "a");
     if (!c->logf) return jr_fail(JR_EIO, "%s: %s", c->log, strerror(errno));
     setvbuf(c->logf, NULL, _IOLBF, 0);
     json_object_set_new(c->sum, "run_dir", json_string(out));
-    return run_stages(c, seed1_only);
+    return run_stages(c, seed1_only, wf_only);
 }
 
 int eb_main(const char *cmd, int argc, char **argv, const char *judgerl) {
-    const char *usage = "[--out DIR] [--quick] [--seed1-only] [--config FILE]";
+    const char *usage = "[--out DIR] [--quick] [--seed1-only] [--workflow-only] [--config FILE]";
     const char *out_arg = "runs/demo", *config = NULL;
-    int quick = 0, seed1_only = 0;
+    int quick = 0, seed1_only = 0, wf_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--workflow-only")) wf_only = 1;
         else if (!strcmp(argv[i], "--seed1-only")) seed1_only = 1;
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) out_arg = argv[++i];
         else if (!strncmp(argv[i], "--out=", 6)) out_arg = argv[i] + 6;
@@ -234,7 +261,7 @@ int eb_main(const char *cmd, int argc, char **argv, const char *judgerl) {
     json_object_set_new(c.sum, "quick", json_boolean(quick));
     json_object_set_new(c.sum, "stages", c.stages);
     char out[PATH_MAX], config_abs[PATH_MAX];
-    jr_status st = run(&c, out_arg, config, seed1_only, out, config_abs);
+    jr_status st = run(&c, out_arg, config, seed1_only, wf_only, out, config_abs);
     if (c.out) {
         json_object_set_new(c.sum, "total_seconds", json_real(jr_wall_time() - t0));
         jr_status st2 = write_summary(c.out, c.sum);

@@ -23,6 +23,12 @@ typedef struct eb_sizes {
     int study_steps, study_gens, study_prompts, study_eval_every, study_seeds, study_probe_rows,
         study_probe_variant_rows;                    /* demo.study.* */
     double study_lr, study_noise_z, study_proxy_rise; /* demo.study.lr, noise_z, proxy_rise */
+    int wf_quick_executor;                           /* demo.workflow.quick_executor: the executor's --quick recipe */
+    int wf_train_rows, wf_heldout_rows;              /* demo.workflow.*_rows: task rows per domain */
+    int wf_sft_rows, wf_sft_steps;                   /* the policy's SFT on random valid workflows */
+    int wf_random;                                   /* random workflows per held-out row */
+    int wf_steps, wf_gens, wf_prompts;               /* GRPO */
+    int wf_seeds, wf_control;                        /* GRPO runs: run.seed 1..wf_seeds, and a shuffled-reward control */
 } eb_sizes;
 
 extern const jr_cfg_field eb_cfg[];
@@ -67,9 +73,12 @@ jr_status eb_stage_summaries(eb_ctx *c, const void *arg, char *note, size_t cap)
 jr_status eb_stage_probe_judges(eb_ctx *c, const void *arg, char *note, size_t cap);
 jr_status eb_stage_probe(eb_ctx *c, const void *arg, char *note, size_t cap);
 jr_status eb_stage_study(eb_ctx *c, const void *arg, char *note, size_t cap);
+/* seed 2 (stage_workflow.c): the executor trained and served, a policy SFT'd on random valid workflows, GRPO per
+ * seed and a shuffled-reward control, the held-out tables in sum["workflow"] (OUT/workflow) */
+jr_status eb_stage_workflow(eb_ctx *c, const void *arg, char *note, size_t cap);
 
 /* The program: `judgerl demo` and examples/eightball/main.c. Parses argv ([--out DIR] [--quick]
- * [--seed1-only] [--config FILE]), runs every stage, writes OUT/summary.json and OUT/report.html and
+ * [--seed1-only] [--workflow-only] [--config FILE]), runs every stage, writes OUT/summary.json and OUT/report.html and
  * prints the summary; returns the exit code (0, 1 failure, 2 usage). judgerl: the binary to start as
  * `judgerl serve`; cmd: the command's name in messages. */
 int eb_main(const char *cmd, int argc, char **argv, const char *judgerl);

@@ -38,6 +38,10 @@ jr_status jr_jsonl_open(jr_jsonl_reader **r, const char *path, jr_bad_line_polic
 /* Sets the reader's maximum line length in bytes (0: the default). */
 void jr_jsonl_set_max_line(jr_jsonl_reader *r, size_t max_bytes);
 
+/* With on, string values may hold the escape \u0000 (a byte-level model's output); off (the
+ * default) rejects it as jansson does. A raw NUL byte in a line stays a bad line either way. */
+void jr_jsonl_set_allow_nul(jr_jsonl_reader *r, int on);
+
 /* Reads the next row: *row gets a new reference to a JSON object (caller decrefs), *line_no its
  * 1-based line number (may be NULL), *offset the byte offset where the line starts (may be NULL).
  * At end of file returns JR_OK with *row NULL. With JR_BAD_LINE_FAIL a bad line returns JR_EFORMAT
@@ -76,6 +80,10 @@ jr_status jr_jsonl_writer_append(jr_jsonl_writer *w, const json_t *row);
 
 /* Appends text (len bytes, one serialized JSON value without a newline) plus '\n' as one write. */
 jr_status jr_jsonl_writer_append_line(jr_jsonl_writer *w, const char *text, size_t len);
+
+/* fdatasyncs what was appended (for a writer opened without fsync_each that syncs a batch of
+ * rows at once). */
+jr_status jr_jsonl_writer_sync(jr_jsonl_writer *w);
 
 /* Complete lines in the file (those present at open plus those appended). */
 int64_t jr_jsonl_writer_rows(const jr_jsonl_writer *w);

@@ -6,37 +6,10 @@
 #include <stdint.h>
 
 #include "judgerl/constrain.h"
+#include "judgerl/lm.h"
 #include "judgerl/rng.h"
 #include "judgerl/sampler.h"
 #include "judgerl/status.h"
-
-/* A model as the generator sees it: a next-token scorer holding a KV cache of n_slots sequences
- * of up to max_ctx positions each. Implemented over the transformer by jr_kv_lm_open
- * (include/judgerl/kvcache.h). Each slot knows its own length. */
-typedef struct jr_lm {
-    void *impl;
-    int n_logits; /* scores per position (embedding rows, possibly padded past the tokenizer) */
-    int n_slots;
-    int max_ctx;
-    /* Empties `slot` and runs toks[0..n) through it; writes the last position's n_logits scores. */
-    jr_status (*prefill)(void *impl, int slot, const int32_t *toks, int n, float *logits);
-    /* Makes slot dst a copy of slot src (its cache and length): a group shares one prefill. */
-    jr_status (*copy)(void *impl, int dst, int src);
-    /* Appends toks[i] to slots[i] for i < n (distinct slots) and writes n rows of scores. The rows
-     * do not depend on which other slots are in the batch (bitwise). */
-    jr_status (*decode)(void *impl, int n, const int *slots, const int32_t *toks, float *logits);
-    /* Optional (NULL: not offered). Appends toks[i][0..n[i]) to slots[i] (distinct) from position
-     * start[i] (0: the slot is emptied first; else the slot's length) for i < k, all in one pass over
-     * the weights; writes k rows of scores, row i for the last position appended to slots[i]. Decode
-     * rows (n = 1), whole prompts and pieces of prompts may share one call. */
-    jr_status (*extend)(void *impl, int k, const int *slots, const int32_t *const *toks, const int *n,
-                        const int *start, float *logits);
-    /* 1: the generator batches decode rows and prompts (cut into chunks, jr_gen_set_prefill_chunk)
-     * into extend calls. The lm sets it when extend's rows are bitwise those of prefill + decode
-     * whatever the call's other rows and however a prompt is cut (so no seeded request's tokens
-     * change), or when it was opened non-deterministic (jr_kv_opts.deterministic = 0). */
-    int batch_prefill;
-} jr_lm;
 
 /* The tokenizer as the generator sees it: each token's bytes (NULL for special tokens, which add
  * no text), the tokenizer's size (ids at or past it are never sampled) and end-of-sequence ids. */
@@ -103,6 +76,17 @@ void jr_gen_close(jr_gen *g);
  * batch_prefill; otherwise each prompt is prefilled whole, on its own, as it arrives. */
 #define JR_GEN_PREFILL_CHUNK 256
 void jr_gen_set_prefill_chunk(jr_gen *g, int tokens);
+/* Inter-token latency target while prompts are prefilled beside running sequences (batch_prefill
+ * lms): with ratio > 1 a step takes only as many prompt tokens (at most the chunk; a fraction carries
+ * over, so when one row costs more than the slack some steps take none) as keep
+ * it within about `ratio` x the time of a step of the decode rows alone, both measured as the
+ * generator runs (running means of the process's CPU time per step, so that waiting for a core on a
+ * shared machine is not taken for the cost of prompt rows; a decode-only step re-measures the decode time when the decode
+ * batch changes by over a quarter and every 32 steps). Tokens never change (the rows are
+ * batch-invariant): only how a prompt is cut. 0 or <= 1: the fixed chunk (the default). */
+void jr_gen_set_itl_target(jr_gen *g, double ratio);
+/* Prompt tokens the last jr_gen_step put through the model (batch_prefill lms). */
+int jr_gen_last_prefill_tokens(const jr_gen *g);
 
 /* Slots not held by a request. */
 int jr_gen_free_slots(const jr_gen *g);

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "judgerl/status.h"
 
@@ -62,6 +63,45 @@ double jr_ifeval_pass_rate(const bool *results, size_t n);
 
 /* 1 when every instruction is followed (and n > 0), else 0: the all-pass reward. */
 int jr_ifeval_all_pass(const bool *results, size_t n);
+
+/* --- a responses file scored like the official tool (ifeval_file.c, `judgerl ifeval`) --- */
+
+/* One scored row: its instruction ids and kwargs, prompt and response (borrowed from the rows read)
+ * and whether each instruction is followed, strict (res[0]) and loose (res[1]). */
+typedef struct jr_ifeval_row {
+    const json_t *ids, *kwargs;
+    const char *prompt, *response;
+    bool *res[2];
+    size_t n;
+} jr_ifeval_row;
+
+typedef struct jr_ifeval_file {
+    jr_ifeval_row *rows; /* the scored rows, in file order */
+    size_t n_rows;
+    size_t n_bad;        /* malformed rows skipped (each reported) */
+    json_t **in, **pr;   /* the rows read (owned; NULL for a line that is not a JSON object) */
+    size_t nin, npr;
+    size_t n_alloc;      /* slots of rows */
+} jr_ifeval_file;
+
+/* Scores `input` (JSONL rows with prompt, response, instruction_id_list, kwargs; with `prompts`, the
+ * benchmark's input_data.jsonl, rows with prompt and response joined by prompt text) strict and loose.
+ * A malformed row is reported on `warn` as "PREFIXFILE:LINE: why" and skipped. Fails when a file
+ * cannot be read or no row could be scored; then *f is empty. Free with jr_ifeval_file_free. */
+jr_status jr_ifeval_file_score(jr_ifeval_file *f, const char *input, const char *prompts, FILE *warn, const char *prefix);
+
+/* Prompt-level (every instruction followed) and instruction-level counts; mode 0 strict, 1 loose. */
+void jr_ifeval_file_accuracy(const jr_ifeval_file *f, int mode, size_t *p_ok, size_t *i_ok, size_t *i_tot);
+
+/* Prints the accuracy per instruction group and per instruction id ("strict NAME ACC (OK/TOTAL)"),
+ * each sorted by name, as the official report prints them. */
+void jr_ifeval_file_breakdown(FILE *out, const jr_ifeval_file *f, int mode);
+
+/* Writes dir/eval_results_strict.jsonl and dir/eval_results_loose.jsonl (the official tool's
+ * format, Python json.dumps of each field), each atomically; dir is created. */
+jr_status jr_ifeval_file_write(const jr_ifeval_file *f, const char *dir);
+
+void jr_ifeval_file_free(jr_ifeval_file *f);
 
 /* --- text primitives, exposed for tests and other verifiers ------------------------------ */
 

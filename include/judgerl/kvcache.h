@@ -2,7 +2,9 @@
 #ifndef JUDGERL_KVCACHE_H
 #define JUDGERL_KVCACHE_H
 
-#include "judgerl/generate.h"
+#include <stddef.h>
+
+#include "judgerl/lm.h"
 #include "judgerl/model.h"
 
 /* Opens a jr_lm over model m (borrowed, must outlive the lm) with a KV cache of n_slots sequences

@@ -61,6 +61,9 @@ typedef struct jr_model {
     jr_weights w, g;                  /* views of params and grads (g all NULL until allocated) */
     jr_compute compute;               /* matmuls of jr_model_forward/backward (0 = fp32 after every init) */
     jr_dweight_hook dw_hook;          /* none (take NULL) after every init */
+    uint16_t *w16;                    /* jr_model_load_bf16: the tensors jr_model_tensor_is_bf16 says, tensor i at
+                                       * w16 + offset[i] (their fp32 views NULL, no fp32 copy); else NULL */
+    size_t n_w16;                     /* bf16 values in w16 */
 } jr_model;
 
 /* Fills views of `base` (a buffer laid out as m->params) into *v. v->layers must hold
@@ -75,6 +78,15 @@ jr_status jr_model_init_random(jr_model *m, const jr_model_config *cfg, uint64_t
 /* Loads an HF model directory (config.json + safetensors, F32/F16/BF16 converted to fp32).
  * On error *m is zeroed and the message names the file and tensor. */
 jr_status jr_model_load(jr_model *m, const char *dir);
+
+/* jr_model_load for inference with bf16 weights (generate, serve): every matmul weight but the
+ * embedding (q, k, v, o, gate, up, down, an untied lm_head) is read straight into bf16, tensor by
+ * tensor (bf16 files as stored; fp32 or fp16 ones rounded to nearest even, as jr_bf16_from_f32),
+ * never held in fp32: about half the memory of jr_model_load + a bf16 KV cache, the same bits. Such
+ * a model only opens a KV cache with bf16 weights; the fp32 forward, training and saving refuse it. */
+jr_status jr_model_load_bf16(jr_model *m, const char *dir);
+/* 1 for the tensors jr_model_load_bf16 keeps in bf16 only. */
+int jr_model_tensor_is_bf16(const jr_model_tensor *t);
 
 /* Writes the model as an HF directory (config.json with torch_dtype float32, model.safetensors
  * in F32, generation_config.json when gen is not NULL); each file atomic (hfmodel.h). */

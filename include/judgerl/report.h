@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "judgerl/status.h"
+#include "judgerl/strbuf.h"
 
 /* Prints seed 1's results (the object the 8-ball example's eb_seed1_run returns, examples/eightball/seed1.h) as a short table to out. */
 void jr_report_seed1_text(FILE *out, const json_t *seed1);
@@ -33,21 +34,17 @@ typedef struct jr_series {
 /* The palette: colour i is series (run, judge) i's identity on every chart of a page. */
 const char *jr_report_color(int i);
 #define JR_BEFORE_COLOR "#9ca3af" /* "before" beside an entity's colour for "after" */
-typedef struct jr_buf {
-    char *s;
-    size_t len, cap;
-    int oom;
-} jr_buf;
-void jr_buf_printf(jr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void jr_buf_xml(jr_buf *b, const char *text);
-void jr_svg_lines(jr_buf *b, const char *title, const char *xlabel, const char *ylabel, const jr_series *s,
+/* Appends text with <, >, &, quotes escaped and control characters (but newline and tab) dropped:
+ * safe inside HTML and SVG elements and attributes. */
+void jr_html_escape(jr_strbuf *b, const char *text);
+void jr_svg_lines(jr_strbuf *b, const char *title, const char *xlabel, const char *ylabel, const jr_series *s,
                   int n_series);
 /* A grouped bar chart: n_groups groups (labels group[i]) of n_series bars (values v[series][group]);
  * negative values hang below the zero line. */
-void jr_svg_bars(jr_buf *b, const char *title, const char *ylabel, const char *const *groups, int n_groups,
+void jr_svg_bars(jr_strbuf *b, const char *title, const char *ylabel, const char *const *groups, int n_groups,
                  const char *const *series, int n_series, const double *const *v);
 /* The same with a colour per series (NULL entries: the palette's). */
-void jr_svg_bars_colored(jr_buf *b, const char *title, const char *ylabel, const char *const *groups, int n_groups,
+void jr_svg_bars_colored(jr_strbuf *b, const char *title, const char *ylabel, const char *const *groups, int n_groups,
                          const char *const *series, int n_series, const double *const *v, const char *const *colors);
 
 /* `judgerl report RUN`: a page for any run: a training run directory (metrics.jsonl; SFT, GRPO,
@@ -66,6 +63,15 @@ jr_status jr_compare_report(const char *const *runs, int n, const char *out_html
 /* The report's style sheet (inline CSS). */
 extern const char jr_report_css[];
 
+/* ---- the demo's workflow stage (summary "workflow", src/report/wf_report.c) ---- */
+
+/* Prints the held-out gold accuracy table (random workflows, fixed workflows, the policy before / after RL
+ * per run), the best fixed workflow per domain, valid-workflow rates, operators per domain, buffer sizes
+ * and the learning criteria. */
+void jr_report_workflow_text(FILE *out, const json_t *wf);
+/* The same as HTML, with a chart of the reward components over steps per run. */
+void jr_report_workflow_html(jr_strbuf *b, const json_t *wf);
+
 /* ---- judge probes (probe.json objects of jr_probe_run, one per judge, side by side) ---- */
 
 /* Prints a table: one line per figure, one column per judge (value [lo, hi] n), the threshold,
@@ -73,7 +79,7 @@ extern const char jr_report_css[];
 void jr_probe_table(FILE *out, const char *const *names, const json_t *const *results, int n);
 /* Appends an HTML table of the same and one bar chart per probe (its thresholded figures, one bar
  * per judge). */
-void jr_probe_html(jr_buf *b, const char *const *names, const json_t *const *results, int n);
+void jr_probe_html(jr_strbuf *b, const char *const *names, const json_t *const *results, int n);
 /* Writes a self-contained HTML page (inline CSS and SVG, no URL) of jr_probe_html to path,
  * atomically. */
 jr_status jr_probe_html_write(const char *path, const char *title, const char *const *names,

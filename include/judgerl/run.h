@@ -52,6 +52,7 @@ typedef struct jr_trainer_opts {
     int keep_checkpoints;    /* 0: all */
     int resume;
     int64_t eval_every;      /* 0: only at the end (when the algorithm evaluates at the end) */
+    int eval_at_start;       /* also evaluate before the first step of a fresh run (metrics row of step 0) */
     int64_t log_every;
     int threads;             /* 0: auto */
     int tensorboard;
@@ -84,8 +85,9 @@ typedef struct jr_model_source {
  * the run). */
 void jr_model_source_opts_from_config(jr_model_source *s, const jr_config *c);
 
-/* The periodic-evaluation hook: every `every` steps (and at the end when at_end is set) the
- * harness calls score(ud, &value) and logs the value under `metric` in the same metrics row. */
+/* The periodic-evaluation hook: every `every` steps (and at the end when at_end is set; before the
+ * first step of a fresh run when trainer.eval_at_start, in a metrics row of step 0) the harness calls
+ * score(ud, &value) and logs the value under `metric` in the same metrics row. */
 typedef struct jr_run_eval {
     int64_t every;          /* 0: only at the end (when at_end) */
     int at_end;

@@ -97,6 +97,8 @@ typedef struct jr_serve_opts {
     double request_timeout;   /* s from arrival to the last token; then 504 and the request is cancelled (0 = none) */
     uint64_t seed;            /* streams of requests without a seed */
     int prefill_chunk;        /* prompt tokens per step when the lm batches prompts (0 = JR_GEN_PREFILL_CHUNK) */
+    double itl_target;        /* jr_gen_set_itl_target: fewer prompt tokens per step while sequences decode
+                               * (their step time within ~itl_target x a decode-only step); 0 = the fixed chunk */
 } jr_serve_opts;
 
 typedef struct jr_server jr_server;

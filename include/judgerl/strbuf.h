@@ -1,7 +1,9 @@
-/* strbuf.h - a growable NUL-terminated string whose allocation failure is checked once, at the end */
+/* strbuf.h - the one growable buffer (text or bytes, always NUL-terminated) whose allocation failure
+ * is checked once, at the end */
 #ifndef JUDGERL_STRBUF_H
 #define JUDGERL_STRBUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 /* Zero-initialise (`jr_strbuf b = {0};`), append, then take or free. After an allocation failure
@@ -13,12 +15,16 @@ typedef struct jr_strbuf {
     int oom;      /* an allocation failed */
 } jr_strbuf;
 
+/* Appends n bytes (any bytes, NULs included); s may point into b's own contents. */
 void jr_strbuf_addn(jr_strbuf *b, const char *s, size_t n);
 void jr_strbuf_add(jr_strbuf *b, const char *s);
 void jr_strbuf_addc(jr_strbuf *b, char c);
 void jr_strbuf_addf(jr_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void jr_strbuf_vaddf(jr_strbuf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* Empties the buffer and keeps its allocation (an oom stays set). */
+void jr_strbuf_reset(jr_strbuf *b);
 /* Returns the string (owned by the caller; "" when nothing was added), or NULL after an
- * allocation failure (the buffer is freed either way and must not be used again). */
+ * allocation failure. Either way the buffer is left empty (oom cleared), as jr_strbuf_free leaves it. */
 char *jr_strbuf_take(jr_strbuf *b);
 void jr_strbuf_free(jr_strbuf *b);
 

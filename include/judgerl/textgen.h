@@ -46,6 +46,10 @@ jr_status jr_textgen_sync(jr_textgen *t);
  * t->tok_desc says which tokenizer it took.
  * Opens a KV cache of n_slots sequences of max_ctx positions (see jr_textgen_reserve). On error *t is zeroed and the message names the file or option. */
 jr_status jr_textgen_open(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx);
+/* Same with the cache's options *kvo from the start: with bf16 weights the model is loaded by
+ * jr_model_load_bf16 (no fp32 copy of its matmul weights: t->model cannot be trained or LoRA-merged). */
+jr_status jr_textgen_open_kv(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx,
+                             const jr_kv_opts *kvo);
 
 /* jr_textgen_open over a model directory or a LoRA checkpoint (adapter_config.json, no config.json):
  * then its base_model_name_or_path with the adapter folded in memory, and the checkpoint's own
@@ -53,6 +57,10 @@ jr_status jr_textgen_open(jr_textgen *t, const char *dir, const char *tok_spec, 
  * the directory). */
 jr_status jr_textgen_open_dir(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx, char *desc,
                               size_t desc_len);
+/* Same with the cache's options *kvo from the start (jr_textgen_open_kv: bf16 weights load a model
+ * directory in bf16; a LoRA checkpoint is folded in fp32, then copied). */
+jr_status jr_textgen_open_dir_kv(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx,
+                                 const jr_kv_opts *kvo, char *desc, size_t desc_len);
 
 /* Same over a model already in memory (borrowed: GRPO's policy), eos ids from its config;
  * tok_spec "auto" means "byte" here. The cache's weights follow m->compute (bf16: a bf16 copy that

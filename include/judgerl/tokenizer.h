@@ -189,4 +189,10 @@ int jr_tok_cfg_thinking(const jr_config *cfg);
 jr_status jr_tok_train(const char *corpus, size_t len, int32_t vocab_size, const char *const *specials,
                        size_t n_specials, char **json_out);
 
+/* jr_tok_train with the pre-tokenizer regex `pattern` (PCRE2, UTF + UCP; NULL = the Qwen2 regex
+ * jr_tok_train uses), written into the tokenizer.json's Split step so loading splits the same way.
+ * A pattern that does not compile is an error naming its offset. */
+jr_status jr_tok_train_re(const char *corpus, size_t len, int32_t vocab_size, const char *const *specials,
+                          size_t n_specials, const char *pattern, char **json_out);
+
 #endif

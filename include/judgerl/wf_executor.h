@@ -23,6 +23,7 @@ typedef struct jr_wf_exec_opts {
     uint64_t task_seed;    /* executor.task_seed: the generators' seed */
     double review_frac;    /* executor.review_frac: share of task rows that also give a review and a revise row */
     int vocab_size;        /* executor.vocab_size: the BPE tokenizer's size, specials included */
+    int digit_space;       /* executor.digit_space: a digit's token keeps the space before it */
     const char *templates; /* executor.templates: the operator templates (the executor's workflow.templates) */
     const char *out_dir;   /* run.out_dir: sft.jsonl, tokenizer/ and the training run go here */
 } jr_wf_exec_opts;

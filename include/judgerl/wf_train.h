@@ -3,7 +3,9 @@
 #ifndef JUDGERL_WF_TRAIN_H
 #define JUDGERL_WF_TRAIN_H
 
+#include <jansson.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "judgerl/config.h"
@@ -11,6 +13,14 @@
 
 /* wftrain.* and data.mix. */
 extern const jr_cfg_field jr_wf_train_cfg[];
+
+/* Runs texts[i] (a workflow) on rows[i] (a task row) for i < n through the workflow environment of a
+ * wftrain config (wftrain.executor, wftrain.reward, wfenv.*: what jr_wf_train_run rewards with), as
+ * held-out samples, and hands their per-domain statistics to put (the keys of jr_wf_env_stats_flush
+ * under `prefix`); *gold gets the overall gold accuracy (a verifier's). A workflow that does not parse
+ * or has no answer counts as wrong. */
+jr_status jr_wf_eval_texts(const jr_config *c, const char *cfg_dir, const json_t *rows, const char *const *texts, size_t n,
+                           const char *prefix, void (*put)(void *ud, const char *key, double v), void *ud, double *gold);
 
 /* `judgerl workflow train`: GRPO (trainer.*, grpo.*, lora.*, model.*) on a policy that writes
  * workflows. data.train: task rows {problem, type: math|code|qa, answer | hidden_tests, ...} pooled

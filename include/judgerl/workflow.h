@@ -6,11 +6,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
 #include "judgerl/config.h"
 #include "judgerl/constrain.h"
+#include "judgerl/rng.h"
 #include "judgerl/sandbox.h"
 #include "judgerl/status.h"
 
@@ -103,6 +105,13 @@ void jr_workflow_free(jr_workflow *w);
  * the same limits. On failure *out is NULL. */
 jr_status jr_workflow_constraint(jr_constraint **out, const jr_token_bytes *v, const jr_workflow_limits *lim);
 
+/* A random valid workflow (the grammar's generator): a walk of the constrained grammar under `lim`
+ * over a few whole pieces (`a = ` .. `c = `; every operator; `problem`, a, b, c each with the ")", ", "
+ * or "]" after it; " x3", " x5"; "1)", "2)"; one instruction; "["; ", mode=llm)"; `return a` .. `return c`), each step uniform over the pieces the grammar allows
+ * next (the end included once the text is a whole workflow). Every result parses and passes the
+ * static checks under `lim`. *out is a new string. */
+jr_status jr_workflow_random(const jr_workflow_limits *lim, jr_rng *r, char **out);
+
 /* ===================================== templates ========================================== */
 /* The Layer-2 operator prompts (templates/workflow/: OP_TYPE.txt, else OP.txt), loaded once. The
  * executor renders every call through them, and the executor's SFT data (src/train/wf_executor.c)
@@ -179,6 +188,27 @@ jr_status jr_workflow_run(jr_wf_executor *e, const jr_workflow *w, const json_t 
  * pass). Sets *correct and a one-line why. Fails (nothing set) when the row lacks what its type
  * needs or the sandbox cannot start. */
 jr_status jr_wf_grade(const json_t *row, const char *answer, const jr_sandbox_opts *sb, int *correct, char *why, size_t why_len);
+
+/* Reads and parses the workflow file at path (errors prefixed with it). */
+jr_status jr_workflow_parse_file(const char *path, const jr_workflow_limits *lim, jr_workflow **w);
+
+/* Problem rows: the JSON objects of a JSONL file, each with a string "problem"; an error names the
+ * file and line. *rows (n of them) is the caller's (decref each, free the array). */
+jr_status jr_wf_read_problems(const char *path, json_t ***rows, int *n);
+
+/* What jr_workflow_run_rows did: rows, answers, failed runs and, when grading, per domain (math,
+ * code, qa) the rows and the correct ones (a failed run counts as wrong). */
+typedef struct jr_wf_run_counts {
+    int rows, answers, failures;
+    int n_dom[3], right_dom[3];
+} jr_wf_run_counts;
+
+/* Runs w on every row on `parallel` threads sharing executor e (at most 1024) and writes one JSON line
+ * per row to out as it finishes ({id, outcome: answer|failed, answer|reason, n_calls, tokens, wall_s,
+ * trace}; with grade (the sandbox for code rows) also {correct, grade} by jr_wf_grade). A row that
+ * cannot run (jr_workflow_run or the grading fails) stops the rest: the error names it ("row N: ..."). */
+jr_status jr_workflow_run_rows(jr_wf_executor *e, const jr_workflow *w, json_t **rows, int n_rows, int parallel,
+                               const jr_sandbox_opts *grade, FILE *out, jr_wf_run_counts *counts);
 
 /* ===================================== tasks ============================================== */
 /* Synthetic rows in the seed's shape for `domain` "math" (word problems of 1-4 arithmetic steps on

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "judgerl/clock.h"
 #include "judgerl/generate.h"
 #include "judgerl/kvcache.h"
 #include "judgerl/model.h"
@@ -21,8 +22,9 @@ static int cmp_d(const void *a, const void *b) {
 
 /* The serve scenario of issue 23: B sequences decode, then one request with an L-token prompt arrives.
  * Step times (= every running sequence's inter-token latency) before it (median of 8 steps) and while
- * its prompt is prefilled (mean and max), with `chunk` prompt tokens per step (0 = whole). */
-static jr_status interference(const jr_model *m, const jr_kv_opts *kvo, int B, int P, int L, int chunk, json_t *out) {
+ * its prompt is prefilled (mean, median and max), with `chunk` prompt tokens per step (0 = whole). */
+static jr_status interference(const jr_model *m, const jr_kv_opts *kvo, int B, int P, int L, int chunk, double itl,
+                               json_t *out) {
     int V = m->cfg.vocab_size;
     jr_lm lm;
     jr_status st = jr_kv_lm_open_opts(&lm, m, B + 1, L + P + 64, kvo);
@@ -35,6 +37,7 @@ static jr_status interference(const jr_model *m, const jr_kv_opts *kvo, int B, i
     jr_gen_vocab voc = {{V, bytes, lens}, NULL, 0};
     if (!st) st = jr_gen_open(&g, &lm, &voc, 1);
     if (!st) jr_gen_set_prefill_chunk(g, chunk);
+    if (!st) jr_gen_set_itl_target(g, itl);
     jr_gen_params p = jr_gen_params_default();
     p.sample.temperature = 1.0f;
     p.max_tokens = L + 60;
@@ -44,37 +47,62 @@ static jr_status interference(const jr_model *m, const jr_kv_opts *kvo, int B, i
         prompt[0] = b;
         st = jr_gen_add(g, prompt, P, 1, &p, NULL, NULL, &r);
     }
-    double before[8], during_sum = 0, during_max = 0;
-    int n_during = 0;
+    double before[8], cbefore[8], cpu_during = 0, during_sum = 0, during_max = 0, *during = malloc(sizeof(double) * (size_t)(L + 64));
+    int n_during = 0, n_side[2] = {0, 0};
+    double side[2] = {0, 0}; /* wall time of the steps with / without prompt tokens while the prompt goes in */
+    if (!during) st = jr_fail(JR_ENOMEM, "out of memory");
     for (int i = 0; i < 4 && !st; i++) st = jr_gen_step(g); /* every short prompt in */
     for (int i = 0; i < 8 && !st; i++) {
-        double t0 = cli_wall_s();
+        double t0 = jr_now_s(), c0 = cli_cpu_s();
         st = jr_gen_step(g);
-        before[i] = cli_wall_s() - t0;
+        before[i] = jr_now_s() - t0;
+        cbefore[i] = cli_cpu_s() - c0;
     }
     prompt[0] = B;
     if (!st) st = jr_gen_add(g, prompt, L, 1, &p, NULL, NULL, &r);
     while (!st && jr_gen_req_seq(r, 0)->n_tokens == 0) {
-        double t0 = cli_wall_s();
+        double t0 = jr_now_s(), c0 = cli_cpu_s();
         st = jr_gen_step(g);
-        double d = cli_wall_s() - t0;
+        double d = jr_now_s() - t0;
+        cpu_during += cli_cpu_s() - c0;
+        int idle = jr_gen_last_prefill_tokens(g) == 0; /* a decode-only step at the same contexts */
+        side[idle] += d;
+        n_side[idle]++;
         during_sum += d;
         if (d > during_max) during_max = d;
+        if (n_during < L + 64) during[n_during] = d;
         n_during++;
     }
     if (!st) {
         qsort(before, 8, sizeof *before, cmp_d);
+        qsort(cbefore, 8, sizeof *cbefore, cmp_d);
+        /* CPU time per step: the work, without the waits for a core on a shared machine */
+        json_object_set_new(out, "itl_cpu_ms_before", json_real(1e3 * 0.5 * (cbefore[3] + cbefore[4])));
+        json_object_set_new(out, "itl_cpu_ms_during_mean", json_real(1e3 * cpu_during / n_during));
+        /* The running sequences' contexts grow while the prompt goes in, and so does a decode-only
+         * step: the steps that took prompt tokens against those that took none, in the same span */
+        if (n_side[0] && n_side[1]) {
+            json_object_set_new(out, "itl_ms_during_with_prompt", json_real(1e3 * side[0] / n_side[0]));
+            json_object_set_new(out, "itl_ms_during_decode_only", json_real(1e3 * side[1] / n_side[1]));
+            json_object_set_new(out, "itl_with_prompt_over_decode_only", json_real(side[0] / n_side[0] / (side[1] / n_side[1])));
+        }
         double med = 0.5 * (before[3] + before[4]);
         json_object_set_new(out, "long_prompt", json_integer(L));
         json_object_set_new(out, "prefill_chunk", json_integer(chunk));
+        json_object_set_new(out, "itl_target", json_real(itl));
         json_object_set_new(out, "itl_ms_before", json_real(1e3 * med));
         json_object_set_new(out, "itl_ms_during_mean", json_real(1e3 * during_sum / n_during));
         json_object_set_new(out, "itl_ms_during_max", json_real(1e3 * during_max));
+        int nd = n_during < L + 64 ? n_during : L + 64;
+        qsort(during, (size_t)nd, sizeof *during, cmp_d);
+        json_object_set_new(out, "itl_ms_during_median", json_real(1e3 * 0.5 * (during[(nd - 1) / 2] + during[nd / 2])));
+        json_object_set_new(out, "itl_during_median_over_before", json_real(0.5 * (during[(nd - 1) / 2] + during[nd / 2]) / med));
         json_object_set_new(out, "itl_during_mean_over_before", json_real(during_sum / n_during / med));
         json_object_set_new(out, "long_prompt_steps", json_integer(n_during));
         json_object_set_new(out, "long_prompt_ttft_s", json_real(during_sum));
     }
     if (g) jr_gen_close(g);
+    free(during);
     free(bytes);
     free(lens);
     free(prompt);
@@ -87,7 +115,7 @@ int cmd_bench_generate(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         printf("usage: judgerl bench generate (--model DIR | --config 10m|100m|0.5b) [--batch B] [--prompt P] [--tokens N] [--save DIR]\n"
                "         [--compute auto|float32|bfloat16] [--kv-cache float32|bfloat16] [--deterministic 1|0]\n"
-               "         [--long-prompt L [--prefill-chunk TOKENS]]\n"
+               "         [--long-prompt L [--prefill-chunk TOKENS] [--itl-target R]]\n"
                "Prefills B random prompts of P tokens into a KV cache, then decodes N tokens for all B at once\n"
                "(sampling at temperature 1); prints prefill/decode tokens per second (wall clock and per CPU\n"
                "second), decode_step_ms and the sampler's share. --save DIR also writes the (random) model as an\n"
@@ -95,10 +123,12 @@ int cmd_bench_generate(int argc, char **argv) {
                "--deterministic 0) the B prompts are prefilled in one batched pass, else one at a time.\n"
                "--long-prompt L: then B sequences decode while one L-token prompt arrives (the serve case): the\n"
                "step time (inter-token latency) before it and while it is prefilled, --prefill-chunk prompt\n"
-               "tokens per step (default 256; 0 = whole prompts).\n" CLI_KV_USAGE);
+               "tokens per step (default 256; 0 = whole prompts), --itl-target R (default 0: off) takes fewer\n"
+               "per step, as many as keep a step within R x the decode-only step time (as judgerl serve).\n" CLI_KV_USAGE);
         return CLI_OK;
     }
     int B = 8, P = 64, N = 64, L = 0, chunk = JR_GEN_PREFILL_CHUNK;
+    double itl = 0;
     cli_kv_args kva = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -112,6 +142,7 @@ int cmd_bench_generate(int argc, char **argv) {
         else if (!strcmp(a, "--save")) save = v;
         else if (!strcmp(a, "--long-prompt")) L = atoi(v);
         else if (!strcmp(a, "--prefill-chunk")) chunk = atoi(v);
+        else if (!strcmp(a, "--itl-target")) itl = atof(v);
         else if (!strcmp(a, "--compute")) kva.compute = v;
         else if (!strcmp(a, "--kv-cache")) kva.kv_cache = v;
         else if (!strcmp(a, "--deterministic")) kva.deterministic = v;
@@ -120,12 +151,13 @@ int cmd_bench_generate(int argc, char **argv) {
     if ((model != NULL) == (cname != NULL)) return cli_usage(cmd, "give one of --model DIR or --config 10m|100m|0.5b");
     if (B < 1 || P < 1 || N < 1) return cli_usage(cmd, "--batch, --prompt, --tokens must be positive");
     if (L < 0 || chunk < 0) return cli_usage(cmd, "--long-prompt and --prefill-chunk must be >= 0");
+    if (!(itl == 0 || (itl > 1 && itl <= 100))) return cli_usage(cmd, "--itl-target: expected 0 (off) or a ratio in (1, 100]");
     jr_kv_opts kvo;
     int rc = cli_kv_opts(cmd, &kva, &kvo);
     if (rc) return rc;
     jr_model m;
     jr_status st;
-    if (model) st = jr_model_load(&m, model);
+    if (model) st = kvo.weights == JR_COMPUTE_BF16 ? jr_model_load_bf16(&m, model) : jr_model_load(&m, model); /* as serve */
     else {
         jr_model_config c;
         if (cli_bench_config(cname, &c)) return cli_usage(cmd, "--config: unknown '%s' (10m, 100m or 0.5b)", cname);
@@ -158,20 +190,20 @@ int cmd_bench_generate(int argc, char **argv) {
         ns[b] = P;
         slots[b] = b;
     }
-    double t0 = cli_wall_s(), c0 = cli_cpu_s();
+    double t0 = jr_now_s(), c0 = cli_cpu_s();
     if (!st && lm.batch_prefill) st = lm.extend(lm.impl, B, slots, pp, ns, starts, logits);
     for (int b = 0; !st && !lm.batch_prefill && b < B; b++) st = lm.prefill(lm.impl, b, pp[b], P, logits + (size_t)b * V);
-    double t_prefill = cli_wall_s() - t0, c_prefill = cli_cpu_s() - c0, t_sample = 0;
+    double t_prefill = jr_now_s() - t0, c_prefill = cli_cpu_s() - c0, t_sample = 0;
     for (int b = 0; !st && b < B; b++) st = jr_sample(logits + (size_t)b * V, V, &sp, NULL, &r, &w, &toks[b]);
-    t0 = cli_wall_s();
+    t0 = jr_now_s();
     c0 = cli_cpu_s();
     for (int s = 0; !st && s < N; s++) {
         st = lm.decode(lm.impl, B, slots, toks, logits);
-        double ts = cli_wall_s();
+        double ts = jr_now_s();
         for (int b = 0; !st && b < B; b++) st = jr_sample(logits + (size_t)b * V, V, &sp, NULL, &r, &w, &toks[b]);
-        t_sample += cli_wall_s() - ts;
+        t_sample += jr_now_s() - ts;
     }
-    double t_decode = cli_wall_s() - t0, c_decode = cli_cpu_s() - c0;
+    double t_decode = jr_now_s() - t0, c_decode = cli_cpu_s() - c0;
     if (!st) {
         const char *ct = getenv("OPENBLAS_CORETYPE"), *l2 = getenv("OPENBLAS_L2_SIZE");
         char kdesc[160];
@@ -185,7 +217,7 @@ int cmd_bench_generate(int argc, char **argv) {
                               "decode_cpu_tokens_per_s", (double)B * N / c_decode, "decode_cpu_step_ms", 1e3 * c_decode / N,
                               "sample_share", t_sample / t_decode, "openblas_coretype", ct ? ct : "",
                               "openblas_l2_size", l2 ? l2 : "");
-        if (L > 0) st = interference(&m, &kvo, B, P, L, chunk, j);
+        if (L > 0) st = interference(&m, &kvo, B, P, L, chunk, itl, j);
         char *txt = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
         if (!st) printf("%s\n", txt);
         free(txt);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <jansson.h>
 
+#include "judgerl/clock.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/lora.h"
 
@@ -63,12 +64,6 @@ int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, cons
         free(txt);
     }
     return CLI_OK;
-}
-
-double cli_wall_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 double cli_cpu_s(void) {

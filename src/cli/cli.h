@@ -39,9 +39,8 @@ int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, cons
  * whose base_model_name_or_path is loaded and the adapter folded into it in memory, with the
  * checkpoint's tokenizer unless tok_spec names one. desc gets what was loaded ("BASE + LoRA adapter
  * DIR"). A base that is not a model directory here is an error naming `judgerl merge`. */
-/* Benchmarks' clocks: monotonic wall time, and the CPU time of the whole process (all threads: on a
+/* Benchmarks' CPU clock (wall time: jr_now_s, clock.h): the CPU time of the whole process (all threads: on a
  * shared machine, the cost of the work itself however long the process waited for a core). */
-double cli_wall_s(void);
 double cli_cpu_s(void);
 
 /* generate's and serve's --compute auto|float32|bfloat16 (the weights: auto = bfloat16 where the CPU
@@ -93,27 +92,5 @@ int cmd_report(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_workflow(int argc, char **argv);
 int cmd_workflow_train(int argc, char **argv);
-
-/* `judgerl grade` helpers: reads an existing output (drops a torn last line, records finished ids
- * in `done`, counts unscored rows; with retry_unscored drops them); grades through the reward
- * registry when the config lists reward.components (grade_reward.c). */
-#include <jansson.h>
-#include "judgerl/reward.h"
-/* 1 when a verdict's detail has reason logprobs_unreliable (counted in grade's summary). */
-int cli_grade_unreliable(const json_t *detail);
-/* After a complete run: rewrites out_path atomically with its rows in in_path's order (rows of ids
- * not in the input last, in their order); untouched when already in order. */
-jr_status cli_grade_input_order(const char *in_path, const char *out_path);
-jr_status cli_grade_load_done(const char *path, json_t *done, long *n_unscored, int retry_unscored, long *n_dropped);
-int cli_grade_reward(const char *cmd, const jr_reward_opts *ro, const char *in_path, const char *out_path, int quiet,
-                     int retry_unscored);
-/* A row's id as text (a string, or an integer written in decimal); 0 when it is neither. */
-int cli_grade_id_text(const json_t *v, char *out, size_t n);
-/* Takes the next line of the input text (bytes [*pos, len) of in_path; *pos and *lineno move past
- * it) and parses it into a row with a unique id, recorded in `seen`. Returns 1 with *row set
- * (caller owns it), 0 for a row to skip (blank, or its id is in `done`; *row NULL and *skipped_done
- * set for the latter), -1 on a bad row (message set). */
-int cli_grade_next_row(const char *in_path, const char *text, size_t len, size_t *pos, long *lineno, json_t *seen,
-                       const json_t *done, json_t **row, int *skipped_done);
 
 #endif

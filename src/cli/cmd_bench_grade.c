@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "judgerl/clock.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
 
@@ -73,12 +74,6 @@ static pid_t start_server(int *port) {
     return pid;
 }
 
-static double mono(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static double cpu_s(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -99,7 +94,7 @@ static jr_status run_level(int port, int level, int n, double lat_s, json_t *out
     jr_judge *j;
     st = jr_judge_open(&j, &cfg);
     if (st) { jr_config_free(&cfg); return st; }
-    double c0 = cpu_s(), t0 = mono();
+    double c0 = cpu_s(), t0 = jr_now_s();
     for (int i = 0; i < n && !st; i++) {
         char p[64], r[64];
         snprintf(p, sizeof p, "bench question %d", i);
@@ -117,7 +112,7 @@ static jr_status run_level(int port, int level, int n, double lat_s, json_t *out
             jr_judge_result_free(&res[i]);
         }
     }
-    double wall = mono() - t0, cpu = cpu_s() - c0;
+    double wall = jr_now_s() - t0, cpu = cpu_s() - c0;
     jr_judge_close(j);
     jr_config_free(&cfg);
     if (st) return st;

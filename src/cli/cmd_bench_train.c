@@ -9,16 +9,11 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "judgerl/clock.h"
 #include "judgerl/model.h"
 #include "judgerl/nn.h"
 #include "judgerl/optim.h"
 #include "judgerl/rng.h"
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* The benchmark configs of issue 3: Qwen2 layout, tied embeddings. */
 int cli_bench_config(const char *name, jr_model_config *c) {
@@ -52,12 +47,12 @@ static double gemm_peak(jr_compute comp, int n) {
         return 0;
     }
     int reps = 0;
-    double t0 = now(), t;
+    double t0 = jr_now_s(), t;
     do {
         if (comp == JR_COMPUTE_BF16) jr_matmul_bf16_forward(c, a, b, NULL, n, n, n);
         else jr_matmul_forward(c, a, b, NULL, n, n, n);
         reps++;
-    } while ((t = now() - t0) < 1.0);
+    } while ((t = jr_now_s() - t0) < 1.0);
     free(a); free(b); free(c);
     return 2.0 * n * n * n * reps / t / 1e9;
 }
@@ -137,14 +132,14 @@ static int bench_train(int argc, char **argv) {
     double t_total = 0, loss = 0;
     for (int s = 0; s < warm + steps; s++) {
         if (s == warm) { jr_nn_profile.enabled = 1; jr_nn_profile.matmul_s = jr_nn_profile.matmul_flops = 0; }
-        double t0 = now(), nll;
+        double t0 = jr_now_s(), nll;
         long cnt;
         jr_model_zero_grads(&m);
         st = jr_model_nll(&m, &a, ids, ids + N, B, T, 1.0f / (float)N, lp, &nll, &cnt);
         if (st) break;
         jr_clip_grad_norm(&m, 1.0);
         jr_adamw_step(&o, &m, 1e-4);
-        if (s >= warm) t_total += now() - t0;
+        if (s >= warm) t_total += jr_now_s() - t0;
         loss = nll / cnt;
     }
     jr_nn_profile.enabled = 0;

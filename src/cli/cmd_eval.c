@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "judgerl/clock.h"
 #include "judgerl/eval.h"
 #include "judgerl/evalrun.h"
 #include "judgerl/fsutil.h"
@@ -54,12 +55,6 @@ static const char *eval_usage =
     "  --ignore-incomplete  allow problems without samples (HumanEval requires all by default)\n"
     "  sandbox.KEY=VALUE    sandbox options (docs/EVAL.md), e.g. sandbox.memory_mb=4096;\n"
     "                       sandbox.unsafe=true runs the code WITHOUT bubblewrap\n";
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static int eval_code(int argc, char **argv) {
     const char *cmd = "eval code";
@@ -112,7 +107,7 @@ static int eval_code(int argc, char **argv) {
     if (st) return cli_fail(cmd, st);
     jr_sandbox_opts_from_config(&o.sandbox, &cfg);
     if (o.sandbox.unsafe) fprintf(stderr, "judgerl eval code: warning: sandbox.unsafe=true: the samples run WITHOUT bubblewrap\n");
-    double t0 = now_s();
+    double t0 = jr_now_s();
     json_t *passk = NULL;
     st = jr_eval_code(&o, &passk);
     if (st) { jr_config_free(&cfg); return cli_fail(cmd, st); }
@@ -127,7 +122,7 @@ static int eval_code(int argc, char **argv) {
         first = 0;
     }
     printf("}\n");
-    fprintf(stderr, "judgerl eval code: %.1f s with %d sandboxes at once; results in %s%s\n", now_s() - t0, o.parallel,
+    fprintf(stderr, "judgerl eval code: %.1f s with %d sandboxes at once; results in %s%s\n", jr_now_s() - t0, o.parallel,
             o.results ? o.results : o.samples, o.results ? "" : "_results.jsonl");
     json_decref(passk);
     jr_config_free(&cfg);

@@ -146,7 +146,7 @@ int cmd_generate(int argc, char **argv) {
 
     jr_textgen t;
     char mdesc[1024];
-    jr_status st = jr_textgen_open_dir(&t, a.model, a.tokenizer, 1, 2, mdesc, sizeof mdesc); /* the cache is sized once the prompts are known */
+    jr_status st = jr_textgen_open_dir_kv(&t, a.model, a.tokenizer, 1, 2, &kvo, mdesc, sizeof mdesc); /* the cache is sized once the prompts are known */
     if (st) { json_decref(rows); return cli_fail(cmd, st); }
     jr_genrows_opts go;
     genrows_opts(&a, &go);

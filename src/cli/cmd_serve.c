@@ -17,7 +17,7 @@ static const char *usage_text =
     "         [--tokenizer auto|byte|PATH] [--seed S] [--drain-timeout 60] [--request-timeout 0]\n"
     "         [--header-timeout 10] [--body-timeout 30] [--max-connections 512] [--max-per-client N]\n"
     "         [--compute auto|float32|bfloat16] [--kv-cache float32|bfloat16] [--deterministic 1|0]\n"
-    "         [--prefill-chunk 256] [--port-file PATH]\n"
+    "         [--prefill-chunk 256] [--itl-target 1.5] [--port-file PATH]\n"
     "  Serves POST /v1/chat/completions and /v1/completions (stream or not), GET /v1/models, /health\n"
     "  (503 while loading) and /metrics. --api-key-env NAME requires 'Authorization: Bearer $NAME' on\n"
     "  /v1/. --port 0 picks a free port; the address is printed on stderr, and --port-file PATH gets the\n"
@@ -29,7 +29,9 @@ static const char *usage_text =
     "  --body-timeout seconds; one client address holds at most --max-per-client connections that\n"
     "  have not yet sent a complete request (default --max-connections / 2). See docs/SERVE.md.\n"
     "  --prefill-chunk N: prompt tokens prefilled per decode step when prompts are batched (bfloat16):\n"
-    "  smaller keeps the running sequences' inter-token latency lower, larger prefills faster.\n" CLI_KV_USAGE;
+    "  smaller keeps the running sequences' inter-token latency lower, larger prefills faster.\n"
+    "  --itl-target R (default 1.5; 0 = off: always the chunk): while sequences decode, a step takes only\n"
+    "  as many prompt tokens as keep it within about R x a decode-only step (both timed as it runs).\n" CLI_KV_USAGE;
 
 static jr_status tg_encode(void *tok, const char *text, size_t len, int32_t **ids, int *n) {
     return jr_textgen_encode(tok, text, len, ids, n);
@@ -45,7 +47,7 @@ typedef struct {
     long port, parallel, max_tokens, ctx, max_queue, max_body, seed, max_conn, per_client, chunk;
     const char *alias[16];
     int n_alias;
-    double drain, req_timeout, hdr_timeout, body_timeout;
+    double drain, req_timeout, hdr_timeout, body_timeout, itl;
     cli_kv_args kva;
 } serve_args;
 
@@ -67,7 +69,7 @@ static int parse_names(const char *cmd, int argc, char **argv, int *i, serve_arg
 
 static int parse_args(const char *cmd, int argc, char **argv, serve_args *x) {
     *x = (serve_args){.host = "127.0.0.1", .tokenizer = "auto", .port = 8000, .parallel = 4, .max_queue = 64,
-                      .max_body = 1 << 20, .max_conn = 512, .chunk = JR_GEN_PREFILL_CHUNK, .drain = 60,
+                      .max_body = 1 << 20, .max_conn = 512, .chunk = JR_GEN_PREFILL_CHUNK, .itl = 1.5, .drain = 60,
                       .hdr_timeout = 10, .body_timeout = 30};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -94,6 +96,12 @@ static int parse_args(const char *cmd, int argc, char **argv, serve_args *x) {
         else if (!strcmp(a, "--max-connections")) bad = cli_int_arg(cmd, a, v, 1, 65536, &x->max_conn);
         else if (!strcmp(a, "--max-per-client")) bad = cli_int_arg(cmd, a, v, 1, 65536, &x->per_client);
         else if (!strcmp(a, "--prefill-chunk")) bad = cli_int_arg(cmd, a, v, 1, 1 << 20, &x->chunk);
+        else if (!strcmp(a, "--itl-target")) {
+            char *end;
+            x->itl = v ? strtod(v, &end) : -1;
+            if (!v || *end || !(x->itl == 0 || (x->itl > 1 && x->itl <= 100)))
+                return cli_usage(cmd, "%s: expected 0 (off) or a ratio in (1, 100], got '%s'", a, v ? v : "");
+        }
         else if (!strcmp(a, "--drain-timeout")) bad = cli_seconds_arg(cmd, a, v, 0, &x->drain);
         else if (!strcmp(a, "--request-timeout")) bad = cli_seconds_arg(cmd, a, v, 0, &x->req_timeout);
         else if (!strcmp(a, "--header-timeout")) bad = cli_seconds_arg(cmd, a, v, 0.1, &x->hdr_timeout);
@@ -149,6 +157,7 @@ int cmd_serve(int argc, char **argv) {
     o.max_body = (size_t)x.max_body;
     o.seed = (uint64_t)x.seed;
     o.prefill_chunk = (int)x.chunk;
+    o.itl_target = x.itl;
     o.max_connections = (int)x.max_conn;
     o.max_per_client = (int)x.per_client;
     o.request_timeout = x.req_timeout;
@@ -160,7 +169,7 @@ int cmd_serve(int argc, char **argv) {
     fprintf(stderr, "judgerl serve: listening on http://%s:%d (loading %s)\n", host, jr_server_port(s), model);
     jr_textgen t;
     char mdesc[1024];
-    if ((st = jr_textgen_open_dir(&t, model, tokenizer, (int)x.parallel, (int)x.ctx, mdesc, sizeof mdesc))) {
+    if ((st = jr_textgen_open_dir_kv(&t, model, tokenizer, (int)x.parallel, (int)x.ctx, &kvo, mdesc, sizeof mdesc))) {
         jr_server_stop(s, 0);
         return cli_fail(cmd, st);
     }

@@ -1,7 +1,6 @@
 /* cmd_workflow.c - `judgerl workflow`: check a workflow, run it on problems against an executor
  * endpoint (answers and traces as JSONL), write synthetic tasks */
 #include <libgen.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +9,7 @@
 #include "cli/cli.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
-#include "judgerl/strbuf.h"
+#include "judgerl/genrows.h"
 #include "judgerl/wf_executor.h"
 #include "judgerl/workflow.h"
 
@@ -38,14 +37,8 @@ static void usage_all(FILE *f) {
 static const jr_cfg_field *const tables[] = {jr_judge_cfg, jr_workflow_cfg, jr_sandbox_cfg, NULL};
 
 static int load_workflow(const char *path, const jr_workflow_limits *lim, jr_workflow **w) {
-    char *text;
-    size_t len;
-    jr_status st = jr_read_file(path, &text, &len);
-    if (st) return cli_fail(cmd, st);
-    st = jr_workflow_parse(text, len, lim, w);
-    free(text);
-    if (st) return cli_fail(cmd, jr_fail_ctx(st, "%s", path));
-    return CLI_OK;
+    jr_status st = jr_workflow_parse_file(path, lim, w);
+    return st ? cli_fail(cmd, st) : CLI_OK;
 }
 
 static int do_check(int argc, char **argv) {
@@ -67,102 +60,6 @@ static int do_check(int argc, char **argv) {
 }
 
 /* ---- run ---- */
-typedef struct {
-    jr_wf_executor *e;
-    const jr_workflow *w;
-    json_t **rows;
-    int n_rows, next;
-    FILE *out;
-    const jr_sandbox_opts *sb;
-    int grade;
-    pthread_mutex_t mu;
-    int answers, failures, errors;
-    int n_dom[3], right_dom[3];
-    char error[1024];
-} job;
-
-static void *worker(void *arg) {
-    job *j = arg;
-    for (;;) {
-        pthread_mutex_lock(&j->mu);
-        int i = j->next < j->n_rows && !j->errors ? j->next++ : -1;
-        pthread_mutex_unlock(&j->mu);
-        if (i < 0) break;
-        jr_wf_result res;
-        jr_status st = jr_workflow_run(j->e, j->w, j->rows[i], (uint64_t)i, &res);
-        int correct = 0;
-        char why[600] = "";
-        if (!st && j->grade && res.ok) st = jr_wf_grade(j->rows[i], res.answer, j->sb, &correct, why, sizeof why);
-        if (!st && j->grade && !res.ok) snprintf(why, sizeof why, "no answer: the run failed");
-        if (st) jr_wf_result_free(&res);
-        pthread_mutex_lock(&j->mu);
-        if (st) {
-            if (!j->errors++) snprintf(j->error, sizeof j->error, "row %d: %s", i + 1, jr_errmsg());
-        } else {
-            json_t *o = json_pack("{s:O?, s:s, s:s*, s:s*, s:i, s:I, s:f, s:O}", "id", json_object_get(j->rows[i], "id"), "outcome",
-                                  res.ok ? "answer" : "failed", "answer", res.answer, "reason", res.reason, "n_calls", res.n_calls,
-                                  "tokens", (json_int_t)res.tokens, "wall_s", res.wall_s, "trace", res.trace);
-            if (o && j->grade) {
-                json_object_set_new(o, "correct", json_boolean(correct));
-                json_object_set_new(o, "grade", json_string(why));
-                const char *t = json_string_value(json_object_get(j->rows[i], "type"));
-                int d = !strcmp(t, "math") ? 0 : !strcmp(t, "code") ? 1 : 2;
-                j->n_dom[d]++;
-                j->right_dom[d] += correct;
-            }
-            char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
-            if (line) {
-                fprintf(j->out, "%s\n", line);
-                fflush(j->out);
-            }
-            free(line);
-            json_decref(o);
-            if (res.ok) j->answers++;
-            else j->failures++;
-            jr_wf_result_free(&res);
-        }
-        pthread_mutex_unlock(&j->mu);
-    }
-    return NULL;
-}
-
-static int read_rows(const char *path, json_t ***rows, int *n) {
-    FILE *f = fopen(path, "r");
-    if (!f) return cli_fail(cmd, jr_fail(JR_EIO, "%s: cannot open", path));
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    long lineno = 0;
-    *rows = NULL;
-    *n = 0;
-    int rc = CLI_OK;
-    while ((len = getline(&line, &cap, f)) >= 0) {
-        lineno++;
-        size_t k = 0;
-        while (k < (size_t)len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r' || line[k] == '\n')) k++;
-        if (k == (size_t)len) continue;
-        json_error_t je;
-        json_t *r = json_loadb(line, (size_t)len, 0, &je);
-        if (!json_is_object(r)) {
-            json_decref(r);
-            rc = cli_fail(cmd, jr_fail(JR_EFORMAT, "%s: line %ld: not a JSON object (%s)", path, lineno, je.text));
-            break;
-        }
-        if (!json_is_string(json_object_get(r, "problem"))) {
-            json_decref(r);
-            rc = cli_fail(cmd, jr_fail(JR_EINVAL, "%s: line %ld: field 'problem' must be a string", path, lineno));
-            break;
-        }
-        json_t **nr = realloc(*rows, (size_t)(*n + 1) * sizeof *nr);
-        if (!nr) { json_decref(r); rc = cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory")); break; }
-        *rows = nr;
-        (*rows)[(*n)++] = r;
-    }
-    free(line);
-    fclose(f);
-    return rc;
-}
-
 static int do_run(int argc, char **argv) {
     const char *wf_path = NULL, *in_path = NULL, *cfg_path = NULL, *out_path = NULL;
     int grade = 0;
@@ -194,7 +91,7 @@ static int do_run(int argc, char **argv) {
     jr_wf_executor *e = NULL;
     FILE *out = stdout;
     int rc = load_workflow(wf_path, &o.limits, &w);
-    if (!rc) rc = read_rows(in_path, &rows, &n_rows);
+    if (!rc && (st = jr_wf_read_problems(in_path, &rows, &n_rows))) rc = cli_fail(cmd, st);
     if (!rc) {
         char *dup = strdup(cfg_path);
         jr_judge_opts jo;
@@ -205,24 +102,16 @@ static int do_run(int argc, char **argv) {
     }
     if (!rc && out_path && !(out = fopen(out_path, "w"))) rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: cannot open for writing", out_path));
     if (!rc) {
-        job j = {.e = e, .w = w, .rows = rows, .n_rows = n_rows, .out = out, .sb = &o.sandbox, .grade = grade};
-        pthread_mutex_init(&j.mu, NULL);
-        int nt = o.parallel < n_rows ? o.parallel : n_rows;
-        pthread_t th[1024];
-        int started = 0;
-        for (int t = 0; t < nt; t++)
-            if (!pthread_create(&th[started], NULL, worker, &j)) started++;
-        if (!started && n_rows) worker(&j);
-        for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
-        pthread_mutex_destroy(&j.mu);
-        if (j.errors) rc = cli_fail(cmd, jr_fail(JR_EINVAL, "%s: %s", in_path, j.error));
+        jr_wf_run_counts c;
+        if ((st = jr_workflow_run_rows(e, w, rows, n_rows, o.parallel, grade ? &o.sandbox : NULL, out, &c)))
+            rc = cli_fail(cmd, jr_fail_ctx(st, "%s", in_path));
         else {
-            fprintf(stderr, "judgerl workflow: %d rows: %d answers, %d failed runs\n", n_rows, j.answers, j.failures);
+            fprintf(stderr, "judgerl workflow: %d rows: %d answers, %d failed runs\n", n_rows, c.answers, c.failures);
             static const char *const dn[3] = {"math", "code", "qa"};
             for (int d = 0; d < 3 && grade; d++)
-                if (j.n_dom[d])
+                if (c.n_dom[d])
                     fprintf(stderr, "judgerl workflow: %s accuracy %.1f%% (%d of %d; failed runs count as wrong)\n", dn[d],
-                            100.0 * j.right_dom[d] / j.n_dom[d], j.right_dom[d], j.n_dom[d]);
+                            100.0 * c.right_dom[d] / c.n_dom[d], c.right_dom[d], c.n_dom[d]);
         }
     }
     if (out && out != stdout && fclose(out) && !rc) rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: write failed", out_path));
@@ -253,18 +142,8 @@ static int do_tasks(int argc, char **argv) {
     json_t *rows;
     jr_status st = jr_wf_tasks(domain, n, seed, first, &rows);
     if (st) return cli_fail(cmd, st);
-    jr_strbuf b = {0};
-    for (size_t i = 0; i < json_array_size(rows); i++) {
-        char *line = json_dumps(json_array_get(rows, i), JSON_COMPACT);
-        if (line) jr_strbuf_add(&b, line), jr_strbuf_addc(&b, '\n');
-        else b.oom = 1;
-        free(line);
-    }
+    st = jr_genrows_write(rows, out_path, stdout);
     json_decref(rows);
-    if (b.oom) { jr_strbuf_free(&b); return cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory")); }
-    if (out_path) st = jr_write_atomic(out_path, b.p ? b.p : "", b.n);
-    else if (b.n && fwrite(b.p, 1, b.n, stdout) != b.n) st = jr_fail(JR_EIO, "stdout: write failed");
-    jr_strbuf_free(&b);
     return st ? cli_fail(cmd, st) : CLI_OK;
 }
 

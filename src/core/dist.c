@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "judgerl/clock.h"
 #include "judgerl/dist.h"
 
 #ifdef JR_MPI
@@ -17,11 +18,6 @@ static double g_secs;
 #ifdef JR_MPI
 static int g_mpi;
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 #endif
 
 /* The world size a launcher announces (0: no launcher; -1: one whose size is only known after MPI_Init). */
@@ -137,7 +133,7 @@ static void max_f64(void *a, const void *b, size_t n) {
 static jr_status sum_any(void *buf, size_t n, size_t esz, MPI_Datatype t, void (*add)(void *, const void *, size_t),
                          const char *what) {
     if (g_size < 2 || !n) return JR_OK;
-    double t0 = now_s();
+    double t0 = jr_now_s();
     size_t c = n < CHUNK ? n : CHUNK;
     void *tmp = malloc(c * esz);
     if (!tmp) return jr_fail(JR_ENOMEM, "%s: cannot allocate the %zu-byte reduction buffer", what, c * esz);
@@ -145,7 +141,7 @@ static jr_status sum_any(void *buf, size_t n, size_t esz, MPI_Datatype t, void (
     for (size_t i = 0; i < n && !st; i += c)
         st = tree_sum((char *)buf + i * esz, tmp, n - i < c ? n - i : c, esz, t, add, what);
     free(tmp);
-    g_secs += now_s() - t0;
+    g_secs += jr_now_s() - t0;
     return st;
 }
 #endif
@@ -171,14 +167,14 @@ jr_status jr_dist_sum_f64(double *buf, size_t n, const char *what) {
 jr_status jr_dist_bcast(void *buf, size_t bytes, int root, const char *what) {
 #ifdef JR_MPI
     if (g_size < 2 || !bytes) return JR_OK;
-    double t0 = now_s();
+    double t0 = jr_now_s();
     for (size_t i = 0; i < bytes; i += CHUNK) {
         size_t c = bytes - i < CHUNK ? bytes - i : CHUNK;
         int rc = MPI_Bcast((char *)buf + i, (int)c, MPI_BYTE, root, MPI_COMM_WORLD);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, "broadcast", what);
         if (g_rank == root) g_sent += c; else g_recv += c;
     }
-    g_secs += now_s() - t0;
+    g_secs += jr_now_s() - t0;
     return JR_OK;
 #else
     (void)buf; (void)bytes; (void)root; (void)what;

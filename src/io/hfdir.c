@@ -1,11 +1,13 @@
 /* hfdir.c - Hugging Face model directories: weights in model.safetensors or shards + index, read and written */
-#include "judgerl/hfmodel.h"
+#include "judgerl/hfdir.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "judgerl/fsutil.h"
@@ -261,6 +263,14 @@ done:
 jr_status jr_hfdir_read_f32(const jr_hfdir *d, int i, float *out) {
     if (i < 0 || i >= d->n_tensors || !d->st[i]) return jr_fail(JR_EINVAL, "%s: no tensor %d", d->dir, i);
     return jr_st_read_f32(&d->files[d->file_of[i]], d->st[i], out);
+}
+
+void jr_hfdir_release(const jr_hfdir *d, int i) {
+    if (i < 0 || i >= d->n_tensors || !d->st[i] || !d->files[d->file_of[i]].path) return; /* not a mapping of ours */
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)d->st[i]->data, b = a + d->st[i]->nbytes;
+    a = (a + pg - 1) & ~(pg - 1); /* whole pages inside the tensor only: its neighbours keep theirs */
+    b &= ~(pg - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
 const char *jr_hfdir_file_of(const jr_hfdir *d, int i) {

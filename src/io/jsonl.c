@@ -1,6 +1,7 @@
 /* jsonl.c - JSONL streaming reader (line numbers, CRLF, BOM, UTF-8 checks) and append-only durable writer */
 #include "judgerl/dataset.h"
 #include "judgerl/fsutil.h"
+#include "judgerl/utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,9 +27,11 @@ struct jr_jsonl_reader {
     jr_bad_line_fn on_bad;
     void *ud;
     size_t max_line;
+    int allow_nul;     /* JSON_ALLOW_NUL for the rows */
 };
 
 void jr_jsonl_set_max_line(jr_jsonl_reader *r, size_t max_bytes) { r->max_line = max_bytes ? max_bytes : JR_JSONL_MAX_LINE_DEFAULT; }
+void jr_jsonl_set_allow_nul(jr_jsonl_reader *r, int on) { r->allow_nul = on != 0; }
 
 /* Reads one line (with its '\n' when present) into r->buf, keeping at most max_line + 2 bytes
  * (line ending room): the rest of a longer line is consumed and *too_long set. Returns the bytes
@@ -89,32 +92,6 @@ jr_status jr_jsonl_open(jr_jsonl_reader **r, const char *path, jr_bad_line_polic
     return JR_OK;
 }
 
-/* Index of the first byte that is not valid UTF-8 (or a NUL), or len when all is valid. Rejects
- * overlong forms, surrogates and code points above U+10FFFF. */
-static size_t utf8_bad_at(const unsigned char *s, size_t len) {
-    size_t i = 0;
-    while (i < len) {
-        unsigned c = s[i];
-        if (c == 0) return i;
-        if (c < 0x80) { i++; continue; }
-        size_t n;
-        unsigned cp;
-        if (c >= 0xc2 && c <= 0xdf) { n = 1; cp = c & 0x1f; }
-        else if (c >= 0xe0 && c <= 0xef) { n = 2; cp = c & 0x0f; }
-        else if (c >= 0xf0 && c <= 0xf4) { n = 3; cp = c & 0x07; }
-        else return i;
-        if (len - i <= n) return i;
-        for (size_t k = 1; k <= n; k++) {
-            if ((s[i + k] & 0xc0) != 0x80) return i;
-            cp = (cp << 6) | (s[i + k] & 0x3f);
-        }
-        if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return i;
-        i += n + 1;
-    }
-    return len;
-}
-
 static const char *json_kind(const json_t *v) {
     switch (json_typeof(v)) {
     case JSON_ARRAY: return "an array";
@@ -126,16 +103,16 @@ static const char *json_kind(const json_t *v) {
     }
 }
 
-jr_status jr_jsonl_parse_line(const char *line, size_t len, const char *where, json_t **row) {
+static jr_status parse_line(const char *line, size_t len, const char *where, size_t flags, json_t **row) {
     *row = NULL;
-    size_t bad = utf8_bad_at((const unsigned char *)line, len);
+    size_t bad = jr_utf8_invalid_at(line, len, 1);
     if (bad < len) {
         if (line[bad] == 0) return jr_fail(JR_EFORMAT, "%s: NUL byte at byte %zu of the line", where, bad + 1);
         return jr_fail(JR_EFORMAT, "%s: invalid UTF-8 at byte %zu of the line (byte 0x%02x)", where, bad + 1,
                        (unsigned char)line[bad]);
     }
     json_error_t err;
-    json_t *v = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
+    json_t *v = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | flags, &err);
     if (!v) return jr_fail(JR_EFORMAT, "%s: invalid JSON at column %d: %s", where, err.column, err.text);
     if (!json_is_object(v)) {
         const char *k = json_kind(v);
@@ -144,6 +121,10 @@ jr_status jr_jsonl_parse_line(const char *line, size_t len, const char *where, j
     }
     *row = v;
     return JR_OK;
+}
+
+jr_status jr_jsonl_parse_line(const char *line, size_t len, const char *where, json_t **row) {
+    return parse_line(line, len, where, 0, row);
 }
 
 static int is_blank(const char *s, size_t n) {
@@ -186,7 +167,7 @@ jr_status jr_jsonl_next(jr_jsonl_reader *r, json_t **row, int64_t *line_no, int6
         char where[64 + 4096];
         snprintf(where, sizeof where, "%s:%lld", r->path, (long long)r->line_no);
         json_t *v;
-        jr_status st = jr_jsonl_parse_line(s, n, where, &v);
+        jr_status st = parse_line(s, n, where, r->allow_nul ? JSON_ALLOW_NUL : 0, &v);
         if (st == JR_EFORMAT) {
             if (r->policy == JR_BAD_LINE_FAIL) return st;
             r->bad++;
@@ -321,6 +302,11 @@ jr_status jr_jsonl_writer_append(jr_jsonl_writer *w, const json_t *row) {
     jr_status st = jr_jsonl_writer_append_line(w, txt, strlen(txt));
     free(txt);
     return st;
+}
+
+jr_status jr_jsonl_writer_sync(jr_jsonl_writer *w) {
+    if (fdatasync(w->fd) != 0) return jr_fail(JR_EIO, "%s: fsync failed: %s", w->path, strerror(errno));
+    return JR_OK;
 }
 
 int64_t jr_jsonl_writer_rows(const jr_jsonl_writer *w) { return w->rows; }

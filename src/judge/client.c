@@ -20,6 +20,7 @@
 #include "judge/dialect.h"
 #include "judge/redact.h"
 #include "judge/response.h"
+#include "judgerl/clock.h"
 #include "judgerl/judge.h"
 #include "judgerl/strbuf.h"
 #include "judgerl/fsutil.h"
@@ -65,8 +66,7 @@ struct job {
     /* while on the wire */
     CURL *easy;
     endpoint *ep;
-    char *resp;
-    size_t resp_len, resp_cap;
+    jr_strbuf resp; /* the answer's body as it arrives */
     int too_big;
     double retry_after;
     int rl_empty[2];      /* x-ratelimit-remaining-{requests,tokens} was 0 */
@@ -132,12 +132,6 @@ struct jr_judge {
     int n_pool, cap_pool;
 };
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
@@ -176,7 +170,7 @@ static void job_free(job *jb) {
     if (jb->cons) jr_judge_constraint_free(jb->cons);
     free(jb->cons);
     free(jb->body);
-    free(jb->resp);
+    jr_strbuf_free(&jb->resp);
     free(jb);
 }
 
@@ -206,7 +200,7 @@ static void live_remove(jr_judge *j, sample *s) {
 /* The sample is finished: move it to the done list and wake collectors. */
 static void sample_done(jr_judge *j, sample *s) {
     live_remove(j, s);
-    s->result.latency_s = now_s() - s->t_submit;
+    s->result.latency_s = jr_now_s() - s->t_submit;
     pthread_mutex_lock(&j->mu);
     j->st.done++;
     if (s->result.status == JR_SCORE_OK) j->st.scored++;
@@ -287,7 +281,7 @@ static void finish_call(jr_judge *j, job *jb, int ok, double value, json_t *deta
     r->error = redact(j, error);
     r->attempts = jb->http_attempts;
     r->cached = cached;
-    r->latency_s = now_s() - jb->t_first;
+    r->latency_s = jr_now_s() - jb->t_first;
     job_free(jb);
     if (--s->open_calls == 0) combine(j, s);
 }
@@ -391,7 +385,7 @@ static void start_call(jr_judge *j, sample *s, int index) {
     if (!jb) goto oom;
     jb->s = s;
     jb->index = index;
-    jb->t_first = now_s();
+    jb->t_first = jr_now_s();
     const char *model = j->ep[0].model;
     json_t *body = json_object();
     json_object_set_new(body, "model", json_string(model));
@@ -477,18 +471,9 @@ oom:;
 static size_t on_body(char *data, size_t size, size_t n, void *ud) {
     job *jb = ud;
     size_t len = size * n;
-    if (jb->resp_len + len + 1 > MAX_BODY) { jb->too_big = 1; return 0; }
-    if (jb->resp_len + len + 1 > jb->resp_cap) {
-        size_t cap = jb->resp_cap ? jb->resp_cap : 4096;
-        while (cap < jb->resp_len + len + 1) cap *= 2;
-        char *p = realloc(jb->resp, cap);
-        if (!p) { jb->too_big = 1; return 0; }
-        jb->resp = p;
-        jb->resp_cap = cap;
-    }
-    memcpy(jb->resp + jb->resp_len, data, len);
-    jb->resp_len += len;
-    jb->resp[jb->resp_len] = 0;
+    if (jb->resp.n + len + 1 > MAX_BODY) { jb->too_big = 1; return 0; }
+    jr_strbuf_addn(&jb->resp, data, len);
+    if (jb->resp.oom) { jr_strbuf_free(&jb->resp); jb->too_big = 1; return 0; }
     return len;
 }
 
@@ -573,7 +558,7 @@ static void transient(jr_judge *j, job *jb, char *why /* owned */) {
         double ra = jb->retry_after < j->retry_after_max ? jb->retry_after : j->retry_after_max;
         if (d < ra) d = ra;
     }
-    jb->not_before = now_s() + d;
+    jb->not_before = jr_now_s() + d;
     jb->next = j->delayed;
     j->delayed = jb;
     j->n_waiting++;
@@ -630,7 +615,7 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
     for (int k = 0; k < 2; k++)
         if (jb->rl_empty[k] && jb->rl_reset[k] > 0) {
             /* the server says its request (token) budget is spent until the reset: pause there */
-            double until = now_s() + fmin(jb->rl_reset[k], j->retry_after_max);
+            double until = jr_now_s() + fmin(jb->rl_reset[k], j->retry_after_max);
             if (until > jb->ep->pause_until) jb->ep->pause_until = until;
         }
     if (code != CURLE_OK) {
@@ -641,34 +626,30 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
             return;
         }
         if (code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST)
-            jb->ep->down_until = now_s() + fmax(j->backoff_base, 0.05) * 4;
+            jb->ep->down_until = jr_now_s() + fmax(j->backoff_base, 0.05) * 4;
         transient(j, jb, fmt("%s: %s", url, jb->too_big ? "answer larger than 64 MiB" : curl_easy_strerror(code)));
         return;
     }
     if (status >= 200 && status < 300) {
         jr_answer a;
         char why[400];
-        if (jr_answer_decode(jb->resp ? jb->resp : "", jb->resp_len, &a, why, sizeof why)) {
+        if (jr_answer_decode(jb->resp.p ? jb->resp.p : "", jb->resp.n, &a, why, sizeof why)) {
             transient(j, jb, fmt("%s: HTTP %ld: %s", url, status, why));
             return;
         }
         j->answered = 1;
         if (a.total_tokens >= 0 && j->tpm > 0) jb->ep->ttok -= (double)a.total_tokens - jb->est_tokens;
-        free(jb->resp);
-        jb->resp = NULL;
-        jb->resp_len = jb->resp_cap = 0;
+        jr_strbuf_free(&jb->resp);
         handle_answer(j, jb, a.content, a.finish, a.logprobs, 0, a.total_tokens);
         jr_answer_free(&a);
         return;
     }
     char msg[400];
-    jr_answer_error_message(jb->resp ? jb->resp : "", jb->resp_len, msg, sizeof msg);
-    free(jb->resp);
-    jb->resp = NULL;
-    jb->resp_len = jb->resp_cap = 0;
+    jr_answer_error_message(jb->resp.p ? jb->resp.p : "", jb->resp.n, msg, sizeof msg);
+    jr_strbuf_free(&jb->resp);
     if ((status == 429 || status == 503) && jb->retry_after > 0) {
         /* the server asked for a pause: it applies to the endpoint, not just this request */
-        double until = now_s() + fmin(jb->retry_after, j->retry_after_max);
+        double until = jr_now_s() + fmin(jb->retry_after, j->retry_after_max);
         if (until > jb->ep->pause_until) jb->ep->pause_until = until;
     }
     if (status == 408 || status == 409 || status == 429 || status >= 500) {
@@ -722,7 +703,7 @@ static int send_job(jr_judge *j, job *jb, endpoint *ep) {
     if (!e) return -1;
     jb->easy = e;
     jb->ep = ep;
-    jb->resp_len = 0;
+    jr_strbuf_reset(&jb->resp);
     jb->too_big = 0;
     jb->retry_after = 0;
     memset(jb->rl_empty, 0, sizeof jb->rl_empty);
@@ -803,7 +784,7 @@ static int on_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *soc
 static int on_timer(CURLM *m, long timeout_ms, void *userp) {
     (void)m;
     jr_judge *j = userp;
-    j->curl_deadline = timeout_ms < 0 ? INFINITY : now_s() + (double)timeout_ms / 1000.0;
+    j->curl_deadline = timeout_ms < 0 ? INFINITY : jr_now_s() + (double)timeout_ms / 1000.0;
     return 0;
 }
 
@@ -823,7 +804,7 @@ static void *io_main(void *arg) {
         pthread_mutex_unlock(&j->mu);
         if (stop) break;
         take_inbox(j);
-        double now = now_s();
+        double now = jr_now_s();
         refill(j, now);
         /* due retries go first */
         double next_due = INFINITY;
@@ -853,7 +834,7 @@ static void *io_main(void *arg) {
         j->st.queued = j->n_waiting;
         pthread_mutex_unlock(&j->mu);
         double wait = 1.0;
-        now = now_s();
+        now = jr_now_s();
         if (next_due < INFINITY) wait = fmin(wait, next_due - now);
         if (blocked && (j->rpm > 0 || j->tpm > 0)) wait = fmin(wait, 0.01);
         for (int k = 0; blocked && k < j->n_ep; k++)
@@ -872,7 +853,7 @@ static void *io_main(void *arg) {
                         ((evs[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
             curl_multi_socket_action(j->multi, evs[i].data.fd, flags, &running);
         }
-        if (j->curl_deadline <= now_s()) {
+        if (j->curl_deadline <= jr_now_s()) {
             j->curl_deadline = INFINITY;
             curl_multi_socket_action(j->multi, CURL_SOCKET_TIMEOUT, 0, &running);
         }
@@ -1156,7 +1137,7 @@ jr_status jr_judge_open_opts(jr_judge **out, const jr_judge_opts *o) {
     }
     curl_multi_setopt(j->multi, CURLMOPT_MAX_HOST_CONNECTIONS, max_host);
     curl_multi_setopt(j->multi, CURLMOPT_MAXCONNECTS, total_conn);
-    j->t_bucket = now_s();
+    j->t_bucket = jr_now_s();
     if (pthread_create(&j->thr, NULL, io_main, j)) { st = jr_fail(JR_EINTERNAL, "judge: cannot start the I/O thread"); goto fail; }
     j->thr_started = 1;
     *out = j;
@@ -1204,7 +1185,7 @@ jr_status jr_judge_submit_proto(jr_judge *j, int proto, const json_t *row, void 
     s->user = user;
     s->proto = proto;
     s->row = json_deep_copy(row);
-    s->t_submit = now_s();
+    s->t_submit = jr_now_s();
     if (!s->row) { sample_free(s); return JR_ENOMEM; }
     jr_status st = j->proto[proto]->build(j->pstate[proto], s->row, &s->calls);
     if (!st && s->calls.n < 1) st = jr_fail(JR_EINTERNAL, "protocol %s built no call", j->proto[proto]->name);

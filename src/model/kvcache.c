@@ -19,7 +19,8 @@ typedef struct kv {
     jr_kv_opts o;
     void *k, *v;               /* (L, S, T, KD) floats, or bf16 when o.kv_bf16 */
     size_t esz;                /* bytes per cached element */
-    uint16_t *wb;              /* o.weights == BF16: every matmul weight in bf16 (one buffer) */
+    uint16_t *wb;              /* o.weights == BF16: every matmul weight in bf16 (one buffer), unless the
+                                * model holds them (m->w16): then only a tied lm_head's copy */
     lw16 *lb;                  /* per layer, into wb */
     uint16_t *head_b;          /* lm_head (V, C) in bf16, into wb */
     uint16_t *a16;             /* bf16 copy of a matmul's input rows */
@@ -155,6 +156,10 @@ static char *kslot(kv *s, void *base, int l, int slot) {
 /* Converts the model's fp32 matmul weights into the bf16 copy. */
 static void sync_weights(kv *s) {
     const jr_weights *w = &s->m->w;
+    if (s->m->w16) { /* the model's own bf16 weights (they do not change); a tied lm_head is the embedding */
+        if (s->m->cfg.tie_word_embeddings) jr_bf16_from_f32(s->head_b, w->embed, (long)s->V * (long)s->C);
+        return;
+    }
     size_t C = (size_t)s->C, QD = (size_t)s->QD, KD = (size_t)s->KD, F = (size_t)s->F;
     for (int l = 0; l < s->L; l++) {
         const jr_layer_w *lw = &w->layers[l];
@@ -169,8 +174,36 @@ static void sync_weights(kv *s) {
     jr_bf16_from_f32(s->head_b, w->lm_head, (long)s->V * (long)C);
 }
 
+/* Points the layers (and an untied lm_head) at a model's own bf16 weights (jr_model_load_bf16); a
+ * tied lm_head gets a bf16 copy of the embedding. */
+static int borrow_weights(kv *s) {
+    const jr_model *m = s->m;
+    s->lb = calloc((size_t)s->L, sizeof *s->lb);
+    if (!s->lb) return -1;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const jr_model_tensor *t = &m->tensors[i];
+        uint16_t *p = m->w16 + m->offset[i];
+        lw16 *lb = t->layer >= 0 ? &s->lb[t->layer] : NULL;
+        switch (t->role) {
+        case JR_T_Q: lb->q = p; break;
+        case JR_T_K: lb->k = p; break;
+        case JR_T_V: lb->v = p; break;
+        case JR_T_O: lb->o = p; break;
+        case JR_T_GATE: lb->gate = p; break;
+        case JR_T_UP: lb->up = p; break;
+        case JR_T_DOWN: lb->down = p; break;
+        case JR_T_LM_HEAD: s->head_b = p; break;
+        default: break;
+        }
+    }
+    if (m->cfg.tie_word_embeddings && !(s->head_b = s->wb = malloc((size_t)s->V * (size_t)s->C * sizeof(uint16_t)))) return -1;
+    sync_weights(s);
+    return 0;
+}
+
 /* Lays the bf16 copy out in one buffer (per layer q, k, v, o, gate, up, down, then lm_head). */
 static int alloc_weights(kv *s) {
+    if (s->m->w16) return borrow_weights(s);
     size_t C = (size_t)s->C, QD = (size_t)s->QD, KD = (size_t)s->KD, F = (size_t)s->F;
     size_t per = QD * C + 2 * KD * C + C * QD + 3 * F * C, n = per * (size_t)s->L + (size_t)s->V * C;
     s->wb = malloc(n * sizeof(uint16_t));
@@ -223,10 +256,53 @@ static jr_status rows_reserve(kv *s, int R) {
     GROW(s->ids, r * sizeof(int32_t));
     int widest = s->C > s->QD ? s->C : s->QD;
     if (s->F > widest) widest = s->F;
-    if (s->wb) GROW(s->a16, r * (size_t)widest * sizeof(uint16_t));
+    if (s->lb) GROW(s->a16, r * (size_t)widest * sizeof(uint16_t));
 #undef GROW
     s->R = R;
     return JR_OK;
+}
+
+/* o[0..n) += p * v[0..n) for a bf16 or fp32 row v, 8 lanes at a time (one fused multiply-add per lane). */
+static inline void axpy_row(float *restrict o, float p, const char *v, int kb, int n) {
+    v8 pv = {p, p, p, p, p, p, p, p};
+    int d = 0;
+    if (kb) {
+        const uint16_t *vb = (const uint16_t *)(const void *)v;
+        for (; d + 8 <= n; d += 8) {
+            float w[8];
+            for (int j = 0; j < 8; j++) w[j] = widen(vb[d + j]);
+            v8 acc = fma8(ld8(o + d), pv, ld8(w));
+            memcpy(o + d, &acc, sizeof acc);
+        }
+        for (; d < n; d++) o[d] += p * widen(vb[d]);
+    } else {
+        const float *vf = (const float *)(const void *)v;
+        for (; d + 8 <= n; d += 8) {
+            v8 acc = fma8(ld8(o + d), pv, ld8(vf + d));
+            memcpy(o + d, &acc, sizeof acc);
+        }
+        for (; d < n; d++) o[d] += p * vf[d];
+    }
+}
+
+/* One query head of one row over P cached positions (keys kc, values vc: position t at t * KD
+ * elements): scores in a (P), softmax, o (D) = the weighted sum of the values in position order.
+ * Each row's result depends on its own cache only. */
+static void attend(const kv *s, const float *qv, const char *kc, const char *vc, float *a, int P, float scale,
+                   float *restrict o) {
+    int D = s->D, kb = s->o.kv_bf16;
+    size_t stride = (size_t)s->KD * s->esz;
+    float mx = -INFINITY;
+    for (int t = 0; t < P; t++) {
+        const char *kt = kc + (size_t)t * stride;
+        a[t] = (kb ? dot_fixed_b(qv, (const uint16_t *)(const void *)kt, D) : dot_fixed(qv, (const float *)(const void *)kt, D)) * scale;
+        if (a[t] > mx) mx = a[t];
+    }
+    float sum = 0;
+    for (int t = 0; t < P; t++) { a[t] = expf(a[t] - mx); sum += a[t]; }
+    float inv = 1.0f / sum;
+    memset(o, 0, (size_t)D * sizeof(float));
+    for (int t = 0; t < P; t++) axpy_row(o, a[t] * inv, vc + (size_t)t * stride, kb, D);
 }
 
 /* Runs R rows (row r: token ids[r] of slot slot_of[r] at position pos[r]) through the model,
@@ -240,7 +316,7 @@ static void forward_rows(kv *s, int R, const int *out_rows, int n_out, float *lo
     jr_embedding_forward(s->x, s->ids, w->embed, R, C);
     for (int l = 0; l < s->L; l++) {
         const jr_layer_w *lw = &w->layers[l];
-        const lw16 *lb = s->wb ? &s->lb[l] : NULL;
+        const lw16 *lb = s->lb ? &s->lb[l] : NULL;
         jr_rmsnorm_forward(s->ln, s->rstd, s->x, lw->attn_norm, R, C, s->eps);
         mm(s, decode, s->q, s->ln, lw->wq, lb ? lb->q : NULL, lw->bq, R, C, QD);
         mm(s, decode, s->kk, s->ln, lw->wk, lb ? lb->k : NULL, lw->bk, R, C, KD);
@@ -268,35 +344,10 @@ static void forward_rows(kv *s, int R, const int *out_rows, int n_out, float *lo
 #pragma omp parallel for collapse(2) schedule(static) if ((long)R * Hq * (s->pos[R - 1] + 1) * D >= 65536)
         for (int r = 0; r < R; r++)
             for (int h = 0; h < Hq; h++) {
-                const float *qv = s->q + (size_t)r * QD + (size_t)h * D;
-                const char *kc = kslot(s, s->k, l, s->slot_of[r]) + (size_t)(h / grp) * D * s->esz;
-                const char *vc = kslot(s, s->v, l, s->slot_of[r]) + (size_t)(h / grp) * D * s->esz;
-                int kb = s->o.kv_bf16;
-                float *a = s->att + ((size_t)r * Hq + (size_t)h) * s->T;
-                int P = s->pos[r] + 1;
-                float mx = -INFINITY;
-                for (int t = 0; t < P; t++) {
-                    const char *kt = kc + (size_t)t * KD * s->esz;
-                    a[t] = (kb ? dot_fixed_b(qv, (const uint16_t *)(const void *)kt, D)
-                               : dot_fixed(qv, (const float *)(const void *)kt, D)) * scale;
-                    if (a[t] > mx) mx = a[t];
-                }
-                float sum = 0;
-                for (int t = 0; t < P; t++) { a[t] = expf(a[t] - mx); sum += a[t]; }
-                float inv = 1.0f / sum;
-                float *o = s->ao + (size_t)r * QD + (size_t)h * D;
-                for (int d = 0; d < D; d++) o[d] = 0;
-                for (int t = 0; t < P; t++) {
-                    const char *vt = vc + (size_t)t * KD * s->esz;
-                    float p = a[t] * inv;
-                    if (kb) {
-                        const uint16_t *vb = (const uint16_t *)(const void *)vt;
-                        for (int d = 0; d < D; d++) o[d] += p * widen(vb[d]);
-                    } else {
-                        const float *vf = (const float *)(const void *)vt;
-                        for (int d = 0; d < D; d++) o[d] += p * vf[d];
-                    }
-                }
+                size_t hk = (size_t)(h / grp) * D * s->esz;
+                attend(s, s->q + (size_t)r * QD + (size_t)h * D, kslot(s, s->k, l, s->slot_of[r]) + hk,
+                       kslot(s, s->v, l, s->slot_of[r]) + hk, s->att + ((size_t)r * Hq + (size_t)h) * s->T,
+                       s->pos[r] + 1, scale, s->ao + (size_t)r * QD + (size_t)h * D);
             }
         mm(s, decode, s->tmp, s->ao, lw->wo, lb ? lb->o : NULL, lw->bo, R, QD, C);
         jr_add_inplace(s->x, s->tmp, (long)R * C);
@@ -409,14 +460,14 @@ jr_status jr_kv_lm_open(jr_lm *lm, const jr_model *m, int n_slots, int max_ctx) 
 
 jr_status jr_kv_lm_sync(jr_lm *lm) {
     kv *s = lm->impl;
-    if (s && s->wb) sync_weights(s);
+    if (s && s->lb) sync_weights(s);
     return JR_OK;
 }
 
 const char *jr_kv_lm_describe(const jr_lm *lm, char *buf, size_t n) {
     const kv *s = lm->impl;
     if (!s) snprintf(buf, n, "closed");
-    else if (s->wb)
+    else if (s->lb)
         snprintf(buf, n, "weights bf16 (%s kernel%s), KV cache %s", jr_matmul_rows_bf16_kernel(),
                  s->o.deterministic ? "" : ", oneDNN for 64+ rows: not deterministic", s->o.kv_bf16 ? "bf16" : "fp32");
     else snprintf(buf, n, "weights fp32, KV cache %s", s->o.kv_bf16 ? "bf16" : "fp32");
@@ -427,6 +478,8 @@ jr_status jr_kv_lm_open_opts(jr_lm *lm, const jr_model *m, int n_slots, int max_
     memset(lm, 0, sizeof *lm);
     if (n_slots <= 0 || max_ctx <= 1) return jr_fail(JR_EINVAL, "kv cache: need at least 1 slot and 2 positions (got %d, %d)", n_slots, max_ctx);
     const jr_model_config *c = &m->cfg;
+    if (m->w16 && o->weights != JR_COMPUTE_BF16)
+        return jr_fail(JR_EINVAL, "kv cache: the model was loaded with bf16 weights only (jr_model_load_bf16): open the cache with bf16 weights");
     kv *s = calloc(1, sizeof *s);
     if (!s) return jr_fail(JR_ENOMEM, "kv cache: out of memory");
     s->m = m;

@@ -15,7 +15,7 @@ void jr_model_views(const jr_model *m, float *base, jr_weights *v) {
     if (!base) return;
     for (int i = 0; i < m->n_tensors; i++) {
         const jr_model_tensor *t = &m->tensors[i];
-        float *p = base + m->offset[i];
+        float *p = m->w16 && jr_model_tensor_is_bf16(t) ? NULL : base + m->offset[i]; /* not held in fp32 */
         jr_layer_w *lw = t->layer >= 0 ? &v->layers[t->layer] : NULL;
         switch (t->role) {
         case JR_T_EMBED: v->embed = p; break;
@@ -42,8 +42,16 @@ void jr_model_views(const jr_model *m, float *base, jr_weights *v) {
     if (m->cfg.tie_word_embeddings) v->lm_head = v->embed;
 }
 
-/* Sets up everything but the values: config copy, tensor list, offsets, params buffer, views. */
-static jr_status model_layout(jr_model *m, const jr_model_config *cfg) {
+int jr_model_tensor_is_bf16(const jr_model_tensor *t) {
+    switch (t->role) {
+    case JR_T_Q: case JR_T_K: case JR_T_V: case JR_T_O: case JR_T_GATE: case JR_T_UP: case JR_T_DOWN: case JR_T_LM_HEAD: return 1;
+    default: return 0;
+    }
+}
+
+/* Sets up everything but the values: config copy, tensor list, offsets, params buffer, views; with
+ * bf16, the tensors jr_model_tensor_is_bf16 says go to m->w16 instead. */
+static jr_status model_layout(jr_model *m, const jr_model_config *cfg, int bf16) {
     memset(m, 0, sizeof *m);
     jr_status st = jr_model_config_validate(cfg, "config");
     if (st) return st;
@@ -55,16 +63,23 @@ static jr_status model_layout(jr_model *m, const jr_model_config *cfg) {
     m->w.layers = jr_calloc((size_t)cfg->num_hidden_layers, sizeof(jr_layer_w));
     m->g.layers = jr_calloc((size_t)cfg->num_hidden_layers, sizeof(jr_layer_w));
     if (!m->offset || !m->w.layers || !m->g.layers) { jr_model_free(m); return JR_ENOMEM; }
-    size_t off = 0;
+    size_t off = 0, off16 = 0;
     for (int i = 0; i < m->n_tensors; i++) {
+        if (bf16 && jr_model_tensor_is_bf16(&m->tensors[i])) {
+            m->offset[i] = off16;
+            off16 = (off16 + (size_t)m->tensors[i].numel + 31) & ~(size_t)31; /* 64-byte aligned */
+            continue;
+        }
         m->offset[i] = off;
         off += (size_t)m->tensors[i].numel;
         off = (off + 15) & ~(size_t)15; /* 64-byte aligned tensors */
     }
     m->n_params = off;
-    if (!(m->params = aligned_alloc(64, sizeof(float) * off))) {
+    m->n_w16 = off16;
+    if (!(m->params = aligned_alloc(64, sizeof(float) * (off ? off : 16))) ||
+        (bf16 && !(m->w16 = aligned_alloc(64, sizeof(uint16_t) * (off16 ? off16 : 32))))) {
         jr_model_free(m);
-        return jr_fail(JR_ENOMEM, "model: cannot allocate %zu parameters (%.1f MiB)", off, off * 4.0 / 1048576);
+        return jr_fail(JR_ENOMEM, "model: cannot allocate %zu parameters (%.1f MiB)", off + off16, (off * 4.0 + off16 * 2.0) / 1048576);
     }
     memset(m->params, 0, sizeof(float) * off);
     jr_model_views(m, m->params, &m->w);
@@ -72,7 +87,7 @@ static jr_status model_layout(jr_model *m, const jr_model_config *cfg) {
 }
 
 jr_status jr_model_init_random(jr_model *m, const jr_model_config *cfg, uint64_t seed, float std) {
-    jr_status st = model_layout(m, cfg);
+    jr_status st = model_layout(m, cfg, 0);
     if (st) return st;
     jr_rng r;
     jr_rng_seed(&r, seed);
@@ -89,23 +104,47 @@ jr_status jr_model_init_random(jr_model *m, const jr_model_config *cfg, uint64_t
     return JR_OK;
 }
 
-jr_status jr_model_load(jr_model *m, const char *dir) {
+/* Tensor i of d into m->w16 in bf16: as stored, or through fp32 in blocks rounded as jr_bf16_from_f32. */
+static jr_status read_bf16(const jr_hfdir *d, int i, uint16_t *out) {
+    const jr_st_tensor *t = d->st[i];
+    size_t n = (size_t)t->numel, esz = jr_dtype_size(t->dtype);
+    if (t->dtype == JR_DT_BF16) { memcpy(out, t->data, n * sizeof(uint16_t)); return JR_OK; }
+    float blk[4096];
+    for (size_t at = 0; at < n; at += 4096) {
+        size_t k = n - at < 4096 ? n - at : 4096;
+        jr_status st = jr_convert_to_f32(blk, t->dtype, (const char *)t->data + at * esz, k);
+        if (st) return jr_fail_ctx(st, "%s: tensor '%s'", jr_hfdir_file_of(d, i), t->name);
+        jr_bf16_from_f32(out + at, blk, (long)k);
+    }
+    return JR_OK;
+}
+
+static jr_status model_load(jr_model *m, const char *dir, int bf16) {
     jr_hfdir d;
     jr_status st = jr_hfdir_open(&d, dir);
     if (st) { memset(m, 0, sizeof *m); return st; }
-    st = model_layout(m, &d.cfg);
+    st = model_layout(m, &d.cfg, bf16);
     if (st) { jr_hfdir_close(&d); return jr_fail_ctx(st, "%s", dir); }
     if (d.n_tensors != m->n_tensors) {
         jr_hfdir_close(&d); jr_model_free(m);
         return jr_fail(JR_EINTERNAL, "%s: tensor list of %d entries, expected %d", dir, d.n_tensors, m->n_tensors);
     }
-    for (int i = 0; i < m->n_tensors && !st; i++) st = jr_hfdir_read_f32(&d, i, m->params + m->offset[i]);
+    for (int i = 0; i < m->n_tensors && !st; i++) {
+        if (m->w16 && jr_model_tensor_is_bf16(&m->tensors[i])) st = read_bf16(&d, i, m->w16 + m->offset[i]);
+        else st = jr_hfdir_read_f32(&d, i, m->params + m->offset[i]);
+        jr_hfdir_release(&d, i);
+    }
     jr_hfdir_close(&d);
     if (st) jr_model_free(m);
     return st;
 }
 
+jr_status jr_model_load(jr_model *m, const char *dir) { return model_load(m, dir, 0); }
+
+jr_status jr_model_load_bf16(jr_model *m, const char *dir) { return model_load(m, dir, 1); }
+
 jr_status jr_model_save(const jr_model *m, const char *dir, const jr_generation_config *gen) {
+    if (m->w16) return jr_fail(JR_EUNSUPPORTED, "%s: a model loaded for bf16 inference (no fp32 weights) cannot be saved", dir);
     const float **ptrs = jr_calloc((size_t)m->n_tensors, sizeof(float *));
     if (!ptrs) return JR_ENOMEM;
     for (int i = 0; i < m->n_tensors; i++) ptrs[i] = m->params + m->offset[i];
@@ -118,6 +157,7 @@ jr_status jr_model_save(const jr_model *m, const char *dir, const jr_generation_
 
 jr_status jr_model_alloc_grads(jr_model *m) {
     if (m->grads) return JR_OK;
+    if (m->w16) return jr_fail(JR_EUNSUPPORTED, "model: loaded for bf16 inference (no fp32 weights): it cannot be trained");
     if (!(m->grads = aligned_alloc(64, sizeof(float) * m->n_params)))
         return jr_fail(JR_ENOMEM, "model: cannot allocate gradients (%.1f MiB)", m->n_params * 4.0 / 1048576);
     memset(m->grads, 0, sizeof(float) * m->n_params);
@@ -141,6 +181,7 @@ void jr_model_free(jr_model *m) {
     free(m->tensors);
     free(m->offset);
     free(m->params);
+    free(m->w16);
     free(m->grads);
     free(m->w.layers);
     free(m->g.layers);

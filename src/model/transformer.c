@@ -223,6 +223,7 @@ static void layer_forward(const jr_model *m, jr_acts *a, int l, int full, jr_sta
 }
 
 jr_status jr_model_forward(jr_model *m, jr_acts *a, const int32_t *ids, int B, int T) {
+    if (m->w16) return jr_fail(JR_EUNSUPPORTED, "forward: the model was loaded for bf16 inference (jr_model_load_bf16): no fp32 weights");
     if (B < 1 || T < 1 || B > a->B_max || T > a->T_max)
         return jr_fail(JR_EINVAL, "forward: batch %d x %d outside the allocated %d x %d", B, T, a->B_max, a->T_max);
     dims d = dims_of(&m->cfg);

@@ -5,15 +5,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "judgerl/clock.h"
 #include "judgerl/nn.h"
 
 jr_nn_prof jr_nn_profile;
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* Threading: OpenMP only. Each thread runs a single-threaded sgemm on its own block of rows (or of
  * output channels), so OpenBLAS's pthreads never compete with OpenMP's (docs/PERFORMANCE.md). */
@@ -31,7 +26,7 @@ static int n_blocks(long n, double work) {
 
 // out (N,OC), inp (N,C), weight (OC,C), bias (OC) or NULL
 void jr_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
-    double t0 = jr_nn_profile.enabled ? now() : 0;
+    double t0 = jr_nn_profile.enabled ? jr_now_s() : 0;
     blas_single_thread();
     int nb = n_blocks(N, (double)N * C * OC);
 #pragma omp parallel for schedule(static) num_threads(nb) if(nb > 1)
@@ -47,7 +42,7 @@ void jr_matmul_forward(float *out, const float *inp, const float *weight, const 
                         beta, out + (long)n0 * OC, OC);
     }
     if (jr_nn_profile.enabled) {
-        jr_nn_profile.matmul_s += now() - t0;
+        jr_nn_profile.matmul_s += jr_now_s() - t0;
         jr_nn_profile.matmul_flops += 2.0 * N * C * OC;
     }
 }
@@ -55,7 +50,7 @@ void jr_matmul_forward(float *out, const float *inp, const float *weight, const 
 // dinp (N,C), dweight (OC,C), dbias (OC), dout (N,OC), inp (N,C), weight (OC,C)
 void jr_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                         const float *weight, int N, int C, int OC) {
-    double t0 = jr_nn_profile.enabled ? now() : 0;
+    double t0 = jr_nn_profile.enabled ? jr_now_s() : 0;
     blas_single_thread();
     if (dinp) { /* rows of dinp split between threads */
         int nb = n_blocks(N, (double)N * C * OC);
@@ -102,7 +97,7 @@ void jr_matmul_backward(float *dinp, float *dweight, float *dbias, const float *
         free(part);
     }
     if (jr_nn_profile.enabled) {
-        jr_nn_profile.matmul_s += now() - t0;
+        jr_nn_profile.matmul_s += jr_now_s() - t0;
         jr_nn_profile.matmul_flops += 2.0 * N * C * OC * ((dinp != NULL) + (dweight != NULL));
     }
 }

@@ -15,13 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "judgerl/clock.h"
 #include "judgerl/nn.h"
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int jr_nn_bf16_native(void) {
     unsigned a, b, c, d;
@@ -188,7 +183,7 @@ static const uint16_t *as_bf16(const float *a, const uint16_t *a_b, long n, uint
 
 int jr_matmul_bf16_fwd(float *out, const float *inp, const uint16_t *inp_b, const float *weight,
                        const uint16_t *weight_b, const float *bias, int N, int C, int OC) {
-    double t0 = jr_nn_profile.enabled ? now() : 0;
+    double t0 = jr_nn_profile.enabled ? jr_now_s() : 0;
     pthread_mutex_lock(&S.mu);
     /* out (N,OC) = inp (N,C) . weight^T: weights seen as (C,OC) with strides (1, C) */
     const uint16_t *x = NULL, *w = NULL;
@@ -196,7 +191,7 @@ int jr_matmul_bf16_fwd(float *out, const float *inp, const uint16_t *inp_b, cons
              !(w = as_bf16(weight, weight_b, (long)OC * C, &S.w, &S.nw)) || run(out, x, w, bias, N, C, OC, 1, 0);
     pthread_mutex_unlock(&S.mu);
     if (jr_nn_profile.enabled) {
-        jr_nn_profile.matmul_s += now() - t0;
+        jr_nn_profile.matmul_s += jr_now_s() - t0;
         jr_nn_profile.matmul_flops += 2.0 * N * C * OC;
     }
     return rc ? -1 : 0;
@@ -213,7 +208,7 @@ int jr_matmul_bf16w_forward(float *out, const float *inp, const uint16_t *weight
 
 int jr_matmul_bf16_bwd(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                        const uint16_t *inp_b, const float *weight, const uint16_t *weight_b, int N, int C, int OC) {
-    double t0 = jr_nn_profile.enabled ? now() : 0;
+    double t0 = jr_nn_profile.enabled ? jr_now_s() : 0;
     pthread_mutex_lock(&S.mu);
     int rc = !init_engine();
     const uint16_t *d = NULL, *w = NULL, *x = NULL;
@@ -238,7 +233,7 @@ int jr_matmul_bf16_bwd(float *dinp, float *dweight, float *dbias, const float *d
     }
     pthread_mutex_unlock(&S.mu);
     if (jr_nn_profile.enabled) {
-        jr_nn_profile.matmul_s += now() - t0;
+        jr_nn_profile.matmul_s += jr_now_s() - t0;
         jr_nn_profile.matmul_flops += 2.0 * N * C * OC * ((dinp != NULL) + (dweight != NULL));
     }
     if (!rc && dbias) jr_matmul_backward(NULL, NULL, dbias, dout, inp, weight, N, C, OC); /* fp32 column sums */

@@ -1,4 +1,4 @@
-/* html.c - what every HTML page of report.h is made of: the growable text buffer with XML escaping, the
+/* html.c - what every HTML page of report.h is made of: XML escaping into a jr_strbuf, the
  * palette (colour i is series i), inline SVG line and bar charts, and the pages' shared CSS */
 #include <math.h>
 #include <stdarg.h>
@@ -8,37 +8,18 @@
 
 #include "judgerl/report.h"
 
-/* ---- growable text buffer ---- */
+/* ---- HTML text ---- */
 
-void jr_buf_printf(jr_buf *b, const char *fmt, ...) {
-    if (b->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = b->cap - b->len;
-        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) { b->oom = 1; return; }
-        if (b->s && (size_t)n < room) { b->len += (size_t)n; return; }
-        size_t nc = b->cap ? b->cap * 2 : 4096;
-        while (nc < b->len + (size_t)n + 1) nc *= 2;
-        char *p = realloc(b->s, nc);
-        if (!p) { b->oom = 1; return; }
-        b->s = p;
-        b->cap = nc;
-    }
-}
-
-void jr_buf_xml(jr_buf *b, const char *t) {
+void jr_html_escape(jr_strbuf *b, const char *t) {
     for (; t && *t; t++) {
         switch (*t) {
-        case '<': jr_buf_printf(b, "&lt;"); break;
-        case '>': jr_buf_printf(b, "&gt;"); break;
-        case '&': jr_buf_printf(b, "&amp;"); break;
-        case '"': jr_buf_printf(b, "&quot;"); break;
-        case '\'': jr_buf_printf(b, "&#39;"); break;
+        case '<': jr_strbuf_addf(b, "&lt;"); break;
+        case '>': jr_strbuf_addf(b, "&gt;"); break;
+        case '&': jr_strbuf_addf(b, "&amp;"); break;
+        case '"': jr_strbuf_addf(b, "&quot;"); break;
+        case '\'': jr_strbuf_addf(b, "&#39;"); break;
         default:
-            if ((unsigned char)*t >= 0x20 || *t == '\n' || *t == '\t') jr_buf_printf(b, "%c", *t);
+            if ((unsigned char)*t >= 0x20 || *t == '\n' || *t == '\t') jr_strbuf_addc(b, *t);
         }
     }
 }
@@ -66,49 +47,49 @@ static void fmt_num(char *out, size_t cap, double v) {
     else snprintf(out, cap, "%.4g", v);
 }
 
-static void svg_open(jr_buf *b, const char *title) {
-    jr_buf_printf(b, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+static void svg_open(jr_strbuf *b, const char *title) {
+    jr_strbuf_addf(b, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                      "role=\"img\" font-family=\"sans-serif\" font-size=\"11\">\n<title>", W, H, W, H);
-    jr_buf_xml(b, title);
-    jr_buf_printf(b, "</title>\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n"
+    jr_html_escape(b, title);
+    jr_strbuf_addf(b, "</title>\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n"
                      "<text x=\"%d\" y=\"18\" font-size=\"13\" font-weight=\"bold\" fill=\"#111\">", W, H, ML);
-    jr_buf_xml(b, title);
-    jr_buf_printf(b, "</text>\n");
+    jr_html_escape(b, title);
+    jr_strbuf_addf(b, "</text>\n");
 }
 
 /* Y axis with ticks over [lo, hi], grid lines, and the label; returns the y pixel of a value. */
 static double ypix(double v, double lo, double hi) { return MT + (H - MT - MB) * (1 - (v - lo) / (hi - lo)); }
 
-static void y_axis(jr_buf *b, double lo, double hi, const char *ylabel) {
+static void y_axis(jr_strbuf *b, double lo, double hi, const char *ylabel) {
     double st = nice_step(hi - lo, 5);
     for (double t = ceil(lo / st) * st; t <= hi + st * 1e-9; t += st) {
         double y = ypix(t, lo, hi);
         char s[32];
         fmt_num(s, sizeof s, t);
-        jr_buf_printf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e5e7eb\"/>\n"
+        jr_strbuf_addf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e5e7eb\"/>\n"
                          "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#374151\">%s</text>\n",
                       ML, y, W - MR, y, ML - 6, y + 4, s);
     }
-    jr_buf_printf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#6b7280\"/>\n", ML, MT, ML, H - MB);
-    jr_buf_printf(b, "<text transform=\"translate(14 %d) rotate(-90)\" text-anchor=\"middle\" fill=\"#374151\">",
+    jr_strbuf_addf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#6b7280\"/>\n", ML, MT, ML, H - MB);
+    jr_strbuf_addf(b, "<text transform=\"translate(14 %d) rotate(-90)\" text-anchor=\"middle\" fill=\"#374151\">",
                   (MT + H - MB) / 2);
-    jr_buf_xml(b, ylabel);
-    jr_buf_printf(b, "</text>\n");
+    jr_html_escape(b, ylabel);
+    jr_strbuf_addf(b, "</text>\n");
 }
 
-static void legend(jr_buf *b, const char *const *names, const char *const *colors, int n) {
+static void legend(jr_strbuf *b, const char *const *names, const char *const *colors, int n) {
     int x = ML;
     for (int i = 0; i < n; i++) {
         if (!names[i]) continue; /* an unnamed series (a raw curve under its smoothed one) */
-        jr_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>\n"
+        jr_strbuf_addf(b, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>\n"
                          "<text x=\"%d\" y=\"%d\" fill=\"#111\">", x, H - 16, colors[i], x + 14, H - 7);
-        jr_buf_xml(b, names[i] ? names[i] : "");
-        jr_buf_printf(b, "</text>\n");
+        jr_html_escape(b, names[i] ? names[i] : "");
+        jr_strbuf_addf(b, "</text>\n");
         x += 24 + 7 * (int)strlen(names[i] ? names[i] : "");
     }
 }
 
-void jr_svg_lines(jr_buf *b, const char *title, const char *xlabel, const char *ylabel, const jr_series *s, int ns) {
+void jr_svg_lines(jr_strbuf *b, const char *title, const char *xlabel, const char *ylabel, const jr_series *s, int ns) {
     double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
     for (int i = 0; i < ns; i++)
         for (int j = 0; j < s[i].n; j++) {
@@ -118,7 +99,7 @@ void jr_svg_lines(jr_buf *b, const char *title, const char *xlabel, const char *
         }
     svg_open(b, title);
     if (!isfinite(x0)) {
-        jr_buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#6b7280\">no data</text>\n</svg>\n", W / 2, H / 2);
+        jr_strbuf_addf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#6b7280\">no data</text>\n</svg>\n", W / 2, H / 2);
         return;
     }
     int nonneg = y0 >= 0;
@@ -136,44 +117,44 @@ void jr_svg_lines(jr_buf *b, const char *title, const char *xlabel, const char *
         double x = ML + (W - ML - MR) * (t - x0) / (x1 - x0);
         char lab[32];
         fmt_num(lab, sizeof lab, t);
-        jr_buf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#6b7280\"/>\n"
+        jr_strbuf_addf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#6b7280\"/>\n"
                          "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#374151\">%s</text>\n",
                       x, H - MB, x, H - MB + 4, x, H - MB + 15, lab);
     }
-    jr_buf_printf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#6b7280\"/>\n", ML, H - MB, W - MR, H - MB);
-    jr_buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#374151\">", W - MR, H - MB + 28);
-    jr_buf_xml(b, xlabel);
-    jr_buf_printf(b, "</text>\n");
+    jr_strbuf_addf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#6b7280\"/>\n", ML, H - MB, W - MR, H - MB);
+    jr_strbuf_addf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#374151\">", W - MR, H - MB + 28);
+    jr_html_escape(b, xlabel);
+    jr_strbuf_addf(b, "</text>\n");
     const char *names[16], *cols[16];
     for (int i = 0; i < ns && i < 16; i++) {
         names[i] = s[i].name;
         cols[i] = s[i].color ? s[i].color : COLORS[i % NCOLORS];
-        jr_buf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s points=\"", cols[i],
+        jr_strbuf_addf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s points=\"", cols[i],
                       s[i].faint ? "1" : "1.8", s[i].faint ? " stroke-opacity=\"0.3\"" : "");
         int pts = 0;
         for (int j = 0; j < s[i].n; j++) {
             if (!isfinite(s[i].y[j]) || !isfinite(s[i].x[j])) continue;
-            jr_buf_printf(b, "%s%.1f,%.1f", pts++ ? " " : "", ML + (W - ML - MR) * (s[i].x[j] - x0) / (x1 - x0),
+            jr_strbuf_addf(b, "%s%.1f,%.1f", pts++ ? " " : "", ML + (W - ML - MR) * (s[i].x[j] - x0) / (x1 - x0),
                           ypix(s[i].y[j], y0, y1));
         }
-        jr_buf_printf(b, "\"/>\n");
+        jr_strbuf_addf(b, "\"/>\n");
         if (pts == 1) /* a single point is invisible as a line */
             for (int j = 0; j < s[i].n; j++)
                 if (isfinite(s[i].y[j]) && isfinite(s[i].x[j]))
-                    jr_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
+                    jr_strbuf_addf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
                                   ML + (W - ML - MR) * (s[i].x[j] - x0) / (x1 - x0), ypix(s[i].y[j], y0, y1),
                                   cols[i]);
     }
     legend(b, names, cols, ns < 16 ? ns : 16);
-    jr_buf_printf(b, "</svg>\n");
+    jr_strbuf_addf(b, "</svg>\n");
 }
 
-void jr_svg_bars(jr_buf *b, const char *title, const char *ylabel, const char *const *groups, int ng,
+void jr_svg_bars(jr_strbuf *b, const char *title, const char *ylabel, const char *const *groups, int ng,
                  const char *const *series, int nser, const double *const *v) {
     jr_svg_bars_colored(b, title, ylabel, groups, ng, series, nser, v, NULL);
 }
 
-void jr_svg_bars_colored(jr_buf *b, const char *title, const char *ylabel, const char *const *groups, int ng,
+void jr_svg_bars_colored(jr_strbuf *b, const char *title, const char *ylabel, const char *const *groups, int ng,
                          const char *const *series, int nser, const double *const *v, const char *const *colors) {
     const char *cols[16];
     for (int s = 0; s < nser && s < 16; s++) cols[s] = colors && colors[s] ? colors[s] : COLORS[s % NCOLORS];
@@ -195,19 +176,19 @@ void jr_svg_bars_colored(jr_buf *b, const char *title, const char *ylabel, const
             double val = isfinite(v[s][g]) ? v[s][g] : 0, y = ypix(val, lo, hi);
             char num[32];
             fmt_num(num, sizeof num, val);
-            jr_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>", gx + s * bw,
+            jr_strbuf_addf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>", gx + s * bw,
                           fmin(y, zero), bw * 0.92, fabs(zero - y), cols[s]);
-            jr_buf_xml(b, series[s]);
-            jr_buf_printf(b, " %s</title></rect>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"9\" fill=\"#111\">%s</text>\n",
+            jr_html_escape(b, series[s]);
+            jr_strbuf_addf(b, " %s</title></rect>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"9\" fill=\"#111\">%s</text>\n",
                           num, gx + s * bw + bw * 0.46, val >= 0 ? y - 3 : y + 10, num);
         }
-        jr_buf_printf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#111\">", ML + g * gw + gw / 2, H - MB + 15);
-        jr_buf_xml(b, groups[g]);
-        jr_buf_printf(b, "</text>\n");
+        jr_strbuf_addf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#111\">", ML + g * gw + gw / 2, H - MB + 15);
+        jr_html_escape(b, groups[g]);
+        jr_strbuf_addf(b, "</text>\n");
     }
-    jr_buf_printf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#6b7280\"/>\n", ML, zero, W - MR, zero);
+    jr_strbuf_addf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#6b7280\"/>\n", ML, zero, W - MR, zero);
     legend(b, series, cols, nser);
-    jr_buf_printf(b, "</svg>\n");
+    jr_strbuf_addf(b, "</svg>\n");
 }
 
 /* ---- the pages' style sheet ---- */

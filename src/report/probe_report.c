@@ -111,62 +111,62 @@ void jr_probe_table(FILE *out, const char *const *names, const json_t *const *re
     json_decref(probes);
 }
 
-void jr_probe_html(jr_buf *b, const char *const *names, const json_t *const *results, int n) {
+void jr_probe_html(jr_strbuf *b, const char *const *names, const json_t *const *results, int n) {
     const json_t *pv[16] = {0};
     if (n > 16) n = 16;
     for (int i = 0; i < n; i++) pv[i] = json_object_get(results[i], "probes");
     json_t *probes = union_keys(pv, n);
-    jr_buf_printf(b, "<p class=\"note\">A probe is flagged when the 95%% interval of one of its figures lies wholly "
+    jr_strbuf_addf(b, "<p class=\"note\">A probe is flagged when the 95%% interval of one of its figures lies wholly "
                      "past the threshold fixed in docs/PROBES.md. Intervals: Wilson for shares, percentile bootstrap "
                      "for means and statistics.</p>\n<table><tr><th>probe</th><th>figure</th>");
     for (int i = 0; i < n; i++) {
-        jr_buf_printf(b, "<th>");
-        jr_buf_xml(b, names[i]);
-        jr_buf_printf(b, "</th>");
+        jr_strbuf_addf(b, "<th>");
+        jr_html_escape(b, names[i]);
+        jr_strbuf_addf(b, "</th>");
     }
-    jr_buf_printf(b, "<th>threshold</th></tr>\n");
+    jr_strbuf_addf(b, "<th>threshold</th></tr>\n");
     for (size_t p = 0; p < json_array_size(probes); p++) {
         const char *pn = json_string_value(json_array_get(probes, p));
-        jr_buf_printf(b, "<tr><th>");
-        jr_buf_xml(b, pn);
-        jr_buf_printf(b, "</th><th></th>");
+        jr_strbuf_addf(b, "<tr><th>");
+        jr_html_escape(b, pn);
+        jr_strbuf_addf(b, "</th><th></th>");
         for (int i = 0; i < n; i++) {
             const json_t *pr = probe_of(results[i], pn);
             const char *sk = json_string_value(json_object_get(pr, "skipped"));
             const char *st = status_of(pr);
-            jr_buf_printf(b, "<th%s>", !strcmp(st, "FLAG") ? " style=\"background:#fde68a\"" : "");
-            jr_buf_xml(b, sk ? "skipped: " : st);
-            if (sk) jr_buf_xml(b, sk);
+            jr_strbuf_addf(b, "<th%s>", !strcmp(st, "FLAG") ? " style=\"background:#fde68a\"" : "");
+            jr_html_escape(b, sk ? "skipped: " : st);
+            if (sk) jr_html_escape(b, sk);
             long long un = (long long)json_integer_value(json_object_get(pr, "unscored"));
-            if (un) jr_buf_printf(b, " (%lld unscored)", un);
-            jr_buf_printf(b, "</th>");
+            if (un) jr_strbuf_addf(b, " (%lld unscored)", un);
+            jr_strbuf_addf(b, "</th>");
         }
-        jr_buf_printf(b, "<th></th></tr>\n");
+        jr_strbuf_addf(b, "<th></th></tr>\n");
         const json_t *fv[16];
         for (int i = 0; i < n; i++) fv[i] = json_object_get(probe_of(results[i], pn), "figures");
         json_t *figs = union_keys(fv, n);
         for (size_t f = 0; f < json_array_size(figs); f++) {
             const char *fn = json_string_value(json_array_get(figs, f));
-            jr_buf_printf(b, "<tr><td></td><td>");
-            jr_buf_xml(b, fn);
-            jr_buf_printf(b, "</td>");
+            jr_strbuf_addf(b, "<tr><td></td><td>");
+            jr_html_escape(b, fn);
+            jr_strbuf_addf(b, "</td>");
             for (int i = 0; i < n; i++) {
                 char t[96];
                 fmt_fig(t, sizeof t, json_object_get(fv[i], fn));
                 json_t *by = json_object_get(probe_of(results[i], pn), "flagged_by");
                 int hit = 0;
                 for (size_t k = 0; k < json_array_size(by); k++) hit |= !strcmp(json_string_value(json_array_get(by, k)), fn);
-                jr_buf_printf(b, "<td%s>", hit ? " style=\"background:#fde68a;font-weight:bold\"" : "");
-                jr_buf_xml(b, t);
-                jr_buf_printf(b, "</td>");
+                jr_strbuf_addf(b, "<td%s>", hit ? " style=\"background:#fde68a;font-weight:bold\"" : "");
+                jr_html_escape(b, t);
+                jr_strbuf_addf(b, "</td>");
             }
-            jr_buf_printf(b, "<td>");
-            jr_buf_xml(b, threshold_of(results, n, pn, fn));
-            jr_buf_printf(b, "</td></tr>\n");
+            jr_strbuf_addf(b, "<td>");
+            jr_html_escape(b, threshold_of(results, n, pn, fn));
+            jr_strbuf_addf(b, "</td></tr>\n");
         }
         json_decref(figs);
     }
-    jr_buf_printf(b, "</table>\n<div class=\"charts\">\n");
+    jr_strbuf_addf(b, "</table>\n<div class=\"charts\">\n");
     /* one chart per probe: its thresholded figures (the ones that can flag), a bar per judge */
     for (size_t p = 0; p < json_array_size(probes); p++) {
         const char *pn = json_string_value(json_array_get(probes, p));
@@ -195,21 +195,21 @@ void jr_probe_html(jr_buf *b, const char *const *names, const json_t *const *res
         }
         json_decref(figs);
     }
-    jr_buf_printf(b, "</div>\n");
+    jr_strbuf_addf(b, "</div>\n");
     json_decref(probes);
 }
 
 jr_status jr_probe_html_write(const char *path, const char *title, const char *const *names,
                               const json_t *const *results, int n) {
-    jr_buf b = {0};
-    jr_buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
-    jr_buf_xml(&b, title);
-    jr_buf_printf(&b, "</title><style>%s</style></head><body>\n<h1>", jr_report_css);
-    jr_buf_xml(&b, title);
-    jr_buf_printf(&b, "</h1>\n");
+    jr_strbuf b = {0};
+    jr_strbuf_addf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
+    jr_html_escape(&b, title);
+    jr_strbuf_addf(&b, "</title><style>%s</style></head><body>\n<h1>", jr_report_css);
+    jr_html_escape(&b, title);
+    jr_strbuf_addf(&b, "</h1>\n");
     jr_probe_html(&b, names, results, n);
-    jr_buf_printf(&b, "<p class=\"note\">Written by <code>judgerl probe</code> from probe.json.</p>\n</body></html>\n");
-    jr_status st = b.oom ? jr_fail(JR_ENOMEM, "%s: out of memory", path) : jr_write_atomic(path, b.s, b.len);
-    free(b.s);
+    jr_strbuf_addf(&b, "<p class=\"note\">Written by <code>judgerl probe</code> from probe.json.</p>\n</body></html>\n");
+    jr_status st = b.oom ? jr_fail(JR_ENOMEM, "%s: out of memory", path) : jr_write_atomic(path, b.p, b.n);
+    free(b.p);
     return st;
 }

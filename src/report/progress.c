@@ -1,4 +1,5 @@
 /* progress.c - progress bar: a redrawn line on a terminal, occasional plain lines in logs */
+#include "judgerl/clock.h"
 #include "judgerl/progress.h"
 
 #include <stdarg.h>
@@ -25,12 +26,6 @@ struct jr_progress {
     char val[MAX_FIELDS][48];
 };
 
-static double mono_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 jr_progress *jr_progress_new(const char *label, int64_t total, FILE *out, jr_progress_mode mode) {
     jr_progress *p = calloc(1, sizeof *p);
     if (!p) return NULL;
@@ -45,7 +40,7 @@ jr_progress *jr_progress_new(const char *label, int64_t total, FILE *out, jr_pro
         else mode = isatty(fileno(p->out)) ? JR_PROGRESS_TTY : JR_PROGRESS_PLAIN;
     }
     p->mode = mode;
-    p->start = p->last_draw = mono_now();
+    p->start = p->last_draw = jr_now_s();
     return p;
 }
 
@@ -111,11 +106,11 @@ void jr_progress_set_at(jr_progress *p, int64_t done, double now) {
 }
 
 void jr_progress_set(jr_progress *p, int64_t done) {
-    if (p) jr_progress_set_at(p, done, mono_now());
+    if (p) jr_progress_set_at(p, done, jr_now_s());
 }
 
 void jr_progress_add(jr_progress *p, int64_t n) {
-    if (p) jr_progress_set_at(p, p->done + n, mono_now());
+    if (p) jr_progress_set_at(p, p->done + n, jr_now_s());
 }
 
 void jr_progress_field(jr_progress *p, const char *key, const char *fmt, ...) {
@@ -135,6 +130,6 @@ void jr_progress_field(jr_progress *p, const char *key, const char *fmt, ...) {
 
 void jr_progress_finish(jr_progress *p) {
     if (!p) return;
-    if (p->mode != JR_PROGRESS_OFF) draw(p, mono_now(), 1);
+    if (p->mode != JR_PROGRESS_OFF) draw(p, jr_now_s(), 1);
     free(p);
 }

@@ -166,6 +166,7 @@ void jr_report_text(FILE *out, const json_t *sum) {
         fprintf(out, "judge probes (docs/PROBES.md; FLAG = a 95%% interval wholly past its threshold):\n");
         jr_probe_table(out, nm, rs, np);
     }
+    jr_report_workflow_text(out, json_object_get(sum, "workflow"));
     fprintf(out, "total %.1f s; report: %s/report.html\n", num(sum, "total_seconds"),
             json_string_value(json_object_get(sum, "run_dir")) ? json_string_value(json_object_get(sum, "run_dir")) : ".");
 }
@@ -204,7 +205,7 @@ static int read_metric(const char *path, const char *key, double **xs, double **
 }
 
 /* One line chart of metric `key` with one series per GRPO run. */
-static void metric_chart(jr_buf *b, const char *run_dir, const json_t *grpo, const char *key, const char *title,
+static void metric_chart(jr_strbuf *b, const char *run_dir, const json_t *grpo, const char *key, const char *title,
                          const char *ylabel) {
     jr_series s[8];
     memset(s, 0, sizeof s);
@@ -227,22 +228,22 @@ static void metric_chart(jr_buf *b, const char *run_dir, const json_t *grpo, con
     for (int i = 0; i < n; i++) { free(xs[i]); free(ys[i]); }
 }
 
-static void td_num(jr_buf *b, double v) {
-    if (isfinite(v)) jr_buf_printf(b, "<td>%.4f</td>", v);
-    else jr_buf_printf(b, "<td>-</td>");
+static void td_num(jr_strbuf *b, double v) {
+    if (isfinite(v)) jr_strbuf_addf(b, "<td>%.4f</td>", v);
+    else jr_strbuf_addf(b, "<td>-</td>");
 }
 
-static void html_seed1(jr_buf *b, const json_t *s1) {
-    jr_buf_printf(b, "<h2>Seed 1 reproduced: the magic 8-ball classifier and its judge</h2>\n<p>Probe question: <b>");
-    jr_buf_xml(b, json_string_value(json_object_get(s1, "probe")));
+static void html_seed1(jr_strbuf *b, const json_t *s1) {
+    jr_strbuf_addf(b, "<h2>Seed 1 reproduced: the magic 8-ball classifier and its judge</h2>\n<p>Probe question: <b>");
+    jr_html_escape(b, json_string_value(json_object_get(s1, "probe")));
     const json_t *sft = json_object_get(s1, "sft"), *jq = json_object_get(s1, "judge_question"),
                  *ja = json_object_get(s1, "judge_answer");
-    jr_buf_printf(b, "</b>. Policy: %lld parameters, trained on %lld questions with random labels (train accuracy %.2f). "
+    jr_strbuf_addf(b, "</b>. Policy: %lld parameters, trained on %lld questions with random labels (train accuracy %.2f). "
                      "Question judge held-out accuracy %.2f; answer judge held-out accuracy %.2f.</p>\n",
                   (long long)json_integer_value(json_object_get(sft, "params")),
                   (long long)json_integer_value(json_object_get(sft, "rows")), num(sft, "train_accuracy"),
                   num(jq, "heldout_accuracy"), num(ja, "heldout_accuracy"));
-    jr_buf_printf(b, "<table><tr><th>variant</th><th>judge's label</th><th>logits before (Yes, No, Maybe)</th>"
+    jr_strbuf_addf(b, "<table><tr><th>variant</th><th>judge's label</th><th>logits before (Yes, No, Maybe)</th>"
                      "<th>logits after</th><th>margin before</th><th>margin after</th><th>steps</th><th>agreement with judge</th></tr>\n");
     json_t *vars = json_object_get(s1, "variants");
     for (size_t i = 0; i < json_array_size(vars); i++) {
@@ -250,29 +251,29 @@ static void html_seed1(jr_buf *b, const json_t *s1) {
         double lb[3], la[3];
         vec3(json_object_get(v, "logits_before"), lb);
         vec3(json_object_get(v, "logits_after"), la);
-        jr_buf_printf(b, "<tr><td title=\"");
-        jr_buf_xml(b, json_string_value(json_object_get(v, "what")));
-        jr_buf_printf(b, "\">");
-        jr_buf_xml(b, json_string_value(json_object_get(v, "name")));
-        jr_buf_printf(b, "</td><td>");
-        jr_buf_xml(b, json_string_value(json_object_get(v, "probe_judge_label")));
-        jr_buf_printf(b, "</td><td>%.5f, %.5f, %.5f</td><td>%.5f, %.5f, %.5f</td>", lb[0], lb[1], lb[2], la[0], la[1], la[2]);
+        jr_strbuf_addf(b, "<tr><td title=\"");
+        jr_html_escape(b, json_string_value(json_object_get(v, "what")));
+        jr_strbuf_addf(b, "\">");
+        jr_html_escape(b, json_string_value(json_object_get(v, "name")));
+        jr_strbuf_addf(b, "</td><td>");
+        jr_html_escape(b, json_string_value(json_object_get(v, "probe_judge_label")));
+        jr_strbuf_addf(b, "</td><td>%.5f, %.5f, %.5f</td><td>%.5f, %.5f, %.5f</td>", lb[0], lb[1], lb[2], la[0], la[1], la[2]);
         td_num(b, num(v, "margin_before"));
         td_num(b, num(v, "margin_after"));
-        jr_buf_printf(b, "<td>%lld (skipped %lld)</td><td>%.2f &#8594; %.2f</td></tr>\n",
+        jr_strbuf_addf(b, "<td>%lld (skipped %lld)</td><td>%.2f &#8594; %.2f</td></tr>\n",
                       (long long)json_integer_value(json_object_get(v, "steps")),
                       (long long)json_integer_value(json_object_get(v, "skipped")), num(v, "agree_before"), num(v, "agree_after"));
     }
-    jr_buf_printf(b, "</table>\n<ul>\n");
+    jr_strbuf_addf(b, "</table>\n<ul>\n");
     for (size_t i = 0; i < json_array_size(vars); i++) {
         json_t *v = json_array_get(vars, i);
-        jr_buf_printf(b, "<li><b>");
-        jr_buf_xml(b, json_string_value(json_object_get(v, "name")));
-        jr_buf_printf(b, "</b>: ");
-        jr_buf_xml(b, json_string_value(json_object_get(v, "what")));
-        jr_buf_printf(b, "</li>\n");
+        jr_strbuf_addf(b, "<li><b>");
+        jr_html_escape(b, json_string_value(json_object_get(v, "name")));
+        jr_strbuf_addf(b, "</b>: ");
+        jr_html_escape(b, json_string_value(json_object_get(v, "what")));
+        jr_strbuf_addf(b, "</li>\n");
     }
-    jr_buf_printf(b, "</ul>\n<div class=\"charts\">\n");
+    jr_strbuf_addf(b, "</ul>\n<div class=\"charts\">\n");
     for (size_t i = 0; i < json_array_size(vars); i++) {
         json_t *v = json_array_get(vars, i);
         double lb[3], la[3];
@@ -308,24 +309,24 @@ static void html_seed1(jr_buf *b, const json_t *s1) {
     }
     free(x);
     free(y);
-    jr_buf_printf(b, "</div>\n");
+    jr_strbuf_addf(b, "</div>\n");
 }
 
-static void html_grpo(jr_buf *b, const char *run_dir, const json_t *sum) {
+static void html_grpo(jr_strbuf *b, const char *run_dir, const json_t *sum) {
     json_t *g = json_object_get(sum, "grpo");
-    jr_buf_printf(b, "<h2>GRPO against an LM judge served over HTTP</h2>\n");
+    jr_strbuf_addf(b, "<h2>GRPO against an LM judge served over HTTP</h2>\n");
     if (!json_array_size(g)) {
-        jr_buf_printf(b, "<p class=\"note\">No GRPO run in this demo (see the stage table for why).</p>\n");
+        jr_strbuf_addf(b, "<p class=\"note\">No GRPO run in this demo (see the stage table for why).</p>\n");
         return;
     }
-    jr_buf_printf(b, "<table><tr><th>judge</th><th>mean reward before</th><th>after</th><th>P(Yes) before</th><th>P(Yes) after</th>"
+    jr_strbuf_addf(b, "<table><tr><th>judge</th><th>mean reward before</th><th>after</th><th>P(Yes) before</th><th>P(Yes) after</th>"
                      "<th>P(No) after</th><th>P(Maybe) after</th><th>judge latency p50 (s)</th><th>unscored share</th>"
                      "<th>judge agreement with preferences</th><th>Yes answers judged Good</th></tr>\n");
     for (size_t i = 0; i < json_array_size(g); i++) {
         json_t *r = json_array_get(g, i), *db = json_object_get(r, "dist_before"), *da = json_object_get(r, "dist_after");
-        jr_buf_printf(b, "<tr><td>");
-        jr_buf_xml(b, json_string_value(json_object_get(r, "judge")));
-        jr_buf_printf(b, "</td>");
+        jr_strbuf_addf(b, "<tr><td>");
+        jr_html_escape(b, json_string_value(json_object_get(r, "judge")));
+        jr_strbuf_addf(b, "</td>");
         td_num(b, num(r, "reward_before"));
         td_num(b, num(r, "reward_after"));
         td_num(b, num(db, "Yes"));
@@ -336,27 +337,27 @@ static void html_grpo(jr_buf *b, const char *run_dir, const json_t *sum) {
         td_num(b, num(r, "unscored_share"));
         td_num(b, num(r, "judge_accuracy"));
         td_num(b, num(r, "judge_yes_good"));
-        jr_buf_printf(b, "</tr>\n");
+        jr_strbuf_addf(b, "</tr>\n");
     }
-    jr_buf_printf(b, "</table>\n");
+    jr_strbuf_addf(b, "</table>\n");
     json_t *st = json_object_get(sum, "steering");
     if (json_is_object(st))
-        jr_buf_printf(b, "<p><b>Steering:</b> P(Yes) on the held-out questions after GRPO is %.2f with the Yes-biased judge "
+        jr_strbuf_addf(b, "<p><b>Steering:</b> P(Yes) on the held-out questions after GRPO is %.2f with the Yes-biased judge "
                          "and %.2f with the unbiased judge (%+.0f points).</p>\n",
                       num(st, "p_yes_biased"), num(st, "p_yes_unbiased"), 100 * num(st, "delta"));
     json_t *q = json_object_get(sum, "quality");
     if (json_is_object(q)) {
         char line[N_QUALITY_LINES][512];
         quality_lines(q, line);
-        jr_buf_printf(b, "<p><b>Demo quality</b> (issue 20's targets):</p>\n<ul>\n");
+        jr_strbuf_addf(b, "<p><b>Demo quality</b> (issue 20's targets):</p>\n<ul>\n");
         for (int i = 0; i < N_QUALITY_LINES; i++) {
-            jr_buf_printf(b, "<li>");
-            jr_buf_xml(b, line[i]);
-            jr_buf_printf(b, "</li>\n");
+            jr_strbuf_addf(b, "<li>");
+            jr_html_escape(b, line[i]);
+            jr_strbuf_addf(b, "</li>\n");
         }
-        jr_buf_printf(b, "</ul>\n");
+        jr_strbuf_addf(b, "</ul>\n");
     }
-    jr_buf_printf(b, "<div class=\"charts\">\n");
+    jr_strbuf_addf(b, "<div class=\"charts\">\n");
     metric_chart(b, run_dir, g, "reward", "Judge reward per step (training batch mean)", "reward");
     metric_chart(b, run_dir, g, "kl", "KL to the reference policy", "KL");
     for (size_t i = 0; i < json_array_size(g); i++) {
@@ -378,16 +379,16 @@ static void html_grpo(jr_buf *b, const char *run_dir, const json_t *sum) {
     }
     metric_chart(b, run_dir, g, "judge/latency_p50", "Judge latency per step (p50)", "seconds");
     metric_chart(b, run_dir, g, "unscored_frac", "Unscored share of completions per step", "share");
-    jr_buf_printf(b, "</div>\n");
+    jr_strbuf_addf(b, "</div>\n");
 }
 
 /* The demo's probe stage, the judges side by side. */
-static void html_probe(jr_buf *b, const json_t *pr) {
+static void html_probe(jr_strbuf *b, const json_t *pr) {
     const char *nm[16];
     const json_t *rs[16];
     int n = probe_sets(pr, nm, rs);
     if (n <= 0) return;
-    jr_buf_printf(b, "<h2>Judge probes (docs/PROBES.md)</h2>\n<p>Each judge served by <code>judgerl serve</code> and "
+    jr_strbuf_addf(b, "<h2>Judge probes (docs/PROBES.md)</h2>\n<p>Each judge served by <code>judgerl serve</code> and "
                      "probed over HTTP with <code>data/eightball/lm/probe_rows.jsonl</code>: the unbiased judge, the "
                      "Yes-biased one, and judges trained with a known injected bias (longer answers, master keys, the "
                      "first position of a pair).</p>\n");
@@ -408,41 +409,42 @@ jr_status jr_report_write(const char *run_dir, json_t **summary_out) {
         return st;
     }
     free(sp);
-    jr_buf b = {0};
-    jr_buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>judgerl demo report</title>"
+    jr_strbuf b = {0};
+    jr_strbuf_addf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>judgerl demo report</title>"
                       "<style>%s</style></head><body>\n<h1>judgerl demo: the magic 8-ball, judged</h1>\n", jr_report_css);
-    jr_buf_printf(&b, "<p>Run directory <code>");
-    jr_buf_xml(&b, run_dir);
-    jr_buf_printf(&b, "</code>%s; total %.1f s.</p>\n", json_is_true(json_object_get(sum, "quick")) ? " (quick mode: fewer steps)" : "",
+    jr_strbuf_addf(&b, "<p>Run directory <code>");
+    jr_html_escape(&b, run_dir);
+    jr_strbuf_addf(&b, "</code>%s; total %.1f s.</p>\n", json_is_true(json_object_get(sum, "quick")) ? " (quick mode: fewer steps)" : "",
                   num(sum, "total_seconds"));
-    jr_buf_printf(&b, "<table><tr><th>stage</th><th>status</th><th>seconds</th><th>note</th></tr>\n");
+    jr_strbuf_addf(&b, "<table><tr><th>stage</th><th>status</th><th>seconds</th><th>note</th></tr>\n");
     json_t *stages = json_object_get(sum, "stages");
     for (size_t i = 0; i < json_array_size(stages); i++) {
         json_t *s = json_array_get(stages, i);
-        jr_buf_printf(&b, "<tr><td>");
-        jr_buf_xml(&b, json_string_value(json_object_get(s, "name")));
-        jr_buf_printf(&b, "</td><td>");
-        jr_buf_xml(&b, json_string_value(json_object_get(s, "status")));
-        jr_buf_printf(&b, "</td><td>%.1f</td><td>", num(s, "seconds"));
-        jr_buf_xml(&b, json_string_value(json_object_get(s, "note")));
-        jr_buf_printf(&b, "</td></tr>\n");
+        jr_strbuf_addf(&b, "<tr><td>");
+        jr_html_escape(&b, json_string_value(json_object_get(s, "name")));
+        jr_strbuf_addf(&b, "</td><td>");
+        jr_html_escape(&b, json_string_value(json_object_get(s, "status")));
+        jr_strbuf_addf(&b, "</td><td>%.1f</td><td>", num(s, "seconds"));
+        jr_html_escape(&b, json_string_value(json_object_get(s, "note")));
+        jr_strbuf_addf(&b, "</td></tr>\n");
     }
-    jr_buf_printf(&b, "</table>\n");
+    jr_strbuf_addf(&b, "</table>\n");
     json_t *s1 = json_object_get(sum, "seed1");
     if (json_is_object(s1)) html_seed1(&b, s1);
     html_grpo(&b, run_dir, sum);
     json_t *pr = json_object_get(sum, "probe");
     if (json_is_object(pr)) html_probe(&b, pr);
-    jr_buf_printf(&b, "<p class=\"note\">Written by <code>judgerl report</code> from summary.json and the runs' metrics.jsonl.</p>\n"
+    jr_report_workflow_html(&b, json_object_get(sum, "workflow"));
+    jr_strbuf_addf(&b, "<p class=\"note\">Written by <code>judgerl report</code> from summary.json and the runs' metrics.jsonl.</p>\n"
                       "</body></html>\n");
     jr_status st = JR_OK;
     if (b.oom) st = jr_fail(JR_ENOMEM, "report: out of memory");
     else {
         char *hp = jr_path_join(run_dir, "report.html");
-        st = hp ? jr_write_atomic(hp, b.s, b.len) : jr_fail(JR_ENOMEM, "out of memory");
+        st = hp ? jr_write_atomic(hp, b.p, b.n) : jr_fail(JR_ENOMEM, "out of memory");
         free(hp);
     }
-    free(b.s);
+    free(b.p);
     if (!st && summary_out) *summary_out = sum;
     else json_decref(sum);
     return st;

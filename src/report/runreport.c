@@ -208,26 +208,26 @@ static void free_run(run_t *r) {
 
 /* ---- HTML pieces ---- */
 
-static void swatch(jr_buf *b, int i) {
-    jr_buf_printf(b, "<span style=\"display:inline-block;width:10px;height:10px;background:%s\"></span> ",
+static void swatch(jr_strbuf *b, int i) {
+    jr_strbuf_addf(b, "<span style=\"display:inline-block;width:10px;height:10px;background:%s\"></span> ",
                   jr_report_color(i));
 }
 
-static void text_cell(jr_buf *b, const json_t *v, int cut) {
-    jr_buf_printf(b, "<td>");
+static void text_cell(jr_strbuf *b, const json_t *v, int cut) {
+    jr_strbuf_addf(b, "<td>");
     if (json_is_string(v)) {
         char tmp[1100];
         snprintf(tmp, sizeof tmp, "%.*s%s", cut, json_string_value(v), (int)json_string_length(v) > cut ? "..." : "");
-        jr_buf_xml(b, tmp);
+        jr_html_escape(b, tmp);
     } else if (v && !json_is_null(v)) {
         char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(6));
         if (t && (int)strlen(t) > cut) strcpy(t + cut, "...");
-        jr_buf_xml(b, t ? t : "");
+        jr_html_escape(b, t ? t : "");
         free(t);
     } else {
-        jr_buf_printf(b, "<i>null</i>");
+        jr_strbuf_addf(b, "<i>null</i>");
     }
-    jr_buf_printf(b, "</td>");
+    jr_strbuf_addf(b, "</td>");
 }
 
 /* A chat prompt shows its last message. */
@@ -249,35 +249,35 @@ static const json_t *reason_of(const json_t *row) {
     return c ? c : json_object_get(row, "error");
 }
 
-static void samples_table(jr_buf *b, const run_t *r) {
+static void samples_table(jr_strbuf *b, const run_t *r) {
     if (!json_array_size(r->samples)) return;
     json_t *st = json_object_get(json_array_get(r->samples, 0), "step");
-    if (json_is_integer(st)) jr_buf_printf(b, "<h2>Sample completions (step %lld)</h2>\n", (long long)json_integer_value(st));
-    else jr_buf_printf(b, "<h2>Sample rows</h2>\n");
-    jr_buf_printf(b, "<table><tr><th>prompt</th><th>completion</th><th>reward</th><th>unscored reason</th></tr>\n");
+    if (json_is_integer(st)) jr_strbuf_addf(b, "<h2>Sample completions (step %lld)</h2>\n", (long long)json_integer_value(st));
+    else jr_strbuf_addf(b, "<h2>Sample rows</h2>\n");
+    jr_strbuf_addf(b, "<table><tr><th>prompt</th><th>completion</th><th>reward</th><th>unscored reason</th></tr>\n");
     for (size_t i = 0; i < json_array_size(r->samples); i++) {
         json_t *row = json_array_get(r->samples, i);
-        jr_buf_printf(b, "<tr>");
+        jr_strbuf_addf(b, "<tr>");
         text_cell(b, prompt_of(row), 200);
         text_cell(b, completion_of(row), 400);
         text_cell(b, json_object_get(row, "reward"), 20);
         text_cell(b, reason_of(row), 200);
-        jr_buf_printf(b, "</tr>\n");
+        jr_strbuf_addf(b, "</tr>\n");
     }
-    jr_buf_printf(b, "</table>\n");
+    jr_strbuf_addf(b, "</table>\n");
 }
 
-static void reasons_table(jr_buf *b, const run_t *r) {
+static void reasons_table(jr_strbuf *b, const run_t *r) {
     if (!json_object_size(r->reasons)) return;
-    jr_buf_printf(b, "<h2>Unscored reasons</h2>\n<table><tr><th>reason</th><th>count</th></tr>\n");
+    jr_strbuf_addf(b, "<h2>Unscored reasons</h2>\n<table><tr><th>reason</th><th>count</th></tr>\n");
     const char *k;
     json_t *v;
     json_object_foreach(r->reasons, k, v) {
-        jr_buf_printf(b, "<tr><td>");
-        jr_buf_xml(b, k);
-        jr_buf_printf(b, "</td><td>%lld</td></tr>\n", (long long)json_integer_value(v));
+        jr_strbuf_addf(b, "<tr><td>");
+        jr_html_escape(b, k);
+        jr_strbuf_addf(b, "</td><td>%lld</td></tr>\n", (long long)json_integer_value(v));
     }
-    jr_buf_printf(b, "</table>\n");
+    jr_strbuf_addf(b, "</table>\n");
 }
 
 /* The hyperparameters worth a glance, when the config has them. */
@@ -293,14 +293,14 @@ static int same_value(const json_t *a, const json_t *b) { return (!a && !b) || (
 
 /* Single run: hyperparameters. Several: every key whose value differs (the config diff), then the
  * hyperparameters; one column per run under its colour. */
-static void config_tables(jr_buf *b, const run_t *r, int n) {
+static void config_tables(jr_strbuf *b, const run_t *r, int n) {
     int any = 0;
     for (int i = 0; i < n; i++) any |= r[i].config != NULL;
     if (!any) return;
     if (n > 1) {
-        jr_buf_printf(b, "<h2>Config diff</h2>\n<table><tr><th>key</th>");
-        for (int i = 0; i < n; i++) { jr_buf_printf(b, "<th>"); swatch(b, i); jr_buf_xml(b, r[i].label); jr_buf_printf(b, "</th>"); }
-        jr_buf_printf(b, "</tr>\n");
+        jr_strbuf_addf(b, "<h2>Config diff</h2>\n<table><tr><th>key</th>");
+        for (int i = 0; i < n; i++) { jr_strbuf_addf(b, "<th>"); swatch(b, i); jr_html_escape(b, r[i].label); jr_strbuf_addf(b, "</th>"); }
+        jr_strbuf_addf(b, "</tr>\n");
         json_t *keys = json_object();
         for (int i = 0; i < n; i++)
             if (r[i].config) json_object_update_missing(keys, r[i].config);
@@ -313,36 +313,36 @@ static void config_tables(jr_buf *b, const run_t *r, int n) {
                 differ |= !same_value(json_object_get(r[0].config, k), json_object_get(r[i].config, k));
             if (!differ) continue;
             rows++;
-            jr_buf_printf(b, "<tr><td><code>");
-            jr_buf_xml(b, k);
-            jr_buf_printf(b, "</code></td>");
+            jr_strbuf_addf(b, "<tr><td><code>");
+            jr_html_escape(b, k);
+            jr_strbuf_addf(b, "</code></td>");
             for (int i = 0; i < n; i++) text_cell(b, json_object_get(r[i].config, k), 200);
-            jr_buf_printf(b, "</tr>\n");
+            jr_strbuf_addf(b, "</tr>\n");
         }
         json_decref(keys);
-        if (!rows) jr_buf_printf(b, "<tr><td colspan=\"%d\">the configs are the same</td></tr>\n", n + 1);
-        jr_buf_printf(b, "</table>\n");
+        if (!rows) jr_strbuf_addf(b, "<tr><td colspan=\"%d\">the configs are the same</td></tr>\n", n + 1);
+        jr_strbuf_addf(b, "</table>\n");
     }
-    jr_buf_printf(b, "<h2>Hyperparameters</h2>\n<table><tr><th>key</th>");
-    for (int i = 0; i < n; i++) { jr_buf_printf(b, "<th>"); swatch(b, i); jr_buf_xml(b, r[i].label); jr_buf_printf(b, "</th>"); }
-    jr_buf_printf(b, "</tr>\n");
+    jr_strbuf_addf(b, "<h2>Hyperparameters</h2>\n<table><tr><th>key</th>");
+    for (int i = 0; i < n; i++) { jr_strbuf_addf(b, "<th>"); swatch(b, i); jr_html_escape(b, r[i].label); jr_strbuf_addf(b, "</th>"); }
+    jr_strbuf_addf(b, "</tr>\n");
     for (int h = 0; HYPER[h]; h++) {
         int has = 0;
         for (int i = 0; i < n; i++) has |= json_object_get(r[i].config, HYPER[h]) != NULL;
         if (!has) continue;
-        jr_buf_printf(b, "<tr><td><code>%s</code></td>", HYPER[h]);
+        jr_strbuf_addf(b, "<tr><td><code>%s</code></td>", HYPER[h]);
         for (int i = 0; i < n; i++) text_cell(b, json_object_get(r[i].config, HYPER[h]), 200);
-        jr_buf_printf(b, "</tr>\n");
+        jr_strbuf_addf(b, "</tr>\n");
     }
-    jr_buf_printf(b, "</table>\n");
+    jr_strbuf_addf(b, "</table>\n");
     for (int i = 0; i < n; i++) {
         if (!r[i].config_text) continue;
-        jr_buf_printf(b, "<details><summary>");
+        jr_strbuf_addf(b, "<details><summary>");
         swatch(b, i);
-        jr_buf_xml(b, r[i].label);
-        jr_buf_printf(b, ": config.yaml</summary><pre>");
-        jr_buf_xml(b, r[i].config_text);
-        jr_buf_printf(b, "</pre></details>\n");
+        jr_html_escape(b, r[i].label);
+        jr_strbuf_addf(b, ": config.yaml</summary><pre>");
+        jr_html_escape(b, r[i].config_text);
+        jr_strbuf_addf(b, "</pre></details>\n");
     }
 }
 
@@ -370,11 +370,11 @@ static int curve(const run_t *r, const char *name, double smoothing, double **x,
     return (int)n;
 }
 
-static void charts(jr_buf *b, const run_t *r, int n, double smoothing) {
+static void charts(jr_strbuf *b, const run_t *r, int n, double smoothing) {
     json_t *names = json_object();
     for (int i = 0; i < n; i++) json_object_update_missing(names, r[i].metrics);
     if (!json_object_size(names)) { json_decref(names); return; }
-    jr_buf_printf(b, "<h2>Curves</h2>\n<p class=\"note\">metrics.jsonl per step: the faint line is the raw value, the "
+    jr_strbuf_addf(b, "<h2>Curves</h2>\n<p class=\"note\">metrics.jsonl per step: the faint line is the raw value, the "
                      "solid one its exponential moving average (smoothing %.2f, debiased as TensorBoard does)%s.</p>\n"
                      "<div class=\"charts\">\n", smoothing, n > 1 ? "; one colour per run" : "");
     const char *name;
@@ -397,14 +397,14 @@ static void charts(jr_buf *b, const run_t *r, int n, double smoothing) {
         for (int k = 0; k < nb; k++) free(bufs[k]);
     }
     json_decref(names);
-    jr_buf_printf(b, "</div>\n");
+    jr_strbuf_addf(b, "</div>\n");
 }
 
-static void grade_section(jr_buf *b, const run_t *r, int idx) {
+static void grade_section(jr_strbuf *b, const run_t *r, int idx) {
     double mean = 0;
     for (long i = 0; i < r->n_ok; i++) mean += r->rewards[i];
     mean = r->n_ok ? mean / r->n_ok : NAN;
-    jr_buf_printf(b, "<h2>Grades</h2>\n<table><tr><th>rows</th><th>scored</th><th>unscored</th><th>mean reward</th></tr>\n"
+    jr_strbuf_addf(b, "<h2>Grades</h2>\n<table><tr><th>rows</th><th>scored</th><th>unscored</th><th>mean reward</th></tr>\n"
                      "<tr><td>%ld</td><td>%ld</td><td>%ld</td><td>%.4f</td></tr></table>\n",
                   r->n_rows, r->n_ok, r->n_unscored, mean);
     if (!r->n_ok) return;
@@ -424,88 +424,88 @@ static void grade_section(jr_buf *b, const run_t *r, int idx) {
     }
     const double *vals[1] = {counts};
     const char *ser[1] = {r->label}, *cols[1] = {jr_report_color(idx)};
-    jr_buf_printf(b, "<div class=\"charts\">\n");
+    jr_strbuf_addf(b, "<div class=\"charts\">\n");
     jr_svg_bars_colored(b, "Rewards of the scored rows", "rows", groups, HIST_BINS, ser, 1, vals, cols);
-    jr_buf_printf(b, "</div>\n");
+    jr_strbuf_addf(b, "</div>\n");
 }
 
-static void eval_summary(jr_buf *b, const run_t *r) {
+static void eval_summary(jr_strbuf *b, const run_t *r) {
     if (!json_is_object(r->summary)) return;
-    jr_buf_printf(b, "<h2>Summary</h2>\n<table><tr><th>field</th><th>value</th></tr>\n");
+    jr_strbuf_addf(b, "<h2>Summary</h2>\n<table><tr><th>field</th><th>value</th></tr>\n");
     json_t *flat = json_object();
     flatten(flat, "", r->summary);
     const char *k;
     json_t *v;
     json_object_foreach(flat, k, v) {
         if (!json_is_number(v) && !json_is_string(v) && !json_is_boolean(v)) continue;
-        jr_buf_printf(b, "<tr><td><code>");
-        jr_buf_xml(b, k);
-        jr_buf_printf(b, "</code></td>");
+        jr_strbuf_addf(b, "<tr><td><code>");
+        jr_html_escape(b, k);
+        jr_strbuf_addf(b, "</code></td>");
         text_cell(b, v, 200);
-        jr_buf_printf(b, "</tr>\n");
+        jr_strbuf_addf(b, "</tr>\n");
     }
     json_decref(flat);
-    jr_buf_printf(b, "</table>\n");
+    jr_strbuf_addf(b, "</table>\n");
 }
 
 /* Samples side by side: column i is run i's logged samples (its last step). */
-static void samples_side_by_side(jr_buf *b, const run_t *r, int n) {
+static void samples_side_by_side(jr_strbuf *b, const run_t *r, int n) {
     size_t rows = 0;
     for (int i = 0; i < n; i++) rows = json_array_size(r[i].samples) > rows ? json_array_size(r[i].samples) : rows;
     if (!rows) return;
-    jr_buf_printf(b, "<h2>Samples side by side</h2>\n<table><tr>");
-    for (int i = 0; i < n; i++) { jr_buf_printf(b, "<th>"); swatch(b, i); jr_buf_xml(b, r[i].label); jr_buf_printf(b, "</th>"); }
-    jr_buf_printf(b, "</tr>\n");
+    jr_strbuf_addf(b, "<h2>Samples side by side</h2>\n<table><tr>");
+    for (int i = 0; i < n; i++) { jr_strbuf_addf(b, "<th>"); swatch(b, i); jr_html_escape(b, r[i].label); jr_strbuf_addf(b, "</th>"); }
+    jr_strbuf_addf(b, "</tr>\n");
     for (size_t k = 0; k < rows; k++) {
-        jr_buf_printf(b, "<tr>");
+        jr_strbuf_addf(b, "<tr>");
         for (int i = 0; i < n; i++) {
             json_t *row = json_array_get(r[i].samples, k);
-            jr_buf_printf(b, "<td>");
+            jr_strbuf_addf(b, "<td>");
             if (row) {
                 char tmp[700];
                 const json_t *p = prompt_of(row), *c = completion_of(row), *rw = json_object_get(row, "reward");
-                jr_buf_printf(b, "<b>");
+                jr_strbuf_addf(b, "<b>");
                 snprintf(tmp, sizeof tmp, "%.150s", json_is_string(p) ? json_string_value(p) : "");
-                jr_buf_xml(b, tmp);
-                jr_buf_printf(b, "</b><br>");
+                jr_html_escape(b, tmp);
+                jr_strbuf_addf(b, "</b><br>");
                 snprintf(tmp, sizeof tmp, "%.400s", json_is_string(c) ? json_string_value(c) : "");
-                jr_buf_xml(b, tmp);
-                if (json_is_number(rw)) jr_buf_printf(b, "<br>reward %.4g", json_number_value(rw));
-                else if (json_is_null(rw)) jr_buf_printf(b, "<br>unscored");
+                jr_html_escape(b, tmp);
+                if (json_is_number(rw)) jr_strbuf_addf(b, "<br>reward %.4g", json_number_value(rw));
+                else if (json_is_null(rw)) jr_strbuf_addf(b, "<br>unscored");
             }
-            jr_buf_printf(b, "</td>");
+            jr_strbuf_addf(b, "</td>");
         }
-        jr_buf_printf(b, "</tr>\n");
+        jr_strbuf_addf(b, "</tr>\n");
     }
-    jr_buf_printf(b, "</table>\n");
+    jr_strbuf_addf(b, "</table>\n");
 }
 
-static void page_head(jr_buf *b, const char *title, const run_t *r, int n) {
-    jr_buf_printf(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
-    jr_buf_xml(b, title);
-    jr_buf_printf(b, "</title><style>%s</style></head><body>\n<h1>", jr_report_css);
-    jr_buf_xml(b, title);
-    jr_buf_printf(b, "</h1>\n<table><tr><th>run</th><th>kind</th><th>path</th><th>steps logged</th></tr>\n");
+static void page_head(jr_strbuf *b, const char *title, const run_t *r, int n) {
+    jr_strbuf_addf(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
+    jr_html_escape(b, title);
+    jr_strbuf_addf(b, "</title><style>%s</style></head><body>\n<h1>", jr_report_css);
+    jr_html_escape(b, title);
+    jr_strbuf_addf(b, "</h1>\n<table><tr><th>run</th><th>kind</th><th>path</th><th>steps logged</th></tr>\n");
     for (int i = 0; i < n; i++) {
         long steps = 0;
         const char *k;
         json_t *v;
         json_object_foreach(r[i].metrics, k, v) steps = (long)json_array_size(v) > steps ? (long)json_array_size(v) : steps;
-        jr_buf_printf(b, "<tr><td>");
+        jr_strbuf_addf(b, "<tr><td>");
         swatch(b, i);
-        jr_buf_xml(b, r[i].label);
-        jr_buf_printf(b, "</td><td>%s</td><td><code>", KIND_NAME[r[i].kind]);
-        jr_buf_xml(b, r[i].path);
-        jr_buf_printf(b, "</code></td><td>%ld</td></tr>\n", steps);
+        jr_html_escape(b, r[i].label);
+        jr_strbuf_addf(b, "</td><td>%s</td><td><code>", KIND_NAME[r[i].kind]);
+        jr_html_escape(b, r[i].path);
+        jr_strbuf_addf(b, "</code></td><td>%ld</td></tr>\n", steps);
     }
-    jr_buf_printf(b, "</table>\n");
+    jr_strbuf_addf(b, "</table>\n");
 }
 
-static jr_status page_write(jr_buf *b, const char *out) {
-    jr_buf_printf(b, "<p class=\"note\">Written by judgerl from the runs' metrics.jsonl, samples.jsonl, config.yaml, "
+static jr_status page_write(jr_strbuf *b, const char *out) {
+    jr_strbuf_addf(b, "<p class=\"note\">Written by judgerl from the runs' metrics.jsonl, samples.jsonl, config.yaml, "
                      "unscored.json and outputs; one self-contained file.</p>\n</body></html>\n");
     if (b->oom) return jr_fail(JR_ENOMEM, "report: out of memory");
-    return jr_write_atomic(out, b->s, b->len);
+    return jr_write_atomic(out, b->p, b->n);
 }
 
 /* The last value of the first of these metrics a run has, for the terminal line. */
@@ -569,7 +569,7 @@ jr_status jr_run_report(const char *run, const char *out_html, double smoothing,
         if (!out) st = JR_ENOMEM;
     }
     if (!st) {
-        jr_buf b = {0};
+        jr_strbuf b = {0};
         char title[300];
         snprintf(title, sizeof title, "judgerl report: %s", r.label);
         page_head(&b, title, &r, 1);
@@ -580,7 +580,7 @@ jr_status jr_run_report(const char *run, const char *out_html, double smoothing,
         samples_table(&b, &r);
         reasons_table(&b, &r);
         st = page_write(&b, out);
-        free(b.s);
+        free(b.p);
         if (!st && text) text_line(text, &r);
     }
     free_run(&r);
@@ -605,21 +605,21 @@ jr_status jr_compare_report(const char *const *runs, int n, const char *out_html
         for (int j = 0; j < n; j++)
             if (i != j && !strcmp(r[i].label, r[j].label)) snprintf(r[i].label, sizeof r[i].label, "%s", r[i].path);
     if (!st) {
-        jr_buf b = {0};
+        jr_strbuf b = {0};
         page_head(&b, "judgerl compare", r, n);
         config_tables(&b, r, n);
         for (int i = 0; i < n; i++)
             if (r[i].kind == KIND_GRADE) {
-                jr_buf_printf(&b, "<h3>");
+                jr_strbuf_addf(&b, "<h3>");
                 swatch(&b, i);
-                jr_buf_xml(&b, r[i].label);
-                jr_buf_printf(&b, "</h3>\n");
+                jr_html_escape(&b, r[i].label);
+                jr_strbuf_addf(&b, "</h3>\n");
                 grade_section(&b, &r[i], i);
             }
         charts(&b, r, n, smoothing);
         samples_side_by_side(&b, r, n);
         st = page_write(&b, out_html);
-        free(b.s);
+        free(b.p);
         for (int i = 0; !st && text && i < n; i++) text_line(text, &r[i]);
     }
     for (int i = 0; i < loaded; i++) free_run(&r[i]);

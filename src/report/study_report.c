@@ -14,19 +14,19 @@ static double fnum(const json_t *o, const char *k) {
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static void td(jr_buf *b, double v, const char *fmt) {
-    if (isnan(v)) jr_buf_printf(b, "<td>-</td>");
-    else { jr_buf_printf(b, "<td>"); jr_buf_printf(b, fmt, v); jr_buf_printf(b, "</td>"); }
+static void td(jr_strbuf *b, double v, const char *fmt) {
+    if (isnan(v)) jr_strbuf_addf(b, "<td>-</td>");
+    else { jr_strbuf_addf(b, "<td>"); jr_strbuf_addf(b, fmt, v); jr_strbuf_addf(b, "</td>"); }
 }
 
-static void td_text(jr_buf *b, const char *t) {
-    jr_buf_printf(b, "<td>");
-    jr_buf_xml(b, t ? t : "");
-    jr_buf_printf(b, "</td>");
+static void td_text(jr_strbuf *b, const char *t) {
+    jr_strbuf_addf(b, "<td>");
+    jr_html_escape(b, t ? t : "");
+    jr_strbuf_addf(b, "</td>");
 }
 
 /* A chart of one mean series, one line per judge. */
-static void chart(jr_buf *b, const json_t *judges, const char *key, const char *title, const char *ylabel) {
+static void chart(jr_strbuf *b, const json_t *judges, const char *key, const char *title, const char *ylabel) {
     size_t n = json_array_size(judges);
     jr_series *s = calloc(n + 1, sizeof *s);
     double **xs = calloc(n + 1, sizeof *xs), **ys = calloc(n + 1, sizeof *ys);
@@ -53,92 +53,92 @@ static void chart(jr_buf *b, const json_t *judges, const char *key, const char *
     free(s);
 }
 
-static void alarms_cell(jr_buf *b, const json_t *jd, int n_runs) {
+static void alarms_cell(jr_strbuf *b, const json_t *jd, int n_runs) {
     const json_t *first = json_object_get(jd, "alarm_first_step"), *cnt = json_object_get(jd, "alarm_runs");
     const char *k;
     json_t *v;
     int any = 0;
-    jr_buf_printf(b, "<td>");
+    jr_strbuf_addf(b, "<td>");
     json_object_foreach((json_t *)first, k, v) {
         if (!json_is_integer(v)) continue;
-        jr_buf_printf(b, "%s", any ? "<br>" : "");
-        jr_buf_xml(b, k);
-        jr_buf_printf(b, " at step %lld (%lld of %d runs)", (long long)json_integer_value(v),
+        jr_strbuf_addf(b, "%s", any ? "<br>" : "");
+        jr_html_escape(b, k);
+        jr_strbuf_addf(b, " at step %lld (%lld of %d runs)", (long long)json_integer_value(v),
                       (long long)json_integer_value(json_object_get(cnt, k)), n_runs);
         any = 1;
     }
-    jr_buf_printf(b, "%s</td>", any ? "" : "none");
+    jr_strbuf_addf(b, "%s</td>", any ? "" : "none");
 }
 
-static void summary_table(jr_buf *b, const json_t *judges) {
-    jr_buf_printf(b, "<table><tr><th>judge</th><th>proxy start &rarr; end</th><th>gold start &rarr; end</th>"
+static void summary_table(jr_strbuf *b, const json_t *judges) {
+    jr_strbuf_addf(b, "<table><tr><th>judge</th><th>proxy start &rarr; end</th><th>gold start &rarr; end</th>"
                      "<th>divergence at the end</th><th>length (bytes)</th><th>markdown share &Delta;</th><th>list share &Delta;</th>"
                      "<th>top label share</th><th>KL to the start</th><th>alarms (first step)</th>"
                      "<th>gold down 5 points at step</th></tr>\n");
     for (size_t j = 0; j < json_array_size(judges); j++) {
         const json_t *jd = json_array_get(judges, j), *f = json_object_get(jd, "final"), *runs = json_object_get(jd, "runs");
-        jr_buf_printf(b, "<tr>");
+        jr_strbuf_addf(b, "<tr>");
         td_text(b, json_string_value(json_object_get(jd, "name")));
-        jr_buf_printf(b, "<td>%.3f &rarr; %.3f</td><td>%.3f &rarr; %.3f</td>", fnum(f, "proxy_start"), fnum(f, "proxy_end"),
+        jr_strbuf_addf(b, "<td>%.3f &rarr; %.3f</td><td>%.3f &rarr; %.3f</td>", fnum(f, "proxy_start"), fnum(f, "proxy_end"),
                       fnum(f, "gold_start"), fnum(f, "gold_end"));
         td(b, fnum(f, "divergence_end"), "%+.3f");
-        jr_buf_printf(b, "<td>%.1f &rarr; %.1f</td>", fnum(f, "length_start"), fnum(f, "length_end"));
+        jr_strbuf_addf(b, "<td>%.1f &rarr; %.1f</td>", fnum(f, "length_start"), fnum(f, "length_end"));
         td(b, fnum(f, "markdown_delta"), "%+.3f");
         td(b, fnum(f, "list_delta"), "%+.3f");
-        jr_buf_printf(b, "<td>%.2f &rarr; %.2f</td>", fnum(f, "label_max_share_start"), fnum(f, "label_max_share_end"));
+        jr_strbuf_addf(b, "<td>%.2f &rarr; %.2f</td>", fnum(f, "label_max_share_start"), fnum(f, "label_max_share_end"));
         td(b, fnum(f, "kl_end"), "%.4f");
         alarms_cell(b, jd, (int)json_array_size(runs));
-        jr_buf_printf(b, "<td>");
+        jr_strbuf_addf(b, "<td>");
         for (size_t r = 0; r < json_array_size(runs); r++) {
             double s = fnum(json_array_get(runs, r), "gold_drop_5pp_step");
-            jr_buf_printf(b, "%s", r ? ", " : "");
-            if (isnan(s)) jr_buf_printf(b, "never");
-            else jr_buf_printf(b, "%.0f", s);
+            jr_strbuf_addf(b, "%s", r ? ", " : "");
+            if (isnan(s)) jr_strbuf_addf(b, "never");
+            else jr_strbuf_addf(b, "%.0f", s);
         }
-        jr_buf_printf(b, "</td></tr>\n");
+        jr_strbuf_addf(b, "</td></tr>\n");
     }
-    jr_buf_printf(b, "</table>\n");
+    jr_strbuf_addf(b, "</table>\n");
 }
 
 /* Per judge and seed: the phrases that rose most and the labels at the start and the end. */
-static void drift_tables(jr_buf *b, const json_t *judges) {
-    jr_buf_printf(b, "<table><tr><th>judge</th><th>seed</th><th>phrases whose share rose most (start &rarr; end)</th>"
+static void drift_tables(jr_strbuf *b, const json_t *judges) {
+    jr_strbuf_addf(b, "<table><tr><th>judge</th><th>seed</th><th>phrases whose share rose most (start &rarr; end)</th>"
                      "<th>labels at the start</th><th>labels at the end</th></tr>\n");
     for (size_t j = 0; j < json_array_size(judges); j++) {
         const json_t *jd = json_array_get(judges, j), *runs = json_object_get(jd, "runs");
         for (size_t r = 0; r < json_array_size(runs); r++) {
             const json_t *run = json_array_get(runs, r), *top = json_object_get(run, "top_ngrams_end");
-            jr_buf_printf(b, "<tr>");
+            jr_strbuf_addf(b, "<tr>");
             td_text(b, json_string_value(json_object_get(jd, "name")));
-            jr_buf_printf(b, "<td>%lld</td><td>", (long long)json_integer_value(json_object_get(run, "seed")));
+            jr_strbuf_addf(b, "<td>%lld</td><td>", (long long)json_integer_value(json_object_get(run, "seed")));
             for (size_t i = 0; i < json_array_size(top) && i < 5; i++) {
                 const json_t *t = json_array_get(top, i);
-                jr_buf_printf(b, "%s&ldquo;", i ? "; " : "");
-                jr_buf_xml(b, json_string_value(json_object_get(t, "ngram")));
-                jr_buf_printf(b, "&rdquo; %.2f&rarr;%.2f", fnum(t, "base"), fnum(t, "now"));
+                jr_strbuf_addf(b, "%s&ldquo;", i ? "; " : "");
+                jr_html_escape(b, json_string_value(json_object_get(t, "ngram")));
+                jr_strbuf_addf(b, "&rdquo; %.2f&rarr;%.2f", fnum(t, "base"), fnum(t, "now"));
             }
-            jr_buf_printf(b, "</td>");
+            jr_strbuf_addf(b, "</td>");
             for (int e = 0; e < 2; e++) {
                 const json_t *lab = json_object_get(run, e ? "labels_end" : "labels_start");
                 const char *k;
                 json_t *v;
                 int shown = 0;
-                jr_buf_printf(b, "<td>");
+                jr_strbuf_addf(b, "<td>");
                 json_object_foreach((json_t *)lab, k, v) {
                     if (json_number_value(v) < 0.05 || shown == 6) continue;
-                    jr_buf_printf(b, "%s", shown++ ? ", " : "");
-                    jr_buf_xml(b, k);
-                    jr_buf_printf(b, " %.2f", json_number_value(v));
+                    jr_strbuf_addf(b, "%s", shown++ ? ", " : "");
+                    jr_html_escape(b, k);
+                    jr_strbuf_addf(b, " %.2f", json_number_value(v));
                 }
-                jr_buf_printf(b, "</td>");
+                jr_strbuf_addf(b, "</td>");
             }
-            jr_buf_printf(b, "</tr>\n");
+            jr_strbuf_addf(b, "</tr>\n");
         }
     }
-    jr_buf_printf(b, "</table>\n");
+    jr_strbuf_addf(b, "</table>\n");
 }
 
-static void probes(jr_buf *b, const json_t *judges) {
+static void probes(jr_strbuf *b, const json_t *judges) {
     const char *nm[64];
     const json_t *rs[64];
     int n = 0;
@@ -149,31 +149,31 @@ static void probes(jr_buf *b, const json_t *judges) {
         rs[n++] = p;
     }
     if (!n) return;
-    jr_buf_printf(b, "<h2>Each judge's probes (docs/PROBES.md)</h2>\n");
+    jr_strbuf_addf(b, "<h2>Each judge's probes (docs/PROBES.md)</h2>\n");
     jr_probe_html(b, nm, rs, n);
 }
 
 jr_status jr_study_html_write(const char *path, const json_t *study) {
     const json_t *judges = json_object_get(study, "judges");
-    jr_buf b = {0};
-    jr_buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>judgerl study</title>"
+    jr_strbuf b = {0};
+    jr_strbuf_addf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>judgerl study</title>"
                       "<style>%s</style></head><body>\n<h1>judgerl study: one GRPO config, several judges</h1>\n<p>Config <code>",
                   jr_report_css);
-    jr_buf_xml(&b, json_string_value(json_object_get(study, "train")));
-    jr_buf_printf(&b, "</code>, seeds");
+    jr_html_escape(&b, json_string_value(json_object_get(study, "train")));
+    jr_strbuf_addf(&b, "</code>, seeds");
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(study, "seeds"), i, v) jr_buf_printf(&b, " %lld", (long long)json_integer_value(v));
-    jr_buf_printf(&b, "; every run with");
+    json_array_foreach(json_object_get(study, "seeds"), i, v) jr_strbuf_addf(&b, " %lld", (long long)json_integer_value(v));
+    jr_strbuf_addf(&b, "; every run with");
     json_array_foreach(json_object_get(study, "set"), i, v) {
-        jr_buf_printf(&b, " <code>");
-        jr_buf_xml(&b, json_string_value(v));
-        jr_buf_printf(&b, "</code>");
+        jr_strbuf_addf(&b, " <code>");
+        jr_html_escape(&b, json_string_value(v));
+        jr_strbuf_addf(&b, "</code>");
     }
-    jr_buf_printf(&b, ". Figures are held-out evaluations (step 0: the starting policy), means over the seeds; "
+    jr_strbuf_addf(&b, ". Figures are held-out evaluations (step 0: the starting policy), means over the seeds; "
                       "divergence = (proxy - proxy at step 0) - (gold - gold at step 0).</p>\n");
     summary_table(&b, judges);
-    jr_buf_printf(&b, "<div class=\"charts\">\n");
+    jr_strbuf_addf(&b, "<div class=\"charts\">\n");
     chart(&b, judges, "proxy", "Proxy reward (the judge's), held out", "reward");
     chart(&b, judges, "gold", "Gold metric, held out", "gold");
     chart(&b, judges, "divergence", "Divergence: proxy gain - gold gain", "points");
@@ -183,11 +183,11 @@ jr_status jr_study_html_write(const char *path, const json_t *study) {
     chart(&b, judges, "markdown", "Completions with markdown", "share");
     chart(&b, judges, "list", "Completions with a list", "share");
     chart(&b, judges, "kl", "KL to the start (training batch; needs grpo.beta > 0)", "KL");
-    jr_buf_printf(&b, "</div>\n<h2>Drift per run</h2>\n");
+    jr_strbuf_addf(&b, "</div>\n<h2>Drift per run</h2>\n");
     drift_tables(&b, judges);
     probes(&b, judges);
-    jr_buf_printf(&b, "<p class=\"note\">Written by <code>judgerl study</code>; the figures are in study.json.</p>\n</body></html>\n");
-    jr_status st = b.oom ? jr_fail(JR_ENOMEM, "%s: out of memory", path) : jr_write_atomic(path, b.s, b.len);
-    free(b.s);
+    jr_strbuf_addf(&b, "<p class=\"note\">Written by <code>judgerl study</code>; the figures are in study.json.</p>\n</body></html>\n");
+    jr_status st = b.oom ? jr_fail(JR_ENOMEM, "%s: out of memory", path) : jr_write_atomic(path, b.p, b.n);
+    free(b.p);
     return st;
 }

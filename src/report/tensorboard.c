@@ -14,34 +14,17 @@
 #include "judgerl/crc32c.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/metrics.h"
+#include "judgerl/strbuf.h"
 
 struct jr_tb_writer {
     int fd;
     char *path;
 };
 
-/* A growable byte buffer for one protobuf message. */
-typedef struct {
-    unsigned char *p;
-    size_t n, cap;
-    int oom;
-} pbuf;
+/* One protobuf message is built in a jr_strbuf (bytes). */
+static void put(jr_strbuf *b, const void *d, size_t n) { jr_strbuf_addn(b, d, n); }
 
-static void put(pbuf *b, const void *d, size_t n) {
-    if (b->oom) return;
-    if (b->n + n > b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 256;
-        while (nc < b->n + n) nc *= 2;
-        unsigned char *q = realloc(b->p, nc);
-        if (!q) { b->oom = 1; return; }
-        b->p = q;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
-
-static void put_varint(pbuf *b, uint64_t v) {
+static void put_varint(jr_strbuf *b, uint64_t v) {
     unsigned char t[10];
     size_t n = 0;
     do {
@@ -53,29 +36,29 @@ static void put_varint(pbuf *b, uint64_t v) {
     put(b, t, n);
 }
 
-static void put_le(pbuf *b, uint64_t v, int bytes) {
+static void put_le(jr_strbuf *b, uint64_t v, int bytes) {
     unsigned char t[8];
     for (int i = 0; i < bytes; i++) t[i] = (unsigned char)(v >> (8 * i));
     put(b, t, (size_t)bytes);
 }
 
 /* field number + wire type (0 varint, 1 fixed64, 2 length-delimited, 5 fixed32) */
-static void put_key(pbuf *b, unsigned field, unsigned wire) { put_varint(b, (uint64_t)(field << 3 | wire)); }
+static void put_key(jr_strbuf *b, unsigned field, unsigned wire) { put_varint(b, (uint64_t)(field << 3 | wire)); }
 
-static void put_bytes_field(pbuf *b, unsigned field, const void *d, size_t n) {
+static void put_bytes_field(jr_strbuf *b, unsigned field, const void *d, size_t n) {
     put_key(b, field, 2);
     put_varint(b, n);
     put(b, d, n);
 }
 
-static void put_double_field(pbuf *b, unsigned field, double v) {
+static void put_double_field(jr_strbuf *b, unsigned field, double v) {
     uint64_t u;
     memcpy(&u, &v, 8);
     put_key(b, field, 1);
     put_le(b, u, 8);
 }
 
-static void put_float_field(pbuf *b, unsigned field, float v) {
+static void put_float_field(jr_strbuf *b, unsigned field, float v) {
     uint32_t u;
     memcpy(&u, &v, 4);
     put_key(b, field, 5);
@@ -92,7 +75,7 @@ size_t jr_tfrecord_frame(unsigned char *out, const void *data, size_t len) {
     return len + 16;
 }
 
-static jr_status write_record(jr_tb_writer *w, const pbuf *ev) {
+static jr_status write_record(jr_tb_writer *w, const jr_strbuf *ev) {
     if (ev->oom) return jr_fail(JR_ENOMEM, "%s: out of memory encoding an event", w->path);
     unsigned char *rec = jr_malloc(ev->n + 16);
     if (!rec) return JR_ENOMEM;
@@ -141,7 +124,7 @@ jr_status jr_tb_open(jr_tb_writer **w, const char *dir) {
     if (!x) { close(fd); unlink(path); free(path); return JR_ENOMEM; }
     x->fd = fd;
     x->path = path;
-    pbuf ev = {0};
+    jr_strbuf ev = {0};
     put_double_field(&ev, 1, jr_wall_time());
     put_key(&ev, 2, 0);
     put_varint(&ev, 0);
@@ -161,9 +144,9 @@ jr_status jr_tb_open(jr_tb_writer **w, const char *dir) {
 
 jr_status jr_tb_scalars(jr_tb_writer *w, int64_t step, double wall_time, size_t n, const char *const *tags,
                         const double *values) {
-    pbuf summary = {0}, value = {0}, ev = {0};
+    jr_strbuf summary = {0}, value = {0}, ev = {0};
     for (size_t i = 0; i < n; i++) {
-        value.n = 0;
+        jr_strbuf_reset(&value);
         put_bytes_field(&value, 1, tags[i], strlen(tags[i]));
         double v = values[i];
         float fv = v > FLT_MAX ? INFINITY : v < -FLT_MAX ? -INFINITY : (float)v; /* NaN stays NaN */
@@ -174,7 +157,7 @@ jr_status jr_tb_scalars(jr_tb_writer *w, int64_t step, double wall_time, size_t 
     put_double_field(&ev, 1, wall_time);
     put_key(&ev, 2, 0);
     put_varint(&ev, (uint64_t)step);
-    if (!summary.oom && !value.oom) put_bytes_field(&ev, 5, summary.p ? summary.p : (unsigned char *)"", summary.n);
+    if (!summary.oom && !value.oom) put_bytes_field(&ev, 5, summary.p ? summary.p : "", summary.n);
     ev.oom |= summary.oom | value.oom;
     jr_status st = write_record(w, &ev);
     free(summary.p);
@@ -184,7 +167,7 @@ jr_status jr_tb_scalars(jr_tb_writer *w, int64_t step, double wall_time, size_t 
 }
 
 jr_status jr_tb_session_start(jr_tb_writer *w, int64_t step) {
-    pbuf ev = {0}, log = {0};
+    jr_strbuf ev = {0}, log = {0};
     put_key(&log, 1, 0); /* SessionLog.status = START (1) */
     put_varint(&log, 1);
     put_double_field(&ev, 1, jr_wall_time());

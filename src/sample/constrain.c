@@ -1,6 +1,8 @@
 /* constrain.c - constrained decoding over a choice trie, a PCRE2 regex (hard partial matching) or a caller's byte automaton */
 #define PCRE2_CODE_UNIT_WIDTH 8
+#include "judgerl/clock.h"
 #include "judgerl/constrain.h"
+#include "judgerl/utf8.h"
 
 #include <pcre2.h>
 #include <stdlib.h>
@@ -166,14 +168,10 @@ static int buf_reserve(jr_cstate *s, size_t n) {
 }
 
 /* Bytes still missing from an incomplete UTF-8 character at the end of s[0..n) (0 when none). */
-static int utf8_missing(const uint8_t *s, size_t n) {
-    for (size_t back = 1; back <= 4 && back <= n; back++) {
-        uint8_t b = s[n - back];
-        if ((b & 0xC0) == 0x80) continue;
-        int need = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
-        return need > (int)back ? need - (int)back : 0;
-    }
-    return 0;
+static int utf8_missing(const char *s, size_t n) {
+    size_t missing;
+    jr_utf8_incomplete_tail(s, n, &missing);
+    return (int)missing;
 }
 
 /* 1 when subject (len bytes) can still be extended into a full match, 2 when it is a full match
@@ -206,7 +204,7 @@ static int regex_viable(const jr_constraint *c, jr_cstate *s, const char *subj, 
 /* Viability of buf[0..len) where the end may be an incomplete UTF-8 character: tries every value
  * of the next byte (the others completed with 0x80), so a character is allowed byte by byte. */
 static int regex_viable_utf(const jr_constraint *c, jr_cstate *s, size_t len) {
-    int miss = utf8_missing((const uint8_t *)s->buf, len);
+    int miss = utf8_missing(s->buf, len);
     if (miss == 0) return regex_viable(c, s, s->buf, len);
     if (!buf_reserve(s, len + 4)) return 0;
     for (int b = 0x80; b <= 0xBF; b++) {
@@ -262,10 +260,9 @@ int jr_constraint_mask(const jr_constraint *c, jr_cstate *s, uint8_t *allowed, i
         }
         return count;
     }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = jr_now_s();
     s->failed = 0;
-    *complete = s->len > 0 && utf8_missing((const uint8_t *)s->buf, s->len) == 0 && bounded_match(c, s, s->buf, s->len, 0) >= 0;
+    *complete = s->len > 0 && utf8_missing(s->buf, s->len) == 0 && bounded_match(c, s, s->buf, s->len, 0) >= 0;
     if (s->len == 0 && !*complete) *complete = bounded_match(c, s, "", 0, 0) >= 0;
     /* First byte filter: which next bytes can extend the output at all. */
     uint8_t first_ok[256];
@@ -278,8 +275,7 @@ int jr_constraint_mask(const jr_constraint *c, jr_cstate *s, uint8_t *allowed, i
     for (int t = 0; t < v->n; t++) {
         if (s->failed) return -1;
         if ((t & 255) == 0) {
-            clock_gettime(CLOCK_MONOTONIC, &t1);
-            double el = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+            double el = jr_now_s() - t0;
             if (el > JR_CONSTRAINT_STEP_SECONDS) {
                 jr_fail(JR_EINVAL, "guided_regex: one token's check of the vocabulary took more than %g s at an output of %zu bytes; "
                         "the pattern is too costly to enforce (simplify it)", JR_CONSTRAINT_STEP_SECONDS, base);

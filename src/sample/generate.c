@@ -1,9 +1,11 @@
 /* generate.c - batched generation with a KV cache: prefill, shared prompt prefix, decode steps, stop rules, log-probs */
 #include "judgerl/generate.h"
+#include "judgerl/utf8.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct jr_gen_req {
     jr_gen_req *next;
@@ -42,9 +44,59 @@ struct jr_gen {
     int chunk;                 /* prompt tokens per step (batch_prefill), 0 = unlimited */
     const int32_t **bptr;      /* extend's arguments: token pointers, counts, starts */
     int *bn, *bstart;
+    double itl;                /* jr_gen_set_itl_target's ratio (0: the fixed chunk) */
+    double t_dec;              /* running mean of a decode-only step (s), 0 = not measured */
+    double c_row;              /* running mean of what a prompt row adds to a step (s), 0 = not measured */
+    int nb_dec, age_dec;       /* decode rows when t_dec was last measured, steps since */
+    double credit;             /* prompt rows allowed but not yet taken (the budget is fractional) */
+    int last_prompt;           /* prompt tokens of the last step */
 };
 
 void jr_gen_set_prefill_chunk(jr_gen *g, int tokens) { g->chunk = tokens > 0 ? tokens : 0; }
+
+void jr_gen_set_itl_target(jr_gen *g, double ratio) { g->itl = ratio > 1 ? ratio : 0; }
+
+int jr_gen_last_prefill_tokens(const jr_gen *g) { return g->last_prompt; }
+
+/* The process's CPU time: a step's cost without the time it waited for a core (wall time on a
+ * shared machine would count every preemption as the cost of the step's prompt rows). */
+static double cpu_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Prompt tokens this step may take beside nb decode rows. Fixed: the chunk. With an ITL target: a
+ * decode-only step first (or again once the decode batch changed by over a quarter, or every 32
+ * steps) to measure its time, then as many prompt rows as keep the step within itl x that time by
+ * the measured cost of a row (4 to probe it), at most the chunk; a fraction carries over to the
+ * next steps, so a row that costs more than the slack of one step goes in every few steps. */
+static long prefill_budget(jr_gen *g, int nb) {
+    long chunk = g->chunk > 0 ? g->chunk : LONG_MAX;
+    if (g->itl <= 0 || nb == 0) return chunk;
+    int moved = 4 * abs(nb - g->nb_dec) > g->nb_dec;
+    if (g->t_dec <= 0 || moved || g->age_dec >= 32) return 0;
+    g->credit += g->c_row > 0 ? (g->itl - 1) * g->t_dec / g->c_row : 4;
+    if (g->credit > (double)chunk) g->credit = (double)chunk;
+    long take = (long)g->credit;
+    g->credit -= (double)take;
+    return take;
+}
+
+/* Updates the running means from a step of nb decode rows and `prompt` prompt rows that took t s
+ * of CPU time. */
+static void step_timed(jr_gen *g, int nb, long prompt, double t) {
+    g->age_dec++;
+    if (g->itl <= 0 || nb == 0) return;
+    if (prompt == 0) {
+        g->t_dec = g->t_dec > 0 && g->nb_dec == nb ? 0.7 * g->t_dec + 0.3 * t : t;
+        g->nb_dec = nb;
+        g->age_dec = 0;
+    } else if (g->t_dec > 0) {
+        double row = (t > g->t_dec ? t - g->t_dec : 0) / (double)prompt;
+        g->c_row = g->c_row > 0 ? 0.7 * g->c_row + 0.3 * row : row;
+    }
+}
 
 jr_gen_params jr_gen_params_default(void) {
     jr_gen_params p;
@@ -210,17 +262,6 @@ jr_status jr_gen_add(jr_gen *g, const int32_t *prompt, int n_prompt, int n, cons
     return JR_OK;
 }
 
-/* Bytes still missing from an incomplete UTF-8 character at the end of s[0..n). */
-static size_t utf8_incomplete_tail(const char *s, size_t n) {
-    for (size_t back = 1; back <= 4 && back <= n; back++) {
-        unsigned char b = (unsigned char)s[n - back];
-        if ((b & 0xC0) == 0x80) continue;
-        size_t need = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
-        return need > back ? back : 0;
-    }
-    return 0;
-}
-
 /* How many bytes at the end of text might begin a stop string (held back from streaming). */
 static size_t stop_holdback(const jr_gen_params *p, const char *text, size_t len) {
     size_t hold = 0;
@@ -238,7 +279,7 @@ static void emit(jr_gen_req *r, int i) {
     if (!s->done) {
         size_t hold = stop_holdback(&r->p, s->text, s->text_len);
         end = s->text_len - hold;
-        end -= utf8_incomplete_tail(s->text, end);
+        end -= jr_utf8_incomplete_tail(s->text, end, NULL);
     }
     if (end < s->emitted) end = s->emitted;
     int from = r->reported[i];
@@ -368,7 +409,7 @@ static jr_status step_batched(jr_gen *g) {
         }
     }
     nb = k;
-    long budget = g->chunk > 0 ? g->chunk : LONG_MAX;
+    long budget = prefill_budget(g, nb), prompt = 0;
     for (jr_gen_req *r = g->head; r && budget > 0; r = r->next) {
         if (r->prefilled || r->n_done == r->n) continue; /* cancelled before its prompt was in */
         int take = r->n_prompt - r->n_pre;
@@ -380,12 +421,16 @@ static jr_status step_batched(jr_gen *g) {
         g->breq[k] = r;
         k++;
         budget -= take;
+        prompt += take;
     }
+    g->last_prompt = (int)prompt;
     if (k == 0) return JR_OK;
+    double t0 = cpu_s();
     jr_status st = lm->extend(lm->impl, k, g->bslots, g->bptr, g->bn, g->bstart, g->logits);
     if (st) return st;
     for (int b = 0; b < nb; b++)
         if ((st = choose(g, g->breq[b], g->bidx[b], g->logits + (size_t)b * (size_t)lm->n_logits))) return st;
+    step_timed(g, nb, prompt, cpu_s() - t0);
     for (int b = nb; b < k; b++) {
         jr_gen_req *r = g->breq[b];
         r->n_pre += g->bn[b];

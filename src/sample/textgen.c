@@ -87,10 +87,16 @@ jr_status jr_textgen_set_kv(jr_textgen *t, const jr_kv_opts *o) {
 jr_status jr_textgen_sync(jr_textgen *t) { return t->lm.impl ? jr_kv_lm_sync(&t->lm) : JR_OK; }
 
 jr_status jr_textgen_open(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx) {
+    jr_kv_opts o = jr_kv_opts_default();
+    return jr_textgen_open_kv(t, dir, tok_spec, n_slots, max_ctx, &o);
+}
+
+jr_status jr_textgen_open_kv(jr_textgen *t, const char *dir, const char *tok_spec, int n_slots, int max_ctx,
+                             const jr_kv_opts *kvo) {
     memset(t, 0, sizeof *t);
-    t->kvo = jr_kv_opts_default();
+    t->kvo = *kvo;
     jr_generation_config_init(&t->gen);
-    jr_status st = jr_model_load(&t->model, dir);
+    jr_status st = kvo->weights == JR_COMPUTE_BF16 ? jr_model_load_bf16(&t->model, dir) : jr_model_load(&t->model, dir);
     if (st) { memset(t, 0, sizeof *t); return st; }
     t->m = &t->model;
     t->owns_model = 1;
@@ -123,6 +129,7 @@ void jr_textgen_fingerprint(const jr_textgen *t, char out[65]) {
     jr_sha256_update(&h, "judgerl-fingerprint-1", 22);
     jr_sha256_update(&h, dims, sizeof dims);
     jr_sha256_update(&h, t->m->params, t->m->n_params * sizeof *t->m->params);
+    if (t->m->w16) jr_sha256_update(&h, t->m->w16, t->m->n_w16 * sizeof *t->m->w16); /* loaded in bf16 */
     jr_kv_opts d = jr_kv_opts_default();
     if (memcmp(&t->kvo, &d, sizeof d)) { /* bf16 weights or cache give other answers than fp32 */
         int k[3] = {(int)t->kvo.weights, t->kvo.kv_bf16, t->kvo.deterministic};
@@ -243,9 +250,15 @@ static int has_regular_file(const char *dir, const char *name) {
 
 jr_status jr_textgen_open_dir(jr_textgen *t, const char *model, const char *tok_spec, int n_slots, int max_ctx, char *desc,
                               size_t desc_len) {
+    jr_kv_opts o = jr_kv_opts_default();
+    return jr_textgen_open_dir_kv(t, model, tok_spec, n_slots, max_ctx, &o, desc, desc_len);
+}
+
+jr_status jr_textgen_open_dir_kv(jr_textgen *t, const char *model, const char *tok_spec, int n_slots, int max_ctx,
+                                 const jr_kv_opts *kvo, char *desc, size_t desc_len) {
     snprintf(desc, desc_len, "%s", model);
     if (has_regular_file(model, "config.json") || !has_regular_file(model, "adapter_config.json"))
-        return jr_textgen_open(t, model, tok_spec, n_slots, max_ctx);
+        return jr_textgen_open_kv(t, model, tok_spec, n_slots, max_ctx, kvo); /* bf16: loaded in bf16 */
     /* a LoRA checkpoint (the PEFT adapter and the tokenizer files): its base model, folded in memory */
     char *ap = jr_path_join(model, "adapter_config.json");
     if (!ap) return jr_fail(JR_ENOMEM, "out of memory");
@@ -262,8 +275,9 @@ jr_status jr_textgen_open_dir(jr_textgen *t, const char *model, const char *tok_
         /* the checkpoint's own tokenizer (the one the run trained with) unless one was given */
         const char *tok = tok_spec && strcmp(tok_spec, "auto") ? tok_spec : has_regular_file(model, "tokenizer.json") ? model : tok_spec;
         snprintf(desc, desc_len, "%s + LoRA adapter %s", base, model);
-        st = jr_textgen_open(t, base, tok, n_slots, max_ctx);
+        st = jr_textgen_open(t, base, tok, n_slots, max_ctx); /* fp32: the adapter folds into fp32 weights */
         if (!st && (st = jr_lora_merge_into(&t->model, model))) jr_textgen_close(t);
+        if (!st && (st = jr_textgen_set_kv(t, kvo))) jr_textgen_close(t);
     }
     json_decref(ac);
     return st;

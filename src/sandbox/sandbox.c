@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "judgerl/clock.h"
 #include "judgerl/sandbox.h"
 #include "judgerl/strbuf.h"
 
@@ -80,12 +81,6 @@ void jr_sandbox_result_free(jr_sandbox_result *r) {
     free(r->err);
     free(r->channel);
     memset(r, 0, sizeof *r);
-}
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 /* The absolute path of `name` (as execvp would find it), or NULL. Caller frees. */
@@ -259,7 +254,7 @@ static jr_status spawn(const jr_sandbox_opts *o, const char *const *argv, const 
     }
     /* child fds: 0 stdin, 1 stdout, 2 stderr, 3 input, 4 channel, 5 bwrap info, 6 exec error */
     const int cfds[7] = {devnull, p[1], p[3], in_fd, p[5], p[7], p[9]};
-    *t0 = now_s();
+    *t0 = jr_now_s();
     *pid = fork();
     if (*pid == 0) child(o, a, cfds);
     int fork_errno = errno;
@@ -285,7 +280,7 @@ static int pump(stream s[4], pid_t pid, int pidfd, double deadline, int *status,
             if (s[i].fd >= 0) { pf[np] = (struct pollfd){s[i].fd, POLLIN, 0}; idx[np++] = i; }
         if (!*exited && pidfd >= 0) { pf[np] = (struct pollfd){pidfd, POLLIN, 0}; idx[np++] = -1; }
         if (!np) break;
-        double t = now_s(), until = *exited ? grace_end : deadline;
+        double t = jr_now_s(), until = *exited ? grace_end : deadline;
         if (t >= until) {
             if (!*exited) killed_for = 1;
             break;
@@ -301,7 +296,7 @@ static int pump(stream s[4], pid_t pid, int pidfd, double deadline, int *status,
         if (s[0].over || s[1].over) { killed_for = s[0].over ? 2 : 3; break; }
         if (!*exited && waitpid(pid, status, WNOHANG) == pid) {
             *exited = 1;
-            grace_end = now_s() + 0.5; /* pipes still held by stragglers close when the group dies */
+            grace_end = jr_now_s() + 0.5; /* pipes still held by stragglers close when the group dies */
             kill(-pid, SIGKILL);
         }
     }
@@ -377,7 +372,7 @@ static jr_status run_once(const jr_sandbox_opts *o, const char *const *argv, con
     int killed_for = exec_errno ? 0 : pump(s, pid, pidfd, t0 + o->timeout_s, &status, &exited);
     kill(-pid, SIGKILL);
     if (!exited) while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    res->wall_s = now_s() - t0;
+    res->wall_s = jr_now_s() - t0;
     drain_rest(s);
     if (pidfd >= 0) close(pidfd);
     int started = s[3].buf.n > 0 || o->unsafe;

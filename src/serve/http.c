@@ -1,6 +1,7 @@
 /* http.c - the HTTP layer shared by `serve` and `serve-reward`: libmicrohttpd daemon, routes,
  * Bearer auth (constant time), body limits, header/body deadlines (watchdog), per-client cap,
  * status counts, Prometheus text */
+#include "judgerl/clock.h"
 #include "serve/http.h"
 
 #include <arpa/inet.h>
@@ -46,12 +47,6 @@ struct jr_http {
     pthread_t watchdog;
     int watchdog_started, stop_watchdog;
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 void jr_http_count(jr_http *h, int status) {
     pthread_mutex_lock(&h->mu);
@@ -153,7 +148,7 @@ static void sock_phase(jr_http *h, struct MHD_Connection *c, int phase) {
     if (!k) return;
     pthread_mutex_lock(&h->conn_mu);
     k->phase = phase;
-    k->since = now_s();
+    k->since = jr_now_s();
     if (phase == PH_BUSY) k->served = 1;
     pthread_mutex_unlock(&h->conn_mu);
 }
@@ -167,7 +162,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         const union MHD_ConnectionInfo *ai = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         if (k && ci) {
             k->fd = ci->connect_fd;
-            k->since = now_s();
+            k->since = jr_now_s();
             if (ai && ai->client_addr && ai->client_addr->sa_family == AF_INET)
                 k->addr = ((const struct sockaddr_in *)ai->client_addr)->sin_addr.s_addr;
             /* the per-client cap: connections of this address that have not yet sent a complete
@@ -203,7 +198,7 @@ static void *watchdog_main(void *arg) {
     jr_http *h = arg;
     pthread_mutex_lock(&h->conn_mu);
     while (!h->stop_watchdog) {
-        double t = now_s();
+        double t = jr_now_s();
         for (sock_ctx *k = h->socks; k; k = k->next) {
             double limit = k->phase == PH_HEADERS ? h->o.header_timeout : k->phase == PH_BODY ? h->o.body_timeout : 0;
             if (!k->shut && limit > 0 && t - k->since > limit) {
@@ -255,18 +250,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (rq->too_big || rq->len + n > h->o.max_body) { rq->too_big = 1; return MHD_YES; }
-        if (rq->len + n + 1 > rq->cap) {
-            size_t cap = rq->cap ? rq->cap : 4096;
-            while (cap < rq->len + n + 1) cap *= 2;
-            char *b = realloc(rq->body, cap);
-            if (!b) return MHD_NO;
-            rq->body = b;
-            rq->cap = cap;
-        }
-        memcpy(rq->body + rq->len, upload_data, n);
-        rq->len += n;
-        rq->body[rq->len] = 0;
+        if (rq->too_big || rq->body.n + n > h->o.max_body) { rq->too_big = 1; return MHD_YES; }
+        jr_strbuf_addn(&rq->body, upload_data, n);
+        if (rq->body.oom) return MHD_NO;
         return MHD_YES;
     }
     sock_phase(h, c, PH_BUSY); /* the whole request is in */
@@ -283,7 +269,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
     sock_phase(cls, c, PH_HEADERS); /* keep-alive: the next request's headers have their deadline */
     jr_http_req *rq = *con_cls;
     if (!rq) return;
-    free(rq->body);
+    jr_strbuf_free(&rq->body);
     free(rq);
     *con_cls = NULL;
 }

@@ -14,8 +14,7 @@
 /* One request as the layer hands it to serve(): its route and its whole body. */
 typedef struct jr_http_req {
     int route;
-    char *body; /* NUL-terminated, NULL when empty */
-    size_t len, cap;
+    jr_strbuf body; /* body.p: NUL-terminated, NULL when empty; body.n bytes */
     int too_big;
     int fd;     /* the client's socket (to notice a disconnect) */
 } jr_http_req;

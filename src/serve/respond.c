@@ -4,38 +4,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Length of a valid UTF-8 sequence at s (n bytes left), 0 when invalid or truncated. */
-static size_t utf8_valid_len(const unsigned char *s, size_t n) {
-    unsigned char b = s[0];
-    if (b < 0x80) return 1;
-    size_t need;
-    unsigned cp;
-    if (b >= 0xC2 && b <= 0xDF) { need = 2; cp = b & 0x1F; }
-    else if (b >= 0xE0 && b <= 0xEF) { need = 3; cp = b & 0x0F; }
-    else if (b >= 0xF0 && b <= 0xF4) { need = 4; cp = b & 0x07; }
-    else return 0;
-    if (n < need) return 0;
-    for (size_t k = 1; k < need; k++) {
-        if ((s[k] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[k] & 0x3F);
-    }
-    if ((need == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (need == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-        return 0;
-    return need;
-}
+#include "judgerl/utf8.h"
 
 json_t *jr_json_text(const char *s, size_t n) {
-    char *buf = malloc(n * 3 + 1);
-    if (!buf) return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < n;) {
-        size_t L = utf8_valid_len((const unsigned char *)s + i, n - i);
-        if (L) { memcpy(buf + o, s + i, L); o += L; i += L; }
-        else { memcpy(buf + o, "\xEF\xBF\xBD", 3); o += 3; i++; }
-    }
-    json_t *j = json_stringn(buf, o);
-    free(buf);
+    jr_strbuf b = {0};
+    jr_utf8_append_lossy(&b, s, n);
+    json_t *j = b.oom ? NULL : json_stringn(b.p ? b.p : "", b.n);
+    jr_strbuf_free(&b);
     return j;
 }
 

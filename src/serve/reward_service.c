@@ -1,5 +1,6 @@
 /* reward_service.c - `judgerl serve-reward`: OpenRLHF's, slime's and judgerl's batch reward
  * protocols over the shared HTTP layer (http.c) and the reward registry's shared scoring */
+#include "judgerl/clock.h"
 #include "judgerl/reward_service.h"
 
 #include <math.h>
@@ -32,12 +33,6 @@ struct jr_rsvc {
     double judge_lat[N_LAT];
     unsigned long long n_judge_lat;
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static char *dump(json_t *j) {
     if (!j) return NULL;
@@ -249,7 +244,7 @@ static enum MHD_Result send_metrics(jr_rsvc *s, struct MHD_Connection *c) {
 
 static void note(jr_rsvc *s, const char *route, int status, size_t n, long unscored, double t0) {
     if (!s->o.log_requests) return;
-    fprintf(stderr, "judgerl serve-reward: POST %s %d rows=%zu unscored=%ld %.1f ms\n", route, status, n, unscored, (now_s() - t0) * 1e3);
+    fprintf(stderr, "judgerl serve-reward: POST %s %d rows=%zu unscored=%ld %.1f ms\n", route, status, n, unscored, (jr_now_s() - t0) * 1e3);
 }
 
 /* Scores the rows of one request and answers in its protocol's shape. */
@@ -258,7 +253,7 @@ static enum MHD_Result serve_rows(jr_rsvc *s, struct MHD_Connection *c, jr_http_
     char msg[600];
     json_t *rows = NULL;
     jr_rsvc_protocol proto = rq->route == R_OPENRLHF ? JR_RSVC_OPENRLHF : rq->route == R_SLIME ? JR_RSVC_SLIME : JR_RSVC_BATCH;
-    int bad = jr_rsvc_parse_rows(proto, rq->body ? rq->body : "", rq->len, &rows, msg, sizeof msg);
+    int bad = jr_rsvc_parse_rows(proto, rq->body.p ? rq->body.p : "", rq->body.n, &rows, msg, sizeof msg);
     size_t n = json_array_size(rows);
     int status = bad ? 400 : 0;
     if (!bad && n > (size_t)s->o.max_rows) {
@@ -287,7 +282,7 @@ static enum MHD_Result serve_rows(jr_rsvc *s, struct MHD_Connection *c, jr_http_
     const json_t **rp = calloc(n + 1, sizeof *rp);
     for (size_t i = 0; rp && i < n; i++) rp[i] = json_array_get(rows, i);
     jr_status st = res && lat && rp ? jr_reward_shared_score(s->r, rp, n, res) : JR_ENOMEM;
-    double t1 = now_s();
+    double t1 = jr_now_s();
     long unscored = 0;
     for (size_t i = 0; res && i < n; i++) {
         unscored += !res[i].scored;
@@ -334,7 +329,7 @@ static enum MHD_Result serve_rows(jr_rsvc *s, struct MHD_Connection *c, jr_http_
 
 static enum MHD_Result serve(void *ud, struct MHD_Connection *c, jr_http_req *rq) {
     jr_rsvc *s = ud;
-    double t0 = now_s();
+    double t0 = jr_now_s();
     pthread_mutex_lock(&s->mu);
     int draining = s->draining;
     pthread_mutex_unlock(&s->mu);
@@ -375,8 +370,8 @@ void jr_rsvc_stop(jr_rsvc *s, double timeout_s) {
     if (!s) return;
     pthread_mutex_lock(&s->mu);
     s->draining = 1;
-    double until = now_s() + timeout_s;
-    while (s->inflight_rows > 0 && now_s() < until)
+    double until = jr_now_s() + timeout_s;
+    while (s->inflight_rows > 0 && jr_now_s() < until)
         jr_http_wait_step(&s->cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
     jr_http_stop(s->http); /* waits for the connections' threads (a row still scoring finishes first) */

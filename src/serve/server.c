@@ -1,5 +1,7 @@
 /* server.c - the OpenAI-compatible HTTP server: routes over the shared HTTP layer (http.c), batching thread, SSE */
+#include "judgerl/clock.h"
 #include "judgerl/serve.h"
+#include "judgerl/strbuf.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,8 +35,8 @@ typedef struct job {
     int fd;            /* the client's socket (to notice a disconnect), -1 unknown */
     int finished;  /* no more output will be appended */
     int status;    /* non-stream: the HTTP status of out */
-    char *out;     /* stream: SSE bytes not yet read; else the whole body */
-    size_t out_len, out_pos, out_cap;
+    jr_strbuf out; /* stream: SSE bytes, read up to out_pos; else the whole body */
+    size_t out_pos;
     char id[48];
     long created;
     double t0;
@@ -66,12 +68,6 @@ struct jr_server {
 
 enum { R_NONE, R_HEALTH, R_METRICS, R_MODELS, R_CHAT, R_TEXT };
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static enum MHD_Result send_body(jr_server *s, struct MHD_Connection *c, int status, const char *type, char *body) {
     return jr_http_send(s->http, c, status, type, body);
 }
@@ -98,23 +94,15 @@ static void job_unref(job *j) { /* under s->mu */
     jr_serve_req_free(&j->req);
     free(j->prompt);
     jr_constraint_free(j->constraint);
-    free(j->out);
+    jr_strbuf_free(&j->out);
     free(j);
 }
 
+/* Appends to the job's output; a stream's buffer starts again once the client read all of it. */
 static void out_append(job *j, const char *data, size_t n) {
-    if (j->out_pos == j->out_len) j->out_pos = j->out_len = 0;
-    if (j->out_len + n + 1 > j->out_cap) {
-        size_t cap = j->out_cap ? j->out_cap : 1024;
-        while (cap < j->out_len + n + 1) cap *= 2;
-        char *b = realloc(j->out, cap);
-        if (!b) { j->oom = 1; return; }
-        j->out = b;
-        j->out_cap = cap;
-    }
-    memcpy(j->out + j->out_len, data, n);
-    j->out_len += n;
-    j->out[j->out_len] = 0;
+    if (j->out_pos == j->out.n) { jr_strbuf_reset(&j->out); j->out_pos = 0; }
+    jr_strbuf_addn(&j->out, data, n);
+    if (j->out.oom) j->oom = 1;
 }
 
 static void sse(job *j, json_t *obj) {
@@ -181,7 +169,7 @@ static void job_finish(jr_server *s, job *j) {
     int ct = completion_tokens(j);
     s->prompt_tokens += (unsigned long long)j->n_prompt;
     s->completion_tokens += (unsigned long long)ct;
-    jr_http_hist_add(&s->lat, now_s() - j->t0);
+    jr_http_hist_add(&s->lat, jr_now_s() - j->t0);
     if (j->req.stream) {
         if (j->req.include_usage) {
             json_t *o = chunk_head(j);
@@ -228,11 +216,12 @@ static void job_fail(job *j, int status, const char *msg) {
             free(e);
         }
     } else {
-        free(j->out);
-        j->out = jr_error_body(status, msg, NULL);
-        j->out_len = j->out ? strlen(j->out) : 0;
-        j->out_cap = j->out_len;
+        char *e = jr_error_body(status, msg, NULL);
+        jr_strbuf_reset(&j->out);
         j->out_pos = 0;
+        if (e) jr_strbuf_add(&j->out, e);
+        else j->oom = 1;
+        free(e);
         j->status = status;
     }
 }
@@ -257,7 +246,7 @@ static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double seconds) 
 /* Queued jobs past the request deadline are answered 504 without running. */
 static void expire_queued(jr_server *s) {
     if (s->o.request_timeout <= 0) return;
-    double t = now_s();
+    double t = jr_now_s();
     for (job **pp = &s->queue; *pp;) {
         job *j = *pp;
         if (t - j->t0 <= s->o.request_timeout) { pp = &j->next; continue; }
@@ -311,7 +300,7 @@ static void *sched_main(void *arg) {
         }
         for (int k = 0; k < s->n_running; k++) {
             job *j = s->running[k];
-            if (!j->cancelled && s->o.request_timeout > 0 && now_s() - j->t0 > s->o.request_timeout) {
+            if (!j->cancelled && s->o.request_timeout > 0 && jr_now_s() - j->t0 > s->o.request_timeout) {
                 j->cancelled = 1;
                 j->cancel_status = 504;
             }
@@ -361,7 +350,7 @@ static int wait_job(jr_server *s, job *j, int (*more)(const job *)) {
     return 1;
 }
 
-static int has_output(const job *j) { return j->out_pos < j->out_len; }
+static int has_output(const job *j) { return j->out_pos < j->out.n; }
 static int never(const job *j) { (void)j; return 0; }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
@@ -371,10 +360,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     pthread_mutex_lock(&s->mu);
     if (!wait_job(s, j, has_output)) { pthread_mutex_unlock(&s->mu); return MHD_CONTENT_READER_END_WITH_ERROR; }
     ssize_t n;
-    if (j->out_pos < j->out_len) {
-        size_t k = j->out_len - j->out_pos;
+    if (j->out_pos < j->out.n) {
+        size_t k = j->out.n - j->out_pos;
         if (k > max) k = max;
-        memcpy(buf, j->out + j->out_pos, k);
+        memcpy(buf, j->out.p + j->out_pos, k);
         j->out_pos += k;
         n = (ssize_t)k;
     } else {
@@ -496,10 +485,10 @@ static enum MHD_Result serve_completion(jr_server *s, struct MHD_Connection *c, 
     if (!j) return send_error(s, c, 500, "out of memory", NULL);
     j->srv = s;
     j->refs = 1;
-    j->t0 = now_s();
+    j->t0 = jr_now_s();
     j->fd = cx->fd;
     j->created = (long)time(NULL);
-    if (jr_serve_parse_request(&j->req, cx->route == R_CHAT, cx->body ? cx->body : "", cx->len, &lim)) {
+    if (jr_serve_parse_request(&j->req, cx->route == R_CHAT, cx->body.p ? cx->body.p : "", cx->body.n, &lim)) {
         char *e = jr_error_body(400, jr_errmsg(), NULL);
         free(j);
         return send_body(s, c, 400, "application/json", e);
@@ -557,8 +546,8 @@ static enum MHD_Result serve_completion(jr_server *s, struct MHD_Connection *c, 
         return MHD_NO;
     }
     int st = j->oom ? 500 : j->status;
-    char *body = j->oom ? jr_error_body(500, "out of memory", NULL) : j->out;
-    if (!j->oom) { j->out = NULL; j->out_len = j->out_cap = 0; }
+    char *body = j->oom ? jr_error_body(500, "out of memory", NULL) : j->out.p;
+    if (!j->oom) j->out = (jr_strbuf){0}; /* the body is send_body's now */
     job_unref(j);
     pthread_mutex_unlock(&s->mu);
     return send_body(s, c, st, "application/json", body);
@@ -630,6 +619,7 @@ jr_status jr_server_set_backend(jr_server *s, const jr_serve_backend *b) {
     jr_status st = jr_gen_open(&s->gen, s->b.lm, &s->b.vocab, s->o.seed);
     if (st) return st;
     if (s->o.prefill_chunk > 0) jr_gen_set_prefill_chunk(s->gen, s->o.prefill_chunk);
+    jr_gen_set_itl_target(s->gen, s->o.itl_target);
     if (pthread_create(&s->sched, NULL, sched_main, s)) {
         jr_gen_close(s->gen);
         s->gen = NULL;
@@ -646,8 +636,8 @@ void jr_server_stop(jr_server *s, double timeout_s) {
     if (!s) return;
     pthread_mutex_lock(&s->mu);
     s->draining = 1;
-    double until = now_s() + timeout_s;
-    while ((s->n_queued || s->n_running) && now_s() < until)
+    double until = jr_now_s() + timeout_s;
+    while ((s->n_queued || s->n_running) && jr_now_s() < until)
         jr_http_wait_step(&s->cv_out, &s->mu);
     /* Whatever is left is cancelled: queued jobs are failed, running ones aborted. */
     while (s->queue) {
@@ -681,8 +671,8 @@ void jr_server_stop(jr_server *s, double timeout_s) {
      * stopping the HTTP daemon now would cut it. Wait until every response is handed over, up to the
      * drain deadline and a few seconds more (for the error bodies of cancelled requests). */
     pthread_mutex_lock(&s->mu);
-    double deliver_until = (until > now_s() ? until : now_s()) + 5;
-    while (s->n_live && now_s() < deliver_until)
+    double deliver_until = (until > jr_now_s() ? until : jr_now_s()) + 5;
+    while (s->n_live && jr_now_s() < deliver_until)
         jr_http_wait_step(&s->cv_out, &s->mu);
     pthread_mutex_unlock(&s->mu);
     jr_http_stop(s->http);

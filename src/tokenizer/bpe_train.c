@@ -294,7 +294,7 @@ static jr_status token_forms(const bpe_state *t, char **forms, size_t *flen, jso
 }
 
 /* 4. tokenizer.json of the merges learnt, the special tokens after them */
-static jr_status write_json(const bpe_state *t, const char *const *specials, size_t n_specials, char **json_out) {
+static jr_status write_json(const bpe_state *t, const char *const *specials, size_t n_specials, const char *pattern, char **json_out) {
     int32_t ntok = 256 + t->n_merges;
     char **forms = calloc((size_t)ntok, sizeof *forms);
     size_t *flen = calloc((size_t)ntok, sizeof *flen);
@@ -313,7 +313,7 @@ static jr_status write_json(const bpe_state *t, const char *const *specials, siz
         json_object_set_new(root, "normalizer", json_pack("{s:s}", "type", "NFC"));
         json_object_set_new(root, "pre_tokenizer",
                             json_pack("{s:s, s:[{s:s, s:{s:s}, s:s, s:b}, {s:s, s:b, s:b, s:b}]}", "type", "Sequence",
-                                      "pretokenizers", "type", "Split", "pattern", "Regex", TRAIN_RE, "behavior",
+                                      "pretokenizers", "type", "Split", "pattern", "Regex", pattern, "behavior",
                                       "Isolated", "invert", 0, "type", "ByteLevel", "add_prefix_space", 0, "trim_offsets",
                                       0, "use_regex", 0));
         json_object_set_new(root, "post_processor",
@@ -337,14 +337,20 @@ static jr_status write_json(const bpe_state *t, const char *const *specials, siz
 
 jr_status jr_tok_train(const char *corpus, size_t len, int32_t vocab_size, const char *const *specials,
                        size_t n_specials, char **json_out) {
+    return jr_tok_train_re(corpus, len, vocab_size, specials, n_specials, NULL, json_out);
+}
+
+jr_status jr_tok_train_re(const char *corpus, size_t len, int32_t vocab_size, const char *const *specials,
+                          size_t n_specials, const char *pattern, char **json_out) {
     *json_out = NULL;
+    if (!pattern) pattern = TRAIN_RE;
     if (vocab_size < 256 + (int32_t)n_specials)
         return jr_fail(JR_EINVAL, "vocab size %d is below 256 byte tokens + %zu special tokens", (int)vocab_size, n_specials);
     if (vocab_size > 1000000) return jr_fail(JR_EINVAL, "vocab size %d is too large (at most 1,000,000)", (int)vocab_size);
     int err;
     PCRE2_SIZE off;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)TRAIN_RE, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &err, &off, NULL);
-    if (!re) return jr_fail(JR_EINTERNAL, "training regex does not compile");
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &err, &off, NULL);
+    if (!re) return jr_fail(JR_EINVAL, "pre-tokenizer regex does not compile at offset %zu: %s", (size_t)off, pattern);
     pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
     pcre2_match_data *md = pcre2_match_data_create(4, NULL);
     bpe_state t = {0};
@@ -354,7 +360,7 @@ jr_status jr_tok_train(const char *corpus, size_t len, int32_t vocab_size, const
     if (!st) st = count_words(&t, re, md, corpus, len);
     if (!st) st = count_pairs(&t);
     if (!st) st = learn_merges(&t, vocab_size - 256 - (int32_t)n_specials);
-    if (!st) st = write_json(&t, specials, n_specials, json_out);
+    if (!st) st = write_json(&t, specials, n_specials, pattern, json_out);
     state_free(&t);
     if (md) pcre2_match_data_free(md);
     pcre2_code_free(re);

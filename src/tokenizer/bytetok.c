@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "judgerl/fsutil.h"
+#include "judgerl/utf8.h"
 
 static const char *const specials[JR_BYTETOK_VOCAB - 256] = {
     "<|bos|>", "<|eos|>", "<|pad|>", "<|system|>", "<|user|>", "<|assistant|>",
@@ -92,11 +93,6 @@ static unsigned byte_to_cp(unsigned b) {
     return 256 + k;
 }
 
-static void cp_to_utf8(unsigned cp, char *out) {
-    if (cp < 0x80) { out[0] = (char)cp; out[1] = 0; }
-    else { out[0] = (char)(0xc0 | (cp >> 6)); out[1] = (char)(0x80 | (cp & 0x3f)); out[2] = 0; }
-}
-
 jr_status jr_bytetok_write_hf(const char *path) {
     json_t *vocab = json_object();
     json_t *added = json_array();
@@ -105,7 +101,7 @@ jr_status jr_bytetok_write_hf(const char *path) {
     if (!vocab || !added) goto out;
     for (unsigned b = 0; b < 256; b++) {
         char s[4];
-        cp_to_utf8(byte_to_cp(b), s);
+        s[jr_utf8_encode(byte_to_cp(b), s)] = 0;
         if (json_object_set_new(vocab, s, json_integer(b))) goto out;
     }
     for (int i = 0; i < JR_BYTETOK_VOCAB - 256; i++) {

@@ -1,4 +1,5 @@
-/* jinja.c - a Jinja2 subset interpreter for chat templates (trim_blocks + lstrip_blocks, as HF renders them)
+/* jinja.c - a Jinja2 subset interpreter for chat templates (trim_blocks + lstrip_blocks, as HF renders them):
+ * the evaluator (jinja_render); the lexer is jinja_lex.c, the parser jinja_parse.c
  *
  * Supported: {{ expr }}, {# comments #}, whitespace control (-), tags if/elif/else, for (with
  * tuple targets, an `if` filter, else, loop.*), set (names and namespace attributes), break,
@@ -14,932 +15,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "tokenizer/jinja.h"
+#include "judgerl/strbuf.h"
+#include "tokenizer/jinja_internal.h"
 
-/* ------------------------------------------------------------------ arena */
-
-typedef struct ablk { struct ablk *next; size_t used, cap; char data[]; } ablk;
-typedef struct { ablk *head; } arena;
-
-static void *aalloc(arena *a, size_t n) {
-    n = (n + 15) & ~(size_t)15;
-    if (!a->head || a->head->used + n > a->head->cap) {
-        size_t cap = n > 65536 ? n : 65536;
-        ablk *b = malloc(sizeof *b + cap);
-        if (!b) return NULL;
-        b->next = a->head;
-        b->used = 0;
-        b->cap = cap;
-        a->head = b;
-    }
-    void *p = a->head->data + a->head->used;
-    a->head->used += n;
-    memset(p, 0, n);
-    return p;
-}
-
-static void afree(arena *a) {
-    while (a->head) { ablk *n = a->head->next; free(a->head); a->head = n; }
-}
-
-/* ------------------------------------------------------------------ lexer */
-
-enum { TK_EOF, TK_NAME, TK_INT, TK_FLOAT, TK_STR, TK_OP };
-
-typedef struct {
-    int type;
-    const char *s; /* NAME/OP text, STR decoded */
-    size_t n;
-    long long i;
-    double f;
-    int line;
-} tok;
-
-enum { SEG_TEXT, SEG_EXPR, SEG_STMT };
-
-typedef struct {
-    int kind;
-    const char *text; /* SEG_TEXT */
-    size_t n;
-    tok *toks;        /* SEG_EXPR / SEG_STMT, ended by TK_EOF */
-    int line;
-} seg;
-
-typedef struct node node;
-
-struct jinja_tpl {
-    arena ar;
-    node *body;
-    char *name;
-};
-
-typedef struct {
-    arena *ar;
-    const char *name;
-    char err[512];
-    int failed;
-} pctx;
-
-static int perr(pctx *p, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int perr(pctx *p, int line, const char *fmt, ...) {
-    if (p->failed) return -1;
-    char m[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(m, sizeof m, fmt, ap);
-    va_end(ap);
-    snprintf(p->err, sizeof p->err, "%s: line %d: %s", p->name, line, m);
-    p->failed = 1;
-    return -1;
-}
-
-static int is_ident(int c, int first) {
-    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (!first && c >= '0' && c <= '9');
-}
-
-/* Tokenizes the inside of a tag, src[0..n). */
-static tok *lex_tag(pctx *p, const char *src, size_t n, int line) {
-    size_t cap = 16, cnt = 0;
-    tok *v = aalloc(p->ar, cap * sizeof *v);
-    if (!v) return NULL;
-    size_t i = 0;
-    for (;;) {
-        while (i < n && (src[i] == ' ' || src[i] == '\t' || src[i] == '\n' || src[i] == '\r')) {
-            if (src[i] == '\n') line++;
-            i++;
-        }
-        if (cnt + 1 >= cap) {
-            tok *nv = aalloc(p->ar, cap * 2 * sizeof *nv);
-            if (!nv) return NULL;
-            memcpy(nv, v, cnt * sizeof *v);
-            v = nv;
-            cap *= 2;
-        }
-        tok *t = &v[cnt];
-        t->line = line;
-        if (i >= n) { t->type = TK_EOF; return v; }
-        char c = src[i];
-        if (is_ident((unsigned char)c, 1)) {
-            size_t j = i;
-            while (j < n && is_ident((unsigned char)src[j], 0)) j++;
-            t->type = TK_NAME; t->s = src + i; t->n = j - i; i = j;
-        } else if (c >= '0' && c <= '9') {
-            size_t j = i;
-            int isf = 0;
-            while (j < n && ((src[j] >= '0' && src[j] <= '9') || src[j] == '_')) j++;
-            if (j + 1 < n && src[j] == '.' && src[j + 1] >= '0' && src[j + 1] <= '9') {
-                isf = 1; j++;
-                while (j < n && src[j] >= '0' && src[j] <= '9') j++;
-            }
-            if (j < n && (src[j] == 'e' || src[j] == 'E')) {
-                size_t k = j + 1;
-                if (k < n && (src[k] == '+' || src[k] == '-')) k++;
-                if (k < n && src[k] >= '0' && src[k] <= '9') {
-                    isf = 1; j = k;
-                    while (j < n && src[j] >= '0' && src[j] <= '9') j++;
-                }
-            }
-            char buf[64];
-            size_t l = j - i < 63 ? j - i : 63, o = 0;
-            for (size_t q = 0; q < l; q++) if (src[i + q] != '_') buf[o++] = src[i + q];
-            buf[o] = 0;
-            if (isf) { t->type = TK_FLOAT; t->f = strtod(buf, NULL); }
-            else { t->type = TK_INT; t->i = strtoll(buf, NULL, 10); }
-            i = j;
-        } else if (c == '\'' || c == '"') {
-            char *out = aalloc(p->ar, n - i + 1);
-            if (!out) return NULL;
-            size_t o = 0, j = i + 1;
-            while (j < n && src[j] != c) {
-                if (src[j] == '\\' && j + 1 < n) {
-                    char e = src[++j];
-                    switch (e) {
-                    case 'n': out[o++] = '\n'; break;
-                    case 't': out[o++] = '\t'; break;
-                    case 'r': out[o++] = '\r'; break;
-                    case '\\': out[o++] = '\\'; break;
-                    case '\'': out[o++] = '\''; break;
-                    case '"': out[o++] = '"'; break;
-                    case '\n': line++; break;
-                    default: out[o++] = '\\'; out[o++] = e; break;
-                    }
-                    j++;
-                    continue;
-                }
-                if (src[j] == '\n') line++;
-                out[o++] = src[j++];
-            }
-            if (j >= n) { perr(p, t->line, "unterminated string literal"); return NULL; }
-            t->type = TK_STR; t->s = out; t->n = o; i = j + 1;
-        } else {
-            static const char *ops[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "<", ">", "=",
-                                        "(", ")", "[", "]", "{", "}", ",", ".", ":", "|", NULL};
-            int k;
-            for (k = 0; ops[k]; k++) {
-                size_t l = strlen(ops[k]);
-                if (i + l <= n && !memcmp(src + i, ops[k], l)) break;
-            }
-            if (!ops[k]) { perr(p, line, "unexpected character '%c' in a tag", c); return NULL; }
-            t->type = TK_OP; t->s = ops[k]; t->n = strlen(ops[k]); i += t->n;
-        }
-        cnt++;
-    }
-}
-
-/* Splits the template into text / expression / statement segments applying whitespace control,
- * trim_blocks and lstrip_blocks. */
-static seg *lex(pctx *p, const char *src0, size_t *nseg) {
-    /* newlines normalised to \n and one trailing newline dropped, as jinja2 does */
-    size_t n0 = strlen(src0);
-    char *src = aalloc(p->ar, n0 + 1);
-    if (!src) return NULL;
-    size_t n = 0;
-    for (size_t i = 0; i < n0; i++) {
-        if (src0[i] == '\r') { src[n++] = '\n'; if (i + 1 < n0 && src0[i + 1] == '\n') i++; }
-        else src[n++] = src0[i];
-    }
-    if (n && src[n - 1] == '\n') n--;
-    src[n] = 0;
-    size_t cap = 64, cnt = 0;
-    seg *v = aalloc(p->ar, cap * sizeof *v);
-    if (!v) return NULL;
-    size_t i = 0;
-    int line = 1, strip_next = 0, trim_nl = 0;
-    while (i <= n) {
-        /* find the next tag start */
-        size_t j = i;
-        const char *open = NULL;
-        while (j + 1 < n) {
-            if (src[j] == '{' && (src[j + 1] == '{' || src[j + 1] == '%' || src[j + 1] == '#')) { open = src + j; break; }
-            j++;
-        }
-        size_t tend = open ? j : n;
-        size_t ts = i;
-        if (strip_next) while (ts < tend && (src[ts] == ' ' || src[ts] == '\t' || src[ts] == '\n')) ts++;
-        else if (trim_nl && ts < tend && src[ts] == '\n') ts++;
-        size_t te = tend;
-        int kind = open ? (open[1] == '{' ? SEG_EXPR : open[1] == '%' ? SEG_STMT : -1) : 0;
-        if (open && open[2] == '-') {
-            while (te > ts && (src[te - 1] == ' ' || src[te - 1] == '\t' || src[te - 1] == '\n')) te--;
-        } else if (open && kind != SEG_EXPR && open[2] != '+') {
-            /* lstrip_blocks: spaces/tabs between a line start and a block or comment tag */
-            size_t k = te;
-            while (k > ts && (src[k - 1] == ' ' || src[k - 1] == '\t')) k--;
-            if (k == 0 || src[k - 1] == '\n') te = k;
-        }
-        if (cnt + 2 >= cap) {
-            seg *nv = aalloc(p->ar, cap * 2 * sizeof *nv);
-            if (!nv) return NULL;
-            memcpy(nv, v, cnt * sizeof *v);
-            v = nv;
-            cap *= 2;
-        }
-        if (te > ts) { v[cnt].kind = SEG_TEXT; v[cnt].text = src + ts; v[cnt].n = te - ts; v[cnt].line = line; cnt++; }
-        for (size_t q = i; q < tend; q++) if (src[q] == '\n') line++;
-        if (!open) break;
-        /* the tag body */
-        size_t b = j + 2;
-        if (b < n && (src[b] == '-' || src[b] == '+')) b++;
-        const char *close = kind == SEG_EXPR ? "}}" : kind == SEG_STMT ? "%}" : "#}";
-        size_t e = b;
-        int in_str = 0, found = 0;
-        while (e + 1 < n) {
-            if (kind != -1) {
-                if (!in_str && (src[e] == '\'' || src[e] == '"')) { in_str = src[e]; e++; continue; }
-                if (in_str && src[e] == '\\') { e += 2; continue; }
-                if (in_str && src[e] == in_str) { in_str = 0; e++; continue; }
-            }
-            if (!in_str && src[e] == close[0] && src[e + 1] == close[1]) { found = 1; break; }
-            e++;
-        }
-        if (!found) {
-            perr(p, line, "unclosed '%.2s' (no '%s' follows)", open, close);
-            return NULL;
-        }
-        size_t be = e;
-        strip_next = be > b && src[be - 1] == '-';
-        if (strip_next) be--;
-        trim_nl = kind != SEG_EXPR; /* trim_blocks: after a block or comment tag */
-        int tline = line;
-        for (size_t q = j; q < e + 2; q++) if (src[q] == '\n') line++;
-        if (kind == SEG_STMT) {
-            /* {% raw %} ... {% endraw %} */
-            tok *tk = lex_tag(p, src + b, be - b, tline);
-            if (!tk) return NULL;
-            if (tk[0].type == TK_NAME && tk[0].n == 3 && !memcmp(tk[0].s, "raw", 3) && tk[1].type == TK_EOF) {
-                const char *er = strstr(src + e + 2, "endraw");
-                const char *st = er;
-                while (st && st > src + e + 2 && st[-1] != '{') st--;
-                if (!er || st <= src + e + 2) { perr(p, tline, "{%% raw %%} without {%% endraw %%}"); return NULL; }
-                size_t rs = e + 2, re = (size_t)(st - 1 - src);
-                if (re > rs) { v[cnt].kind = SEG_TEXT; v[cnt].text = src + rs; v[cnt].n = re - rs; v[cnt].line = tline; cnt++; }
-                const char *ce = strstr(er, "%}");
-                if (!ce) { perr(p, tline, "unclosed endraw"); return NULL; }
-                for (const char *q = src + e + 2; q < ce; q++) if (*q == '\n') line++;
-                strip_next = ce[-1] == '-';
-                i = (size_t)(ce + 2 - src);
-                continue;
-            }
-            v[cnt].kind = SEG_STMT; v[cnt].toks = tk; v[cnt].line = tline; cnt++;
-        } else if (kind == SEG_EXPR) {
-            tok *tk = lex_tag(p, src + b, be - b, tline);
-            if (!tk) return NULL;
-            v[cnt].kind = SEG_EXPR; v[cnt].toks = tk; v[cnt].line = tline; cnt++;
-        }
-        i = e + 2;
-    }
-    *nseg = cnt;
-    return v;
-}
-
-/* ------------------------------------------------------------------ AST */
-
-enum {
-    N_TEXT, N_OUT, N_IF, N_FOR, N_SET, N_BREAK, N_CONTINUE, /* statements */
-    E_LIT, E_NAME, E_ATTR, E_ITEM, E_SLICE, E_CALL, E_FILTER, E_TEST, E_BIN, E_NOT, E_NEG, E_AND, E_OR, E_COND,
-    E_LIST, E_DICT
-};
-
-typedef struct val val;
-
-struct node {
-    int kind, line;
-    node *next;          /* statement lists */
-    /* generic fields */
-    node *a, *b, *c;     /* children */
-    node *body, *orelse; /* statement bodies */
-    node **args;         /* call/filter/test/list/dict args */
-    const char **kw;     /* keyword names (NULL for positional) */
-    int nargs;
-    const char *s;       /* name, attribute, operator, text */
-    size_t n;
-    val *lit;            /* E_LIT */
-    const char **targets; int ntargets; /* for / set */
-    const char *attr;    /* set ns.attr */
-};
-
-typedef struct {
-    pctx *p;
-    seg *segs;
-    size_t nseg, si; /* current segment */
-    tok *t;          /* current token in segment */
-    int depth;       /* nesting of expressions and blocks (bounded: no stack overflow) */
-} parser;
-
-/* ------------------------------------------------------------------ values */
-
-enum { V_UNDEF, V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_LIST, V_DICT, V_FUNC };
-
-typedef struct vlist { val *v; size_t n, cap; } vlist;
-typedef struct vdict { const char **k; size_t *kn; val *v; size_t n, cap; int ns; } vdict;
-
-struct val {
-    int t;
-    union {
-        int b;
-        long long i;
-        double f;
-        struct { const char *s; size_t n; } s;
-        vlist *l;
-        vdict *d;
-        const char *fn;
-    } u;
-};
 
 static val V_UNDEFINED = {V_UNDEF, {0}};
-
-static val mkstr(const char *s, size_t n) { val v = {V_STR, {0}}; v.u.s.s = s; v.u.s.n = n; return v; }
-static val mkint(long long i) { val v = {V_INT, {0}}; v.u.i = i; return v; }
-static val mkbool(int b) { val v = {V_BOOL, {0}}; v.u.b = !!b; return v; }
-static val mknone(void) { val v = {V_NONE, {0}}; return v; }
-
-/* ------------------------------------------------------------------ parser */
-
-static tok *cur(parser *ps) { return ps->t; }
-static int is_op(tok *t, const char *op) { return t->type == TK_OP && t->n == strlen(op) && !memcmp(t->s, op, t->n); }
-static int is_kw(tok *t, const char *kw) { return t->type == TK_NAME && t->n == strlen(kw) && !memcmp(t->s, kw, t->n); }
-static tok *advance(parser *ps) { tok *t = ps->t; if (t->type != TK_EOF) ps->t++; return t; }
-
-static node *mknode(parser *ps, int kind, int line) {
-    node *n = aalloc(ps->p->ar, sizeof *n);
-    if (!n) { perr(ps->p, line, "out of memory"); return NULL; }
-    n->kind = kind;
-    n->line = line;
-    return n;
-}
-
-static const char *tokstr(parser *ps, tok *t) {
-    char *s = aalloc(ps->p->ar, t->n + 1);
-    if (s) memcpy(s, t->s, t->n);
-    return s;
-}
-
-static int expect_op(parser *ps, const char *op) {
-    if (!is_op(cur(ps), op)) {
-        tok *t = cur(ps);
-        return perr(ps->p, t->line, "expected '%s', got '%.*s'", op, t->type == TK_EOF ? 5 : (int)t->n,
-                    t->type == TK_EOF ? "end of tag" : t->s);
-    }
-    advance(ps);
-    return 0;
-}
-
-static node *p_expr(parser *ps);
-static node *p_or(parser *ps);
-static node *p_unary(parser *ps, int with_filter);
-
-typedef struct { node **v; const char **kw; int n, cap; } nodevec;
-
-static int nv_push(parser *ps, nodevec *nv, node *x, const char *kw) {
-    if (nv->n == nv->cap) {
-        int nc = nv->cap ? nv->cap * 2 : 4;
-        node **a = aalloc(ps->p->ar, (size_t)nc * sizeof *a);
-        const char **k = aalloc(ps->p->ar, (size_t)nc * sizeof *k);
-        if (!a || !k) return perr(ps->p, 0, "out of memory");
-        if (nv->n) { memcpy(a, nv->v, (size_t)nv->n * sizeof *a); memcpy(k, nv->kw, (size_t)nv->n * sizeof *k); }
-        nv->v = a; nv->kw = k; nv->cap = nc;
-    }
-    nv->v[nv->n] = x;
-    nv->kw[nv->n] = kw;
-    nv->n++;
-    return 0;
-}
-
-/* ( args ) with keyword arguments; the '(' is current */
-static int p_args(parser *ps, node *n) {
-    nodevec nv = {0};
-    advance(ps);
-    while (!is_op(cur(ps), ")")) {
-        const char *kw = NULL;
-        if (cur(ps)->type == TK_NAME && is_op(cur(ps) + 1, "=")) { kw = tokstr(ps, cur(ps)); advance(ps); advance(ps); }
-        node *a = p_expr(ps);
-        if (!a || nv_push(ps, &nv, a, kw)) return -1;
-        if (!is_op(cur(ps), ",")) break;
-        advance(ps);
-    }
-    if (expect_op(ps, ")")) return -1;
-    n->args = nv.v;
-    n->kw = nv.kw;
-    n->nargs = nv.n;
-    return 0;
-}
-
-static node *p_primary(parser *ps) {
-    tok *t = cur(ps);
-    node *n;
-    if (t->type == TK_STR) {
-        advance(ps);
-        /* adjacent string literals concatenate */
-        size_t total = t->n;
-        tok *q = cur(ps);
-        while (q->type == TK_STR) { total += q->n; q++; }
-        char *s = aalloc(ps->p->ar, total + 1);
-        if (!s || !(n = mknode(ps, E_LIT, t->line)) || !(n->lit = aalloc(ps->p->ar, sizeof(val)))) return NULL;
-        memcpy(s, t->s, t->n);
-        size_t o = t->n;
-        while (cur(ps)->type == TK_STR) { memcpy(s + o, cur(ps)->s, cur(ps)->n); o += cur(ps)->n; advance(ps); }
-        *n->lit = mkstr(s, o);
-        return n;
-    }
-    if (t->type == TK_INT || t->type == TK_FLOAT) {
-        advance(ps);
-        if (!(n = mknode(ps, E_LIT, t->line)) || !(n->lit = aalloc(ps->p->ar, sizeof(val)))) return NULL;
-        if (t->type == TK_INT) *n->lit = mkint(t->i);
-        else { n->lit->t = V_FLOAT; n->lit->u.f = t->f; }
-        return n;
-    }
-    if (t->type == TK_NAME) {
-        advance(ps);
-        if (!(n = mknode(ps, E_LIT, t->line))) return NULL;
-        if (is_kw(t, "true") || is_kw(t, "True") || is_kw(t, "false") || is_kw(t, "False") || is_kw(t, "none") ||
-            is_kw(t, "None")) {
-            if (!(n->lit = aalloc(ps->p->ar, sizeof(val)))) return NULL;
-            *n->lit = (t->s[0] == 'n' || t->s[0] == 'N') ? mknone() : mkbool(t->s[0] == 't' || t->s[0] == 'T');
-            return n;
-        }
-        n->kind = E_NAME;
-        n->s = tokstr(ps, t);
-        return n;
-    }
-    if (is_op(t, "(")) {
-        advance(ps);
-        node *e = p_expr(ps);
-        if (!e) return NULL;
-        if (is_op(cur(ps), ",")) { /* a tuple: represented as a list */
-            nodevec nv = {0};
-            if (nv_push(ps, &nv, e, NULL)) return NULL;
-            while (is_op(cur(ps), ",")) {
-                advance(ps);
-                if (is_op(cur(ps), ")")) break;
-                node *x = p_expr(ps);
-                if (!x || nv_push(ps, &nv, x, NULL)) return NULL;
-            }
-            if (!(n = mknode(ps, E_LIST, t->line))) return NULL;
-            n->args = nv.v; n->nargs = nv.n;
-            e = n;
-        }
-        if (expect_op(ps, ")")) return NULL;
-        return e;
-    }
-    if (is_op(t, "[")) {
-        advance(ps);
-        nodevec nv = {0};
-        while (!is_op(cur(ps), "]")) {
-            node *x = p_expr(ps);
-            if (!x || nv_push(ps, &nv, x, NULL)) return NULL;
-            if (!is_op(cur(ps), ",")) break;
-            advance(ps);
-        }
-        if (expect_op(ps, "]") || !(n = mknode(ps, E_LIST, t->line))) return NULL;
-        n->args = nv.v; n->nargs = nv.n;
-        return n;
-    }
-    if (is_op(t, "{")) {
-        advance(ps);
-        nodevec nv = {0};
-        while (!is_op(cur(ps), "}")) {
-            node *k = p_expr(ps);
-            if (!k || expect_op(ps, ":")) return NULL;
-            node *x = p_expr(ps);
-            if (!x || nv_push(ps, &nv, k, NULL) || nv_push(ps, &nv, x, NULL)) return NULL;
-            if (!is_op(cur(ps), ",")) break;
-            advance(ps);
-        }
-        if (expect_op(ps, "}") || !(n = mknode(ps, E_DICT, t->line))) return NULL;
-        n->args = nv.v; n->nargs = nv.n;
-        return n;
-    }
-    perr(ps->p, t->line, "unexpected '%.*s' in an expression", t->type == TK_EOF ? 10 : (int)t->n,
-         t->type == TK_EOF ? "end of tag" : t->s);
-    return NULL;
-}
-
-static node *p_postfix(parser *ps, node *n) {
-    for (;;) {
-        tok *t = cur(ps);
-        if (is_op(t, ".")) {
-            advance(ps);
-            tok *a = cur(ps);
-            if (a->type != TK_NAME && a->type != TK_INT) { perr(ps->p, a->line, "expected an attribute name after '.'"); return NULL; }
-            advance(ps);
-            node *x = mknode(ps, E_ATTR, t->line);
-            if (!x) return NULL;
-            x->a = n;
-            if (a->type == TK_INT) {
-                x->kind = E_ITEM;
-                if (!(x->b = mknode(ps, E_LIT, t->line)) || !(x->b->lit = aalloc(ps->p->ar, sizeof(val)))) return NULL;
-                *x->b->lit = mkint(a->i);
-            } else x->s = tokstr(ps, a);
-            n = x;
-        } else if (is_op(t, "[")) {
-            advance(ps);
-            node *parts[3] = {NULL, NULL, NULL};
-            int np = 0, slice = 0;
-            for (;;) {
-                if (is_op(cur(ps), ":")) { advance(ps); slice = 1; np++; if (np > 2) { perr(ps->p, t->line, "bad slice"); return NULL; } continue; }
-                if (is_op(cur(ps), "]")) break;
-                node *e = p_expr(ps);
-                if (!e) return NULL;
-                parts[np] = e;
-                if (!is_op(cur(ps), ":")) break;
-            }
-            if (expect_op(ps, "]")) return NULL;
-            node *x = mknode(ps, slice ? E_SLICE : E_ITEM, t->line);
-            if (!x) return NULL;
-            x->a = n;
-            if (slice) { x->b = parts[0]; x->c = parts[1]; x->body = parts[2]; }
-            else {
-                if (!parts[0]) { perr(ps->p, t->line, "empty subscript"); return NULL; }
-                x->b = parts[0];
-            }
-            n = x;
-        } else if (is_op(t, "(")) {
-            node *x = mknode(ps, E_CALL, t->line);
-            if (!x) return NULL;
-            x->a = n;
-            if (p_args(ps, x)) return NULL;
-            n = x;
-        } else return n;
-    }
-}
-
-static node *p_filters(parser *ps, node *n) {
-    for (;;) {
-        tok *t = cur(ps);
-        if (is_op(t, "|")) {
-            advance(ps);
-            tok *f = cur(ps);
-            if (f->type != TK_NAME) { perr(ps->p, f->line, "expected a filter name after '|'"); return NULL; }
-            advance(ps);
-            node *x = mknode(ps, E_FILTER, t->line);
-            if (!x) return NULL;
-            x->a = n;
-            x->s = tokstr(ps, f);
-            if (is_op(cur(ps), "(") && p_args(ps, x)) return NULL;
-            n = x;
-        } else if (is_kw(t, "is")) {
-            advance(ps);
-            int neg = 0;
-            if (is_kw(cur(ps), "not")) { neg = 1; advance(ps); }
-            tok *f = cur(ps);
-            if (f->type != TK_NAME) { perr(ps->p, f->line, "expected a test name after 'is'"); return NULL; }
-            advance(ps);
-            node *x = mknode(ps, E_TEST, t->line);
-            if (!x) return NULL;
-            x->a = n;
-            x->s = tokstr(ps, f);
-            if (is_op(cur(ps), "(")) { if (p_args(ps, x)) return NULL; }
-            else if (cur(ps)->type == TK_STR || cur(ps)->type == TK_INT || cur(ps)->type == TK_FLOAT ||
-                     (cur(ps)->type == TK_NAME && !is_kw(cur(ps), "and") && !is_kw(cur(ps), "or") && !is_kw(cur(ps), "else") &&
-                      !is_kw(cur(ps), "if") && !is_kw(cur(ps), "in") && !is_kw(cur(ps), "not") && !is_kw(cur(ps), "is"))) {
-                node *arg = p_primary(ps);
-                if (!arg) return NULL;
-                nodevec nv = {0};
-                if (nv_push(ps, &nv, arg, NULL)) return NULL;
-                x->args = nv.v; x->kw = nv.kw; x->nargs = 1;
-            }
-            if (neg) {
-                node *y = mknode(ps, E_NOT, t->line);
-                if (!y) return NULL;
-                y->a = x;
-                x = y;
-            }
-            n = x;
-        } else return n;
-    }
-}
-
-static node *p_unary(parser *ps, int with_filter) {
-    tok *t = cur(ps);
-    node *n;
-    if (is_op(t, "-") || is_op(t, "+")) {
-        advance(ps);
-        if (++ps->depth > 200) { perr(ps->p, t->line, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
-        node *a = p_unary(ps, 0);
-        ps->depth--;
-        if (!a) return NULL;
-        if (is_op(t, "+")) n = a;
-        else { if (!(n = mknode(ps, E_NEG, t->line))) return NULL; n->a = a; }
-    } else {
-        n = p_primary(ps);
-        if (!n) return NULL;
-        n = p_postfix(ps, n);
-        if (!n) return NULL;
-    }
-    if (with_filter) n = p_filters(ps, n);
-    return n;
-}
-
-static node *bin(parser *ps, const char *op, node *l, node *r, int line) {
-    if (!l || !r) return NULL;
-    node *n = mknode(ps, E_BIN, line);
-    if (!n) return NULL;
-    n->s = op; n->a = l; n->b = r;
-    return n;
-}
-
-static node *p_pow(parser *ps) {
-    node *l = p_unary(ps, 1);
-    while (l && is_op(cur(ps), "**")) { int ln = cur(ps)->line; advance(ps); l = bin(ps, "**", l, p_unary(ps, 1), ln); }
-    return l;
-}
-
-static node *p_math2(parser *ps) {
-    node *l = p_pow(ps);
-    for (;;) {
-        tok *t = cur(ps);
-        const char *op = is_op(t, "*") ? "*" : is_op(t, "/") ? "/" : is_op(t, "//") ? "//" : is_op(t, "%") ? "%" : NULL;
-        if (!op || !l) return l;
-        advance(ps);
-        l = bin(ps, op, l, p_pow(ps), t->line);
-    }
-}
-
-static node *p_concat(parser *ps) {
-    node *l = p_math2(ps);
-    while (l && is_op(cur(ps), "~")) { int ln = cur(ps)->line; advance(ps); l = bin(ps, "~", l, p_math2(ps), ln); }
-    return l;
-}
-
-static node *p_math1(parser *ps) {
-    node *l = p_concat(ps);
-    for (;;) {
-        tok *t = cur(ps);
-        const char *op = is_op(t, "+") ? "+" : is_op(t, "-") ? "-" : NULL;
-        if (!op || !l) return l;
-        advance(ps);
-        l = bin(ps, op, l, p_concat(ps), t->line);
-    }
-}
-
-static node *p_compare(parser *ps) {
-    node *l = p_math1(ps);
-    for (;;) {
-        tok *t = cur(ps);
-        const char *op = NULL;
-        if (is_op(t, "==")) op = "==";
-        else if (is_op(t, "!=")) op = "!=";
-        else if (is_op(t, "<")) op = "<";
-        else if (is_op(t, "<=")) op = "<=";
-        else if (is_op(t, ">")) op = ">";
-        else if (is_op(t, ">=")) op = ">=";
-        else if (is_kw(t, "in")) op = "in";
-        else if (is_kw(t, "not") && is_kw(t + 1, "in")) { op = "notin"; advance(ps); }
-        if (!op || !l) return l;
-        advance(ps);
-        l = bin(ps, op, l, p_math1(ps), t->line);
-    }
-}
-
-static node *p_not(parser *ps) {
-    tok *t = cur(ps);
-    if (is_kw(t, "not")) {
-        advance(ps);
-        if (++ps->depth > 200) { perr(ps->p, t->line, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
-        node *a = p_not(ps);
-        ps->depth--;
-        if (!a) return NULL;
-        node *n = mknode(ps, E_NOT, t->line);
-        if (n) n->a = a;
-        return n;
-    }
-    return p_compare(ps);
-}
-
-static node *p_and(parser *ps) {
-    node *l = p_not(ps);
-    while (l && is_kw(cur(ps), "and")) {
-        int ln = cur(ps)->line;
-        advance(ps);
-        node *r = p_not(ps), *n = r ? mknode(ps, E_AND, ln) : NULL;
-        if (!n) return NULL;
-        n->a = l; n->b = r; l = n;
-    }
-    return l;
-}
-
-static node *p_or(parser *ps) {
-    node *l = p_and(ps);
-    while (l && is_kw(cur(ps), "or")) {
-        int ln = cur(ps)->line;
-        advance(ps);
-        node *r = p_and(ps), *n = r ? mknode(ps, E_OR, ln) : NULL;
-        if (!n) return NULL;
-        n->a = l; n->b = r; l = n;
-    }
-    return l;
-}
-
-static node *p_expr(parser *ps) {
-    if (++ps->depth > 200) { perr(ps->p, cur(ps)->line, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
-    node *e = p_or(ps);
-    ps->depth--;
-    while (e && is_kw(cur(ps), "if")) {
-        int ln = cur(ps)->line;
-        advance(ps);
-        node *c = p_or(ps);
-        if (!c) return NULL;
-        node *o = NULL;
-        if (is_kw(cur(ps), "else")) { advance(ps); if (!(o = p_expr(ps))) return NULL; }
-        node *n = mknode(ps, E_COND, ln);
-        if (!n) return NULL;
-        n->a = c; n->b = e; n->c = o;
-        e = n;
-    }
-    return e;
-}
-
-static int at_end(parser *ps) {
-    if (cur(ps)->type != TK_EOF) {
-        tok *t = cur(ps);
-        return perr(ps->p, t->line, "unexpected '%.*s' at the end of a tag", (int)t->n, t->type == TK_STR ? "string" : t->s);
-    }
-    return 0;
-}
-
-/* Parses statements until one of the `stops` tag names; *stop gets the index found (-1 = end). */
-static node *p_body(parser *ps, const char *const *stops, int *stop);
-
-static const char *SUPPORTED_TAGS = "if, elif, else, endif, for, endfor, set, break, continue, generation, raw";
-
-/* the rest of an if (or elif) tag: condition, body, elif/else branches, endif */
-static node *p_if(parser *ps, int line) {
-    node *n = mknode(ps, N_IF, line);
-    if (!n || !(n->a = p_expr(ps)) || at_end(ps)) return NULL;
-    static const char *const stops[] = {"elif", "else", "endif", NULL};
-    int stop;
-    n->body = p_body(ps, stops, &stop);
-    if (ps->p->failed) return NULL;
-    if (stop == 0) { /* elif: a nested if in the else branch, which consumes the endif */
-        if (++ps->depth > 200) { perr(ps->p, line, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
-        n->orelse = p_if(ps, ps->segs[ps->si - 1].line);
-        ps->depth--;
-        return ps->p->failed ? NULL : n;
-    }
-    if (stop == 1) {
-        if (at_end(ps)) return NULL;
-        static const char *const stops2[] = {"endif", NULL};
-        n->orelse = p_body(ps, stops2, &stop);
-        if (ps->p->failed) return NULL;
-    }
-    if (stop < 0) { perr(ps->p, line, "{%% if %%} without {%% endif %%}"); return NULL; }
-    if (at_end(ps)) return NULL;
-    return n;
-}
-
-static node *p_stmt(parser *ps, seg *sg) {
-    tok *t = ps->t;
-    int line = sg->line;
-    if (ps->depth > 200) { perr(ps->p, line, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
-    if (t->type != TK_NAME) { perr(ps->p, line, "expected a tag name after '{%%'"); return NULL; }
-    if (is_kw(t, "if")) {
-        advance(ps);
-        return p_if(ps, line);
-    }
-    if (is_kw(t, "for")) {
-        advance(ps);
-        node *n = mknode(ps, N_FOR, line);
-        if (!n) return NULL;
-        const char **tg = aalloc(ps->p->ar, 8 * sizeof *tg);
-        if (!tg) return NULL;
-        int nt = 0, paren = 0;
-        if (is_op(cur(ps), "(")) { paren = 1; advance(ps); }
-        for (;;) {
-            if (cur(ps)->type != TK_NAME || nt == 8) { perr(ps->p, line, "expected a loop variable name"); return NULL; }
-            tg[nt++] = tokstr(ps, advance(ps));
-            if (!is_op(cur(ps), ",")) break;
-            advance(ps);
-        }
-        if (paren && expect_op(ps, ")")) return NULL;
-        n->targets = tg; n->ntargets = nt;
-        if (!is_kw(cur(ps), "in")) { perr(ps->p, line, "expected 'in' in a for tag"); return NULL; }
-        advance(ps);
-        if (!(n->a = p_or(ps))) return NULL; /* no conditional expression: `if` filters the loop */
-        if (is_kw(cur(ps), "if")) { advance(ps); if (!(n->b = p_expr(ps))) return NULL; }
-        if (is_kw(cur(ps), "recursive")) { perr(ps->p, line, "recursive for loops are not supported"); return NULL; }
-        if (at_end(ps)) return NULL;
-        static const char *const stops[] = {"else", "endfor", NULL};
-        int stop;
-        n->body = p_body(ps, stops, &stop);
-        if (ps->p->failed) return NULL;
-        if (stop == 0) {
-            if (at_end(ps)) return NULL;
-            static const char *const stops2[] = {"endfor", NULL};
-            n->orelse = p_body(ps, stops2, &stop);
-            if (ps->p->failed) return NULL;
-        }
-        if (stop < 0) { perr(ps->p, line, "{%% for %%} without {%% endfor %%}"); return NULL; }
-        if (at_end(ps)) return NULL;
-        return n;
-    }
-    if (is_kw(t, "set")) {
-        advance(ps);
-        node *n = mknode(ps, N_SET, line);
-        if (!n) return NULL;
-        if (cur(ps)->type != TK_NAME) { perr(ps->p, line, "expected a name after 'set'"); return NULL; }
-        n->s = tokstr(ps, advance(ps));
-        if (is_op(cur(ps), ".")) {
-            advance(ps);
-            if (cur(ps)->type != TK_NAME) { perr(ps->p, line, "expected an attribute name in set"); return NULL; }
-            n->attr = tokstr(ps, advance(ps));
-        }
-        if (!is_op(cur(ps), "=")) {
-            perr(ps->p, line, "only `{%% set name = expr %%}` and `{%% set ns.attr = expr %%}` are supported (no block set)");
-            return NULL;
-        }
-        advance(ps);
-        if (!(n->a = p_expr(ps))) return NULL;
-        if (is_op(cur(ps), ",")) { perr(ps->p, line, "tuple assignment in set is not supported"); return NULL; }
-        if (at_end(ps)) return NULL;
-        return n;
-    }
-    if (is_kw(t, "break") || is_kw(t, "continue")) {
-        node *n = mknode(ps, is_kw(t, "break") ? N_BREAK : N_CONTINUE, line);
-        advance(ps);
-        if (!n || at_end(ps)) return NULL;
-        return n;
-    }
-    if (is_kw(t, "generation")) {
-        advance(ps);
-        if (at_end(ps)) return NULL;
-        static const char *const stops[] = {"endgeneration", NULL};
-        int stop;
-        node *n = mknode(ps, N_IF, line);
-        if (!n || !(n->a = mknode(ps, E_LIT, line)) || !(n->a->lit = aalloc(ps->p->ar, sizeof(val)))) return NULL;
-        *n->a->lit = mkbool(1);
-        n->body = p_body(ps, stops, &stop);
-        if (ps->p->failed) return NULL;
-        if (stop < 0) { perr(ps->p, line, "{%% generation %%} without {%% endgeneration %%}"); return NULL; }
-        if (at_end(ps)) return NULL;
-        return n;
-    }
-    perr(ps->p, line, "unsupported Jinja tag '%.*s' (supported: %s)", (int)t->n, t->s, SUPPORTED_TAGS);
-    return NULL;
-}
-
-static node *p_body(parser *ps, const char *const *stops, int *stop) {
-    node *head = NULL, **tail = &head;
-    *stop = -1;
-    if (++ps->depth > 200) { perr(ps->p, ps->si < ps->nseg ? ps->segs[ps->si].line : 0, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
-
-    while (ps->si < ps->nseg && !ps->p->failed) {
-        seg *sg = &ps->segs[ps->si++];
-        node *n = NULL;
-        if (sg->kind == SEG_TEXT) {
-            if (!(n = mknode(ps, N_TEXT, sg->line))) return NULL;
-            n->s = sg->text; n->n = sg->n;
-        } else if (sg->kind == SEG_EXPR) {
-            ps->t = sg->toks;
-            if (!(n = mknode(ps, N_OUT, sg->line)) || !(n->a = p_expr(ps)) || at_end(ps)) return NULL;
-        } else {
-            ps->t = sg->toks;
-            tok *t = ps->t;
-            if (stops && t->type == TK_NAME)
-                for (int k = 0; stops[k]; k++)
-                    if (is_kw(t, stops[k])) { advance(ps); *stop = k; ps->depth--; return head; }
-            if (t->type == TK_NAME && (is_kw(t, "endif") || is_kw(t, "endfor") || is_kw(t, "else") || is_kw(t, "elif") ||
-                                       is_kw(t, "endgeneration"))) {
-                perr(ps->p, sg->line, "unexpected {%% %.*s %%}", (int)t->n, t->s);
-                return NULL;
-            }
-            n = p_stmt(ps, sg);
-            if (!n) return NULL;
-        }
-        *tail = n;
-        tail = &n->next;
-    }
-    ps->depth--;
-    return head;
-}
-
-jr_status jinja_parse(const char *src, const char *name, struct jinja_tpl **out) {
-    *out = NULL;
-    struct jinja_tpl *t = calloc(1, sizeof *t);
-    if (!t) return jr_fail(JR_ENOMEM, "out of memory");
-    t->name = jr_strdup(name);
-    pctx p = {&t->ar, name, "", 0};
-    size_t nseg = 0;
-    seg *segs = lex(&p, src, &nseg);
-    if (segs) {
-        parser ps = {&p, segs, nseg, 0, NULL, 0};
-        int stop;
-        t->body = p_body(&ps, NULL, &stop);
-    } else if (!p.failed) perr(&p, 0, "out of memory");
-    if (p.failed || !t->name) {
-        jr_status st = jr_fail(JR_EUNSUPPORTED, "%s", p.err);
-        jinja_free(t);
-        return st;
-    }
-    *out = t;
-    return JR_OK;
-}
-
-void jinja_free(struct jinja_tpl *t) {
-    if (!t) return;
-    afree(&t->ar);
-    free(t->name);
-    free(t);
-}
 
 /* ------------------------------------------------------------------ rendering */
 
@@ -947,8 +27,7 @@ typedef struct frame { struct frame *up; vdict *vars; } frame;
 
 typedef struct {
     arena ar;
-    char *out;
-    size_t n, cap;
+    jr_strbuf out; /* the rendered text */
     char err[512];
     int failed;
     int brk; /* 1 break, 2 continue */
@@ -969,17 +48,8 @@ static int rerr(rctx *r, int line, const char *fmt, ...) {
 }
 
 static int emit(rctx *r, const char *s, size_t n) {
-    if (r->n + n + 1 > r->cap) {
-        size_t nc = (r->n + n + 1) * 2;
-        char *p = realloc(r->out, nc);
-        if (!p) return rerr(r, 0, "out of memory");
-        r->out = p;
-        r->cap = nc;
-    }
-    memcpy(r->out + r->n, s, n);
-    r->n += n;
-    r->out[r->n] = 0;
-    return 0;
+    jr_strbuf_addn(&r->out, s, n);
+    return r->out.oom ? rerr(r, 0, "out of memory") : 0;
 }
 
 /* a growable string in the arena */
@@ -988,7 +58,7 @@ typedef struct { char *s; size_t n, cap; arena *ar; } sbuf;
 static void sb_add(sbuf *b, const char *s, size_t n) {
     if (b->n + n + 1 > b->cap) {
         size_t nc = (b->n + n + 1) * 2;
-        char *p = aalloc(b->ar, nc);
+        char *p = jinja_alloc(b->ar, nc);
         if (!p) return;
         if (b->n) memcpy(p, b->s, b->n);
         b->s = p;
@@ -1000,7 +70,7 @@ static void sb_add(sbuf *b, const char *s, size_t n) {
 }
 static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
 
-static vdict *dict_new(rctx *r) { return aalloc(&r->ar, sizeof(vdict)); }
+static vdict *dict_new(rctx *r) { return jinja_alloc(&r->ar, sizeof(vdict)); }
 
 static val *dict_get(vdict *d, const char *k, size_t kn) {
     for (size_t i = 0; i < d->n; i++)
@@ -1013,9 +83,9 @@ static void dict_set(rctx *r, vdict *d, const char *k, size_t kn, val v) {
     if (e) { *e = v; return; }
     if (d->n == d->cap) {
         size_t nc = d->cap ? d->cap * 2 : 8;
-        const char **nk = aalloc(&r->ar, nc * sizeof *nk);
-        size_t *nn = aalloc(&r->ar, nc * sizeof *nn);
-        val *nv = aalloc(&r->ar, nc * sizeof *nv);
+        const char **nk = jinja_alloc(&r->ar, nc * sizeof *nk);
+        size_t *nn = jinja_alloc(&r->ar, nc * sizeof *nn);
+        val *nv = jinja_alloc(&r->ar, nc * sizeof *nv);
         if (!nk || !nn || !nv) { rerr(r, 0, "out of memory"); return; }
         if (d->n) { memcpy(nk, d->k, d->n * sizeof *nk); memcpy(nn, d->kn, d->n * sizeof *nn); memcpy(nv, d->v, d->n * sizeof *nv); }
         d->k = nk; d->kn = nn; d->v = nv; d->cap = nc;
@@ -1024,17 +94,17 @@ static void dict_set(rctx *r, vdict *d, const char *k, size_t kn, val v) {
 }
 
 static vlist *list_new(rctx *r, size_t cap) {
-    vlist *l = aalloc(&r->ar, sizeof *l);
+    vlist *l = jinja_alloc(&r->ar, sizeof *l);
     if (!l) return NULL;
     l->cap = cap ? cap : 4;
-    l->v = aalloc(&r->ar, l->cap * sizeof(val));
+    l->v = jinja_alloc(&r->ar, l->cap * sizeof(val));
     return l->v ? l : NULL;
 }
 
 static void list_push(rctx *r, vlist *l, val v) {
     if (l->n == l->cap) {
         size_t nc = l->cap * 2;
-        val *nv = aalloc(&r->ar, nc * sizeof *nv);
+        val *nv = jinja_alloc(&r->ar, nc * sizeof *nv);
         if (!nv) { rerr(r, 0, "out of memory"); return; }
         memcpy(nv, l->v, l->n * sizeof *nv);
         l->v = nv; l->cap = nc;
@@ -1289,7 +359,7 @@ static val *lookup(frame *f, const char *name) {
 
 /* utf-8 code point boundaries of a string: fills offsets (n_cp + 1 entries) */
 static size_t *cp_offsets(rctx *r, const char *s, size_t n, size_t *ncp) {
-    size_t *o = aalloc(&r->ar, (n + 1) * sizeof *o);
+    size_t *o = jinja_alloc(&r->ar, (n + 1) * sizeof *o);
     if (!o) return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
@@ -1354,7 +424,7 @@ static val str_strip(rctx *r, val s, int left, int right, val *chars) {
 }
 
 static val str_case(rctx *r, val s, int mode) { /* 0 lower, 1 upper, 2 capitalize, 3 title (ASCII letters) */
-    char *o = aalloc(&r->ar, s.u.s.n + 1);
+    char *o = jinja_alloc(&r->ar, s.u.s.n + 1);
     if (!o) return s;
     int start = 1;
     for (size_t i = 0; i < s.u.s.n; i++) {
@@ -1614,7 +684,7 @@ static long long length_of(rctx *r, val v) {
 static int eval_args(rctx *r, frame *f, node *n, argv_t *a) {
     a->n = n->nargs;
     a->kw = n->kw;
-    a->v = aalloc(&r->ar, (size_t)(n->nargs + 1) * sizeof(val));
+    a->v = jinja_alloc(&r->ar, (size_t)(n->nargs + 1) * sizeof(val));
     if (!a->v) return rerr(r, n->line, "out of memory");
     for (int i = 0; i < n->nargs; i++) {
         a->v[i] = eval(r, f, n->args[i]);
@@ -1684,7 +754,7 @@ static val filter_select(rctx *r, frame *f, node *n, val v, argv_t *a, int rejec
         val x = get_attr(r, n->line, l->v[i], attr->u.s.s, attr->u.s.n);
         int t;
         if (test) { if (test->t != V_STR) { rerr(r, n->line, "%s: test name must be a string", n->s); return V_UNDEFINED; }
-            char *tn = aalloc(&r->ar, test->u.s.n + 1);
+            char *tn = jinja_alloc(&r->ar, test->u.s.n + 1);
             memcpy(tn, test->u.s.s, test->u.s.n);
             t = test_value(r, n->line, x, tn, &rest);
         } else t = truthy(x);
@@ -1802,7 +872,7 @@ static val apply_filter(rctx *r, frame *f, node *n, val v, argv_t *a) {
         val *fname = kwarg(a, "filter", 0);
         if (need_str(r, line, fname, "map")) return V_UNDEFINED;
         node fn = *n;
-        char *nm = aalloc(&r->ar, fname->u.s.n + 1);
+        char *nm = jinja_alloc(&r->ar, fname->u.s.n + 1);
         memcpy(nm, fname->u.s.s, fname->u.s.n);
         fn.s = nm;
         argv_t rest = {a->v + 1, a->kw + 1, a->n - 1};
@@ -1856,7 +926,7 @@ static val call_global(rctx *r, int line, const char *fn, argv_t *a) {
         struct tm tm;
         localtime_r(&now, &tm);
         size_t k = strftime(out, sizeof out, f2, &tm);
-        char *s = aalloc(&r->ar, k + 1);
+        char *s = jinja_alloc(&r->ar, k + 1);
         if (!s) return V_UNDEFINED;
         memcpy(s, out, k);
         return mkstr(s, k);
@@ -1953,7 +1023,7 @@ static val eval_bin(rctx *r, frame *f, node *n) {
     const char *op = n->s;
     if (!strcmp(op, "~")) {
         val x = stringify(r, a), y = stringify(r, b);
-        char *s = aalloc(&r->ar, x.u.s.n + y.u.s.n + 1);
+        char *s = jinja_alloc(&r->ar, x.u.s.n + y.u.s.n + 1);
         if (!s) return V_UNDEFINED;
         memcpy(s, x.u.s.s, x.u.s.n);
         memcpy(s + x.u.s.n, y.u.s.s, y.u.s.n);
@@ -1981,7 +1051,7 @@ static val eval_bin(rctx *r, frame *f, node *n) {
     }
     if (!strcmp(op, "+")) {
         if (a.t == V_STR && b.t == V_STR) {
-            char *s = aalloc(&r->ar, a.u.s.n + b.u.s.n + 1);
+            char *s = jinja_alloc(&r->ar, a.u.s.n + b.u.s.n + 1);
             if (!s) return V_UNDEFINED;
             memcpy(s, a.u.s.s, a.u.s.n);
             memcpy(s + a.u.s.n, b.u.s.s, b.u.s.n);
@@ -2188,12 +1258,13 @@ jr_status jinja_render(const struct jinja_tpl *t, json_t *ctx, char **out, size_
     frame body = {&top, dict_new(&r)};
     if (!body.vars || emit(&r, "", 0) || exec_body(&r, &body, t->body) || r.failed) {
         jr_status st = jr_fail(JR_EINVAL, "%s", r.failed ? r.err : "out of memory");
-        free(r.out);
-        afree(&r.ar);
+        jr_strbuf_free(&r.out);
+        jinja_arena_free(&r.ar);
         return st;
     }
-    afree(&r.ar);
-    *out = r.out;
-    if (len) *len = r.n;
+    jinja_arena_free(&r.ar);
+    if (len) *len = r.out.n;
+    *out = jr_strbuf_take(&r.out);
     return JR_OK;
 }
+

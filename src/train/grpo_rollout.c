@@ -10,34 +10,15 @@
 #include "judgerl/evalrun.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/generate.h"
+#include "judgerl/utf8.h"
 
-/* text[0..len) as valid UTF-8 (malloc'ed, NUL-terminated, length in *out_len): each byte that does
- * not start a well-formed sequence becomes U+FFFD, as Python's decode(errors="replace") does. */
+/* text[0..len) as valid UTF-8 (malloc'ed, NUL-terminated, length in *out_len): each maximal invalid
+ * subsequence becomes U+FFFD, as Python's decode(errors="replace") does. */
 static char *utf8_clean(const char *text, size_t len, size_t *out_len) {
-    char *o = jr_malloc(3 * len + 1);
-    if (!o) return NULL;
-    size_t k = 0;
-    const unsigned char *u = (const unsigned char *)text;
-    for (size_t i = 0; i < len;) {
-        unsigned c = u[i];
-        int n = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3 : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
-        int ok = n > 0 && i + (size_t)n <= len;
-        for (int j = 1; ok && j < n; j++) ok = (u[i + j] & 0xC0) == 0x80;
-        if (ok && n == 3) ok = !(c == 0xE0 && u[i + 1] < 0xA0) && !(c == 0xED && u[i + 1] > 0x9F);
-        if (ok && n == 4) ok = !(c == 0xF0 && u[i + 1] < 0x90) && !(c == 0xF4 && u[i + 1] > 0x8F);
-        if (ok) {
-            memcpy(o + k, u + i, (size_t)n);
-            k += (size_t)n;
-            i += (size_t)n;
-        } else {
-            memcpy(o + k, "\xEF\xBF\xBD", 3);
-            k += 3;
-            i++;
-        }
-    }
-    o[k] = 0;
-    *out_len = k;
-    return o;
+    jr_strbuf b = {0};
+    jr_utf8_append_lossy(&b, text, len);
+    *out_len = b.n;
+    return jr_strbuf_take(&b);
 }
 
 void grpo_rollout_free(grpo_rollout *r) {
@@ -243,12 +224,15 @@ static void take_rewards(jr_grpo_trainer *g, grpo_sample *s, jr_env_result *res)
         return;
     }
     double sum = 0;
+    int any = 0;
     for (int k = 0; k < K && k < res->n_parts; k++) {
         s->vals[k] = res->parts[k];
         s->vscored[k] = res->parts_scored[k];
-        if (s->vscored[k]) sum += g->weights[k] * s->vals[k];
+        if (s->vscored[k]) { sum += g->weights[k] * s->vals[k]; any = 1; }
     }
-    if (K == 0) sum = res->reward; /* an environment without components: its total */
+    /* an environment without components, or a scored result none of whose components is (the workflow
+     * environment's penalties: a workflow that does not parse or has no answer): its total, not 0 */
+    if (K == 0 || !any) sum = res->reward;
     if (g->o.overlong_buffer) {
         s->vals[K] = jr_overlong_penalty(s->n, g->max_comp, g->o.overlong_buffer_len);
         s->vscored[K] = 1;

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "judgerl/clock.h"
+#include "judgerl/dataset.h"
 #include "judgerl/dist.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/nn.h"
@@ -42,6 +43,9 @@ const jr_cfg_field jr_trainer_cfg[] = {
     {"trainer.eval_every", JR_CFG_INT, "0",
      "evaluate every N steps (SFT: validation loss, also at the end; GRPO/RLOO: mean reward on the validation "
      "prompts; 0 = SFT only at the end, GRPO never)", NULL, NULL, 0, 1e12},
+    {"trainer.eval_at_start", JR_CFG_BOOL, "false",
+     "also evaluate before the first step of a fresh run (a metrics row of step 0: the policy before training); "
+     "needs an evaluation (trainer.eval_every or the algorithm's end-of-run one)", NULL, NULL, 0, 0},
     {"trainer.log_every", JR_CFG_INT, "1", "metrics row every N steps", NULL, NULL, 1, 1e12},
     {"trainer.threads", JR_CFG_INT, "0",
      "threads for the engine (0 = auto: 1 when a step is under 2 GFLOP, where thread barriers cost more than "
@@ -147,6 +151,7 @@ void jr_trainer_opts_from_config(jr_trainer_opts *o, const jr_config *c) {
     o->keep_checkpoints = (int)jr_cfg_int(c, "trainer.keep_checkpoints");
     o->resume = jr_cfg_bool(c, "trainer.resume");
     o->eval_every = jr_cfg_int(c, "trainer.eval_every");
+    o->eval_at_start = jr_cfg_bool(c, "trainer.eval_at_start");
     o->log_every = jr_cfg_int(c, "trainer.log_every");
     o->threads = (int)jr_cfg_int(c, "trainer.threads");
     o->tensorboard = jr_cfg_bool(c, "trainer.tensorboard");
@@ -361,6 +366,12 @@ jr_status jr_run_step(jr_run *r, const jr_run_algo *algo) {
     int64_t steps = r->to.steps, step = r->ts.step, done = step + 1;
     if (step >= steps) return jr_fail(JR_EINVAL, "%s: all %lld steps are done", r->ro.out_dir, (long long)steps);
     int last = done == steps, boundary = 1;
+    if (step == 0 && r->to.eval_at_start && r->eval.score && !r->rank) { /* the policy before training */
+        jr_status st = r->eval.score(r->eval.ud, &r->last_eval);
+        if (!st) st = jr_runlog_add(r->rl, r->eval.metric, r->last_eval);
+        if (!st) st = jr_runlog_commit(r->rl, 0);
+        if (st) return st;
+    }
     r->log_now = done % r->to.log_every == 0 || last || eval_due(r, done);
     double lr = jr_schedule_lr(&r->sch, step), loss = NAN;
     jr_status st = algo->step(algo->ud, r, step, &loss, &boundary);

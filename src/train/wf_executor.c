@@ -20,8 +20,12 @@
 const jr_cfg_field jr_wf_exec_cfg[] = {
     {"executor.n_per_domain", JR_CFG_INT, "600", "synthetic task rows per domain (math, code, qa) rendered into SFT rows", NULL, NULL, 1, 1000000},
     {"executor.task_seed", JR_CFG_INT, "1", "seed of the task generators (held-out rows for the table start at index 100000)", NULL, NULL, 0, 0},
-    {"executor.review_frac", JR_CFG_FLOAT, "0.25", "share of task rows that also give a review row and a revise row", NULL, NULL, 0, 1},
+    {"executor.review_frac", JR_CFG_FLOAT, "0.1", "share of task rows that also give a review row and a revise row", NULL, NULL, 0, 1},
     {"executor.vocab_size", JR_CFG_INT, "1024", "size of the BPE tokenizer trained on the SFT rows (specials included)", NULL, NULL, 300, 65536},
+    {"executor.digit_space", JR_CFG_BOOL, "true",
+     "the tokenizer keeps a space before a digit in the digit's token (' 4' then '7': digits stay single tokens, and a number follows "
+     "the word before it directly); false: the Qwen2 split, the space alone",
+     NULL, NULL, 0, 0},
     {"executor.templates", JR_CFG_STRING, "templates/workflow", "operator templates the prompts are rendered from (the executor's workflow.templates)", NULL, NULL, 0, 0},
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
@@ -36,6 +40,7 @@ jr_status jr_wf_exec_opts_from_config(jr_wf_exec_opts *o, const jr_config *cfg) 
     o->task_seed = (uint64_t)jr_cfg_int(cfg, "executor.task_seed");
     o->review_frac = jr_cfg_float(cfg, "executor.review_frac");
     o->vocab_size = (int)jr_cfg_int(cfg, "executor.vocab_size");
+    o->digit_space = jr_cfg_bool(cfg, "executor.digit_space");
     o->templates = jr_cfg_str(cfg, "executor.templates");
     o->out_dir = jr_cfg_str(cfg, "run.out_dir");
     jr_status st = jr_cfg_check(cfg);
@@ -45,8 +50,8 @@ jr_status jr_wf_exec_opts_from_config(jr_wf_exec_opts *o, const jr_config *cfg) 
 
 /* ---- reference replies ---- */
 
-/* The worked steps of a maths row from its reference program ("n = 120", "n = n + 12 * 45", ...):
- * "120 + 12 * 45 = 660. 660 - 37 = 623." */
+/* The worked steps of a maths row from its reference program ("n = 12", "n = n + 4 * 5", "n = n + 30",
+ * ...; comment lines skipped): "12 + 4 * 5 = 32. 32 + 30 = 62." */
 static char *math_thought(const char *program) {
     jr_strbuf b = {0};
     long n = 0, a, c;
@@ -56,7 +61,9 @@ static char *math_thought(const char *program) {
         char line[128];
         snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
         char step[160] = "";
-        if (sscanf(line, " n = n + %ld * %ld", &a, &c) == 2) { snprintf(step, sizeof step, "%ld + %ld * %ld = %ld. ", n, a, c, n + a * c); n += a * c; }
+        int got = sscanf(line, " n = n + %ld * %ld", &a, &c);
+        if (got == 2) { snprintf(step, sizeof step, "%ld + %ld * %ld = %ld. ", n, a, c, n + a * c); n += a * c; }
+        else if (got == 1) { snprintf(step, sizeof step, "%ld + %ld = %ld. ", n, a, n + a); n += a; }
         else if (sscanf(line, " n = n - %ld", &a) == 1) { snprintf(step, sizeof step, "%ld - %ld = %ld. ", n, a, n - a); n -= a; }
         else if (sscanf(line, " n = n * %ld", &a) == 1) { snprintf(step, sizeof step, "%ld * %ld = %ld. ", n, a, n * a); n *= a; }
         else if (sscanf(line, " n = n // %ld", &a) == 1 && a) { snprintf(step, sizeof step, "%ld / %ld = %ld. ", n, a, n / a); n /= a; }
@@ -259,6 +266,12 @@ static jr_status write_in(const char *dir, const char *name, const char *text, s
     return st;
 }
 
+/* The Qwen2 pre-tokenizer regex with " ?\p{N}" for "\p{N}": one digit per token, the first digit of a
+ * number keeping the space before it, so "buys 4 bags" is "buys", " 4", " bags" (with the Qwen2 split
+ * every number follows a lone space token, and copying a number takes two words of context). */
+static const char digit_space_re[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+| ?\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
 jr_status jr_wf_exec_prepare(const jr_wf_exec_opts *o, const char *cfg_dir, long *n_rows) {
     json_t *rows;
     jr_status st = jr_wf_exec_sft_rows(o, cfg_dir, &rows);
@@ -282,7 +295,7 @@ jr_status jr_wf_exec_prepare(const jr_wf_exec_opts *o, const char *cfg_dir, long
     if (!st) st = jr_mkdirs(tok_dir);
     if (!st) st = write_in(o->out_dir, "sft.jsonl", lines.p ? lines.p : "", lines.n);
     static const char *const specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
-    if (!st) st = jr_tok_train(corpus.p ? corpus.p : "", corpus.n, o->vocab_size, specials, 3, &tok_json);
+    if (!st) st = jr_tok_train_re(corpus.p ? corpus.p : "", corpus.n, o->vocab_size, specials, 3, o->digit_space ? digit_space_re : NULL, &tok_json);
     if (!st) st = write_in(tok_dir, "tokenizer.json", tok_json, strlen(tok_json));
     if (!st) st = write_in(tok_dir, "tokenizer_config.json", chat_config, sizeof chat_config - 1);
     free(tok_json);

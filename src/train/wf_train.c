@@ -178,6 +178,90 @@ static jr_status read_mix(wf_train *t, const jr_config *c) {
     return t->mix[0] + t->mix[1] + t->mix[2] > 0 ? JR_OK : jr_fail(JR_EINVAL, "%s: data.mix: every share is 0", c->source);
 }
 
+/* The executor, the reward registry and the workflow environment of a wftrain config. */
+typedef struct {
+    jr_config ecfg, rcfg;
+    int have_e, have_r;
+    jr_wf_executor *ex;
+    jr_reward *rw;
+    jr_env env;
+    jr_workflow_opts wo;
+    jr_judge_opts jo;
+    jr_wf_env_opts eo;
+    char *epath, *rpath;
+} wf_envset;
+
+static jr_status envset_open(wf_envset *e, const jr_config *c, const char *cfg_dir) {
+    memset(e, 0, sizeof *e);
+    e->epath = config_path(jr_cfg_str(c, "wftrain.executor"), cfg_dir);
+    e->rpath = config_path(jr_cfg_str(c, "wftrain.reward"), cfg_dir);
+    if (!e->epath) return jr_fail(JR_EINVAL, "%s: wftrain.executor must name the executor's config", c->source);
+    const jr_cfg_field *et[] = {jr_judge_cfg, jr_workflow_cfg, jr_sandbox_cfg, NULL};
+    jr_status st = jr_config_load(&e->ecfg, e->epath, 0, NULL, et);
+    e->have_e = !st;
+    if (!st) {
+        jr_workflow_opts_from_config(&e->wo, &e->ecfg);
+        st = jr_judge_opts_from_config(&e->jo, &e->ecfg);
+    }
+    if (!st) {
+        char *d = jr_strdup(e->epath);
+        st = d ? jr_wf_executor_open(&e->ex, &e->jo, dirname(d), &e->wo) : JR_ENOMEM;
+        free(d);
+    }
+    if (!st) st = jr_wf_reward_register();
+    if (!st) {
+        const jr_cfg_field *rt[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, NULL};
+        st = jr_config_load(&e->rcfg, e->rpath, 0, NULL, rt);
+        e->have_r = !st;
+    }
+    if (!st) st = jr_reward_open(&e->rw, &e->rcfg);
+    if (!st) {
+        jr_wf_env_opts_from_config(&e->eo, c);
+        st = jr_env_from_workflow(&e->env, e->ex, e->rw, &e->wo, &e->eo);
+    }
+    return st;
+}
+
+static void envset_close(wf_envset *e) {
+    jr_env_close(&e->env);
+    jr_reward_close(e->rw);
+    jr_wf_executor_close(e->ex);
+    if (e->have_e) jr_config_free(&e->ecfg);
+    if (e->have_r) jr_config_free(&e->rcfg);
+    free(e->epath);
+    free(e->rpath);
+}
+
+jr_status jr_wf_eval_texts(const jr_config *c, const char *cfg_dir, const json_t *rows, const char *const *texts, size_t n,
+                           const char *prefix, void (*put)(void *ud, const char *key, double v), void *ud, double *gold) {
+    *gold = NAN;
+    wf_envset e;
+    jr_status st = envset_open(&e, c, cfg_dir);
+    jr_env_result *res = st ? NULL : calloc(n ? n : 1, sizeof *res);
+    if (!st && !res) st = jr_fail(JR_ENOMEM, "out of memory");
+    jr_env_batch *b = NULL;
+    if (!st) st = jr_env_batch_open(&b, &e.env, n, res, &(jr_env_batch_opts){0});
+    for (size_t i = 0; i < n && !st; i++) {
+        json_t *r = json_deep_copy(json_array_get(rows, i));
+        if (!json_is_object(r)) { json_decref(r); st = jr_fail(JR_EINVAL, "workflow evaluation: row %zu is not an object", i); break; }
+        char id[32];
+        snprintf(id, sizeof id, "eval-%zu", i);
+        json_object_set_new(r, "id", json_string(id));
+        json_object_set_new(r, "split", json_string("heldout"));
+        st = jr_env_batch_submit(b, i, r, texts[i], strlen(texts[i]));
+        json_decref(r);
+    }
+    if (b) {
+        jr_status st2 = jr_env_batch_finish(b);
+        if (!st) st = st2;
+    }
+    if (!st) *gold = jr_wf_env_stats_flush(&e.env, 1, prefix, put, ud);
+    for (size_t i = 0; res && i < n; i++) jr_env_result_free(&res[i]);
+    free(res);
+    envset_close(&e);
+    return st;
+}
+
 jr_status jr_wf_train_run(const jr_config *c, const char *cfg_dir, FILE *progress, volatile sig_atomic_t *stop,
                           jr_train_result *res) {
     memset(res, 0, sizeof *res);
@@ -187,50 +271,17 @@ jr_status jr_wf_train_run(const jr_config *c, const char *cfg_dir, FILE *progres
     jr_grpo_setup s;
     jr_status st = jr_grpo_setup_from_config(&s, c, progress, stop);
     t.seed = s.run.seed;
-    jr_config ecfg = {0}, rcfg = {0};
-    int have_e = 0, have_r = 0;
-    jr_wf_executor *ex = NULL;
-    jr_reward *rw = NULL;
-    jr_env env = {0};
+    wf_envset e;
+    memset(&e, 0, sizeof e);
     jr_grpo_trainer *g = NULL;
-    jr_workflow_opts wo;
-    jr_wf_env_opts eo;
-    jr_judge_opts jo;
-    char *epath = config_path(jr_cfg_str(c, "wftrain.executor"), cfg_dir);
-    char *rpath = config_path(jr_cfg_str(c, "wftrain.reward"), cfg_dir);
     if (!st && !s.data.train) st = jr_fail(JR_EINVAL, "%s: data.train must name a JSONL file of workflow tasks", c->source);
-    if (!st && !epath) st = jr_fail(JR_EINVAL, "%s: wftrain.executor must name the executor's config", c->source);
     if (!st) st = read_mix(&t, c);
     if (!st) st = load_pools(&t, s.data.train);
     if (!st) st = jr_template_load(jr_cfg_str(c, "wftrain.layer1_template"), cfg_dir, &t.layer1);
-    if (!st) {
-        const jr_cfg_field *et[] = {jr_judge_cfg, jr_workflow_cfg, jr_sandbox_cfg, NULL};
-        st = jr_config_load(&ecfg, epath, 0, NULL, et);
-        have_e = !st;
-    }
-    if (!st) {
-        jr_workflow_opts_from_config(&wo, &ecfg);
-        t.limits = wo.limits;
-        st = jr_judge_opts_from_config(&jo, &ecfg);
-    }
-    if (!st) {
-        char *d = jr_strdup(epath);
-        st = d ? jr_wf_executor_open(&ex, &jo, dirname(d), &wo) : JR_ENOMEM;
-        free(d);
-    }
-    if (!st) st = jr_wf_reward_register();
-    if (!st) {
-        const jr_cfg_field *rt[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, NULL};
-        st = jr_config_load(&rcfg, rpath, 0, NULL, rt);
-        have_r = !st;
-    }
-    if (!st) st = jr_reward_open(&rw, &rcfg);
-    if (!st) {
-        jr_wf_env_opts_from_config(&eo, c);
-        st = jr_env_from_workflow(&env, ex, rw, &wo, &eo);
-    }
-    t.env = &env;
-    s.env = &env;
+    if (!st) st = envset_open(&e, c, cfg_dir);
+    t.limits = e.wo.limits;
+    t.env = &e.env;
+    s.env = &e.env;
     s.hooks = (jr_grpo_hooks){&t, hook_prompts, hook_prepare_val, jr_cfg_bool(c, "wftrain.constrained") ? hook_constraint : NULL,
                               hook_log};
     if (!st) st = jr_grpo_open(&g, &s);
@@ -244,7 +295,7 @@ jr_status jr_wf_train_run(const jr_config *c, const char *cfg_dir, FILE *progres
         free(bp);
         /* a resumed run redoes the steps after its checkpoint: what they added goes first */
         if (!st && t.run->resumed) st = jr_wf_buffer_truncate(t.buf, t.run->ts.step);
-        if (!st) jr_wf_env_set_buffer(&env, t.buf, &t.cur_step);
+        if (!st) jr_wf_env_set_buffer(&e.env, t.buf, &t.cur_step);
     }
     if (!st && t.run->eval.score) {
         t.orig_eval = t.run->eval;
@@ -256,15 +307,9 @@ jr_status jr_wf_train_run(const jr_config *c, const char *cfg_dir, FILE *progres
     while (!st && !jr_grpo_done(g)) st = jr_grpo_step(g);
     if (g) jr_run_result(jr_grpo_run_of(g), res);
     st = jr_grpo_close(g, st);
-    jr_env_close(&env);
-    jr_reward_close(rw);
-    jr_wf_executor_close(ex);
+    envset_close(&e);
     jr_wf_buffer_close(t.buf);
     for (int d = 0; d < 3; d++) json_decref(t.pool[d]);
     free(t.layer1);
-    if (have_e) jr_config_free(&ecfg);
-    if (have_r) jr_config_free(&rcfg);
-    free(epath);
-    free(rpath);
     return st;
 }

@@ -5,26 +5,14 @@
 #include <utf8proc.h>
 
 #include "judgerl/ifeval.h"
+#include "judgerl/utf8.h"
 #include "verify/ifeval_internal.h"
 
 uint32_t ifv_next_cp(const char *s, size_t len, size_t *i) {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t p = *i;
-    unsigned c = u[p];
-    if (c < 0x80) { *i = p + 1; return c; }
-    int n = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : -1;
-    if (n < 0 || len - p <= (size_t)n) { *i = p + 1; return 0xDC00u + c; }
-    uint32_t cp = c & (n == 1 ? 0x1F : n == 2 ? 0x0F : 0x07);
-    for (int k = 1; k <= n; k++) {
-        unsigned b = u[p + (size_t)k];
-        if ((b & 0xC0) != 0x80) { *i = p + 1; return 0xDC00u + c; }
-        cp = (cp << 6) | (b & 0x3F);
-    }
-    if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF))) {
-        *i = p + 1;
-        return 0xDC00u + c;
-    }
-    *i = p + (size_t)n + 1;
+    uint32_t cp;
+    size_t l = jr_utf8_decode(s + *i, len - *i, &cp);
+    if (!l) return 0xDC00u + (unsigned char)s[(*i)++]; /* an invalid byte, escaped as Python's surrogateescape */
+    *i += l;
     return cp;
 }
 
@@ -37,15 +25,7 @@ uint32_t *ifv_decode(const char *s, size_t len, size_t *n) {
     return out;
 }
 
-bool ifv_utf8_valid(const char *s, size_t len) {
-    size_t i = 0;
-    while (i < len) {
-        if ((unsigned char)s[i] < 0x80) { i++; continue; }
-        uint32_t c = ifv_next_cp(s, len, &i);
-        if (c >= 0xDC80 && c <= 0xDCFF) return false;
-    }
-    return true;
-}
+bool ifv_utf8_valid(const char *s, size_t len) { return jr_utf8_invalid_at(s, len, 0) == len; }
 
 char *ifv_utf8_sanitize(const char *s, size_t len, size_t *outlen) {
     char *o = malloc(len * 3 + 1);
@@ -160,8 +140,7 @@ void ifv_strip(const char *s, size_t len, size_t *b, size_t *e) {
 
 static size_t put_utf8(char *o, uint32_t c) {
     if (c >= 0xDC80 && c <= 0xDCFF) { o[0] = (char)(c - 0xDC00); return 1; } /* an escaped invalid byte */
-    utf8proc_ssize_t n = utf8proc_encode_char((utf8proc_int32_t)c, (utf8proc_uint8_t *)o);
-    return n > 0 ? (size_t)n : 0;
+    return c <= 0x10FFFF ? jr_utf8_encode(c, o) : 0;
 }
 
 char *ifv_lower(const char *s, size_t len, size_t *outlen) {

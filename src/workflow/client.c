@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "judgerl/clock.h"
 #include "judgerl/judge.h"
 #include "workflow/wf_exec.h"
 
@@ -87,12 +88,6 @@ typedef struct slot {
     jr_judge_result res;
 } slot;
 
-double wf_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void *collector(void *arg) {
     jr_wf_executor *e = arg;
     jr_judge_result rs[16];
@@ -164,7 +159,7 @@ int wf_client_call(jr_wf_executor *e, const char *prompt, uint64_t seed, double 
         return -1;
     }
     uint64_t ticket;
-    double t0 = wf_now();
+    double t0 = jr_now_s();
     jr_status st = jr_judge_submit_proto(e->judge, e->proto, row, s, &ticket);
     json_decref(row);
     if (st) {
@@ -174,7 +169,7 @@ int wf_client_call(jr_wf_executor *e, const char *prompt, uint64_t seed, double 
     }
     pthread_mutex_lock(&e->mu);
     while (!s->done) {
-        double left = deadline - wf_now();
+        double left = deadline - jr_now_s();
         if (left <= 0) break;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -190,13 +185,13 @@ int wf_client_call(jr_wf_executor *e, const char *prompt, uint64_t seed, double 
         if (l) { e->lost = l; e->lost[e->n_lost++] = s; }
         pthread_mutex_unlock(&e->mu);
         out->timed_out = 1;
-        out->latency_s = wf_now() - t0;
+        out->latency_s = jr_now_s() - t0;
         snprintf(out->error, sizeof out->error, "budget: wall time of %.3g s ran out waiting for the executor", e->o.budget_seconds);
         return -1;
     }
     pthread_mutex_unlock(&e->mu);
     jr_judge_result *r = &s->res;
-    out->latency_s = wf_now() - t0;
+    out->latency_s = jr_now_s() - t0;
     int rc = 0;
     if (r->status != JR_SCORE_OK) {
         snprintf(out->error, sizeof out->error, "executor call failed: %s", r->error ? r->error : "unknown error");

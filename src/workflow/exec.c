@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "judgerl/clock.h"
 #include "judgerl/rng.h"
 #include "judgerl/sandbox.h"
 #include "judgerl/strbuf.h"
@@ -196,7 +197,7 @@ static int llm(run *r, const jr_wf_node *n, uint64_t path, const char *prompt, c
     char budget[200] = "";
     if (r->calls >= o->budget_calls) snprintf(budget, sizeof budget, "budget: %d executor calls used (workflow.budget_calls)", r->calls);
     else if (r->tokens >= o->budget_tokens) snprintf(budget, sizeof budget, "budget: %ld tokens used (workflow.budget_tokens = %ld)", r->tokens, o->budget_tokens);
-    else if (wf_now() >= r->deadline) snprintf(budget, sizeof budget, "budget: wall time of %.3g s used (workflow.budget_seconds)", o->budget_seconds);
+    else if (jr_now_s() >= r->deadline) snprintf(budget, sizeof budget, "budget: wall time of %.3g s used (workflow.budget_seconds)", o->budget_seconds);
     else if (!failed) r->calls++;
     pthread_mutex_unlock(&r->mu);
     if (failed) return -1;
@@ -648,7 +649,7 @@ jr_status jr_workflow_run(jr_wf_executor *e, const jr_workflow *w, const json_t 
     if (t < 0) return jr_fail(JR_EINVAL, "row: field 'type' must be \"math\", \"code\" or \"qa\"");
     run r = {.e = e, .w = w, .row = row, .problem = problem, .type = t, .seed = mix(e->o.seed, row_index)};
     pthread_mutex_init(&r.mu, NULL);
-    r.t0 = wf_now();
+    r.t0 = jr_now_s();
     r.deadline = r.t0 + e->o.budget_seconds;
     r.trace = json_pack("{s:[], s:[]}", "calls", "sandbox");
     r.vals = calloc((size_t)(w->n_stmts ? w->n_stmts : 1), sizeof *r.vals);
@@ -659,7 +660,7 @@ jr_status jr_workflow_run(jr_wf_executor *e, const jr_workflow *w, const json_t 
         return jr_fail(JR_ENOMEM, "workflow run: out of memory");
     }
     for (int i = 0; i < w->n_stmts && !r.failed; i++) run_stmt(&r, i);
-    out->wall_s = wf_now() - r.t0;
+    out->wall_s = jr_now_s() - r.t0;
     out->n_calls = r.calls;
     out->tokens = r.tokens;
     if (!r.failed && (w->ret < 0 || !r.vals[w->ret].text)) failf(&r, NULL, "the returned value is empty");

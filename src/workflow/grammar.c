@@ -464,3 +464,63 @@ jr_status jr_workflow_constraint(jr_constraint **out, const jr_token_bytes *v, c
     jr_byte_automaton a = {sizeof(wg_state), c, wg_start, wg_step, wg_viable, wg_accepting, free};
     return jr_constraint_automaton(out, v, &a);
 }
+
+/* ---- random valid workflows: uniform walks of the automaton over a few whole pieces ---- */
+
+static const char *const kPieces[] = {
+    "a = ", "b = ", "c = ", "answer(", "custom(", "codegen(", "program(", "ensemble(", "mdensemble(", "test(", "review(",
+    "revise(", "format(", "refine(", "problem)", "problem, ", "a)", "a, ", "a]", "b)", "b, ", "b]", "c)", "c, ", "c]",
+    "[", ")", "1)", "2)", "@\"Find the first hop.\")", ", mode=llm)", "mode=llm)", "\n", " x3\n", " x5\n", "return a", "return b", "return c",
+};
+#define N_PIECES (int)(sizeof kPieces / sizeof *kPieces)
+
+static jr_status random_walk(const jr_workflow_limits *lim, jr_rng *r, char **out) {
+    *out = NULL;
+    const char *bytes[N_PIECES + 1];
+    int32_t lens[N_PIECES + 1];
+    for (int i = 0; i < N_PIECES; i++) {
+        bytes[i] = kPieces[i];
+        lens[i] = (int32_t)strlen(kPieces[i]);
+    }
+    bytes[N_PIECES] = NULL; /* the end: allowed when the text so far is a whole workflow */
+    lens[N_PIECES] = 0;
+    jr_token_bytes tb = {N_PIECES + 1, bytes, lens};
+    jr_constraint *c;
+    jr_status st = jr_workflow_constraint(&c, &tb, lim);
+    if (st) return st;
+    jr_cstate s;
+    if ((st = jr_cstate_init(&s, c))) { jr_constraint_free(c); return st; }
+    uint8_t mask[N_PIECES + 1];
+    int ended = 0;
+    for (int step = 0; step < 4096 && !st && !ended; step++) {
+        int complete = 0, n = jr_constraint_mask(c, &s, mask, &complete);
+        mask[N_PIECES] = (uint8_t)(complete != 0);
+        n = n < 0 ? -1 : n + (complete != 0);
+        if (n <= 0) { st = n < 0 ? JR_EINTERNAL : jr_fail(JR_EINTERNAL, "workflow grammar: a random walk got stuck after \x27%.*s\x27", (int)s.len, s.buf ? s.buf : ""); break; }
+        int pick = (int)jr_rng_below(r, (uint64_t)n), t = 0;
+        for (; t <= N_PIECES; t++)
+            if (mask[t] && pick-- == 0) break;
+        if (t == N_PIECES) ended = 1;
+        else st = jr_constraint_advance(c, &s, t);
+    }
+    if (!st && !ended) st = jr_fail(JR_EINTERNAL, "workflow grammar: a random walk did not end");
+    if (!st) {
+        *out = malloc(s.len + 1);
+        if (!*out) st = jr_fail(JR_ENOMEM, "workflow grammar: out of memory");
+        else {
+            memcpy(*out, s.buf ? s.buf : "", s.len);
+            (*out)[s.len] = 0;
+        }
+    }
+    jr_cstate_free(&s);
+    jr_constraint_free(c);
+    return st;
+}
+
+jr_status jr_workflow_random(const jr_workflow_limits *lim, jr_rng *r, char **out) {
+    jr_status st = JR_OK;
+    /* a walk can reach a point where no piece fits (the grammar would need a byte the pieces lack): walk again */
+    for (int tries = 0; tries < 64; tries++)
+        if ((st = random_walk(lim, r, out)) != JR_EINTERNAL) return st;
+    return st;
+}

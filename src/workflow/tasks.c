@@ -1,6 +1,5 @@
 /* tasks.c - seeded synthetic tasks for workflows: multi-step maths word problems, small code
  * tasks with public and hidden asserts, QA over a fictional knowledge base given in the question */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,65 +15,59 @@ static long range(jr_rng *r, long lo, long hi) { return lo + (long)jr_rng_below(
 /* ---------------------------------------------------------------- maths: 1..4 steps ---- */
 static const char *const people[] = {"Mia", "Noah", "Ava", "Liam", "Zoe", "Omar", "Ines", "Kofi", "Yuki", "Lena"};
 static const char *const things[] = {"marbles", "stickers", "apples", "coins", "stamps", "beads", "cards", "shells"};
+static const char *const ordinal[] = {"first", "then", "next", "finally"};
 
-/* Appends one indented line of the reference program. */
-static void step_line(jr_strbuf *b, const char *f, ...) __attribute__((format(printf, 2, 3)));
-static void step_line(jr_strbuf *b, const char *f, ...) {
-    char line[96];
-    va_list ap;
-    va_start(ap, f);
-    vsnprintf(line, sizeof line, f, ap);
-    va_end(ap);
-    jr_strbuf_add(b, "    ");
-    jr_strbuf_add(b, line);
-}
-
-/* Each step changes the running total: + (buys bags of m), - (gives away), x (trades for), / (shares). */
+/* One sentence per line, each step of a different kind, its verb right after its ordinal ("Ava first
+ * buys", then, next, finally): + (buys a bags of b), - (gives some away), x (trades each for m), +
+ * (finds c more). The reference program mirrors the problem line by line: each step's sentence as a
+ * comment, then its line of arithmetic, so writing it is copying numbers from the line just echoed;
+ * and within a problem every word after the ordinal follows a different word, so the echo is a
+ * copy that one previous word locates. Numbers are
+ * small (one digit in 1-step items, at most two otherwise); the answers of 3-4 steps run into the
+ * hundreds or thousands: exact for a program, error prone for a direct answer. */
 static json_t *math_row(jr_rng *r, long idx) {
     const char *who = PICK(r, people), *what = PICK(r, things);
-    int steps = 1 + (int)(idx % 4);
-    long total = range(r, 120, 980);
+    int steps = 1 + (int)(idx % 4), small = steps == 1;
+    long total = small ? range(r, 10, 30) : range(r, 10, 99);
+    uint32_t kinds[4] = {0, 1, 2, 3};
+    jr_rng_shuffle_idx(r, kinds, 4);
     jr_strbuf b = {0}, prog = {0};
-    char *s = jr_strfmt("%s has %ld %s.", who, total, what);
+    char *s = jr_strfmt("%s has %ld %s.\n", who, total, what);
     jr_strbuf_add(&b, s);
     free(s);
     s = jr_strfmt("def solve():\n    n = %ld\n", total);
     jr_strbuf_add(&prog, s);
     free(s);
     for (int k = 0; k < steps; k++) {
-        int kind = (int)jr_rng_below(r, 4);
-        if (kind == 3) { /* share equally: only when it divides and leaves a big enough total */
-            long d = 0;
-            for (long c = 2; c <= 9; c++)
-                if (total % c == 0 && total / c >= 20) { d = c; if (jr_rng_below(r, 2)) break; }
-            if (!d) kind = 0;
-            else {
-                s = jr_strfmt(" %s shares them equally with %ld friend%s, keeping one share and giving the others away.", who, d - 1,
-                              d == 2 ? "" : "s");
-                total /= d;
-                step_line(&prog, "n = n // %ld\n", d);
-            }
-        }
-        if (kind == 0) {
-            long bags = range(r, 12, 48), per = range(r, 13, 67);
-            s = jr_strfmt(" %s buys %ld bags of %ld %s each.", who, bags, per, what);
+        char *line = NULL, *code = NULL;
+        if (kinds[k] == 0) {
+            long bags = range(r, 2, small ? 4 : 9), per = range(r, 2, small ? 5 : 9);
+            line = jr_strfmt("%s %s buys %ld bags of %ld %s.", who, ordinal[k], bags, per, what);
+            code = jr_strfmt("n = n + %ld * %ld", bags, per);
             total += bags * per;
-            step_line(&prog, "n = n + %ld * %ld\n", bags, per);
-        } else if (kind == 1) {
-            long give = range(r, 1, total > 1 ? total - 1 : 1);
-            s = jr_strfmt(" %s gives %ld %s to a neighbour.", who, give, what);
+        } else if (kinds[k] == 1) {
+            long give = range(r, 2, total - 1 < (small ? 9 : 99) ? total - 1 : (small ? 9 : 99));
+            line = jr_strfmt("%s %s gives away %ld %s.", who, ordinal[k], give, what);
+            code = jr_strfmt("n = n - %ld", give);
             total -= give;
-            step_line(&prog, "n = n - %ld\n", give);
-        } else if (kind == 2) {
-            long m = range(r, 3, 17);
-            s = jr_strfmt(" %s trades each of them for %ld new ones.", who, m);
+        } else if (kinds[k] == 2) {
+            long m = range(r, 2, small ? 3 : 9);
+            line = jr_strfmt("%s %s trades each one for %ld new ones.", who, ordinal[k], m);
+            code = jr_strfmt("n = n * %ld", m);
             total *= m;
-            step_line(&prog, "n = n * %ld\n", m);
+        } else {
+            long c = small ? range(r, 2, 9) : range(r, 10, 99);
+            line = jr_strfmt("%s %s finds %ld more %s.", who, ordinal[k], c, what);
+            code = jr_strfmt("n = n + %ld", c);
+            total += c;
         }
-        jr_strbuf_add(&b, s);
-        free(s);
+        jr_strbuf_add(&b, line ? line : "");
+        jr_strbuf_addc(&b, '\n');
+        s = jr_strfmt("    # %s\n    %s\n", line ? line : "", code ? code : "");
+        jr_strbuf_add(&prog, s);
+        free(s), free(line), free(code);
     }
-    s = jr_strfmt(" How many %s does %s have now?", what, who);
+    s = jr_strfmt("How many %s does %s have now?", what, who);
     jr_strbuf_add(&b, s);
     free(s);
     jr_strbuf_add(&prog, "    return n\n");
@@ -218,7 +211,7 @@ static int seen(char names[][32], int i) {
 }
 
 static json_t *qa_row(jr_rng *r, long idx) {
-    enum { NP = 5, NC = 4, NT = 4 };
+    enum { NP = 2, NC = 2, NT = 3 };
     char person[NP][32], company[NC][32], town[NT][32];
     /* names unique within each kind, so every question has one answer */
     for (int i = 0; i < NP; i++) {
@@ -232,7 +225,7 @@ static json_t *qa_row(jr_rng *r, long idx) {
     for (int i = 0; i < NC; i++) {
         char a[24];
         do {
-            make_name(r, a, sizeof a, 3);
+            make_name(r, a, sizeof a, 2);
             snprintf(company[i], sizeof company[i], "%s Works", a);
         } while (seen(company, i));
     }

@@ -42,7 +42,6 @@ static jr_rw_rc wfc_unscored(jr_rw_out *out, const char *fmt, const char *arg) {
 }
 
 static jr_rw_rc eval_wf_correct(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
-    (void)params;
     const char *type = json_string_value(json_object_get(row, "type"));
     const char *resp = json_string_value(json_object_get(row, "response"));
     if (!type) return wfc_unscored(out, "workflow_correctness: field 'type' must be math, code or qa%s", NULL);
@@ -62,7 +61,8 @@ static jr_rw_rc eval_wf_correct(const jr_reward_opts *ro, const json_t *params, 
     if (json_is_integer(rv)) snprintf(nb, sizeof nb, "%lld", (long long)json_integer_value(rv)), ref = nb;
     else if (json_is_real(rv)) snprintf(nb, sizeof nb, "%.17g", json_real_value(rv)), ref = nb;
     if (!ref) return wfc_unscored(out, "workflow_correctness: field 'answer' (the reference) must be a string or a number%s", NULL);
-    if (ro->judge.reference.shortcircuit) {
+    int verifier_only = json_is_false(json_object_get(params, "judge"));
+    if (ro->judge.reference.shortcircuit || verifier_only) {
         char *got = jr_answer_extract(resp);
         int eq = jr_answer_equiv(resp, ref) || (got && jr_answer_equiv(got, ref));
         free(got);
@@ -72,14 +72,29 @@ static jr_rw_rc eval_wf_correct(const jr_reward_opts *ro, const json_t *params, 
             return JR_RW_SCORED;
         }
     }
+    if (verifier_only) { /* params.judge: false: no match is wrong, without a judge */
+        out->value = ro->judge.reference.incorrect;
+        out->detail = json_pack("{s:b}", "verifier", 1);
+        return JR_RW_SCORED;
+    }
     out->judge_row = json_incref((json_t *)row);
     return JR_RW_JUDGE;
 }
 
+static jr_status check_wf_correct(const json_t *params) {
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)params, k, v) {
+        if (strcmp(k, "judge")) return jr_fail(JR_EINVAL, "workflow_correctness: unknown param '%s' (judge)", k);
+        if (!json_is_boolean(v)) return jr_fail(JR_EINVAL, "workflow_correctness: params.judge must be true or false");
+    }
+    return JR_OK;
+}
+
 static const jr_reward_fn wf_correct_fn = {
     "workflow_correctness", "reference",
-    "seed 2: maths / QA by the reference protocol (10 / -5), code by the row's hidden_tests in the sandbox", NULL,
-    eval_wf_correct};
+    "seed 2: maths / QA by the reference protocol (10 / -5; params.judge: false = the verifier alone: a normalised "
+    "match 10, else -5), code by the row's hidden_tests in the sandbox", check_wf_correct, eval_wf_correct};
 
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
 static jr_status reg_status;

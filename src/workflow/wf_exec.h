@@ -32,10 +32,9 @@ typedef struct wf_reply {
     char error[512]; /* when the call failed */
 } wf_reply;
 
-double wf_now(void);
 jr_status wf_client_open(jr_wf_executor *e, const jr_judge_opts *jo);
 void wf_client_close(jr_wf_executor *e);
-/* Sends one user message; waits until the answer or `deadline` (wf_now() clock). 0 with out
+/* Sends one user message; waits until the answer or `deadline` (jr_now_s() clock). 0 with out
  * filled, or -1 with out->error set. */
 int wf_client_call(jr_wf_executor *e, const char *prompt, uint64_t seed, double deadline, wf_reply *out);
 void wf_reply_free(wf_reply *r);

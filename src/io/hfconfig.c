@@ -1,5 +1,5 @@
 /* hfconfig.c - Hugging Face config.json / generation_config.json for Llama, Qwen2, Qwen3, and the tensor list */
-#include "judgerl/hfmodel.h"
+#include "judgerl/hfconfig.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "judgerl/fsutil.h"
+#include "judgerl/strbuf.h"
 
 static const struct { const char *arch, *model_type; } archs[] = {
     [JR_ARCH_LLAMA] = {"LlamaForCausalLM", "llama"},
@@ -20,32 +21,15 @@ const char *jr_arch_model_type(jr_arch a) { return (unsigned)a < N_ARCH ? archs[
 
 /* ---- JSON text as transformers writes it ---------------------------------------------------- */
 
-typedef struct { char *s; size_t n, cap; int oom; } sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->s, cap);
-        if (!p) { b->oom = 1; return; }
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = 0;
-}
-static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-static void sb_indent(sbuf *b, int level) { for (int i = 0; i < level; i++) sb_put(b, "  ", 2); }
+static void sb_indent(jr_strbuf *b, int level) { for (int i = 0; i < level; i++) jr_strbuf_addn(b, "  ", 2); }
 
 /* A double spelled as Python's repr: the shortest digits that read back to the same value, fixed
  * notation for exponents -4..15 ("500000.0", "0.0001"), else "1e-05" / "1.5e+16". */
-static void sb_real(sbuf *b, double v) {
+static void sb_real(jr_strbuf *b, double v) {
     char t[48], digits[24], out[64];
-    if (isnan(v)) { sb_str(b, "NaN"); return; }
-    if (isinf(v)) { sb_str(b, v > 0 ? "Infinity" : "-Infinity"); return; }
-    if (v == 0) { sb_str(b, signbit(v) ? "-0.0" : "0.0"); return; }
+    if (isnan(v)) { jr_strbuf_add(b, "NaN"); return; }
+    if (isinf(v)) { jr_strbuf_add(b, v > 0 ? "Infinity" : "-Infinity"); return; }
+    if (v == 0) { jr_strbuf_add(b, signbit(v) ? "-0.0" : "0.0"); return; }
     for (int p = 1; p <= 17; p++) {
         snprintf(t, sizeof t, "%.*e", p - 1, v);
         if (strtod(t, NULL) == v) break;
@@ -76,80 +60,81 @@ static void sb_real(sbuf *b, double v) {
         memcpy(out + o, digits, (size_t)nd); o += (size_t)nd;
     }
     out[o] = 0;
-    sb_str(b, out);
+    jr_strbuf_add(b, out);
 }
 
-static void sb_jstr(sbuf *b, const char *s, size_t n) {
-    sb_put(b, "\"", 1);
+static void sb_jstr(jr_strbuf *b, const char *s, size_t n) {
+    jr_strbuf_addn(b, "\"", 1);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         char e[8];
-        if (c == '"') sb_put(b, "\\\"", 2);
-        else if (c == '\\') sb_put(b, "\\\\", 2);
-        else if (c == '\n') sb_put(b, "\\n", 2);
-        else if (c == '\r') sb_put(b, "\\r", 2);
-        else if (c == '\t') sb_put(b, "\\t", 2);
-        else if (c < 0x20) { snprintf(e, sizeof e, "\\u%04x", c); sb_put(b, e, 6); }
-        else sb_put(b, (const char *)&s[i], 1);
+        if (c == '"') jr_strbuf_addn(b, "\\\"", 2);
+        else if (c == '\\') jr_strbuf_addn(b, "\\\\", 2);
+        else if (c == '\n') jr_strbuf_addn(b, "\\n", 2);
+        else if (c == '\r') jr_strbuf_addn(b, "\\r", 2);
+        else if (c == '\t') jr_strbuf_addn(b, "\\t", 2);
+        else if (c < 0x20) { snprintf(e, sizeof e, "\\u%04x", c); jr_strbuf_addn(b, e, 6); }
+        else jr_strbuf_addn(b, (const char *)&s[i], 1);
     }
-    sb_put(b, "\"", 1);
+    jr_strbuf_addn(b, "\"", 1);
 }
 
 static int cmp_key(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static void sb_json(sbuf *b, const json_t *j, int level) {
+static void sb_json(jr_strbuf *b, const json_t *j, int level) {
     char t[32];
     switch (json_typeof(j)) {
     case JSON_OBJECT: {
         size_t n = json_object_size(j), k = 0;
-        if (!n) { sb_str(b, "{}"); return; }
+        if (!n) { jr_strbuf_add(b, "{}"); return; }
         const char **keys = calloc(n, sizeof *keys);
         if (!keys) { b->oom = 1; return; }
         const char *key;
         json_t *v;
         json_object_foreach((json_t *)j, key, v) keys[k++] = key;
         qsort(keys, n, sizeof *keys, cmp_key);
-        sb_str(b, "{\n");
+        jr_strbuf_add(b, "{\n");
         for (size_t i = 0; i < n; i++) {
             sb_indent(b, level + 1);
             sb_jstr(b, keys[i], strlen(keys[i]));
-            sb_str(b, ": ");
+            jr_strbuf_add(b, ": ");
             sb_json(b, json_object_get(j, keys[i]), level + 1);
-            sb_str(b, i + 1 < n ? ",\n" : "\n");
+            jr_strbuf_add(b, i + 1 < n ? ",\n" : "\n");
         }
         free(keys);
         sb_indent(b, level);
-        sb_str(b, "}");
+        jr_strbuf_add(b, "}");
         return;
     }
     case JSON_ARRAY: {
         size_t n = json_array_size(j);
-        if (!n) { sb_str(b, "[]"); return; }
-        sb_str(b, "[\n");
+        if (!n) { jr_strbuf_add(b, "[]"); return; }
+        jr_strbuf_add(b, "[\n");
         for (size_t i = 0; i < n; i++) {
             sb_indent(b, level + 1);
             sb_json(b, json_array_get(j, i), level + 1);
-            sb_str(b, i + 1 < n ? ",\n" : "\n");
+            jr_strbuf_add(b, i + 1 < n ? ",\n" : "\n");
         }
         sb_indent(b, level);
-        sb_str(b, "]");
+        jr_strbuf_add(b, "]");
         return;
     }
     case JSON_STRING: sb_jstr(b, json_string_value(j), json_string_length(j)); return;
-    case JSON_INTEGER: snprintf(t, sizeof t, "%lld", (long long)json_integer_value(j)); sb_str(b, t); return;
+    case JSON_INTEGER: snprintf(t, sizeof t, "%lld", (long long)json_integer_value(j)); jr_strbuf_add(b, t); return;
     case JSON_REAL: sb_real(b, json_real_value(j)); return;
-    case JSON_TRUE: sb_str(b, "true"); return;
-    case JSON_FALSE: sb_str(b, "false"); return;
-    case JSON_NULL: sb_str(b, "null"); return;
+    case JSON_TRUE: jr_strbuf_add(b, "true"); return;
+    case JSON_FALSE: jr_strbuf_add(b, "false"); return;
+    case JSON_NULL: jr_strbuf_add(b, "null"); return;
     }
 }
 
 char *jr_hf_json_dumps(const json_t *j) {
-    sbuf b = {0};
+    jr_strbuf b = {0};
     sb_json(&b, j, 0);
-    sb_str(&b, "\n");
-    if (b.oom) { free(b.s); jr_fail(JR_ENOMEM, "out of memory"); return NULL; }
-    return b.s;
+    jr_strbuf_add(&b, "\n");
+    char *text = jr_strbuf_take(&b);
+    if (!text) jr_fail(JR_ENOMEM, "out of memory");
+    return text;
 }
 
 /* ---- config.json ---------------------------------------------------------------------------- */

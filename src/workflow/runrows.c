@@ -1,0 +1,134 @@
+/* runrows.c - a workflow run on many problem rows at once (`judgerl workflow run`): the rows read,
+ * parallel runs on one executor, one JSON line per row, optional gold grading */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "judgerl/fsutil.h"
+#include "judgerl/workflow.h"
+
+jr_status jr_workflow_parse_file(const char *path, const jr_workflow_limits *lim, jr_workflow **w) {
+    char *text;
+    size_t len;
+    jr_status st = jr_read_file(path, &text, &len);
+    if (st) return st;
+    st = jr_workflow_parse(text, len, lim, w);
+    free(text);
+    if (st) return jr_fail_ctx(st, "%s", path);
+    return JR_OK;
+}
+
+jr_status jr_wf_read_problems(const char *path, json_t ***rows, int *n) {
+    FILE *f = fopen(path, "r");
+    if (!f) return jr_fail(JR_EIO, "%s: cannot open", path);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    long lineno = 0;
+    *rows = NULL;
+    *n = 0;
+    jr_status st = JR_OK;
+    while (!st && (len = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        size_t k = 0;
+        while (k < (size_t)len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r' || line[k] == '\n')) k++;
+        if (k == (size_t)len) continue;
+        json_error_t je;
+        json_t *r = json_loadb(line, (size_t)len, 0, &je);
+        if (!json_is_object(r)) st = jr_fail(JR_EFORMAT, "%s: line %ld: not a JSON object (%s)", path, lineno, je.text);
+        else if (!json_is_string(json_object_get(r, "problem")))
+            st = jr_fail(JR_EINVAL, "%s: line %ld: field 'problem' must be a string", path, lineno);
+        json_t **nr = st ? NULL : realloc(*rows, (size_t)(*n + 1) * sizeof *nr);
+        if (!st && !nr) st = jr_fail(JR_ENOMEM, "out of memory");
+        if (st) { json_decref(r); break; }
+        *rows = nr;
+        (*rows)[(*n)++] = r;
+    }
+    free(line);
+    fclose(f);
+    if (st) {
+        for (int i = 0; i < *n; i++) json_decref((*rows)[i]);
+        free(*rows);
+        *rows = NULL;
+        *n = 0;
+    }
+    return st;
+}
+
+typedef struct {
+    jr_wf_executor *e;
+    const jr_workflow *w;
+    json_t **rows;
+    int n_rows, next;
+    FILE *out;
+    const jr_sandbox_opts *sb;
+    pthread_mutex_t mu;
+    int errors;
+    jr_wf_run_counts c;
+    char error[1024];
+} job;
+
+static void *worker(void *arg) {
+    job *j = arg;
+    for (;;) {
+        pthread_mutex_lock(&j->mu);
+        int i = j->next < j->n_rows && !j->errors ? j->next++ : -1;
+        pthread_mutex_unlock(&j->mu);
+        if (i < 0) break;
+        jr_wf_result res;
+        jr_status st = jr_workflow_run(j->e, j->w, j->rows[i], (uint64_t)i, &res);
+        int correct = 0;
+        char why[600] = "";
+        if (!st && j->sb && res.ok) st = jr_wf_grade(j->rows[i], res.answer, j->sb, &correct, why, sizeof why);
+        if (!st && j->sb && !res.ok) snprintf(why, sizeof why, "no answer: the run failed");
+        if (st) jr_wf_result_free(&res);
+        pthread_mutex_lock(&j->mu);
+        if (st) {
+            if (!j->errors++) snprintf(j->error, sizeof j->error, "row %d: %s", i + 1, jr_errmsg());
+        } else {
+            json_t *o = json_pack("{s:O?, s:s, s:s*, s:s*, s:i, s:I, s:f, s:O}", "id", json_object_get(j->rows[i], "id"), "outcome",
+                                  res.ok ? "answer" : "failed", "answer", res.answer, "reason", res.reason, "n_calls", res.n_calls,
+                                  "tokens", (json_int_t)res.tokens, "wall_s", res.wall_s, "trace", res.trace);
+            if (o && j->sb) {
+                json_object_set_new(o, "correct", json_boolean(correct));
+                json_object_set_new(o, "grade", json_string(why));
+                const char *t = json_string_value(json_object_get(j->rows[i], "type"));
+                int d = !strcmp(t, "math") ? 0 : !strcmp(t, "code") ? 1 : 2;
+                j->c.n_dom[d]++;
+                j->c.right_dom[d] += correct;
+            }
+            char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
+            if (line) {
+                fprintf(j->out, "%s\n", line);
+                fflush(j->out);
+            }
+            free(line);
+            json_decref(o);
+            if (res.ok) j->c.answers++;
+            else j->c.failures++;
+            jr_wf_result_free(&res);
+        }
+        pthread_mutex_unlock(&j->mu);
+    }
+    return NULL;
+}
+
+jr_status jr_workflow_run_rows(jr_wf_executor *e, const jr_workflow *w, json_t **rows, int n_rows, int parallel,
+                               const jr_sandbox_opts *grade, FILE *out, jr_wf_run_counts *counts) {
+    job j = {.e = e, .w = w, .rows = rows, .n_rows = n_rows, .out = out, .sb = grade};
+    pthread_mutex_init(&j.mu, NULL);
+    int nt = parallel < n_rows ? parallel : n_rows;
+    if (nt > 1024) nt = 1024;
+    pthread_t th[1024];
+    int started = 0;
+    for (int t = 0; t < nt; t++)
+        if (!pthread_create(&th[started], NULL, worker, &j)) started++;
+    if (!started && n_rows) worker(&j);
+    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+    pthread_mutex_destroy(&j.mu);
+    j.c.rows = n_rows;
+    *counts = j.c;
+    if (j.errors) return jr_fail(JR_EINVAL, "%s", j.error);
+    return JR_OK;
+}
