@@ -37,6 +37,12 @@ static char jt_skip_reason[256];
 /* Marks the current case skipped (with a reason) and returns from it. */
 #define SKIP(...) do { snprintf(jt_skip_reason, sizeof jt_skip_reason, __VA_ARGS__); jt_skipped_case = 1; return; } while (0)
 
+/* Skips the current case when oneDNN's bf16 matmul does not run here (a 2 x 2 probe; the test includes
+ * judgerl/nn.h). */
+#define SKIP_WITHOUT_ONEDNN_BF16() do { float jt_px[4] = {1, 2, 3, 4}, jt_pw[4] = {1, 0, 0, 1}, jt_po[4]; \
+    if (jr_matmul_bf16_forward(jt_po, jt_px, jt_pw, NULL, 2, 2, 2)) \
+        SKIP("no oneDNN bf16 matmul here: %s", jr_matmul_bf16_error()); } while (0)
+
 #define TEST(name) static void name(void)
 
 static void jt_run(const char *name, void (*fn)(void)) {

@@ -27,18 +27,33 @@ expect_ok() {
   if "$@" >"$JR_TMP/out" 2>"$JR_TMP/err"; then ok "$name"; else fail "$name" "exit $?: $(head -c 400 "$JR_TMP/err")"; fi
 }
 
+# tiny_llama_json [MAX_POSITIONS]: prints the HF config.json of the tests' tiny random Llama (byte
+# vocabulary 264, hidden 24, 2 layers, GQA 2:1; 64 positions unless given) for model.init.
+tiny_llama_json() {
+  cat <<J
+{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 24, "num_hidden_layers": 2,
+ "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 40, "vocab_size": 264,
+ "max_position_embeddings": ${1:-64}, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": false,
+ "hidden_act": "silu", "torch_dtype": "float32"}
+J
+}
+
 # serve_start ARGS...: starts `judgerl serve ARGS --port 0` in the background (stderr in
 # $JR_TMP/serve.err) and waits until it is ready: sets $pid and $port ($port empty when it did not
 # come up; the caller reports and kills $pid).
-serve_start() {
-  "$JR_BIN" serve "$@" --port 0 2>"$JR_TMP/serve.err" &
+serve_start() { serve_start_log "$JR_TMP/serve.err" "$@"; }
+
+# serve_start_log ERRFILE ARGS...: serve_start with its stderr in ERRFILE.
+serve_start_log() {
+  _serve_err=$1; shift
+  "$JR_BIN" serve "$@" --port 0 2>"$_serve_err" &
   pid=$!
   i=0
   while [ $i -lt 600 ]; do
-    grep -q 'ready' "$JR_TMP/serve.err" 2>/dev/null && break
+    grep -q 'ready' "$_serve_err" 2>/dev/null && break
     kill -0 $pid 2>/dev/null || break
     sleep 0.1; i=$((i + 1))
   done
-  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$JR_TMP/serve.err" | head -n 1)
-  grep -q ready "$JR_TMP/serve.err" || port=""
+  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$_serve_err" | head -n 1)
+  grep -q ready "$_serve_err" || port=""
 }

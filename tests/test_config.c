@@ -148,11 +148,52 @@ TEST(yaml_alias_bomb_refused) {
     json_decref(v);
 }
 
+/* An error after a key was mapped from another library's name leaves *c empty: no notes either. */
+TEST(error_after_alias_leaves_no_notes) {
+    char *bad_eq[] = {"learning_rate=0.5", "trainer.steps"};
+    char *bad_elem[] = {"learning_rate=0.5", "judge.endpoints.3.url=http://x/v1"};
+    char *const *cases[] = {bad_eq, bad_elem};
+    for (int i = 0; i < 2; i++) {
+        jr_config c;
+        CHECK(jr_config_load_string(&c, "", "t.yaml", 2, cases[i], tables) == JR_EINVAL);
+        CHECK_MSG(!c.root && !c.notes, "case %d: notes '%s'", i, c.notes ? c.notes : "");
+        jr_config_free(&c);
+    }
+    jr_config c;
+    CHECK_OK(jr_config_load_string(&c, "", "t.yaml", 1, bad_eq, tables));
+    CHECK(c.notes && strstr(c.notes, "'learning_rate' is TRL's name for 'trainer.lr'"));
+    jr_config_free(&c);
+}
+
+/* PEFT's list form of target_modules is joined whole, however long. */
+TEST(target_modules_list_joined_whole) {
+    static const jr_cfg_field lora_cfg[] = {
+        {"lora.target_modules", JR_CFG_STRING, "\"q_proj\"", "modules", NULL, NULL, 0, 0},
+        {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
+    };
+    const jr_cfg_field *const lt[] = {lora_cfg, NULL};
+    char yaml[4096] = "lora:\n  target_modules: [", want[4096] = "";
+    for (int i = 0; i < 120; i++) {
+        char m[32];
+        snprintf(m, sizeof m, "layers.%d.mlp", i);
+        snprintf(yaml + strlen(yaml), sizeof yaml - strlen(yaml), "%s%s", i ? ", " : "", m);
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", i ? "," : "", m);
+    }
+    strcat(yaml, "]\n");
+    jr_config c;
+    CHECK_OK(jr_config_load_string(&c, yaml, "t.yaml", 0, NULL, lt));
+    CHECK(strlen(want) > 1000);
+    CHECK_STR(jr_cfg_str(&c, "lora.target_modules"), want);
+    jr_config_free(&c);
+}
+
 int main(void) {
     RUN(defaults_filled);
     RUN(file_and_overrides);
     RUN(errors_name_the_key);
     RUN(yaml_scalars);
     RUN(yaml_alias_bomb_refused);
+    RUN(error_after_alias_leaves_no_notes);
+    RUN(target_modules_list_joined_whole);
     return jt_done();
 }

@@ -129,11 +129,8 @@ fi
 # configs' confidence threshold is off: how sure the --quick judge is, is not what this checks)
 jm="$out/judge-unbiased/model"
 if [ -d "$jm" ]; then
-  "$JR_BIN" serve --model "$jm" --port 0 --served-model-name judge Qwen/Qwen3-32B qwen3:8b gpt-4o-mini 2>"$JR_TMP/js.err" &
-  jpid=$!
-  i=0
-  while [ $i -lt 600 ]; do grep -q ready "$JR_TMP/js.err" 2>/dev/null && break; kill -0 $jpid 2>/dev/null || break; sleep 0.1; i=$((i + 1)); done
-  jport=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$JR_TMP/js.err" | head -n 1)
+  serve_start_log "$JR_TMP/js.err" --model "$jm" --served-model-name judge Qwen/Qwen3-32B qwen3:8b gpt-4o-mini
+  jpid=$pid jport=$port
   printf '%s\n' '{"id": 1, "prompt": "Will it rain?", "response": "Yes", "reference": "Yes", "response_b": "No", "constraints": ["[llm] Answer in one word"]}' \
     '{"id": 2, "prompt": "Am I lucky?", "response": "No", "reference": "Maybe", "response_b": "Yes", "constraints": ["[llm] Answer in one word"]}' >"$JR_TMP/jrows.jsonl"
   printf '%s\n' '{"id": 1, "prompt": "Will it rain?", "response": "Yes", "rubric": [{"criterion": "Says yes", "points": 1}, {"criterion": "Is one word", "points": 1}]}' \

@@ -199,8 +199,7 @@ TEST(sampler_logprobs_equal_training_logprobs) {
  * in the same compute type (grpo_train.c micro_logprobs), not from the sampler. */
 #define BF16_LP_ATOL 0.15
 TEST(sampler_logprobs_near_bf16_training_logprobs) {
-    float x[4] = {1, 2, 3, 4}, w[4] = {1, 0, 0, 1}, o[4];
-    if (jr_matmul_bf16_forward(o, x, w, NULL, 2, 2, 2)) SKIP("no oneDNN bf16 matmul here: %s", jr_matmul_bf16_error());
+    SKIP_WITHOUT_ONEDNN_BF16();
     printf("  path: %s, oneDNN ISA %s\n", jr_nn_bf16_native() ? "bf16 units" : "NO bf16 units (emulated)", jr_nn_isa());
     check_logprobs_vs_training_in(0.7f, 0.9f, JR_COMPUTE_BF16, BF16_LP_ATOL);
     check_logprobs_vs_training_in(1.0f, 1.0f, JR_COMPUTE_BF16, BF16_LP_ATOL);
@@ -465,10 +464,9 @@ TEST(bf16_rows_kernel_exact_and_batch_invariant) {
  * log-probs agree to |a - b| <= BF16_BOTH_LP_ATOL + 2e-5 |b| (measured: see the test's output). */
 #define BF16_BOTH_LP_ATOL 0.15
 TEST(bf16_sampler_logprobs_near_training_logprobs) {
-    float x[4] = {1, 2, 3, 4}, w[4] = {1, 0, 0, 1}, o[4];
     check_logprobs_vs_training_in(0.7f, 0.9f, JR_COMPUTE_F32, BF16_LP_ATOL);
     check_logprobs_vs_training_in(1.0f, 1.0f, JR_COMPUTE_F32, BF16_LP_ATOL);
-    if (jr_matmul_bf16_forward(o, x, w, NULL, 2, 2, 2)) SKIP("no oneDNN bf16 matmul here: %s", jr_matmul_bf16_error());
+    SKIP_WITHOUT_ONEDNN_BF16();
     check_logprobs_vs_training_in(0.7f, 0.9f, JR_COMPUTE_BF16, BF16_BOTH_LP_ATOL);
     check_logprobs_vs_training_in(1.0f, 1.0f, JR_COMPUTE_BF16, BF16_BOTH_LP_ATOL);
 }

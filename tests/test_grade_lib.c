@@ -51,6 +51,12 @@ static jr_status grade(const jr_reward_opts *ro, const char *in, const char *out
     return st;
 }
 
+/* 1 when `needle` occurs in the line that starts at `line` (before its newline). */
+static int line_has(const char *line, const char *needle) {
+    const char *p = line ? strstr(line, needle) : NULL, *end = line ? strchr(line, '\n') : NULL;
+    return p && (!end || p < end);
+}
+
 static const char *input =
     "{\"id\": 3, \"response\": \"4\", \"reference\": \"4\"}\n"
     "\n"
@@ -75,8 +81,8 @@ TEST(resume_order_and_retry) {
     const char *i3 = strstr(out, "{\"id\":3,"), *ib = strstr(out, "{\"id\":\"b\","), *i1 = strstr(out, "{\"id\":1,"),
                *id = strstr(out, "{\"id\":\"d\",");
     CHECK_MSG(i3 && ib && i1 && id && i3 < ib && ib < i1 && i1 < id, "not in the input's order:\n%s", out);
-    CHECK(ib && strstr(ib, "\"reward\":0.0") < strchr(ib, '\n'));      /* scored, no match */
-    CHECK(i1 && strstr(i1, "\"reward\":null") < strchr(i1, '\n') && strstr(out, "a\\u0000b")); /* unscored, NUL kept */
+    CHECK_MSG(line_has(i3, "\"reward\":1.0") && line_has(ib, "\"reward\":0.0"), "%s", out); /* scored: a match, none */
+    CHECK_MSG(line_has(i1, "\"reward\":null") && line_has(i1, "a\\u0000b"), "%s", out); /* unscored, NUL kept */
     CHECK(!strstr(out, "\"rew\n") && !strstr(out, "\"rew{"));
     free(out);
     /* a rerun grades the unscored row again (and only it) */

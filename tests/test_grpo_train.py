@@ -12,26 +12,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rule_judges import Judge, LabelJudge, fails, pointwise_config  # noqa: E402
 
-BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
-ROOT = os.environ.get("JR_ROOT", ".")
-TMP = os.environ.get("JR_TMP", "/tmp")
+from jrtest import BIN, exit_code, report, ROOT, TMP, write  # noqa: E402
 ASAN = "asan" in BIN  # the sanitizer build is ~10x slower: a reduced version there
-failures = 0
-
-
-def report(name, ok, why=""):
-    global failures
-    if ok:
-        print("ok - " + name)
-    else:
-        failures += 1
-        print("FAIL - %s: %s" % (name, why))
-    sys.stdout.flush()
-
-
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
 
 
 def config(out, extra=""):
@@ -350,4 +332,4 @@ try:
 finally:
     j.close()
 
-sys.exit(1 if failures else 0)
+sys.exit(exit_code())

@@ -10,19 +10,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import judge_server  # noqa: E402
 
-BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
-TMP = os.environ.get("JR_TMP", "/tmp")
-failures = 0
-
-
-def report(name, ok, why=""):
-    global failures
-    if ok:
-        print("ok - " + name)
-    else:
-        failures += 1
-        print("FAIL - %s: %s" % (name, why))
-    sys.stdout.flush()
+from jrtest import BIN, exit_code, report, TMP  # noqa: E402
 
 
 def write_rows(path, rows):
@@ -457,4 +445,4 @@ for t in [test_faults, test_retry_after_pauses_endpoint, test_sse_and_completion
         print("# %s took %.1fs" % (t.__name__, time.time() - t0))
     except Exception as ex:  # a crash in one case must not hide the others
         report(t.__name__, False, "exception %r" % ex)
-sys.exit(1 if failures else 0)
+sys.exit(exit_code())

@@ -12,22 +12,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer_servers  # noqa: E402
+from jrtest import BIN, ROOT, TMP, exit_code, report, start_server  # noqa: E402
 
-BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
-ROOT = os.environ.get("JR_ROOT", ".")
-TMP = os.environ.get("JR_TMP", "/tmp")
-failures = 0
 CONSTRAINT = 'judge.constraint={choice: ["Yes", "No", "Maybe"]}'
-
-
-def report(name, ok, why=""):
-    global failures
-    if ok:
-        print("ok - " + name)
-    else:
-        failures += 1
-        print("FAIL - %s: %.1500s" % (name, why))
-    sys.stdout.flush()
 
 
 def grade(name, rows, port, *over, quiet=False, config="judge_label.yaml", constraint=True):
@@ -143,21 +130,10 @@ def test_openai_like():
 def test_judgerl_serve():
     model = os.path.join(ROOT, "tests", "fixtures", "serve", "tiny")
     errp = os.path.join(TMP, "peer_serve.err")
-    with open(errp, "w") as ef:
-        p = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--parallel", "2", "--served-model-name", "judge"],
-                             stderr=ef, stdout=subprocess.DEVNULL)
-    port = None
-    for _ in range(300):
-        txt = open(errp).read()
-        if "ready" in txt:
-            import re
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", txt)
-            port = int(m.group(1)) if m else None
-            break
-        time.sleep(0.05)
+    p, port = start_server([BIN, "serve", "--model", model, "--port", "0", "--parallel", "2", "--served-model-name", "judge"],
+                           errp, "ready: ")
     if not port:
         report("judgerl serve: starts", False, open(errp).read())
-        p.kill()
         return
     rows = [{"id": "q%d" % i, "prompt": "Question %d?" % i} for i in range(8)]
     rc, o, s, err = grade("peer_serve", rows, port, "judge.label.threshold=0", "judge.max_tokens=8")
@@ -198,4 +174,4 @@ for t in (test_llamacpp_like, test_outside_constraint_is_a_parse_failure, test_v
     t0 = time.time()
     t()
     print("# %s took %.1fs" % (t.__name__, time.time() - t0))
-sys.exit(1 if failures else 0)
+sys.exit(exit_code())

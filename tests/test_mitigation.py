@@ -117,6 +117,20 @@ else:
            all(abs(x["reward"] - x["rewards/mi-fair1/mean"]) < 1e-6
                for x in jsonl(os.path.join(j["ens-majority"]["runs"][0]["dir"], "metrics.jsonl")) if "reward" in x) and len(mj) >= 16,
            mj[:4])
+# an ensemble alone (no reward.components: it replaces them) trains; another algorithm than grpo / rloo is refused
+write(os.path.join(TMP, "mi_ens_only.yaml"), BASE)
+ens2 = "ensemble.judges=[%s/mi-fair1.yaml, %s/mi-fair2.yaml]" % (TMP, TMP)
+eo = os.path.join(TMP, "mi_ens_only")
+shutil.rmtree(eo, ignore_errors=True)
+p = subprocess.run([BIN, "train", os.path.join(TMP, "mi_ens_only.yaml"), ens2, "run.out_dir=" + eo, "trainer.steps=2",
+                    "trainer.eval_every=0"], capture_output=True, text=True, timeout=300)
+m = jsonl(os.path.join(eo, "metrics.jsonl")) if p.returncode == 0 else []
+report("ensemble.judges without reward.components: the run trains on the ensemble",
+       len(m) == 2 and all("rewards/ensemble/mean" in x for x in m), p.stderr[-300:])
+p = subprocess.run([BIN, "train", os.path.join(TMP, "mi_ens_only.yaml"), ens2, "run.out_dir=" + eo + "-d", "trainer.algo=distill"],
+                   capture_output=True, text=True, timeout=120)
+report("ensemble.judges with trainer.algo=distill (which would ignore it): one clear error",
+       p.returncode != 0 and "ensemble.judges is a reward for trainer.algo grpo or rloo" in p.stderr, p.stderr[-300:])
 for j in (biased, fair1, fair2):
     j.close()
 

@@ -258,8 +258,7 @@ TEST(qwen3_tied_bias) { check_model("qwen3_tied_bias", JR_COMPUTE_F32); }
 /* The same references in bf16 compute. On a CPU without bf16 units oneDNN emulates bf16 (or has no
  * kernel: then the case is skipped, saying so); the path that ran is printed. */
 static void check_bf16(const char *name) {
-    float x[4] = {1, 2, 3, 4}, w[4] = {1, 0, 0, 1}, o[4];
-    if (jr_matmul_bf16_forward(o, x, w, NULL, 2, 2, 2)) SKIP("no oneDNN bf16 matmul here: %s", jr_matmul_bf16_error());
+    SKIP_WITHOUT_ONEDNN_BF16();
     printf("  bf16 path: %s units, oneDNN ISA %s\n", jr_nn_bf16_native() ? "native bf16" : "NO bf16 (emulated)",
            jr_nn_isa());
     check_model(name, JR_COMPUTE_BF16);
@@ -318,8 +317,7 @@ static void check_chunked(jr_compute comp) {
 }
 TEST(chunked_logits_equal_full_fp32) { check_chunked(JR_COMPUTE_F32); }
 TEST(chunked_logits_equal_full_bf16) {
-    float x[4] = {1, 2, 3, 4}, w[4] = {1, 0, 0, 1}, o[4];
-    if (jr_matmul_bf16_forward(o, x, w, NULL, 2, 2, 2)) SKIP("no oneDNN bf16 matmul here: %s", jr_matmul_bf16_error());
+    SKIP_WITHOUT_ONEDNN_BF16();
     check_chunked(JR_COMPUTE_BF16);
 }
 
@@ -397,8 +395,7 @@ TEST(checkpoint_same_grads_fp32) {
     check_ckpt_deep(JR_COMPUTE_F32);
 }
 TEST(checkpoint_same_grads_bf16) {
-    float x[4] = {1, 2, 3, 4}, w[4] = {1, 0, 0, 1}, o[4];
-    if (jr_matmul_bf16_forward(o, x, w, NULL, 2, 2, 2)) SKIP("no oneDNN bf16 matmul here: %s", jr_matmul_bf16_error());
+    SKIP_WITHOUT_ONEDNN_BF16();
     check_ckpt("qwen3_qknorm", JR_COMPUTE_BF16, 1);
     check_ckpt("llama_gqa", JR_COMPUTE_BF16, 0);
     check_ckpt_deep(JR_COMPUTE_BF16);

@@ -115,11 +115,17 @@ else:
            "rc %d steps %s %s" % (p3.returncode, steps3, p3.stderr[-300:]))
 
 # 3. gold labels that agree with the proxy (labelled data): no proxy_gold alarm; the labels collapse
-p, out = run("mon_quiet", "{enabled: true, gold_field: gold, labels: %s/mon_labels.jsonl, collapse_share: 0.75}" % TMP)
+#    (with trainer.eval_at_start set too: the monitor's baseline is that evaluation, not a second one)
+p, out = run("mon_quiet", "{enabled: true, gold_field: gold, labels: %s/mon_labels.jsonl, collapse_share: 0.75}" % TMP,
+             "trainer.eval_at_start=true")
 if p.returncode != 0:
     report("no alarm when gold agrees: the run", False, p.stderr[-400:])
 else:
     rows = jsonl(os.path.join(out, "monitor.jsonl"))
+    met0 = [m for m in jsonl(os.path.join(out, "metrics.jsonl")) if m["step"] == 0]
+    report("monitor with trainer.eval_at_start: the baseline is evaluated once (one row per evaluation, one step-0 metrics row)",
+           [r["step"] for r in rows] == [0, 4, 8, 12, 16] and len(met0) == 1, "monitor steps %s, %d step-0 metrics rows" %
+           ([r["step"] for r in rows], len(met0)))
     report("no proxy_gold alarm when gold rises with the proxy (labelled gold = the proxy's own criterion)",
            all("proxy_gold" not in r["alarms"] for r in rows) and rows[-1]["gold"] - rows[0]["gold"] >= 0.3 and
            all(abs(r["gold"] - r["labels"].get("lower", 0)) < 1e-6 for r in rows),
@@ -128,7 +134,13 @@ else:
     report("collapse alarm is active exactly where one label holds >= 0.75", ok and any("collapse" in r["alarms"] for r in rows),
            why + " shares %s" % [r["label_max_share"] for r in rows])
 
-# 4. a wrong setup is one clear error
+# 4. no gold evaluator: the run goes on with the drift alarms and says that proxy_gold is off
+p, out = run("mon_nogold", "{enabled: true}", "trainer.steps=4")
+report("monitor without a gold evaluator: the run says the proxy_gold alarm is off",
+       p.returncode == 0 and "no gold evaluator" in p.stderr and "proxy_gold alarm is off" in p.stderr and
+       all(r["gold"] is None for r in jsonl(os.path.join(out, "monitor.jsonl"))), p.stderr[-300:])
+
+# 5. a wrong setup is one clear error
 p, _ = run("mon_bad", "{enabled: true, gold_field: gold}", "data.validation=null")
 report("monitor without held-out prompts: one clear error", p.returncode != 0 and "monitor.enabled needs held-out prompts" in p.stderr,
        p.stderr[-300:])

@@ -22,12 +22,7 @@ fi
 MPI="env ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1}:detect_leaks=0 mpirun -np 2 --oversubscribe --bind-to none
   --mca btl_vader_single_copy_mechanism none"
 
-cat >"$JR_TMP/model.json" <<'J'
-{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 24, "num_hidden_layers": 2,
- "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 40, "vocab_size": 264,
- "max_position_embeddings": 64, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": false,
- "hidden_act": "silu", "torch_dtype": "float32"}
-J
+tiny_llama_json >"$JR_TMP/model.json"
 # float32 matmuls (bf16 roundings would widen the 1-process vs 2-rank gap) and one thread per rank
 cat >"$JR_TMP/sft.yaml" <<Y
 run: {seed: 5}

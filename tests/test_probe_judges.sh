@@ -45,18 +45,11 @@ done
 # probe NAME JUDGE CONFIG PROBES [key=value...]: serves judge-JUDGE, probes it into $JR_TMP/NAME
 probe() {
   name=$1; judge=$2; cfg=$3; probes=$4; shift 4
-  "$JR_BIN" serve --model "$CACHE/judge-$judge/model" --host 127.0.0.1 --port 0 --served-model-name judge --parallel 8 \
-    --max-queue 512 2>"$JR_TMP/serve-$name.err" &
-  spid=$!
-  i=0
-  while [ $i -lt 600 ]; do
-    grep -q 'ready' "$JR_TMP/serve-$name.err" 2>/dev/null && break
-    kill -0 $spid 2>/dev/null || break
-    sleep 0.1; i=$((i + 1))
-  done
-  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$JR_TMP/serve-$name.err" | head -n 1)
+  serve_start_log "$JR_TMP/serve-$name.err" --model "$CACHE/judge-$judge/model" --host 127.0.0.1 --served-model-name judge \
+    --parallel 8 --max-queue 512
+  spid=$pid
   rc=1
-  if [ -n "$port" ] && grep -q ready "$JR_TMP/serve-$name.err"; then
+  if [ -n "$port" ]; then
     "$JR_BIN" probe --judge "$cfg" --data data/eightball/lm/probe_rows.jsonl --out "$JR_TMP/$name" --probes "$probes" \
       "judge.endpoints=[{url: \"http://127.0.0.1:$port/v1\", model: judge}]" "$@" >"$JR_TMP/$name.out" 2>"$JR_TMP/$name.err"
     rc=$?

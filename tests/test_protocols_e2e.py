@@ -13,20 +13,7 @@ from http.server import BaseHTTPRequestHandler
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import judge_server  # noqa: E402  (Server, State, prompt_text)
 
-BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
-ROOT = os.environ.get("JR_ROOT", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-TMP = os.environ.get("JR_TMP", "/tmp")
-failures = 0
-
-
-def report(name, ok, why=""):
-    global failures
-    if ok:
-        print("ok - " + name)
-    else:
-        failures += 1
-        print("FAIL - %s: %s" % (name, why))
-    sys.stdout.flush()
+from jrtest import BIN, exit_code, report, ROOT, TMP  # noqa: E402
 
 
 class ScriptHandler(BaseHTTPRequestHandler):
@@ -516,4 +503,4 @@ for t in (test_configs_check, test_reference, test_rubric, test_rubric_batched, 
         t()
     except Exception as ex:  # a crash in one test is one failure, not the end of the file
         report(t.__name__, False, "exception: %r" % (ex,))
-sys.exit(1 if failures else 0)
+sys.exit(exit_code())

@@ -106,6 +106,23 @@ html, svgs, clean, errs = page(os.path.join(TMP, "graded.report.html"))
 n = len(rows(os.path.join(TMP, "graded.jsonl")))
 report("grade_report", p.returncode == 0 and clean and len(svgs) == 1 and "<td>%d</td>" % n in html and
        chart(svgs, "Rewards of the scored rows"), p.stderr + str(errs))
+# a non-string cell just over the cut (a prompt object whose JSON is 201 bytes): cut with "...", nothing written
+# past the dump (an ASan build aborts on that)
+with open(os.path.join(TMP, "long.jsonl"), "w") as f:
+    f.write(json.dumps({"id": 1, "status": "ok", "reward": 1.0, "prompt": {"x": "a" * 193}, "response": "r"}) + "\n")
+p = run("report", "long.jsonl")
+html = open(os.path.join(TMP, "long.report.html"), encoding="utf-8").read() if p.returncode == 0 else ""
+report("long_cell_cut", p.returncode == 0 and "<td>{&quot;x&quot;:&quot;" + "a" * 193 + "&quot;...</td>" in html, p.stderr[-300:])
+# more metrics than are charted: the page and the terminal line say which were left out
+os.makedirs(os.path.join(TMP, "wide"), exist_ok=True)
+with open(os.path.join(TMP, "wide", "metrics.jsonl"), "w") as f:
+    for step in range(3):
+        f.write(json.dumps(dict({"step": step}, **{"m%02d" % k: k + step for k in range(50)})) + "\n")
+p = run("report", "wide")
+html, svgs, clean, errs = page(os.path.join(TMP, "wide", "report.html"))
+report("metrics_past_the_cap_said", p.returncode == 0 and len(chart(svgs, "m47")) == 1 and not chart(svgs, "m48") and
+       "wide: 2 more metrics not charted (at most 48 per run): m48 m49</p>" in html and "2 metrics past the first 48" in p.stdout,
+       p.stdout + p.stderr[-300:])
 p = run("report", "ev")
 html, svgs, clean, errs = page(os.path.join(TMP, "ev", "report.html"))
 report("eval_report", p.returncode == 0 and clean and "<h2>Summary</h2>" in html and "Sample rows" in html, p.stderr)

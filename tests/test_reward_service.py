@@ -18,7 +18,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from jrtest import BIN, ROOT, TMP, report, exit_code  # noqa: E402
+from jrtest import BIN, ROOT, TMP, report, exit_code, start_server  # noqa: E402
 import judge_server  # noqa: E402
 
 procs = []
@@ -37,19 +37,9 @@ class Service:
         self.err_path = os.path.join(TMP, "%s.%d.err" % (name, time.monotonic_ns()))
         e = dict(os.environ)
         e.update(env or {})
-        self.err = open(self.err_path, "w")
-        self.p = subprocess.Popen([BIN, "serve-reward", "--config", cfg, "--port", str(port)] + list(args) + list(overrides),
-                                  stdout=subprocess.DEVNULL, stderr=self.err, env=e)
+        self.p, self.port = start_server([BIN, "serve-reward", "--config", cfg, "--port", str(port)] + list(args) + list(overrides),
+                                         self.err_path, "listening on", env=e)
         procs.append(self.p)
-        self.port = None
-        deadline = time.time() + 60
-        while time.time() < deadline and self.p.poll() is None:
-            for line in self.stderr().splitlines():
-                if "listening on http://" in line:
-                    self.port = int(line.split("listening on http://")[1].split()[0].rsplit(":", 1)[1])
-            if self.port:
-                break
-            time.sleep(0.05)
 
     def stderr(self):
         with open(self.err_path) as f:
@@ -70,7 +60,6 @@ class Service:
         except subprocess.TimeoutExpired:
             self.p.kill()
             rc = self.p.wait()
-        self.err.close()
         return rc
 
 
@@ -189,6 +178,13 @@ def test_unscored_value(jport):
     s.stop()
     report("unscored_value_without_opt_in_refused", r.returncode != 0 and "on_unscored" in r.stderr and len(r.stderr.strip().splitlines()) == 1,
            "rc %d %s" % (r.returncode, r.stderr))
+    # two protocols on one route (the first route matched would take the other's requests): refused
+    cfg3 = cfg_copy("routes")
+    for case, over in (("slime", "service.slime_path=/get_reward"), ("openrlhf", "service.openrlhf_path=/v1/rewards")):
+        r = subprocess.run([BIN, "serve-reward", "--config", cfg3, "--port", "0"] + judge_overrides(jport, [over]), capture_output=True,
+                           text=True, timeout=60)
+        report("route_clash_refused_%s" % case, r.returncode != 0 and over in r.stderr and "already the route" in r.stderr
+               and len(r.stderr.strip().splitlines()) == 1, "rc %d %s" % (r.returncode, r.stderr))
 
 
 def test_auth_and_limits(jport):
@@ -309,7 +305,6 @@ def test_kill9_restart(jport, jsrv):
     inflight = jsrv.state.inflight
     s.p.kill()
     s.p.wait()
-    s.err.close()
     s2 = None
     for _ in range(50):  # the port is ours again once the old socket is gone
         s2 = Service(cfg, judge_overrides(jport), port=port, name="kill9b")

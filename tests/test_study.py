@@ -122,6 +122,18 @@ else:
     m2 = open(os.path.join(OUT, "biased", "seed-1", "metrics.jsonl")).read()
     report("a second study reuses the finished runs (metrics unchanged)", p2.returncode == 0 and m1 == m2, p2.stderr[-300:])
 
+# monitor.stop in a study: the run stopped by its alarm is a result (the study goes on and succeeds), not an error
+OUT_STOP = os.path.join(TMP, "st_stop")
+shutil.rmtree(OUT_STOP, ignore_errors=True)
+p = study(study_yaml("""    - name: biased
+      set: ['judge.endpoints=[{url: "http://127.0.0.1:%d/v1", model: biased}]']
+""" % biased.port, ', "monitor.stop=true"').replace("seeds: [1, 2]", "seeds: [1]").replace(OUT, OUT_STOP))
+st = json.load(open(os.path.join(OUT_STOP, "study.json"))) if p.returncode == 0 else {}
+run = st["judges"][0]["runs"][0] if st else {}
+steps = run.get("series", {}).get("step", [])
+report("monitor.stop in a study: the run stops at its alarm and the study still succeeds",
+       p.returncode == 0 and steps and run["alarms"]["proxy_gold"] == steps[-1] < 16, p.stderr[-300:] + " %s" % steps)
+
 # bad configs: one clear error each
 p = study(study_yaml(JUDGES).replace('"monitor.gold_reward=%s/st_gold.yaml", ' % TMP, ""))
 report("no gold evaluator: one clear error", p.returncode != 0 and "no gold evaluator" in p.stderr and

@@ -1,11 +1,6 @@
 # test_train_sft.sh - `judgerl train` SFT: loss falls, exact resume after SIGKILL, checkpoint layout, clear errors
 . "$JR_ROOT/tests/lib.sh"
-cat >"$JR_TMP/model.json" <<'J'
-{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 24, "num_hidden_layers": 2,
- "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 40, "vocab_size": 264,
- "max_position_embeddings": 64, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": false,
- "hidden_act": "silu", "torch_dtype": "float32"}
-J
+tiny_llama_json >"$JR_TMP/model.json"
 cat >"$JR_TMP/sft.yaml" <<Y
 run: {seed: 5}
 data: {train: $JR_ROOT/data/sft_demo.jsonl}

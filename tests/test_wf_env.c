@@ -109,6 +109,13 @@ static int score(fixture *fx, const char *const *rows, const char *const *wfs, i
     return bad ? -1 : 0;
 }
 
+typedef struct { double code_gold_errors, overall_gold_errors; } stat_seen;
+static void stat_put(void *ud, const char *key, double v) {
+    stat_seen *s = ud;
+    if (!strcmp(key, "train/code/gold_errors")) s->code_gold_errors = v;
+    if (!strcmp(key, "train/overall/gold_errors")) s->overall_gold_errors = v;
+}
+
 static const char *dstr(const jr_env_result *r, const char *k) { return json_string_value(json_object_get(r->detail, k)); }
 
 TEST(workflow_environment) {
@@ -129,6 +136,9 @@ TEST(workflow_environment) {
         "{\"id\": \"c2\", \"problem\": \"def add(a, b):\\n    \\\"\\\"\\\"Sum. CODE-SUB\\\"\\\"\\\"\\n\", \"type\": \"code\","
         " \"entry_point\": \"add\", \"public_tests\": [\"assert add(1, 2) == 3\"], \"hidden_tests\": \"assert add(2, 2) == 4\\nassert add(0, 5) == 5\"}",
         "{\"id\": \"q3\", \"problem\": \"Who runs Zorb? say=Bob judge-correct\", \"answer\": \"Robert\", \"type\": \"qa\"}",
+        "{\"id\": \"c3\", \"problem\": \"def add(a, b):\\n    \\\"\\\"\\\"Sum. CODE-ADD\\\"\\\"\\\"\\n\", \"type\": \"code\","
+        " \"entry_point\": \"add\"}",
+        "{\"id\": \"m4\", \"problem\": \"What is 6*7? say=42\", \"answer\": 42, \"type\": \"math\"}",
     };
     const char *wfs[] = {
         "a = answer(problem)\nreturn a\n",
@@ -139,8 +149,10 @@ TEST(workflow_environment) {
         "c = codegen(problem)\nreturn c\n",
         "c = codegen(problem)\nreturn c\n",
         "xs = answer(problem) x3\nb = ensemble(xs)\nreturn b\n",
+        "c = codegen(problem)\nreturn c\n",
+        "a = answer(problem)\nreturn a\n",
     };
-    enum { N = 8 };
+    enum { N = 10 };
     jr_env_result res[N];
     CHECK_OK(score(&fx, rows, wfs, N, res));
     jr_wf_buffer_opts bo;
@@ -200,6 +212,18 @@ TEST(workflow_environment) {
     CHECK(json_is_false(json_object_get(res[7].detail, "gold_correct")));
     CHECK(json_integer_value(json_object_get(res[7].detail, "n_operators")) == 2);
     CHECK_NEAR(res[7].parts[2], 10 * (8 - 2) / 7.0, 1e-9, 0);
+    /* an answer the verifier cannot grade (a code row without hidden_tests): said, never a silent "wrong" */
+    CHECK_STR(dstr(&res[8], "outcome"), "answer");
+    CHECK(json_object_get(res[8].detail, "gold_correct") == NULL);
+    CHECK(dstr(&res[8], "gold_error") && strstr(dstr(&res[8], "gold_error"), "hidden_tests"));
+    /* a numeric reference: the reward and the gold grade read it alike (right on both counts) */
+    CHECK(res[9].scored);
+    CHECK_NEAR(res[9].parts[0], 10, 0, 0);
+    CHECK(json_is_true(json_object_get(res[9].detail, "gold_correct")));
+    stat_seen st = {0};
+    double acc = jr_wf_env_stats_flush(&fx.env, 0, "train/", stat_put, &st);
+    CHECK_NEAR(st.code_gold_errors, 1 / 3.0, 1e-12, 0); /* c1, c2, c3 */
+    CHECK(st.overall_gold_errors > 0 && acc >= 0);
     for (int i = 0; i < N; i++) jr_env_result_free(&res[i]);
     fixture_close(&fx);
     server_stop();

@@ -5,14 +5,12 @@ would be), constrained by the server's guided_regex so its replies have the shap
 the reference protocol read. Only sizes and endpoints are overridden."""
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from jrtest import BIN, ROOT, TMP, report, exit_code, write  # noqa: E402
+from jrtest import BIN, ROOT, TMP, report, exit_code, start_server, write  # noqa: E402
 
 
 
@@ -31,7 +29,6 @@ def main():
         arch = (json.loads(f.read() or "{}").get("architectures") or [""])[0]
     report("a random-weight Qwen2 policy directory", p.returncode == 0 and arch == "Qwen2ForCausalLM", p.stdout + p.stderr)
     err_path = os.path.join(d, "serve.err")
-    err = open(err_path, "w")
     # the served model: the tiny random fixture with a context long enough for the judge's prompt
     served = os.path.join(d, "served")
     shutil.copytree(os.path.join(ROOT, "tests/fixtures/serve/tiny"), served)
@@ -39,19 +36,9 @@ def main():
         c = json.load(f)
     c["max_position_embeddings"] = 4096
     write(os.path.join(served, "config.json"), json.dumps(c))
-    srv = subprocess.Popen([BIN, "serve", "--model", served, "--port", "0", "--parallel", "4",
-                            "--served-model-name", "executor"], stderr=err, stdout=subprocess.DEVNULL)
+    srv, port = start_server([BIN, "serve", "--model", served, "--port", "0", "--parallel", "4",
+                              "--served-model-name", "executor"], err_path, "ready: ")
     try:
-        port = None
-        for _ in range(1200):
-            with open(err_path) as f:
-                m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", f.read())
-            if m:
-                port = int(m.group(1))
-                break
-            if srv.poll() is not None:
-                break
-            time.sleep(0.05)
         if not port:
             report("judgerl serve starts", False, open(err_path).read())
             return 1
@@ -100,7 +87,6 @@ def main():
     finally:
         srv.terminate()
         srv.wait()
-        err.close()
     return exit_code()
 
 

@@ -137,6 +137,13 @@ buffer: {threshold: -100.0, cap: 1000}
         rk = {r["step"]: r.get("reward") for r in metrics(run) if "train/overall/n" in r}
         rr = {r["step"]: r.get("reward") for r in metrics(ref) if "train/overall/n" in r}
         report("kill -9 then resume: one metrics row per step, the same rewards", sorted(rk) == list(range(1, 9)) and rk == rr, (rk, rr))
+        # a bad task row: one clear error naming the file and line (a row without a known type; a line that is not JSON)
+        for name, bad, want in (("no_type", json.dumps({"problem": "x"}), "bad.jsonl:2: a workflow task row needs"),
+                                ("not_json", "{not json", "bad.jsonl:2")):
+            write(os.path.join(d, "bad.jsonl"), open(os.path.join(d, "train.jsonl")).readline() + bad + "\n")
+            p = train(os.path.join(d, "run-bad-" + name), "data.train=" + os.path.join(d, "bad.jsonl"))
+            report("a bad task row (%s): one clear error naming the line" % name, p.returncode != 0 and want in p.stderr and
+                   p.stderr.count("\n") <= 2, p.stderr[-300:])
     finally:
         srv.terminate()
         srv.wait()

@@ -9,10 +9,9 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from jrtest import BIN, ROOT, TMP, report, exit_code, write, jsonl  # noqa: E402
+from jrtest import BIN, ROOT, TMP, report, exit_code, start_server, write, jsonl  # noqa: E402
 
 OUT = os.path.join(TMP, "wf_exec")
 
@@ -104,20 +103,9 @@ def shape_ok(r):
 
 def serve_cases(by):
     err_path = os.path.join(TMP, "wf_exec_serve.err")
-    err = open(err_path, "w")
-    proc = subprocess.Popen([BIN, "serve", "--model", os.path.join(OUT, "model"), "--port", "0", "--parallel", "4", "--served-model-name", "executor"],
-                            stderr=err, stdout=subprocess.DEVNULL)
+    proc, port = start_server([BIN, "serve", "--model", os.path.join(OUT, "model"), "--port", "0", "--parallel", "4",
+                               "--served-model-name", "executor"], err_path, "ready: ")
     try:
-        port = None
-        for _ in range(2400):
-            with open(err_path) as f:
-                m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", f.read())
-            if m:
-                port = int(m.group(1))
-                break
-            if proc.poll() is not None:
-                break
-            time.sleep(0.05)
         if not port:
             report("serve_trained_executor", False, "judgerl serve did not start: " + open(err_path).read()[-600:])
             return
@@ -157,7 +145,6 @@ def serve_cases(by):
     finally:
         proc.terminate()
         proc.wait(timeout=60)
-        err.close()
 
 
 by = train_cases()

@@ -8,32 +8,11 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import judge_server  # noqa: E402
-
-BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
-TMP = os.environ.get("JR_TMP", "/tmp")
-ROOT = os.environ.get("JR_ROOT", ".")
-failures = 0
-
-
-def report(name, ok, why=""):
-    global failures
-    if ok:
-        print("ok - " + name)
-    else:
-        failures += 1
-        print("FAIL - %s: %s" % (name, why))
-    sys.stdout.flush()
-
-
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-    return path
+from jrtest import BIN, ROOT, TMP, exit_code, report, start_server, write  # noqa: E402
 
 
 def config(name, port, extra=None):
@@ -136,6 +115,13 @@ def fault_server_cases():
         # bad input: one clear line, non-zero exit
         p, res = run("wf_badrow", 'c = custom(problem, @"x")\nreturn c\n', [{"id": 1, "problem": "q"}], cfg)
         report("row_without_type_fails_clearly", p.returncode != 0 and "field 'type'" in p.stderr and p.stderr.count("\n") == 1, p.stderr)
+        # a problems row without a string 'problem' (after a blank line): the error names the file and its line
+        wf = write(os.path.join(TMP, "wf_noproblem.wf"), 'c = custom(problem, @"x")\nreturn c\n')
+        inp = write(os.path.join(TMP, "wf_noproblem.jsonl"), '{"id": 1, "problem": "q", "type": "qa"}\n\n{"id": 2, "type": "qa"}\n')
+        p = subprocess.run([BIN, "workflow", "run", "--workflow", wf, "--problems", inp, "--executor", cfg, "--output",
+                            os.path.join(TMP, "wf_noproblem.out.jsonl")], capture_output=True, text=True, timeout=120)
+        report("problems_row_error_names_file_line", p.returncode == 1 and
+               "wf_noproblem.jsonl:3: field 'problem' must be a string" in p.stderr and p.stderr.count("\n") == 1, p.stderr)
         p, res = run("wf_badwf", "c = progam(problem)\nreturn c\n", [{"id": 1, "problem": "q", "type": "qa"}], cfg)
         report("bad_workflow_fails_with_position", p.returncode != 0 and
                "workflow:1:5: unknown operator 'progam' (did you mean 'program'?)" in p.stderr, p.stderr)
@@ -145,18 +131,9 @@ def fault_server_cases():
 
 def serve_cases():
     model = os.path.join(ROOT, "tests/fixtures/serve/tiny")
-    err = open(os.path.join(TMP, "wf_serve.err"), "w")
-    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--parallel", "4", "--served-model-name", "executor"],
-                            stderr=err, stdout=subprocess.DEVNULL)
+    proc, port = start_server([BIN, "serve", "--model", model, "--port", "0", "--parallel", "4", "--served-model-name", "executor"],
+                              os.path.join(TMP, "wf_serve.err"), "ready: ")
     try:
-        port = None
-        for _ in range(200):
-            with open(os.path.join(TMP, "wf_serve.err")) as f:
-                m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", f.read())
-            if m:
-                port = int(m.group(1))
-                break
-            time.sleep(0.05)
         if not port:
             report("serve_plumbing", False, "judgerl serve did not start")
             return
@@ -178,7 +155,6 @@ def serve_cases():
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-        err.close()
 
 
 class Scripted(BaseHTTPRequestHandler):
@@ -299,4 +275,4 @@ def scripted_cases():
 fault_server_cases()
 scripted_cases()
 serve_cases()
-sys.exit(1 if failures else 0)
+sys.exit(exit_code())

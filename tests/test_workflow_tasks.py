@@ -7,15 +7,8 @@ import re
 import subprocess
 import sys
 
-BIN = os.environ.get("JR_BIN", "build/rel/judgerl")
-failures = 0
-
-
-def report(name, ok, why=""):
-    global failures
-    print(("ok - " + name) if ok else ("FAIL - %s: %s" % (name, why)))
-    failures += 0 if ok else 1
-    sys.stdout.flush()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jrtest import BIN, exit_code, report  # noqa: E402
 
 
 def tasks(domain, n, seed=7, first=0):
@@ -134,4 +127,4 @@ check_math()
 check_code()
 check_qa()
 check_seeding()
-sys.exit(1 if failures else 0)
+sys.exit(exit_code())

@@ -46,9 +46,10 @@ jr_status jr_genrows_run(jr_textgen *t, const json_t *rows, const jr_genrows_opt
 /* Writes rows as JSONL: to `path` atomically (replaced only when all is written) or, path NULL, to f. */
 jr_status jr_genrows_write(const json_t *rows, const char *path, FILE *f);
 
-/* Reads a JSONL file of objects into *rows, each with "_line" (its line number); blank lines are
- * skipped. Errors name the file (and line): JR_EIO it cannot be read, JR_EFORMAT a line is not an
- * object, JR_EINVAL it has no rows. */
+/* Reads a JSONL file of objects into *rows, each with "_line" (its line number), by the shared
+ * reader (jr_jsonl_open, dataset.h: blank lines skipped, a UTF-8 BOM ignored). Errors name the file
+ * (and line): JR_ENOTFOUND / JR_EIO it cannot be read, JR_EFORMAT a bad line (not JSON, not an
+ * object, invalid UTF-8), JR_EINVAL it has no rows. */
 jr_status jr_genrows_read(const char *path, json_t **rows);
 
 #endif

@@ -34,7 +34,8 @@ typedef struct jr_monitor_opts {
 } jr_monitor_opts;
 
 /* Fills o from monitor.* (all off when the config was loaded without jr_monitor_cfg). Fails naming the
- * key when the monitor is on with neither or both gold sources. Strings borrow c. */
+ * keys when the monitor is on with both gold sources; with neither, the gold figures are absent and the
+ * proxy_gold alarm is off (docs/MONITOR.md; `judgerl study` refuses that). Strings borrow c. */
 jr_status jr_monitor_opts_from_config(jr_monitor_opts *o, const jr_config *c);
 
 /* The alarms, as bits of jr_monitor_eval.fired / .active. */

@@ -165,6 +165,11 @@ const char *jr_reward_part_fn(const jr_reward *r, int i); /* the reward function
 const char *jr_reward_unscored_summary(jr_reward *r);
 long jr_reward_unscored_count(const jr_reward *r);
 
+/* A row's reference-like field as text: the string, or a number printed into buf (integers %lld,
+ * reals %.17g); NULL when the field is missing or of another type. The reward functions and the
+ * workflow grader (jr_wf_grade) read "answer" / "reference" this one way. */
+const char *jr_row_text_or_number(const json_t *row, const char *field, char *buf, size_t len);
+
 /* The judge client (NULL when no component uses the judge), e.g. for jr_judge_stats_get. */
 jr_judge *jr_reward_judge(jr_reward *r);
 

@@ -31,7 +31,8 @@ typedef struct jr_rsvc_opts {
 } jr_rsvc_opts;
 
 /* Fills o from a config loaded with jr_reward_service_cfg (host, port and api_key are left for
- * the command line: host "127.0.0.1", port 8100, no key). */
+ * the command line: host "127.0.0.1", port 8100, no key). Fails naming the key when the two
+ * protocols' routes clash with each other or with /health, /metrics, /v1/rewards. */
 jr_status jr_rsvc_opts_from_config(jr_rsvc_opts *o, const jr_config *c);
 
 /* The protocols, for jr_rsvc_parse_rows. */

@@ -161,13 +161,14 @@ jr_status jr_run_loop(jr_run *r, const jr_run_algo *algo);
 /* Writes a checkpoint of state s (the model, adapters, moments, tokenizer files). */
 jr_status jr_run_checkpoint(jr_run *r, const jr_train_state *s);
 
+/* Zeroes the gradients a step accumulates: the model's and, with LoRA, the adapters' (the backward
+ * adds the adapters' gradients directly: jr_lora_direct). */
+void jr_run_zero_grads(jr_run *r);
+
 /* After a LoRA update: the adapters' gradients from the model's, clip, AdamW step, adapters back on.
  * Without LoRA: clip and AdamW step. Over several ranks (dist.h) the trained gradients are first
  * summed across ranks in a fixed order: each rank's gradient must be its share of the global sum
  * (scaled by the global count). *gnorm (may be NULL): the gradient norm before clipping. */
-/* Zeroes the gradients a step accumulates: the model's and, with LoRA, the adapters' (the backward
- * adds the adapters' gradients directly: jr_lora_direct). */
-void jr_run_zero_grads(jr_run *r);
 jr_status jr_run_update(jr_run *r, double lr, double *gnorm);
 
 /* Stops the run for too many unscored samples: logs unscored_frac at step + 1, writes a checkpoint of

@@ -16,9 +16,6 @@
 /* study.*: jr_study_cfg documents each key. */
 extern const jr_cfg_field jr_study_cfg[];
 
-/* The tables a study's run config is loaded with (train's, monitor.*, probe.*). */
-extern const jr_cfg_field *const jr_study_run_tables[];
-
 #define JR_STUDY_MAX 32
 
 typedef struct jr_study_judge {

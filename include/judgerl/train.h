@@ -25,6 +25,8 @@ typedef struct jr_train_result {
     double first_loss, last_loss;    /* training loss of those steps */
     double last_val_loss;            /* NAN when there is no validation data */
     int resumed;                     /* 1 when it continued from a checkpoint */
+    int halted;                      /* 1 when the algorithm stopped it (a monitor alarm with monitor.stop): the
+                                        run failed with JR_ECANCELED and a checkpoint, not by a signal */
 } jr_train_result;
 
 /* Runs trainer.algo on a config loaded with the tables run, data, model, trainer: writes
@@ -37,8 +39,14 @@ typedef struct jr_train_result {
  * message names the row, file or key; checkpoints already written stay valid. */
 jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res);
 /* The tables a config for jr_train_run is loaded against (`judgerl train`: run, data, model,
- * trainer, grpo, distill, judge, protocols, reward, tokenizer, sandbox, monitor, ensemble), NULL-terminated. */
+ * trainer, grpo, distill, judge, protocols, reward, tokenizer, sandbox, monitor, ensemble), NULL-terminated;
+ * JR_TRAIN_TABLE_LIST is the same list without the NULL, for a loader that adds tables (the study's probe.*;
+ * the including file declares the tables: judgerl/{run,dataset,model,judge,protocols,reward,tokenizer,
+ * sandbox,monitor,ensemble}.h). */
 extern const jr_cfg_field *const jr_train_tables[];
+#define JR_TRAIN_TABLE_LIST                                                                                        \
+    jr_run_cfg, jr_data_cfg, jr_model_cfg, jr_trainer_cfg, jr_grpo_cfg, jr_distill_cfg, jr_judge_cfg, jr_protocols_cfg, \
+        jr_reward_cfg, jr_tokenizer_cfg, jr_sandbox_cfg, jr_monitor_cfg, jr_ensemble_cfg
 /* What jr_train_run would refuse before it loads anything (it runs this first; `judgerl config`
  * runs it on configs with data.train): the algorithm, data files, model.path / model.init,
  * tokenizer, LoRA targets, reward components and their params, the judge's endpoints, the

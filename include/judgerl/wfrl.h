@@ -42,8 +42,8 @@ jr_status jr_wf_reward_register(void);
  * the answer, answer, type, entry_point, hidden_tests, cost, latency, operator_count, workflow}.
  * A workflow that does not parse scores o->invalid_reward, one without an answer o->failed_reward
  * (parts unscored); a row the registry leaves unscored (a judge failure) stays UNSCORED. detail:
- * {valid, outcome, answer | reason, n_operators, operators, n_calls, tokens, wall_s, cost, gold_correct,
- * domain, components, trace}. `sb` grades gold accuracy (a verifier, never the judge). ex, rw, wo and
+ * {valid, outcome, answer | reason, n_operators, operators, n_calls, tokens, wall_s, cost, gold_correct
+ * (or gold_error: why the verifier could not grade the answer), domain, components, trace}. `sb` grades gold accuracy (a verifier, never the judge). ex, rw, wo and
  * sb are borrowed and must outlive the environment. */
 jr_status jr_env_from_workflow(jr_env *env, jr_wf_executor *ex, jr_reward *rw, const jr_workflow_opts *wo,
                                const jr_wf_env_opts *o);
@@ -59,7 +59,8 @@ void jr_wf_env_set_buffer(jr_env *env, struct jr_wf_buffer *b, const int64_t *st
  * (heldout = 1: rows with "split": "heldout") or the training rows (0), handed to put(ud, key, value)
  * and reset. For DOM in math, code, qa (those seen) and overall, keys PREFIX + DOM + "/" +: n, reward
  * (the mean over scored samples), every component's name (its mean), gold_acc (the verifier's
- * accuracy, failed and invalid workflows counted wrong), valid_rate (parsed), answer_rate (ran to an
+ * accuracy, failed and invalid workflows counted wrong), gold_errors (only when some: the share of
+ * answers the verifier could not grade, counted wrong in gold_acc), valid_rate (parsed), answer_rate (ran to an
  * answer), unscored, operators (mean operator calls of the valid ones), executor_tokens (mean),
  * op/NAME (the share of valid workflows that use operator NAME). Returns the overall gold accuracy
  * (NAN when there were none). */

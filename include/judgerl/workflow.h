@@ -182,8 +182,8 @@ void jr_wf_result_free(jr_wf_result *r);
  * Thread-safe: several rows may run at once on one executor. `row_index` seeds the row's calls. */
 jr_status jr_workflow_run(jr_wf_executor *e, const jr_workflow *w, const json_t *row, uint64_t row_index, jr_wf_result *out);
 
-/* Gold grading by a verifier, never a judge: maths and QA by equivalence with the row's `answer`
- * (jr_answer_equiv: canonical forms, numbers, case and spacing ignored), code by the row's
+/* Gold grading by a verifier, never a judge: maths and QA by equivalence with the row's `answer`, a
+ * string or a number (jr_row_text_or_number, as the reward functions read it; jr_answer_equiv: canonical forms, numbers, case and spacing ignored), code by the row's
  * `hidden_tests` (with `entry_point`) run against the answer in the sandbox (every assert must
  * pass). Sets *correct and a one-line why. Fails (nothing set) when the row lacks what its type
  * needs or the sandbox cannot start. */
@@ -192,8 +192,8 @@ jr_status jr_wf_grade(const json_t *row, const char *answer, const jr_sandbox_op
 /* Reads and parses the workflow file at path (errors prefixed with it). */
 jr_status jr_workflow_parse_file(const char *path, const jr_workflow_limits *lim, jr_workflow **w);
 
-/* Problem rows: the JSON objects of a JSONL file, each with a string "problem"; an error names the
- * file and line. *rows (n of them) is the caller's (decref each, free the array). */
+/* Problem rows: the JSON objects of a JSONL file (the shared reader, jr_jsonl_open), each with a
+ * string "problem"; an error names the file and line ("FILE:LINE: ..."). *rows (n of them) is the caller's (decref each, free the array). */
 jr_status jr_wf_read_problems(const char *path, json_t ***rows, int *n);
 
 /* What jr_workflow_run_rows did: rows, answers, failed runs and, when grading, per domain (math,

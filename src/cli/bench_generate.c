@@ -53,18 +53,18 @@ static jr_status interference(const jr_model *m, const jr_kv_opts *kvo, int B, i
     if (!during) st = jr_fail(JR_ENOMEM, "out of memory");
     for (int i = 0; i < 4 && !st; i++) st = jr_gen_step(g); /* every short prompt in */
     for (int i = 0; i < 8 && !st; i++) {
-        double t0 = jr_now_s(), c0 = cli_cpu_s();
+        double t0 = jr_now_s(), c0 = jr_cpu_s();
         st = jr_gen_step(g);
         before[i] = jr_now_s() - t0;
-        cbefore[i] = cli_cpu_s() - c0;
+        cbefore[i] = jr_cpu_s() - c0;
     }
     prompt[0] = B;
     if (!st) st = jr_gen_add(g, prompt, L, 1, &p, NULL, NULL, &r);
     while (!st && jr_gen_req_seq(r, 0)->n_tokens == 0) {
-        double t0 = jr_now_s(), c0 = cli_cpu_s();
+        double t0 = jr_now_s(), c0 = jr_cpu_s();
         st = jr_gen_step(g);
         double d = jr_now_s() - t0;
-        cpu_during += cli_cpu_s() - c0;
+        cpu_during += jr_cpu_s() - c0;
         int idle = jr_gen_last_prefill_tokens(g) == 0; /* a decode-only step at the same contexts */
         side[idle] += d;
         n_side[idle]++;
@@ -190,20 +190,20 @@ int cmd_bench_generate(int argc, char **argv) {
         ns[b] = P;
         slots[b] = b;
     }
-    double t0 = jr_now_s(), c0 = cli_cpu_s();
+    double t0 = jr_now_s(), c0 = jr_cpu_s();
     if (!st && lm.batch_prefill) st = lm.extend(lm.impl, B, slots, pp, ns, starts, logits);
     for (int b = 0; !st && !lm.batch_prefill && b < B; b++) st = lm.prefill(lm.impl, b, pp[b], P, logits + (size_t)b * V);
-    double t_prefill = jr_now_s() - t0, c_prefill = cli_cpu_s() - c0, t_sample = 0;
+    double t_prefill = jr_now_s() - t0, c_prefill = jr_cpu_s() - c0, t_sample = 0;
     for (int b = 0; !st && b < B; b++) st = jr_sample(logits + (size_t)b * V, V, &sp, NULL, &r, &w, &toks[b]);
     t0 = jr_now_s();
-    c0 = cli_cpu_s();
+    c0 = jr_cpu_s();
     for (int s = 0; !st && s < N; s++) {
         st = lm.decode(lm.impl, B, slots, toks, logits);
         double ts = jr_now_s();
         for (int b = 0; !st && b < B; b++) st = jr_sample(logits + (size_t)b * V, V, &sp, NULL, &r, &w, &toks[b]);
         t_sample += jr_now_s() - ts;
     }
-    double t_decode = jr_now_s() - t0, c_decode = cli_cpu_s() - c0;
+    double t_decode = jr_now_s() - t0, c_decode = jr_cpu_s() - c0;
     if (!st) {
         const char *ct = getenv("OPENBLAS_CORETYPE"), *l2 = getenv("OPENBLAS_L2_SIZE");
         char kdesc[160];

@@ -64,10 +64,10 @@ int cmd_bench_memory(int argc, char **argv) {
     float sink = 0;
     int T = omp_get_max_threads();
     for (long r = 0; gbs && r < reps; r++) {
-        double t0 = jr_now_s(), c0 = cli_cpu_s();
+        double t0 = jr_now_s(), c0 = jr_cpu_s();
         sink += read_all(p, n);
         gbs[r] = (double)n * sizeof(v16) / (jr_now_s() - t0) / 1e9;
-        cgbs[r] = (double)n * sizeof(v16) / ((cli_cpu_s() - c0) / T) / 1e9; /* per thread-second, times the threads */
+        cgbs[r] = (double)n * sizeof(v16) / ((jr_cpu_s() - c0) / T) / 1e9; /* per thread-second, times the threads */
     }
     if (!gbs) { free(p); return cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory")); }
     for (int k = 0; k < 2; k++) {

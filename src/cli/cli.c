@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/stat.h>
 #include <jansson.h>
 
@@ -66,12 +65,6 @@ int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, cons
     return CLI_OK;
 }
 
-double cli_cpu_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 int cli_kv_opts(const char *cmd, const cli_kv_args *a, jr_kv_opts *o) {
     *o = jr_kv_opts_default();
     const char *c = a->compute ? a->compute : "auto", *k = a->kv_cache ? a->kv_cache : "float32";
@@ -116,4 +109,16 @@ void cli_block_stop_signals(sigset_t *set) {
     sigaddset(set, SIGINT);
     pthread_sigmask(SIG_BLOCK, set, NULL);
     signal(SIGPIPE, SIG_IGN);
+}
+
+static volatile sig_atomic_t stop_flag;
+static void on_stop_signal(int sig) { (void)sig; stop_flag = 1; }
+
+volatile sig_atomic_t *cli_stop_on_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    return &stop_flag;
 }

@@ -24,6 +24,10 @@ int cli_seconds_arg(const char *cmd, const char *flag, const char *v, double lo,
 #include <signal.h>
 void cli_block_stop_signals(sigset_t *set);
 
+/* Installs a SIGINT / SIGTERM handler that only sets the returned flag (the library's `stop`
+ * argument: finish what is in flight, keep what is done, return JR_ECANCELED). */
+volatile sig_atomic_t *cli_stop_on_signals(void);
+
 /* 1 when argv has -h or --help. */
 int cli_wants_help(int argc, char **argv);
 
@@ -33,15 +37,6 @@ int cli_wants_help(int argc, char **argv);
  * (CLI_OK on success). */
 int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, const jr_cfg_field *const *tables,
                     jr_config *cfg, int *print_only);
-
-/* jr_textgen_open for `generate` and `serve`: `model` is a model directory, or a LoRA checkpoint
- * (adapter_config.json + adapter weights + tokenizer files, as a LoRA run's checkpoints/step-N),
- * whose base_model_name_or_path is loaded and the adapter folded into it in memory, with the
- * checkpoint's tokenizer unless tok_spec names one. desc gets what was loaded ("BASE + LoRA adapter
- * DIR"). A base that is not a model directory here is an error naming `judgerl merge`. */
-/* Benchmarks' CPU clock (wall time: jr_now_s, clock.h): the CPU time of the whole process (all threads: on a
- * shared machine, the cost of the work itself however long the process waited for a core). */
-double cli_cpu_s(void);
 
 /* generate's and serve's --compute auto|float32|bfloat16 (the weights: auto = bfloat16 where the CPU
  * has bf16 units, as model.compute), --kv-cache float32|bfloat16, --deterministic 1|0 (NULL = default). */

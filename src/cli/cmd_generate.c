@@ -151,7 +151,7 @@ int cmd_generate(int argc, char **argv) {
     jr_genrows_opts go;
     genrows_opts(&a, &go);
     json_t *out = NULL;
-    if (!(st = jr_textgen_set_kv(&t, &kvo)) && !(st = jr_genrows_run(&t, rows, &go, &out))) {
+    if (!(st = jr_genrows_run(&t, rows, &go, &out))) {
         st = jr_genrows_write(out, a.output, stdout);
         if (st && a.output) jr_fail_ctx(st, "--output %s", a.output);
     }

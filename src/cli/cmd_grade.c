@@ -13,9 +13,6 @@
 #include "judgerl/reward.h"
 #include "judgerl/sandbox.h"
 
-static volatile sig_atomic_t interrupted;
-static void on_signal(int sig) { (void)sig; interrupted = 1; }
-
 static void print_help(void) {
     printf("usage: judgerl grade --config JUDGE.yaml --input IN.jsonl --output OUT.jsonl [key=value ...]\n"
            "                     [--retry-unscored] [--quiet] [--progress] [--print-config]\n"
@@ -110,11 +107,7 @@ int cmd_grade(int argc, char **argv) {
     go.retry_unscored = a.retry_unscored;
     go.log = a.quiet ? NULL : stderr;
     go.progress = a.force_progress || (!a.quiet && isatty(2)) ? stderr : NULL;
-    go.stop = &interrupted;
-    struct sigaction sa = {0};
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    go.stop = cli_stop_on_signals();
     char *summary;
     st = jr_grade_file(&go, a.in_path, a.out_path, &summary);
     jr_config_free(&cfg);

@@ -173,11 +173,6 @@ int cmd_serve(int argc, char **argv) {
         jr_server_stop(s, 0);
         return cli_fail(cmd, st);
     }
-    if ((st = jr_textgen_set_kv(&t, &kvo))) {
-        jr_server_stop(s, 0);
-        jr_textgen_close(&t);
-        return cli_fail(cmd, st);
-    }
     if (strcmp(mdesc, model)) fprintf(stderr, "judgerl serve: model: %s\n", mdesc);
     fprintf(stderr, "judgerl serve: tokenizer: %s\n", t.tok_desc);
     char fingerprint[65];

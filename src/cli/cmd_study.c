@@ -8,9 +8,6 @@
 #include "cli/cli.h"
 #include "judgerl/study.h"
 
-static volatile sig_atomic_t stop_requested;
-static void on_signal(int sig) { (void)sig; stop_requested = 1; }
-
 static void print_table(const json_t *s) {
     printf("%-16s %-17s %-17s %-10s %-15s %s\n", "judge", "proxy start->end", "gold start->end", "divergence", "length", "alarms (first step)");
     size_t i;
@@ -50,13 +47,9 @@ int cmd_study(int argc, char **argv) {
     if (print_only) { jr_config_free(&cfg); return CLI_OK; }
     jr_study_opts o;
     jr_status st = jr_study_opts_from_config(&o, &cfg);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    volatile sig_atomic_t *stop = cli_stop_on_signals();
     json_t *s = NULL;
-    if (!st) st = jr_study_run(&o, stderr, &stop_requested, &s);
+    if (!st) st = jr_study_run(&o, stderr, stop, &s);
     if (!st) {
         print_table(s);
         printf("study.json: %s/study.json\nstudy.html: %s/study.html\n", o.out_dir, o.out_dir);

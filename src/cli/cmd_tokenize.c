@@ -2,11 +2,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "judgerl/clock.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/tokenizer.h"
 
@@ -28,18 +28,11 @@ static const char *TOKENIZE_HELP =
     "  --bench FILE     time loading and encoding FILE (in newline-aligned chunks of about 64 KiB; CPU time of\n                   the first pass (cold word cache) and the best of two more)\n"
     "                   and print the figures as JSON\n";
 
-/* CPU seconds of this process: the machine may be shared, so CPU time is the steadier figure */
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int do_bench(const char *cmd, const char *path, const char *file) {
-    double t0 = now_s();
+    double t0 = jr_cpu_s(); /* CPU time: the machine may be shared */
     jr_tokenizer *t;
     jr_status st = jr_tok_load(&t, path);
-    double load = now_s() - t0;
+    double load = jr_cpu_s() - t0;
     if (st) return cli_fail(cmd, st);
     char *text;
     size_t len;
@@ -49,7 +42,7 @@ static int do_bench(const char *cmd, const char *path, const char *file) {
     size_t ntok = 0;
     for (int rep = 0; rep < 3 && !st; rep++) {
         ids.n = 0;
-        double a = now_s();
+        double a = jr_cpu_s();
         size_t pos = 0;
         while (pos < len && !st) {
             size_t end = pos + 65536 < len ? pos + 65536 : len;
@@ -57,7 +50,7 @@ static int do_bench(const char *cmd, const char *path, const char *file) {
             st = jr_tok_encode(t, text + pos, end - pos, 0, &ids);
             pos = end;
         }
-        double el = now_s() - a;
+        double el = jr_cpu_s() - a;
         if (rep == 0) cold = el;
         else if (el < best) best = el;
         ntok = ids.n;

@@ -10,9 +10,6 @@
 #include "judgerl/model.h"
 #include "judgerl/train.h"
 
-static volatile sig_atomic_t stop_requested;
-static void on_signal(int sig) { (void)sig; stop_requested = 1; }
-
 int cmd_train(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         printf("usage: judgerl train CONFIG.yaml [key=value ...] [--print-config]\n"
@@ -35,11 +32,7 @@ int cmd_train(int argc, char **argv) {
     int rank = jr_dist_rank(), quiet = rank != 0; /* rank 0 alone prints */
     jr_train_result res;
     /* SIGINT/SIGTERM: finish the step, write a checkpoint, exit 1 */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    volatile sig_atomic_t *stop = cli_stop_on_signals();
     /* the compute type of the training matmuls, said before anything runs (never silent) */
     const char *cn = jr_cfg_str(&cfg, "model.compute");
     if (quiet) {
@@ -51,7 +44,7 @@ int cmd_train(int argc, char **argv) {
     if (!quiet && jr_dist_size() > 1)
         printf("data-parallel: %d MPI ranks, each with its share of every global batch\n", jr_dist_size());
     fflush(stdout);
-    st = jr_train_run(&cfg, stderr, &stop_requested, &res);
+    st = jr_train_run(&cfg, stderr, stop, &res);
     if (st) {
         jr_config_free(&cfg);
         if (jr_dist_size() > 1) st = jr_fail_ctx(st, "rank %d of %d", rank, jr_dist_size());

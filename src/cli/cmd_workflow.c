@@ -147,9 +147,6 @@ static int do_tasks(int argc, char **argv) {
     return st ? cli_fail(cmd, st) : CLI_OK;
 }
 
-static volatile sig_atomic_t stop_requested;
-static void on_signal(int sig) { (void)sig; stop_requested = 1; }
-
 static int do_train_executor(int argc, char **argv) {
     const char *cfg_path = "configs/wf_executor.yaml";
     char **over = calloc((size_t)argc + 8, sizeof *over);
@@ -163,13 +160,9 @@ static int do_train_executor(int argc, char **argv) {
         else if (a[0] != '-' && i == 1) cfg_path = a;
         else { free(over); return cli_usage(cmd, "unexpected argument '%s' (see judgerl workflow --help)", a); }
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    volatile sig_atomic_t *stop = cli_stop_on_signals();
     jr_train_result res;
-    jr_status st = jr_wf_exec_train(cfg_path, n_over, over, stderr, &stop_requested, &res);
+    jr_status st = jr_wf_exec_train(cfg_path, n_over, over, stderr, stop, &res);
     free(over);
     if (st) return cli_fail(cmd, st);
     printf("executor trained: steps %lld..%lld, loss %.4f -> %.4f", (long long)res.first_step, (long long)res.last_step, res.first_loss, res.last_loss);

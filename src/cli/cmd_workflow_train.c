@@ -16,9 +16,6 @@
 #include "judgerl/wf_train.h"
 #include "judgerl/wfrl.h"
 
-static volatile sig_atomic_t stop_requested;
-static void on_signal(int sig) { (void)sig; stop_requested = 1; }
-
 static const jr_cfg_field *const wf_train_tables[] = {jr_run_cfg,       jr_data_cfg,      jr_model_cfg,     jr_trainer_cfg,
                                                       jr_grpo_cfg,      jr_judge_cfg,     jr_tokenizer_cfg, jr_wf_env_cfg,
                                                       jr_wf_buffer_cfg, jr_wf_train_cfg,  NULL};
@@ -38,14 +35,10 @@ int cmd_workflow_train(int argc, char **argv) {
     int rc = cli_load_config("workflow train", argc, argv, 1, wf_train_tables, &cfg, &print_only);
     if (rc) return rc;
     if (print_only) { jr_config_free(&cfg); return CLI_OK; }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    volatile sig_atomic_t *stop = cli_stop_on_signals();
     char *dir = strdup(argv[1]);
     jr_train_result res;
-    jr_status st = dir ? jr_wf_train_run(&cfg, dirname(dir), stderr, &stop_requested, &res) : JR_ENOMEM;
+    jr_status st = dir ? jr_wf_train_run(&cfg, dirname(dir), stderr, stop, &res) : JR_ENOMEM;
     free(dir);
     if (st) { jr_config_free(&cfg); return cli_fail("workflow train", st); }
     if (res.last_step >= res.first_step)

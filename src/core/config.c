@@ -563,9 +563,10 @@ static const cfg_alias *find_alias(const jr_cfg_field *const *tables, const char
     return best;
 }
 
-static void add_note(jr_config *c, const char *fmt, const char *a, const char *b, const char *from) {
+/* Notes "note: 'path' is FROM's name for 'target': using it" in c->notes. */
+static void add_note(jr_config *c, const char *path, const cfg_alias *a) {
     char line[600];
-    snprintf(line, sizeof line, fmt, a, from, b);
+    snprintf(line, sizeof line, "note: '%s' is %s's name for '%s': using it", path, a->from, a->target);
     size_t old = c->notes ? strlen(c->notes) : 0, n = strlen(line);
     char *p = realloc(c->notes, old + n + 2);
     if (!p) return;
@@ -585,15 +586,20 @@ static jr_status alias_refused(const cfg_alias *a, const char *where, const char
 static jr_status join_list(json_t *root, const char *key, const char *where) {
     json_t *v = get_path(root, key);
     if (!json_is_array(v)) return JR_OK;
-    char buf[512] = "";
+    jr_strbuf b = {0};
     size_t i;
     json_t *e;
     json_array_foreach(v, i, e) {
-        if (!json_is_string(e)) return jr_fail(JR_EINVAL, "%s: %s[%zu]: expected a module name", where, key, i);
-        size_t n = strlen(buf);
-        snprintf(buf + n, sizeof buf - n, "%s%s", n ? "," : "", json_string_value(e));
+        if (!json_is_string(e)) {
+            jr_strbuf_free(&b);
+            return jr_fail(JR_EINVAL, "%s: %s[%zu]: expected a module name", where, key, i);
+        }
+        jr_strbuf_addf(&b, "%s%s", i ? "," : "", json_string_value(e));
     }
-    set_path(root, key, json_string(buf));
+    char *joined = jr_strbuf_take(&b);
+    if (!joined) return jr_fail(JR_ENOMEM, "out of memory");
+    set_path(root, key, json_string(joined));
+    free(joined);
     return JR_OK;
 }
 
@@ -623,7 +629,7 @@ static jr_status apply_aliases(jr_config *c, const jr_cfg_field *const *tables, 
         json_object_del(obj, k);
         if (set_path(root, a->target, val) != 0)
             return jr_fail(JR_EINVAL, "%s: cannot set '%s' for '%s'", where, a->target, path);
-        add_note(c, "note: '%s' is %s's name for '%s': using it", path, a->target, a->from);
+        add_note(c, path, a);
     }
     return JR_OK;
 }
@@ -651,39 +657,34 @@ static jr_status build(jr_config *c, json_t *user, const char *name, int n_over,
     st = apply_aliases(c, tables, name, user, "", user);
     if (!st) drop_empty(user);
     if (!st) st = check_known(tables, name, "", user);
-    if (st) { json_decref(user); free(c->notes); c->notes = NULL; return st; }
+    if (st) goto fail;
     for (int i = 0; i < n_over; i++) {
         const char *eq = strchr(over[i], '=');
         char where[600];
         snprintf(where, sizeof where, "override '%.500s'", over[i]);
         if (!eq || eq == over[i]) {
-            json_decref(user);
-            return jr_fail(JR_EINVAL, "%s: expected key=value (e.g. trainer.lr=1e-5)", where);
+            st = jr_fail(JR_EINVAL, "%s: expected key=value (e.g. trainer.lr=1e-5)", where);
+            goto fail;
         }
         char key[512];
         snprintf(key, sizeof key, "%.*s", (int)(eq - over[i]) < 511 ? (int)(eq - over[i]) : 511, over[i]);
         const cfg_alias *al = owner_field(tables, key) ? NULL : find_alias(tables, key);
         if (al && al->why) st = alias_refused(al, where, key);
         else if (!al && !owner_field(tables, key)) st = unknown_key(tables, where, key);
-        if (st) { json_decref(user); free(c->notes); c->notes = NULL; return st; }
+        if (st) goto fail;
         if (al) {
-            add_note(c, "note: '%s' is %s's name for '%s': using it", key, al->target, al->from);
+            add_note(c, key, al);
             snprintf(key, sizeof key, "%s", al->target);
         }
         json_t *v;
         st = jr_yaml_parse(eq + 1, strlen(eq + 1), where, &v);
-        if (st) { json_decref(user); free(c->notes); c->notes = NULL; return st; }
+        if (st) goto fail;
         if (set_path(user, key, v) != 0) {
-            json_decref(user);
-            return jr_fail(JR_EINVAL, "%s: cannot set '%s' (no such list element)", where, key);
+            st = jr_fail(JR_EINVAL, "%s: cannot set '%s' (no such list element)", where, key);
+            goto fail;
         }
     }
-    if (find_field(tables, "lora.target_modules") && (st = join_list(user, "lora.target_modules", name))) {
-        json_decref(user);
-        free(c->notes);
-        c->notes = NULL;
-        return st;
-    }
+    if (find_field(tables, "lora.target_modules") && (st = join_list(user, "lora.target_modules", name))) goto fail;
     /* Rebuild in table order with defaults filled and values checked. */
     json_t *root = json_object();
     for (int t = 0; tables[t]; t++)
@@ -694,13 +695,18 @@ static jr_status build(jr_config *c, json_t *user, const char *name, int n_over,
             else if (!f->def) st = jr_fail(JR_EINVAL, "%s: missing required key '%s' (%s)", name, f->key, f->doc ? f->doc : "");
             else st = parse_default(f, &v);
             if (!st && set_path(root, f->key, v) != 0) st = jr_fail(JR_EINTERNAL, "config key %s clashes with a section", f->key);
-            if (st) { json_decref(root); json_decref(user); free(c->notes); c->notes = NULL; return st; }
+            if (st) { json_decref(root); goto fail; }
         }
     json_decref(user);
     c->root = root;
     c->source = jr_strdup(name);
-    if (!c->source) { json_decref(root); c->root = NULL; return JR_ENOMEM; }
+    if (!c->source) { jr_config_free(c); return JR_ENOMEM; }
     return JR_OK;
+fail: /* *c is left empty: the notes gathered so far go too */
+    json_decref(user);
+    free(c->notes);
+    c->notes = NULL;
+    return st;
 }
 
 jr_status jr_config_load_string(jr_config *c, const char *yaml_text, const char *name, int n_overrides,

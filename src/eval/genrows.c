@@ -1,12 +1,12 @@
 /* genrows.c - n completions per prompt row, as output rows (jr_genrows_run: `judgerl generate`, the demo) */
 #include "judgerl/genrows.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "judgerl/constrain.h"
+#include "judgerl/dataset.h"
 #include "judgerl/fsutil.h"
 #include "serve/respond.h"
 
@@ -16,29 +16,18 @@ void jr_genrows_opts_init(jr_genrows_opts *o) {
 
 jr_status jr_genrows_read(const char *path, json_t **rows_out) {
     *rows_out = NULL;
-    FILE *f = fopen(path, "r");
-    if (!f) return jr_fail(JR_EIO, "%s: %s", path, strerror(errno));
+    jr_jsonl_reader *r;
+    jr_status st = jr_jsonl_open(&r, path, JR_BAD_LINE_FAIL, NULL, NULL);
+    if (st) return st;
     json_t *rows = json_array();
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    int lineno = 0;
-    jr_status st = JR_OK;
-    while (!st && (len = getline(&line, &cap, f)) >= 0) {
-        lineno++;
-        if (len == 0 || strspn(line, " \t\r\n") == (size_t)len) continue;
-        json_error_t e;
-        json_t *r = json_loadb(line, (size_t)len, 0, &e);
-        if (!json_is_object(r)) {
-            st = jr_fail(JR_EFORMAT, "%s:%d: not a JSON object%s%s", path, lineno, r ? "" : ": ", r ? "" : e.text);
-            json_decref(r);
-            break;
-        }
-        json_object_set_new(r, "_line", json_integer(lineno));
-        json_array_append_new(rows, r);
+    for (;;) {
+        json_t *row;
+        int64_t line;
+        if ((st = jr_jsonl_next(r, &row, &line, NULL)) || !row) break;
+        json_object_set_new(row, "_line", json_integer(line));
+        json_array_append_new(rows, row);
     }
-    free(line);
-    fclose(f);
+    jr_jsonl_close(r);
     if (!st && !json_array_size(rows)) st = jr_fail(JR_EINVAL, "%s: no rows", path);
     if (st) { json_decref(rows); return st; }
     *rows_out = rows;

@@ -41,18 +41,14 @@ const char *jr_nn_isa(void) {
     }
 }
 
-/* fp32 -> bf16, round to nearest even (NaN kept quiet). */
+/* fp32 -> bf16, round to nearest even (NaN kept quiet): jr_bf16_from_f32's rounding, one value (the
+ * transposed tiles of dout). */
 static inline uint16_t to_bf16(float f) {
     uint32_t u;
     memcpy(&u, &f, 4);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
     u += 0x7fffu + ((u >> 16) & 1);
     return (uint16_t)(u >> 16);
-}
-
-static void cvt(uint16_t *dst, const float *src, long n) {
-#pragma omp parallel for schedule(static) if(n > JR_PAR_MIN)
-    for (long i = 0; i < n; i++) dst[i] = to_bf16(src[i]);
 }
 
 /* One cached primitive: dst (M,N) f32 [+]= src (M,K) bf16 . wei (K,N) bf16, with wei given as
@@ -177,7 +173,7 @@ static const uint16_t *as_bf16(const float *a, const uint16_t *a_b, long n, uint
         snprintf(S.err, sizeof S.err, "bf16 matmul: out of memory for %ld operands", n);
         return NULL;
     }
-    cvt(*buf, a, n);
+    jr_bf16_from_f32(*buf, a, n);
     return *buf;
 }
 

@@ -21,6 +21,7 @@ typedef struct {
     char label[160];
     int kind;
     json_t *metrics;  /* {name: [[step, value|null], ...]} in first-seen order */
+    json_t *dropped;  /* {name: true}: metrics past MAX_METRICS, not charted (said on the page) */
     json_t *samples;  /* up to MAX_SAMPLES rows (the last logged step's; a grade output's first) */
     json_t *config;   /* the run's config.yaml as JSON, or NULL */
     char *config_text;
@@ -55,7 +56,10 @@ static jr_status load_metrics(run_t *r, const char *path) {
         if (json_is_integer(st)) json_object_foreach(o, k, v) {
             if (!strcmp(k, "step") || !strcmp(k, "wall_time") || !(json_is_number(v) || json_is_null(v))) continue;
             json_t *arr = json_object_get(r->metrics, k);
-            if (!arr && json_object_size(r->metrics) >= MAX_METRICS) continue;
+            if (!arr && json_object_size(r->metrics) >= MAX_METRICS) {
+                json_object_set_new(r->dropped, k, json_true());
+                continue;
+            }
             if (!arr) json_object_set_new(r->metrics, k, arr = json_array());
             json_array_append_new(arr, json_pack("[O,O]", st, v));
         }
@@ -150,7 +154,8 @@ static jr_status load_run(run_t *r, const char *path) {
     r->metrics = json_object();
     r->samples = json_array();
     r->reasons = json_object();
-    if (!r->metrics || !r->samples || !r->reasons) return JR_ENOMEM;
+    r->dropped = json_object();
+    if (!r->metrics || !r->samples || !r->reasons || !r->dropped) return JR_ENOMEM;
     const char *base = strrchr(path, '/');
     snprintf(r->label, sizeof r->label, "%s", base && base[1] ? base + 1 : path);
     if (!is_dir(path)) {
@@ -198,6 +203,7 @@ static jr_status load_run(run_t *r, const char *path) {
 
 static void free_run(run_t *r) {
     json_decref(r->metrics);
+    json_decref(r->dropped);
     json_decref(r->samples);
     json_decref(r->config);
     json_decref(r->reasons);
@@ -213,16 +219,15 @@ static void swatch(jr_strbuf *b, int i) {
                   jr_report_color(i));
 }
 
+/* A value's text (a string as it is, anything else as compact JSON), cut to `cut` bytes + "...". */
 static void text_cell(jr_strbuf *b, const json_t *v, int cut) {
     jr_strbuf_addf(b, "<td>");
-    if (json_is_string(v)) {
+    if (v && !json_is_null(v)) {
+        char *t = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(6));
+        const char *s = json_is_string(v) ? json_string_value(v) : t ? t : "";
         char tmp[1100];
-        snprintf(tmp, sizeof tmp, "%.*s%s", cut, json_string_value(v), (int)json_string_length(v) > cut ? "..." : "");
+        snprintf(tmp, sizeof tmp, "%.*s%s", cut, s, strlen(s) > (size_t)cut ? "..." : "");
         jr_html_escape(b, tmp);
-    } else if (v && !json_is_null(v)) {
-        char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(6));
-        if (t && (int)strlen(t) > cut) strcpy(t + cut, "...");
-        jr_html_escape(b, t ? t : "");
         free(t);
     } else {
         jr_strbuf_addf(b, "<i>null</i>");
@@ -398,6 +403,19 @@ static void charts(jr_strbuf *b, const run_t *r, int n, double smoothing) {
     }
     json_decref(names);
     jr_strbuf_addf(b, "</div>\n");
+    for (int i = 0; i < n; i++) {
+        if (!json_object_size(r[i].dropped)) continue;
+        jr_strbuf_addf(b, "<p class=\"note\">");
+        jr_html_escape(b, r[i].label);
+        jr_strbuf_addf(b, ": %zu more metrics not charted (at most %d per run):", json_object_size(r[i].dropped), MAX_METRICS);
+        const char *name;
+        json_t *unused;
+        json_object_foreach(r[i].dropped, name, unused) {
+            jr_strbuf_addf(b, " ");
+            jr_html_escape(b, name);
+        }
+        jr_strbuf_addf(b, "</p>\n");
+    }
 }
 
 static void grade_section(jr_strbuf *b, const run_t *r, int idx) {
@@ -520,6 +538,8 @@ static void text_line(FILE *out, const run_t *r) {
         if (json_is_number(v)) break;
     }
     if (r->kind == KIND_GRADE) fprintf(out, ": %ld rows, %ld scored, %ld unscored", r->n_rows, r->n_ok, r->n_unscored);
+    if (json_object_size(r->dropped))
+        fprintf(out, " (%zu metrics past the first %d not charted)", json_object_size(r->dropped), MAX_METRICS);
     fprintf(out, "\n");
 }
 

@@ -45,13 +45,19 @@ static const char *row_str(const json_t *row, const char *const *names, const ch
     return NULL;
 }
 
-/* A string-or-number field as text into buf (numbers printed with %.17g), or NULL. */
+const char *jr_row_text_or_number(const json_t *row, const char *field, char *buf, size_t len) {
+    const json_t *v = json_object_get(row, field);
+    if (json_is_string(v)) return json_string_value(v);
+    if (json_is_integer(v)) { snprintf(buf, len, "%lld", (long long)json_integer_value(v)); return buf; }
+    if (json_is_real(v)) { snprintf(buf, len, "%.17g", json_real_value(v)); return buf; }
+    return NULL;
+}
+
+/* The first of names that is a string or a number, as text (jr_row_text_or_number), or NULL. */
 static const char *row_text_or_number(const json_t *row, const char *const *names, char *buf, size_t len) {
     for (int i = 0; names[i]; i++) {
-        const json_t *v = json_object_get(row, names[i]);
-        if (json_is_string(v)) return json_string_value(v);
-        if (json_is_integer(v)) { snprintf(buf, len, "%lld", (long long)json_integer_value(v)); return buf; }
-        if (json_is_real(v)) { snprintf(buf, len, "%.17g", json_real_value(v)); return buf; }
+        const char *s = jr_row_text_or_number(row, names[i], buf, len);
+        if (s) return s;
     }
     return NULL;
 }

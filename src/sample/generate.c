@@ -1,11 +1,11 @@
 /* generate.c - batched generation with a KV cache: prefill, shared prompt prefix, decode steps, stop rules, log-probs */
 #include "judgerl/generate.h"
+#include "judgerl/clock.h"
 #include "judgerl/utf8.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct jr_gen_req {
     jr_gen_req *next;
@@ -57,14 +57,6 @@ void jr_gen_set_prefill_chunk(jr_gen *g, int tokens) { g->chunk = tokens > 0 ? t
 void jr_gen_set_itl_target(jr_gen *g, double ratio) { g->itl = ratio > 1 ? ratio : 0; }
 
 int jr_gen_last_prefill_tokens(const jr_gen *g) { return g->last_prompt; }
-
-/* The process's CPU time: a step's cost without the time it waited for a core (wall time on a
- * shared machine would count every preemption as the cost of the step's prompt rows). */
-static double cpu_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* Prompt tokens this step may take beside nb decode rows. Fixed: the chunk. With an ITL target: a
  * decode-only step first (or again once the decode batch changed by over a quarter, or every 32
@@ -425,12 +417,12 @@ static jr_status step_batched(jr_gen *g) {
     }
     g->last_prompt = (int)prompt;
     if (k == 0) return JR_OK;
-    double t0 = cpu_s();
+    double t0 = jr_cpu_s(); /* CPU time: wall time on a shared machine would count every preemption as the cost of the step's prompt rows */
     jr_status st = lm->extend(lm->impl, k, g->bslots, g->bptr, g->bn, g->bstart, g->logits);
     if (st) return st;
     for (int b = 0; b < nb; b++)
         if ((st = choose(g, g->breq[b], g->bidx[b], g->logits + (size_t)b * (size_t)lm->n_logits))) return st;
-    step_timed(g, nb, prompt, cpu_s() - t0);
+    step_timed(g, nb, prompt, jr_cpu_s() - t0);
     for (int b = nb; b < k; b++) {
         jr_gen_req *r = g->breq[b];
         r->n_pre += g->bn[b];

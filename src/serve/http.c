@@ -9,7 +9,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,32 +90,22 @@ double jr_http_hist_quantile(const jr_http_hist *hh, double q) {
     return buckets[JR_HTTP_N_BUCKETS - 1];
 }
 
-static void addf(jr_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void addf(jr_strbuf *b, const char *fmt, ...) {
-    char t[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(t, sizeof t, fmt, ap);
-    va_end(ap);
-    if (n > 0) jr_strbuf_addn(b, t, (size_t)n < sizeof t ? (size_t)n : sizeof t - 1);
-}
-
 void jr_http_metrics_requests(jr_http *h, jr_strbuf *b) {
-    addf(b, "# HELP judgerl_requests_total HTTP responses by status code.\n# TYPE judgerl_requests_total counter\n");
+    jr_strbuf_addf(b, "# HELP judgerl_requests_total HTTP responses by status code.\n# TYPE judgerl_requests_total counter\n");
     pthread_mutex_lock(&h->mu);
-    for (int i = 0; status_codes[i]; i++) addf(b, "judgerl_requests_total{status=\"%d\"} %llu\n", status_codes[i], h->by_status[i]);
+    for (int i = 0; status_codes[i]; i++) jr_strbuf_addf(b, "judgerl_requests_total{status=\"%d\"} %llu\n", status_codes[i], h->by_status[i]);
     pthread_mutex_unlock(&h->mu);
 }
 
 void jr_http_metrics_hist(jr_strbuf *b, const char *name, const char *help, const jr_http_hist *hh) {
-    addf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
-    for (int k = 0; k < JR_HTTP_N_BUCKETS; k++) addf(b, "%s_bucket{le=\"%g\"} %llu\n", name, buckets[k], hh->le[k]);
-    addf(b, "%s_bucket{le=\"+Inf\"} %llu\n", name, hh->count);
-    addf(b, "%s_sum %.6f\n%s_count %llu\n", name, hh->sum, name, hh->count);
+    jr_strbuf_addf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    for (int k = 0; k < JR_HTTP_N_BUCKETS; k++) jr_strbuf_addf(b, "%s_bucket{le=\"%g\"} %llu\n", name, buckets[k], hh->le[k]);
+    jr_strbuf_addf(b, "%s_bucket{le=\"+Inf\"} %llu\n", name, hh->count);
+    jr_strbuf_addf(b, "%s_sum %.6f\n%s_count %llu\n", name, hh->sum, name, hh->count);
 }
 
 void jr_http_metrics_value(jr_strbuf *b, const char *name, const char *type, const char *help, double v) {
-    addf(b, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
+    jr_strbuf_addf(b, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
 }
 
 int jr_http_client_gone(int fd) {
@@ -321,11 +310,12 @@ jr_status jr_http_start(jr_http **out, const jr_http_opts *o) {
 
 int jr_http_port(const jr_http *h) { return h->port; }
 
-void jr_http_wait_step(pthread_cond_t *cv, pthread_mutex_t *mu) {
+void jr_http_timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double seconds) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 50000000;
-    if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+    long ns = ts.tv_nsec + (long)(seconds * 1e9);
+    ts.tv_sec += ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
     pthread_cond_timedwait(cv, mu, &ts);
 }
 

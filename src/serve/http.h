@@ -44,9 +44,9 @@ int jr_http_port(const jr_http *h);
 /* Stops the daemon (closing every connection) and the watchdog; frees h. Safe on NULL. */
 void jr_http_stop(jr_http *h);
 
-/* Waits on cv (mu held) for at most 50 ms: the step of the drain loops, which re-check their
- * condition and deadline after each wake-up. */
-void jr_http_wait_step(pthread_cond_t *cv, pthread_mutex_t *mu);
+/* Waits on cv (mu held) for at most `seconds`: the step of the wait loops (drains, a job's output),
+ * which re-check their condition and deadline after each wake-up. */
+void jr_http_timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double seconds);
 
 /* Queues body (owned, freed here; NULL = out of memory -> 500) with status; counts the status. */
 enum MHD_Result jr_http_send(jr_http *h, struct MHD_Connection *c, int status, const char *type, char *body);

@@ -28,7 +28,7 @@ struct jr_rsvc {
     int draining;
     long inflight_rows;
     /* metrics */
-    unsigned long long rows, unscored, valued, judge_calls, judge_cached;
+    unsigned long long rows, unscored, valued, judge_calls;
     jr_http_hist req_lat;
     double judge_lat[N_LAT];
     unsigned long long n_judge_lat;
@@ -178,7 +178,8 @@ static json_t *answer_slime(jr_rsvc *s, jr_reward_result *res) {
     return o;
 }
 
-static json_t *answer_batch(jr_rsvc *s, jr_reward_result *res, size_t n, const double *lat) {
+/* latency_s: the request's time to its rows' results (the rows are scored together) */
+static json_t *answer_batch(jr_rsvc *s, jr_reward_result *res, size_t n, double lat) {
     json_t *out = json_array();
     for (size_t i = 0; i < n; i++) {
         json_t *full = jr_reward_result_json(s->r, &res[i]);
@@ -188,7 +189,7 @@ static json_t *answer_batch(jr_rsvc *s, jr_reward_result *res, size_t n, const d
         json_t *o = json_pack("{s:o,s:s,s:o,s:o,s:b,s:f}", "reward", res[i].scored ? json_real(res[i].reward) : json_null(), "status",
                               res[i].scored ? "ok" : "unscored", "scores", scores, "detail",
                               full ? json_incref(json_object_get(full, "components")) : json_null(), "cached",
-                              res[i].judge_cached > 0 && res[i].judge_calls == 0, "latency_s", round(lat[i] * 1e6) / 1e6);
+                              res[i].judge_cached > 0 && res[i].judge_calls == 0, "latency_s", round(lat * 1e6) / 1e6);
         if (o && !res[i].scored) json_object_set_new(o, "reason", json_string(res[i].reason ? res[i].reason : "unscored"));
         json_decref(full);
         json_array_append_new(out, o);
@@ -233,9 +234,7 @@ static enum MHD_Result send_metrics(jr_rsvc *s, struct MHD_Connection *c) {
             for (size_t k = a; k > 0 && l[k - 1] > l[k]; k--) { double t = l[k]; l[k] = l[k - 1]; l[k - 1] = t; }
         const double qs[] = {0.5, 0.9, 0.99};
         for (int q = 0; q < 3; q++) {
-            char t[128];
-            snprintf(t, sizeof t, "judgerl_judge_latency_seconds{quantile=\"%g\"} %.6f\n", qs[q], m ? l[(size_t)(qs[q] * (double)(m - 1))] : 0.0);
-            jr_strbuf_add(&b, t);
+            jr_strbuf_addf(&b, "judgerl_judge_latency_seconds{quantile=\"%g\"} %.6f\n", qs[q], m ? l[(size_t)(qs[q] * (double)(m - 1))] : 0.0);
         }
         free(l);
     }
@@ -278,16 +277,12 @@ static enum MHD_Result serve_rows(jr_rsvc *s, struct MHD_Connection *c, jr_http_
         return jr_http_error(s->http, c, status, msg, NULL);
     }
     jr_reward_result *res = calloc(n + 1, sizeof *res);
-    double *lat = calloc(n + 1, sizeof *lat);
     const json_t **rp = calloc(n + 1, sizeof *rp);
     for (size_t i = 0; rp && i < n; i++) rp[i] = json_array_get(rows, i);
-    jr_status st = res && lat && rp ? jr_reward_shared_score(s->r, rp, n, res) : JR_ENOMEM;
+    jr_status st = res && rp ? jr_reward_shared_score(s->r, rp, n, res) : JR_ENOMEM;
     double t1 = jr_now_s();
     long unscored = 0;
-    for (size_t i = 0; res && i < n; i++) {
-        unscored += !res[i].scored;
-        if (lat) lat[i] = t1 - t0;
-    }
+    for (size_t i = 0; res && i < n; i++) unscored += !res[i].scored;
     pthread_mutex_lock(&s->mu);
     s->inflight_rows -= (long)n;
     if (s->draining) pthread_cond_broadcast(&s->cv);
@@ -296,7 +291,6 @@ static enum MHD_Result serve_rows(jr_rsvc *s, struct MHD_Connection *c, jr_http_
         s->unscored += (unsigned long long)unscored;
         for (size_t i = 0; i < n; i++) {
             s->judge_calls += (unsigned long long)res[i].judge_calls;
-            s->judge_cached += (unsigned long long)res[i].judge_cached;
             if (res[i].judge_latency_s > 0) s->judge_lat[s->n_judge_lat++ % N_LAT] = res[i].judge_latency_s;
         }
         if (unscored && s->o.unscored_value_set && rq->route != R_BATCH) s->valued += (unsigned long long)unscored;
@@ -314,10 +308,9 @@ static enum MHD_Result serve_rows(jr_rsvc *s, struct MHD_Connection *c, jr_http_
         status = 503;
     } else if (rq->route == R_OPENRLHF) ans = answer_openrlhf(s, res, n);
     else if (rq->route == R_SLIME) ans = answer_slime(s, &res[0]);
-    else ans = answer_batch(s, res, n, lat);
+    else ans = answer_batch(s, res, n, t1 - t0);
     for (size_t i = 0; res && i < n; i++) jr_reward_result_free(&res[i]);
     free(res);
-    free(lat);
     free(rp);
     json_decref(rows);
     note(s, rname, status ? status : 200, n, unscored, t0);
@@ -372,7 +365,7 @@ void jr_rsvc_stop(jr_rsvc *s, double timeout_s) {
     s->draining = 1;
     double until = jr_now_s() + timeout_s;
     while (s->inflight_rows > 0 && jr_now_s() < until)
-        jr_http_wait_step(&s->cv, &s->mu);
+        jr_http_timed_wait(&s->cv, &s->mu, 0.05);
     pthread_mutex_unlock(&s->mu);
     jr_http_stop(s->http); /* waits for the connections' threads (a row still scoring finishes first) */
     pthread_mutex_destroy(&s->mu);

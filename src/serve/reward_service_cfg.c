@@ -47,10 +47,17 @@ jr_status jr_rsvc_opts_from_config(jr_rsvc_opts *o, const jr_config *c) {
     } else if (!json_is_null(v)) {
         return jr_fail(JR_EINVAL, "%s: service.unscored_value is set but service.on_unscored is 'error': set on_unscored: value to answer it", c->source);
     }
+    /* each protocol its own route: the service takes the first route that matches, so a clash would
+     * send one protocol's requests to another's parser without a word */
+    const char *taken[] = {"/health", "/metrics", "/v1/rewards", o->openrlhf_path};
     for (int k = 0; k < 2; k++) {
-        const char *p = k ? o->slime_path : o->openrlhf_path;
+        const char *p = k ? o->slime_path : o->openrlhf_path, *name = k ? "slime_path" : "openrlhf_path";
         if (!p || p[0] != '/')
-            return jr_fail(JR_EINVAL, "%s: service.%s: a route starting with '/' is required", c->source, k ? "slime_path" : "openrlhf_path");
+            return jr_fail(JR_EINVAL, "%s: service.%s: a route starting with '/' is required", c->source, name);
+        for (int t = 0; t < 3 + k; t++)
+            if (!strcmp(p, taken[t]))
+                return jr_fail(JR_EINVAL, "%s: service.%s=%s is already the route of %s: give each protocol its own route", c->source, name,
+                               p, t == 3 ? "service.openrlhf_path" : taken[t]);
     }
     return JR_OK;
 }

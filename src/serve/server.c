@@ -3,19 +3,13 @@
 #include "judgerl/serve.h"
 #include "judgerl/strbuf.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
 #include <math.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "serve/http.h"
 #include "serve/respond.h"
@@ -234,15 +228,6 @@ static void job_cancelled(job *j) {
     else if (!j->req.stream) j->status = 499;
 }
 
-static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double seconds) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    long ns = ts.tv_nsec + (long)(seconds * 1e9);
-    ts.tv_sec += ns / 1000000000L;
-    ts.tv_nsec = ns % 1000000000L;
-    pthread_cond_timedwait(cv, mu, &ts);
-}
-
 /* Queued jobs past the request deadline are answered 504 without running. */
 static void expire_queued(jr_server *s) {
     if (s->o.request_timeout <= 0) return;
@@ -294,7 +279,7 @@ static void *sched_main(void *arg) {
         }
         if (s->n_running == 0) {
             pthread_cond_broadcast(&s->cv_out);
-            if (s->queue && s->o.request_timeout > 0) timed_wait(&s->cv_sched, &s->mu, 0.1);
+            if (s->queue && s->o.request_timeout > 0) jr_http_timed_wait(&s->cv_sched, &s->mu, 0.1);
             else pthread_cond_wait(&s->cv_sched, &s->mu);
             continue;
         }
@@ -340,7 +325,7 @@ static void *sched_main(void *arg) {
  * client went away, and then cancels the job. Returns 0 when the client is gone. */
 static int wait_job(jr_server *s, job *j, int (*more)(const job *)) {
     while (!more(j) && !j->finished) {
-        timed_wait(&s->cv_out, &s->mu, 0.05);
+        jr_http_timed_wait(&s->cv_out, &s->mu, 0.05);
         if (!more(j) && !j->finished && jr_http_client_gone(j->fd)) {
             j->cancelled = 1;
             pthread_cond_signal(&s->cv_sched);
@@ -638,7 +623,7 @@ void jr_server_stop(jr_server *s, double timeout_s) {
     s->draining = 1;
     double until = jr_now_s() + timeout_s;
     while ((s->n_queued || s->n_running) && jr_now_s() < until)
-        jr_http_wait_step(&s->cv_out, &s->mu);
+        jr_http_timed_wait(&s->cv_out, &s->mu, 0.05);
     /* Whatever is left is cancelled: queued jobs are failed, running ones aborted. */
     while (s->queue) {
         job *j = s->queue;
@@ -673,7 +658,7 @@ void jr_server_stop(jr_server *s, double timeout_s) {
     pthread_mutex_lock(&s->mu);
     double deliver_until = (until > jr_now_s() ? until : jr_now_s()) + 5;
     while (s->n_live && jr_now_s() < deliver_until)
-        jr_http_wait_step(&s->cv_out, &s->mu);
+        jr_http_timed_wait(&s->cv_out, &s->mu, 0.05);
     pthread_mutex_unlock(&s->mu);
     jr_http_stop(s->http);
     jr_gen_close(s->gen);

@@ -562,12 +562,11 @@ jr_status jr_tok_decode(const jr_tokenizer *t, const int32_t *ids, size_t n, int
         if (tok_buf_add(&raw, t->bytes[id], t->blen[id])) { free(raw.p); return jr_fail(JR_ENOMEM, "out of memory"); }
     }
     jr_utf8_append_lossy(&res, raw.p ? raw.p : "", raw.n); /* as Rust's from_utf8_lossy (HF) */
-    jr_status st = res.oom ? JR_ENOMEM : JR_OK;
     free(raw.p);
-    if (!st && !res.p) st = tok_buf_add(&res, "", 0);
-    if (st) { free(res.p); return jr_fail(JR_ENOMEM, "out of memory"); }
-    *out = res.p;
-    if (len) *len = res.n;
+    size_t n_out = res.n;
+    *out = jr_strbuf_take(&res); /* "" when nothing was decoded */
+    if (!*out) return jr_fail(JR_ENOMEM, "out of memory");
+    if (len) *len = n_out;
     return JR_OK;
 }
 

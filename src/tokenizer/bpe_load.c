@@ -107,22 +107,14 @@ static void pairmap_put(tok_pairmap *m, int32_t a, int32_t b, int32_t rank, int3
 
 /* ------------------------------------------------------------------ byte-level alphabet */
 
-static int32_t byte_to_cp[256];
 static int16_t cp_to_byte[324]; /* code points < 324 -> byte, -1 otherwise */
 
 static void bytelevel_init(void) {
     static int done;
     if (__atomic_load_n(&done, __ATOMIC_ACQUIRE)) return;
-    int n = 0;
-    int32_t tmp[256];
     int16_t rev[324];
     for (int i = 0; i < 324; i++) rev[i] = -1;
-    for (int b = 0; b < 256; b++) {
-        int keep = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-        tmp[b] = keep ? b : 256 + n++;
-        rev[tmp[b]] = (int16_t)b;
-    }
-    memcpy(byte_to_cp, tmp, sizeof tmp);
+    for (unsigned b = 0; b < 256; b++) rev[tok_bytelevel_cp(b)] = (int16_t)b;
     memcpy(cp_to_byte, rev, sizeof rev);
     __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
 }

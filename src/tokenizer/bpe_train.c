@@ -7,6 +7,8 @@
 #include <pcre2.h>
 
 #include "judgerl/tokenizer.h"
+#include "judgerl/utf8.h"
+#include "tokenizer/tok_internal.h"
 
 /* The pre-tokenizer of the trained tokenizer: Qwen2/Qwen3's regex (single digits). */
 static const char *TRAIN_RE =
@@ -101,16 +103,6 @@ static uint64_t hbytes(const char *s, size_t n) {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
     return mixh(h);
-}
-
-static void byte_form(int b, char *out, size_t *len) {
-    int n = 0, cp = b;
-    for (int x = 0; x <= b; x++) {
-        int keep = (x >= 33 && x <= 126) || (x >= 161 && x <= 172) || (x >= 174 && x <= 255);
-        if (!keep) { if (x == b) cp = 256 + n; n++; }
-    }
-    if (cp < 0x80) { out[0] = (char)cp; *len = 1; }
-    else { out[0] = (char)(0xC0 | (cp >> 6)); out[1] = (char)(0x80 | (cp & 0x3F)); *len = 2; }
 }
 
 /* The training state: the corpus's distinct words (symbols, frequency), the pair table over them and the
@@ -268,8 +260,7 @@ static jr_status learn_merges(bpe_state *t, int32_t n_max) {
 static jr_status token_forms(const bpe_state *t, char **forms, size_t *flen, json_t *mj) {
     for (int b = 0; b < 256; b++) {
         char f[4];
-        size_t fl;
-        byte_form(b, f, &fl);
+        size_t fl = jr_utf8_encode(tok_bytelevel_cp((unsigned)b), f);
         forms[b] = strndup(f, fl);
         flen[b] = fl;
     }

@@ -7,6 +7,7 @@
 
 #include "judgerl/fsutil.h"
 #include "judgerl/utf8.h"
+#include "tokenizer/tok_internal.h"
 
 static const char *const specials[JR_BYTETOK_VOCAB - 256] = {
     "<|bos|>", "<|eos|>", "<|pad|>", "<|system|>", "<|user|>", "<|assistant|>",
@@ -83,16 +84,6 @@ jr_status jr_bytetok_decode(const int32_t *ids, size_t n_ids, int render_special
     return JR_OK;
 }
 
-/* GPT-2's byte-to-unicode map: printable bytes stand for themselves, the others are moved to
- * code points from U+0100 on, in byte order. */
-static unsigned byte_to_cp(unsigned b) {
-    if ((b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff)) return b;
-    unsigned k = 0;
-    for (unsigned x = 0; x < b; x++)
-        if (!((x >= 0x21 && x <= 0x7e) || (x >= 0xa1 && x <= 0xac) || (x >= 0xae && x <= 0xff))) k++;
-    return 256 + k;
-}
-
 jr_status jr_bytetok_write_hf(const char *path) {
     json_t *vocab = json_object();
     json_t *added = json_array();
@@ -101,7 +92,7 @@ jr_status jr_bytetok_write_hf(const char *path) {
     if (!vocab || !added) goto out;
     for (unsigned b = 0; b < 256; b++) {
         char s[4];
-        s[jr_utf8_encode(byte_to_cp(b), s)] = 0;
+        s[jr_utf8_encode(tok_bytelevel_cp(b), s)] = 0;
         if (json_object_set_new(vocab, s, json_integer(b))) goto out;
     }
     for (int i = 0; i < JR_BYTETOK_VOCAB - 256; i++) {

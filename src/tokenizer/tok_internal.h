@@ -113,4 +113,14 @@ enum { ID_ADDED = 1, ID_SPECIAL = 2 };
  * t->chat_error for jr_chat_render to report (loading itself does not fail). */
 void tok_chat_attach(jr_tokenizer *t, const char *tpl, const char *origin);
 
+/* GPT-2's ByteLevel alphabet (HF's bytes_to_unicode): the code point that stands for byte b in a
+ * vocabulary. Printable bytes stand for themselves; the other 68 move to U+0100.. in byte order. */
+static inline int tok_bytelevel_keeps(unsigned b) { return (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff); }
+static inline uint32_t tok_bytelevel_cp(unsigned b) {
+    if (tok_bytelevel_keeps(b)) return b;
+    uint32_t k = 0;
+    for (unsigned x = 0; x < b; x++) k += !tok_bytelevel_keeps(x);
+    return 256 + k;
+}
+
 #endif

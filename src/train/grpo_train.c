@@ -54,12 +54,20 @@ static jr_status check_setup(jr_grpo_trainer *g) {
     return JR_OK;
 }
 
-/* monitor.enabled: the alarms need held-out prompts evaluated every trainer.eval_every steps. */
+/* monitor.enabled: the alarms need held-out prompts evaluated every trainer.eval_every steps, and the
+ * baseline is the harness's evaluation before the first step (trainer.eval_at_start, turned on here). */
 static jr_status open_monitor(jr_grpo_trainer *g, const jr_monitor_opts *mo) {
     if (!jr_data_n_val(g->data))
         return jr_fail(JR_EINVAL, "monitor.enabled needs held-out prompts: set data.validation or data.validation_frac");
     if (g->run.to.eval_every < 1)
         return jr_fail(JR_EINVAL, "monitor.enabled watches the held-out evaluation: set trainer.eval_every >= 1");
+    g->run.to.eval_at_start = 1;
+    if (!mo->gold_reward && !mo->gold_field && mo->proxy_rise > 0 && g->progress && !g->run.rank)
+        fprintf(g->progress, "monitor: no gold evaluator (monitor.gold_reward or monitor.gold_field): the proxy_gold alarm "
+                             "is off; the drift alarms stay on\n");
+    /* data-parallel: rank 0 alone evaluates and writes, so it alone opens monitor.jsonl (another rank's open
+     * would remove or cut the file under rank 0's baseline) and the gold evaluator */
+    if (g->run.rank) return JR_OK;
     return jr_monitor_open(&g->mon, mo, g->run.ro.out_dir, g->run.resumed ? g->run.ts.step : -1);
 }
 
@@ -344,14 +352,6 @@ jr_status jr_grpo_update(jr_grpo_trainer *g, double lr) {
     return st;
 }
 
-/* The monitor's baseline: the held-out evaluation of the starting policy, logged as step 0. */
-static jr_status monitor_baseline(jr_grpo_trainer *g) {
-    double v;
-    jr_status st = grpo_eval_reward(g, &v);
-    if (!st) st = jr_runlog_add(g->run.rl, "eval/reward", v);
-    return st ? st : jr_runlog_commit(g->run.rl, 0);
-}
-
 /* The harness's step: a new generation batch every num_iterations steps, then the update and the log. */
 static jr_status grpo_step(void *ud, jr_run *r, int64_t step, double *loss, int *boundary) {
     jr_grpo_trainer *g = ud;
@@ -360,7 +360,6 @@ static jr_status grpo_step(void *ud, jr_run *r, int64_t step, double *loss, int 
     g->fresh = step % g->mu == 0 || !g->ro.s;
     g->t_ref = 0;
     g->prev = r->ts;
-    if (step == 0 && g->mon && (st = monitor_baseline(g))) return st;
     if (g->fresh && ((st = jr_grpo_rollout(g, step)) || (st = jr_grpo_advantages_step(g, step)))) return st;
     if ((st = jr_grpo_update(g, jr_schedule_lr(&r->sch, step)))) return st;
     *loss = g->as.reward_mean;

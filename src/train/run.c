@@ -45,7 +45,7 @@ const jr_cfg_field jr_trainer_cfg[] = {
      "prompts; 0 = SFT only at the end, GRPO never)", NULL, NULL, 0, 1e12},
     {"trainer.eval_at_start", JR_CFG_BOOL, "false",
      "also evaluate before the first step of a fresh run (a metrics row of step 0: the policy before training); "
-     "needs an evaluation (trainer.eval_every or the algorithm's end-of-run one)", NULL, NULL, 0, 0},
+     "needs an evaluation (trainer.eval_every or the algorithm's end-of-run one); monitor.enabled turns it on (its baseline)", NULL, NULL, 0, 0},
     {"trainer.log_every", JR_CFG_INT, "1", "metrics row every N steps", NULL, NULL, 1, 1e12},
     {"trainer.threads", JR_CFG_INT, "0",
      "threads for the engine (0 = auto: 1 when a step is under 2 GFLOP, where thread barriers cost more than "
@@ -430,4 +430,5 @@ void jr_run_result(const jr_run *r, jr_train_result *res) {
     res->last_loss = r->last_loss;
     res->last_val_loss = r->last_eval;
     res->resumed = r->resumed;
+    res->halted = r->halt[0] != 0;
 }

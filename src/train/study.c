@@ -9,6 +9,7 @@
 
 #include "judgerl/dataset.h"
 #include "judgerl/ensemble.h"
+#include "judgerl/eval.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/grpo_trainer.h"
 #include "judgerl/judge.h"
@@ -39,10 +40,8 @@ const jr_cfg_field jr_study_cfg[] = {
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
 
-const jr_cfg_field *const jr_study_run_tables[] = {jr_run_cfg,       jr_data_cfg,    jr_model_cfg,   jr_trainer_cfg,
-                                                   jr_grpo_cfg,      jr_distill_cfg, jr_judge_cfg,   jr_protocols_cfg,
-                                                   jr_reward_cfg,    jr_tokenizer_cfg, jr_sandbox_cfg, jr_monitor_cfg,
-                                                   jr_probe_cfg,     jr_ensemble_cfg,  NULL};
+/* A study's run config: `judgerl train`'s tables and probe.* (the judge's probes). */
+static const jr_cfg_field *const run_tables[] = {JR_TRAIN_TABLE_LIST, jr_probe_cfg, NULL};
 
 /* Strings of a list value into out (at most JR_STUDY_MAX). */
 static jr_status str_list(const json_t *a, const char *key, const char **out, int *n) {
@@ -117,7 +116,7 @@ static jr_status run_config(const jr_study_opts *o, const jr_study_judge *j, int
     over[n++] = sd;
     over[n++] = "monitor.enabled=true";
     over[n++] = "trainer.resume=true";
-    jr_status st = od && sd ? jr_config_load(cfg, o->train, n, over, jr_study_run_tables) : JR_ENOMEM;
+    jr_status st = od && sd ? jr_config_load(cfg, o->train, n, over, run_tables) : JR_ENOMEM;
     free(dir);
     free(od);
     free(sd);
@@ -145,7 +144,7 @@ static jr_status train_one(const jr_study_opts *o, const jr_study_judge *j, int6
     jr_train_result res;
     st = jr_train_run(&cfg, progress, stop, &res);
     stopped[0] = 0;
-    if (st == JR_ECANCELED && !(stop && *stop) && strstr(jr_errmsg(), "monitor.stop=true")) {
+    if (st == JR_ECANCELED && res.halted && !(stop && *stop)) {
         snprintf(stopped, cap, "%s", jr_errmsg());
         st = JR_OK;
     }
@@ -178,15 +177,6 @@ static const char *const SERIES[] = {"proxy", "gold", "length", "markdown", "lis
                                      "phrase_rise"};
 #define N_SERIES (int)(sizeof SERIES / sizeof SERIES[0])
 
-static jr_status read_jsonl(const char *path, json_t **rows) {
-    *rows = json_array();
-    jr_jsonl_reader *r = NULL;
-    jr_status st = jr_jsonl_open(&r, path, JR_BAD_LINE_FAIL, NULL, NULL);
-    for (json_t *row = NULL; !st && (st = jr_jsonl_next(r, &row, NULL, NULL)) == JR_OK && row;) json_array_append_new(*rows, row);
-    jr_jsonl_close(r);
-    return st;
-}
-
 static double numv(const json_t *o, const char *k) {
     const json_t *v = json_object_get(o, k);
     return json_is_number(v) ? json_number_value(v) : NAN;
@@ -207,8 +197,8 @@ static double kl_at(const json_t *metrics, int64_t step) {
 static jr_status collect_run(const char *dir, int64_t seed, int has_kl, json_t **out) {
     char *mp = jr_strfmt("%s/monitor.jsonl", dir), *tp = jr_strfmt("%s/metrics.jsonl", dir);
     json_t *mon = NULL, *met = NULL;
-    jr_status st = mp && tp ? read_jsonl(mp, &mon) : JR_ENOMEM;
-    if (!st) st = read_jsonl(tp, &met);
+    jr_status st = mp && tp ? jr_jsonl_read_all(mp, &mon) : JR_ENOMEM;
+    if (!st) st = jr_jsonl_read_all(tp, &met);
     if (!st && json_array_size(mon) < 2)
         st = jr_fail(JR_EFORMAT, "%s: fewer than two evaluations (the baseline and one after training): set trainer.eval_every "
                                  "<= trainer.steps", mp);

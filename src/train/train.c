@@ -29,10 +29,7 @@ static jr_status write_config(const jr_config *c, const char *out_dir) {
     return st;
 }
 
-const jr_cfg_field *const jr_train_tables[] = {jr_run_cfg,       jr_data_cfg,      jr_model_cfg,  jr_trainer_cfg,
-                                               jr_grpo_cfg,      jr_distill_cfg,   jr_judge_cfg,  jr_protocols_cfg,
-                                               jr_reward_cfg,    jr_tokenizer_cfg, jr_sandbox_cfg, jr_monitor_cfg,
-                                               jr_ensemble_cfg,  NULL};
+const jr_cfg_field *const jr_train_tables[] = {JR_TRAIN_TABLE_LIST, NULL};
 
 jr_status jr_train_run(const jr_config *c, FILE *progress, volatile sig_atomic_t *stop, jr_train_result *res) {
     memset(res, 0, sizeof *res);

@@ -1,10 +1,12 @@
 /* train_check.c - what `judgerl train` would refuse, found before anything runs (train.h
  * jr_train_check): `judgerl config` runs the same checks, so it never says ok to a config train rejects */
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "judgerl/dist.h"
 #include "judgerl/dataset.h"
+#include "judgerl/ensemble.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/grpo_trainer.h"
 #include "judgerl/lora.h"
@@ -29,10 +31,29 @@ static jr_status need_file(const jr_config *c, const char *key, const char *p, c
     return jr_fail(JR_ENOTFOUND, "%s: %s=%s: %s", c->source, key, p, is_dir(p) ? "is a directory, expected a file" : what);
 }
 
-/* The reward side of GRPO / RLOO / distill: components, functions, judge endpoints and weights. */
+/* A judge ensemble (ensemble.judges) replaces reward.components in GRPO / RLOO: its files must exist
+ * (jr_ensemble_open checks what is in them); another algorithm would ignore it. */
+static jr_status check_ensemble(const jr_config *c, const jr_ensemble_opts *eo, int grpo) {
+    if (!grpo)
+        return jr_fail(JR_EINVAL, "%s: ensemble.judges is a reward for trainer.algo grpo or rloo: this algorithm "
+                                  "would ignore it (remove ensemble.judges)", c->source);
+    for (int i = 0; i < eo->n; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "ensemble.judges[%d]", i);
+        jr_status st = need_file(c, key, eo->files[i], "no such file");
+        if (st) return st;
+    }
+    return JR_OK;
+}
+
+/* The reward side of GRPO / RLOO / distill: components, functions, judge endpoints and weights, or the
+ * judge ensemble that replaces them. */
 static jr_status check_reward(const jr_config *c, int grpo) {
+    jr_ensemble_opts eo;
+    jr_status st = jr_ensemble_opts_from_config(&eo, c);
+    if (st || eo.n) return st ? st : check_ensemble(c, &eo, grpo);
     jr_reward_opts ro;
-    jr_status st = jr_reward_opts_from_config(&ro, c);
+    st = jr_reward_opts_from_config(&ro, c);
     if (st) return st;
     if (!ro.n_components)
         return jr_fail(JR_EINVAL, "%s: reward.components is empty: list at least one {fn, weight}", c->source);

@@ -158,10 +158,10 @@ static char *corrupt(jr_rng *r, const char *type, const char *problem, const cha
     return NULL;
 }
 
-static const char *fence(const char *code, char *buf, size_t n) {
+/* code in a python fence (new string, NULL when out of memory). */
+static char *fence(const char *code) {
     size_t l = strlen(code);
-    snprintf(buf, n, "```python\n%s%s```", code, l && code[l - 1] == '\n' ? "" : "\n");
-    return buf;
+    return jr_strfmt("```python\n%s%s```", code, l && code[l - 1] == '\n' ? "" : "\n");
 }
 
 /* Appends {"messages": [user prompt, assistant reply], op, domain, id} when the prompt renders. */
@@ -185,9 +185,7 @@ static jr_status task_rows(json_t *rows, const jr_wf_templates *t, const json_t 
     const char *answer = json_string_value(json_object_get(task, "answer"));
     if (!type || !problem || !answer) return jr_fail(JR_EINVAL, "executor SFT rows: a task row lacks type, problem or answer");
     int code = !strcmp(type, "code");
-    size_t cap = strlen(answer) + 2048;
-    char *buf = malloc(cap), *reply = NULL, *thought = NULL;
-    if (!buf) return jr_fail(JR_ENOMEM, "executor SFT rows: out of memory");
+    char *reply = NULL, *thought = NULL;
     if (!strcmp(type, "math")) thought = math_thought(json_string_value(json_object_get(task, "program")));
     else if (!code) thought = qa_thought(problem);
     else thought = jr_strfmt("Define %s as the docstring says.", json_string_value(json_object_get(task, "entry_point")));
@@ -197,9 +195,13 @@ static jr_status task_rows(json_t *rows, const jr_wf_templates *t, const json_t 
         st = add_row(rows, t, JR_WF_ANSWER, task, json_pack("{s:s}", "input", problem), reply);
     free(reply);
     /* the program (maths) or the code (code) */
-    if (!st && !strcmp(type, "math"))
-        st = add_row(rows, t, JR_WF_PROGRAM, task, json_pack("{s:s}", "input", problem), fence(json_string_value(json_object_get(task, "program")), buf, cap));
-    if (!st && code) st = add_row(rows, t, JR_WF_CODEGEN, task, json_pack("{s:s}", "input", problem), fence(answer, buf, cap));
+    const char *prog = !strcmp(type, "math") ? json_string_value(json_object_get(task, "program")) : code ? answer : NULL;
+    if (!st && prog) {
+        char *f = fence(prog);
+        st = f ? add_row(rows, t, code ? JR_WF_CODEGEN : JR_WF_PROGRAM, task, json_pack("{s:s}", "input", problem), f)
+               : jr_fail(JR_ENOMEM, "out of memory");
+        free(f);
+    }
     /* review of the reference or of a wrong answer, and the revision to the reference */
     if (!st && jr_rng_double(r) < review_frac) {
         int wrong = (int)jr_rng_below(r, 2);
@@ -210,13 +212,14 @@ static jr_status task_rows(json_t *rows, const jr_wf_templates *t, const json_t 
         reply = jr_strfmt("<review_result>%s</review_result>\n<feedback>%s</feedback>", wrong ? "false" : "true", fb);
         st = reply ? add_row(rows, t, JR_WF_REVIEW, task, json_pack("{s:s}", "solution", sol), reply) : jr_fail(JR_ENOMEM, "out of memory");
         free(reply);
-        reply = code ? jr_strfmt("<solution>\n%s\n</solution>", fence(answer, buf, cap)) : jr_strfmt("<solution>%s</solution>", answer);
+        char *f = code ? fence(answer) : NULL;
+        reply = code ? (f ? jr_strfmt("<solution>\n%s\n</solution>", f) : NULL) : jr_strfmt("<solution>%s</solution>", answer);
+        free(f);
         if (!st) st = reply ? add_row(rows, t, JR_WF_REVISE, task, json_pack("{s:s, s:s}", "solution", sol, "feedback", fb), reply) : jr_fail(JR_ENOMEM, "out of memory");
         free(reply);
         free(bad);
     }
     free(thought);
-    free(buf);
     return st;
 }
 

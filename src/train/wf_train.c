@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "judgerl/dataset.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/grpo_trainer.h"
 #include "judgerl/judge.h"
@@ -133,27 +134,21 @@ static char *config_path(const char *p, const char *cfg_dir) {
 }
 
 static jr_status load_pools(wf_train *t, const char *path) {
-    char *text = NULL;
-    jr_status st = jr_read_file(path, &text, NULL);
-    if (st) return st;
     for (int d = 0; d < 3; d++) t->pool[d] = json_array();
-    long line = 0;
-    for (char *p = text, *nl; p && *p && !st; p = nl ? nl + 1 : NULL) {
-        nl = strchr(p, '\n');
-        if (nl) *nl = 0;
-        line++;
-        if (!*p) continue;
-        json_t *row = json_loads(p, 0, NULL);
+    jr_jsonl_reader *r = NULL;
+    jr_status st = jr_jsonl_open(&r, path, JR_BAD_LINE_FAIL, NULL, NULL);
+    int64_t line = 0;
+    for (json_t *row = NULL; !st && (st = jr_jsonl_next(r, &row, &line, NULL)) == JR_OK && row; json_decref(row)) {
         const char *ty = json_string_value(json_object_get(row, "type"));
         int d = -1;
         for (int k = 0; ty && k < 3; k++)
             if (!strcmp(ty, kDom[k])) d = k;
-        if (!row || d < 0 || !json_is_string(json_object_get(row, "problem")))
-            st = jr_fail(JR_EINVAL, "%s:%ld: a workflow task row needs a string 'problem' and 'type' math, code or qa", path, line);
+        if (d < 0 || !json_is_string(json_object_get(row, "problem")))
+            st = jr_fail(JR_EINVAL, "%s:%lld: a workflow task row needs a string 'problem' and 'type' math, code or qa", path,
+                         (long long)line);
         else json_array_append(t->pool[d], row);
-        json_decref(row);
     }
-    free(text);
+    jr_jsonl_close(r);
     for (int d = 0; d < 3 && !st; d++)
         if (t->mix[d] > 0 && !json_array_size(t->pool[d]))
             st = jr_fail(JR_EINVAL, "%s: data.mix gives %s a share of %g but the file has no %s rows", path, kDom[d],

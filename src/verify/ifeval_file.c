@@ -9,6 +9,7 @@
 
 #include "judgerl/fsutil.h"
 #include "judgerl/ifeval.h"
+#include "judgerl/utf8.h"
 
 typedef struct {
     char *buf;
@@ -39,18 +40,11 @@ static bool blank(const char *s, size_t n) {
 /* Python json.dumps of a string (ensure_ascii) */
 static void dump_str(FILE *f, const char *s) {
     fputc('"', f);
-    const unsigned char *u = (const unsigned char *)s;
     size_t n = strlen(s), i = 0;
     while (i < n) {
-        unsigned c = u[i];
-        uint32_t cp;
-        int extra = 0;
-        if (c < 0x80) cp = c;
-        else if (c >= 0xF0) { cp = c & 0x07; extra = 3; }
-        else if (c >= 0xE0) { cp = c & 0x0F; extra = 2; }
-        else { cp = c & 0x1F; extra = 1; }
-        i++;
-        for (int k = 0; k < extra && i < n; k++, i++) cp = (cp << 6) | (u[i] & 0x3F);
+        uint32_t cp = 0xFFFD; /* jansson's strings are valid UTF-8: an invalid byte cannot come */
+        size_t l = jr_utf8_decode(s + i, n - i, &cp);
+        i += l ? l : 1;
         switch (cp) {
         case '"': fputs("\\\"", f); continue;
         case '\\': fputs("\\\\", f); continue;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "judgerl/reward.h"
 #include "judgerl/verify.h"
 #include "judgerl/workflow.h"
 
@@ -29,8 +30,9 @@ jr_status jr_wf_grade(const json_t *row, const char *answer, const jr_sandbox_op
         jr_py_result_free(&pr);
         return JR_OK;
     }
-    const char *ref = json_string_value(json_object_get(row, "answer"));
-    if (!ref) return jr_fail(JR_EINVAL, "row: field 'answer' (the reference) must be a string to be graded");
+    char nb[64];
+    const char *ref = jr_row_text_or_number(row, "answer", nb, sizeof nb);
+    if (!ref) return jr_fail(JR_EINVAL, "row: field 'answer' (the reference) must be a string or a number to be graded");
     *correct = jr_answer_equiv(answer, ref);
     snprintf(why, why_len, "%s the reference", *correct ? "equivalent to" : "differs from");
     return JR_OK;

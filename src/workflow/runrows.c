@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "judgerl/dataset.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/workflow.h"
 
@@ -20,33 +21,24 @@ jr_status jr_workflow_parse_file(const char *path, const jr_workflow_limits *lim
 }
 
 jr_status jr_wf_read_problems(const char *path, json_t ***rows, int *n) {
-    FILE *f = fopen(path, "r");
-    if (!f) return jr_fail(JR_EIO, "%s: cannot open", path);
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    long lineno = 0;
     *rows = NULL;
     *n = 0;
-    jr_status st = JR_OK;
-    while (!st && (len = getline(&line, &cap, f)) >= 0) {
-        lineno++;
-        size_t k = 0;
-        while (k < (size_t)len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r' || line[k] == '\n')) k++;
-        if (k == (size_t)len) continue;
-        json_error_t je;
-        json_t *r = json_loadb(line, (size_t)len, 0, &je);
-        if (!json_is_object(r)) st = jr_fail(JR_EFORMAT, "%s: line %ld: not a JSON object (%s)", path, lineno, je.text);
-        else if (!json_is_string(json_object_get(r, "problem")))
-            st = jr_fail(JR_EINVAL, "%s: line %ld: field 'problem' must be a string", path, lineno);
+    jr_jsonl_reader *rd;
+    jr_status st = jr_jsonl_open(&rd, path, JR_BAD_LINE_FAIL, NULL, NULL);
+    if (st) return st;
+    for (;;) {
+        json_t *r;
+        int64_t lineno;
+        if ((st = jr_jsonl_next(rd, &r, &lineno, NULL)) || !r) break;
+        if (!json_is_string(json_object_get(r, "problem")))
+            st = jr_fail(JR_EINVAL, "%s:%lld: field 'problem' must be a string", path, (long long)lineno);
         json_t **nr = st ? NULL : realloc(*rows, (size_t)(*n + 1) * sizeof *nr);
         if (!st && !nr) st = jr_fail(JR_ENOMEM, "out of memory");
         if (st) { json_decref(r); break; }
         *rows = nr;
         (*rows)[(*n)++] = r;
     }
-    free(line);
-    fclose(f);
+    jr_jsonl_close(rd);
     if (st) {
         for (int i = 0; i < *n; i++) json_decref((*rows)[i]);
         free(*rows);

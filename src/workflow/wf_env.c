@@ -55,11 +55,8 @@ static jr_rw_rc eval_wf_correct(const jr_reward_opts *ro, const json_t *params, 
         out->detail = json_pack("{s:s,s:b}", "hidden_tests", why, "passed", ok);
         return JR_RW_SCORED;
     }
-    const json_t *rv = json_object_get(row, "answer");
     char nb[64];
-    const char *ref = json_string_value(rv);
-    if (json_is_integer(rv)) snprintf(nb, sizeof nb, "%lld", (long long)json_integer_value(rv)), ref = nb;
-    else if (json_is_real(rv)) snprintf(nb, sizeof nb, "%.17g", json_real_value(rv)), ref = nb;
+    const char *ref = jr_row_text_or_number(row, "answer", nb, sizeof nb);
     if (!ref) return wfc_unscored(out, "workflow_correctness: field 'answer' (the reference) must be a string or a number%s", NULL);
     int verifier_only = json_is_false(json_object_get(params, "judge"));
     if (ro->judge.reference.shortcircuit || verifier_only) {
@@ -127,7 +124,7 @@ typedef struct {
 /* Statistics of one split and domain. */
 #define WF_MAX_PARTS 32
 typedef struct {
-    long n, scored, valid, answered, gold_right, ops_sum, tokens_sum;
+    long n, scored, valid, answered, gold_right, gold_errors, ops_sum, tokens_sum;
     double reward_sum;
     double comp_sum[WF_MAX_PARTS];
     long comp_n[WF_MAX_PARTS];
@@ -165,6 +162,9 @@ static int domain_index(const json_t *row) {
     return -1;
 }
 
+/* An answer the verifier could not grade (work_one kept its message in gold_why): never silently wrong. */
+static int gold_error(const wf_item *it) { return it->w && it->res.ok && it->gold_known == 0; }
+
 /* Adds a finished sample to its split's statistics (under e->mu). */
 static void stat_add(wf_env *e, const wf_item *it, const jr_env_result *r) {
     int d = domain_index(it->row);
@@ -186,6 +186,7 @@ static void stat_add(wf_env *e, const wf_item *it, const jr_env_result *r) {
         }
         if (it->w && it->res.ok) s->answered++;
         s->gold_right += it->gold_known == 1 && it->gold;
+        s->gold_errors += gold_error(it);
         s->tokens_sum += it->res.tokens;
     }
 }
@@ -304,6 +305,8 @@ static json_t *item_detail(const wf_env *e, const wf_item *it) {
     if (it->gold_known == 1) {
         json_object_set_new(d, "gold_correct", json_boolean(it->gold));
         json_object_set_new(d, "gold", json_string(it->gold_why));
+    } else if (gold_error(it)) {
+        json_object_set_new(d, "gold_error", json_string(it->gold_why));
     }
     if (it->res.trace) json_object_set(d, "trace", it->res.trace);
     return d;
@@ -455,6 +458,7 @@ double jr_wf_env_stats_flush(jr_env *env, int heldout, const char *prefix, void 
         for (int c = 0; c < env->n_parts && c < WF_MAX_PARTS; c++)
             if (s->comp_n[c]) PUT(env->part_names[c], s->comp_sum[c] / s->comp_n[c]);
         PUT("gold_acc", (double)s->gold_right / s->n);
+        if (s->gold_errors) PUT("gold_errors", (double)s->gold_errors / s->n);
         PUT("valid_rate", (double)s->valid / s->n);
         PUT("answer_rate", (double)s->answered / s->n);
         PUT("unscored", (double)(s->n - s->scored) / s->n);
