@@ -58,7 +58,7 @@ if not extra:
             errs.append("%s: %s did not run: %s" % (n, need, p))
         if p["flag"] != (need in pr["flags"][n]): errs.append("%s: flags summary inconsistent" % n)
     sj = s.get("study", {})
-    if [j["name"] for j in sj.get("judges", [])] != ["unbiased", "yes-biased", "yes-biased-ensemble"]: errs.append("study judges %s" % sj.get("judges"))
+    if [j["name"] for j in sj.get("judges", [])] != ["unbiased", "sycophantic", "sycophantic-ensemble"]: errs.append("study judges %s" % sj.get("judges"))
     full = json.load(open(os.path.join(out, "study", "study.json")))
     for j in full["judges"]:
         sr = j["runs"][0]["series"]
@@ -75,10 +75,10 @@ if not extra:
                 if abs(m["thresholds"]["gold_margin"] - min(0.0, -se)) > 1e-5: errs.append("study %s: gold margin %s, not -1 SE %g" % (j["name"], m["thresholds"], se))
     # the ensemble: the three members' rewards logged at every step (the --quick judges may leave samples unscored,
     # so the mean of each sample's scored members is not checked against the members' batch means here)
-    ens = [j for j in full["judges"] if j["name"] == "yes-biased-ensemble"]
+    ens = [j for j in full["judges"] if j["name"] == "sycophantic-ensemble"]
     for m in [json.loads(l) for l in open(os.path.join(ens[0]["runs"][0]["dir"], "metrics.jsonl"))] if ens else []:
         if "reward" not in m: continue
-        if any("rewards/%s/mean" % n not in m for n in ("yes-biased", "long", "masterkey")) or "rewards/ensemble/mean" not in m:
+        if any("rewards/%s/mean" % n not in m for n in ("sycophantic", "long", "masterkey")) or "rewards/ensemble/mean" not in m:
             errs.append("ensemble step %s: members' rewards not logged: %s" % (m["step"], sorted(k for k in m if k.startswith("rewards/"))))
     for svg in re.findall(r"<svg\b.*?</svg>", open(os.path.join(out, "study", "study.html"), encoding="utf-8").read(), re.S):
         try: ET.fromstring(svg)
@@ -116,7 +116,7 @@ if "$JR_BIN" demo --quick $extra --out "$out" >"$JR_TMP/demo1.out" 2>"$JR_TMP/de
   check_summary demo_quick_summary
   if grep -q "stage *status" "$JR_TMP/demo1.out" && grep -q "report: " "$JR_TMP/demo1.out" \
     && grep -q "demo quality" "$JR_TMP/demo1.out" && grep -q "Demo quality" "$out/report.html" \
-    && grep -q "after  GRPO, by kind: hopeful Yes" "$JR_TMP/demo1.out" && grep -q "yes-biased-ensemble  seed 1: proxy" "$JR_TMP/demo1.out"; then
+    && grep -q "after  GRPO, by kind: hopeful Yes" "$JR_TMP/demo1.out" && grep -q "sycophantic-ensemble *seed 1: proxy" "$JR_TMP/demo1.out"; then
     ok demo_prints_summary_table
   else fail demo_prints_summary_table "$(head -c 300 "$JR_TMP/demo1.out")"; fi
 else

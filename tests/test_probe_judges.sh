@@ -85,11 +85,8 @@ PYEOF
 LABEL=configs/eightball/judge-label.yaml
 PAIR=configs/eightball/judge-pairwise.yaml
 SHORT="probe.max_rows=300 probe.max_variant_rows=30"
-# label_prior: the Yes-biased judge vs the unbiased one. Since issue 20 the Yes-biased judge is sycophantic
-# (judge_sft_yes.jsonl: every "Yes" Good AND, on risky questions, the cautious "No" Bad): its extra Good and
-# extra Bad verdicts about cancel, so its verdict prior is not skewed (prior_skew 0.07 [-0.00, 0.14] n=180,
-# 2026-11-23; the old Yes-only judge had 0.24) and label_prior does not flag it; its bias is in the content.
-probe prior-biased biased $LABEL label_prior $SHORT; expect_flag label_prior_passes_sycophantic prior-biased label_prior false
+# label_prior: the Yes-biased judge vs the unbiased one
+probe prior-biased biased $LABEL label_prior $SHORT; expect_flag label_prior_flags_yes_biased prior-biased label_prior true
 probe prior-unbiased unbiased $LABEL label_prior $SHORT; expect_flag label_prior_passes_unbiased prior-unbiased label_prior false
 # verbosity and master keys: the length-biased and master-key judges vs their control (same data, neutral grades)
 probe verb-long long $LABEL verbosity $SHORT; expect_flag verbosity_flags_length_biased verb-long verbosity true

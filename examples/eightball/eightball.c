@@ -37,7 +37,7 @@ static const eb_stage STAGES[] = {
 const jr_cfg_field eb_cfg[] = {
     STEPS("demo.policy.steps", "policy SFT steps (configs/eightball/policy-sft.yaml)"),
     STEPS("demo.judges.unbiased_steps", "steps of the unbiased judge, from a random model (configs/eightball/judge-sft.yaml)"),
-    STEPS("demo.judges.biased_steps", "steps of the Yes-biased judge, from the unbiased one"),
+    STEPS("demo.judges.biased_steps", "steps of the Yes-biased and the sycophantic judges, each from the unbiased one"),
     COUNT("demo.heldout.samples", "samples per held-out question, before and after GRPO"),
     STEPS("demo.grpo.steps", "GRPO steps against each served judge (configs/eightball-grpo.yaml)"),
     COUNT("demo.grpo.num_generations", "GRPO samples per prompt"),
@@ -176,12 +176,23 @@ static jr_status run_stage(eb_ctx *c, const eb_stage *sg) {
     return st;
 }
 
-/* Every stage (seed 1 only with seed1_only; the workflow stage alone with wf_only), then summary.json. */
-static jr_status run_stages(eb_ctx *c, int seed1_only, int wf_only) {
+/* The stages --study-only runs: the study and what it needs (its judges, the probe stage's long and masterkey
+ * judges for the ensemble, its starting policy); a model of an earlier demo in OUT with the same arguments is reused. */
+static int study_stage(const char *name) {
+    static const char *const S[] = {"policy-sft", "judges", "probe-judges", "policy-pref", "study"};
+    for (size_t k = 0; name && k < sizeof S / sizeof S[0]; k++)
+        if (!strcmp(name, S[k])) return 1;
+    return 0;
+}
+
+/* Every stage (seed 1 only with seed1_only; the workflow stage alone with wf_only; the study's with study_only),
+ * then summary.json. */
+static jr_status run_stages(eb_ctx *c, int seed1_only, int wf_only, int study_only) {
     jr_status st = JR_OK;
     int skipped = 0;
     for (int i = 0; i < N_STAGES && !st; i++) {
         if (wf_only && (!STAGES[i].name || strcmp(STAGES[i].name, "workflow"))) continue;
+        if (study_only && !study_stage(STAGES[i].name)) continue;
         if (!STAGES[i].seed1 && seed1_only) {
             if (!skipped++) stage_end(stage_record(c->stages, "modern-path"), "skipped", jr_wall_time(),
                                       "--seed1-only: the policy LM, the served judges and GRPO were not run");
@@ -209,8 +220,8 @@ static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig) { (void)sig; stop_requested = 1; }
 
 /* The run after argument parsing: out created, the repository entered. */
-static jr_status run(eb_ctx *c, const char *out_arg, const char *config, int seed1_only, int wf_only, char *out,
-                     char *config_abs) {
+static jr_status run(eb_ctx *c, const char *out_arg, const char *config, int seed1_only, int wf_only, int study_only,
+                     char *out, char *config_abs) {
     jr_status st = jr_mkdirs(out_arg);
     if (st) return st;
     if (!realpath(out_arg, out)) return jr_fail(JR_EIO, "%s: cannot resolve the output directory", out_arg);
@@ -229,17 +240,18 @@ static jr_status run(eb_ctx *c, const char *out_arg, const char *config, int see
     if (!c->logf) return jr_fail(JR_EIO, "%s: %s", c->log, strerror(errno));
     setvbuf(c->logf, NULL, _IOLBF, 0);
     json_object_set_new(c->sum, "run_dir", json_string(out));
-    return run_stages(c, seed1_only, wf_only);
+    return run_stages(c, seed1_only, wf_only, study_only);
 }
 
 int eb_main(const char *cmd, int argc, char **argv, const char *judgerl) {
-    const char *usage = "[--out DIR] [--quick] [--seed1-only] [--workflow-only] [--config FILE]";
+    const char *usage = "[--out DIR] [--quick] [--seed1-only] [--workflow-only] [--study-only] [--config FILE]";
     const char *out_arg = "runs/demo", *config = NULL;
-    int quick = 0, seed1_only = 0, wf_only = 0;
+    int quick = 0, seed1_only = 0, wf_only = 0, study_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--workflow-only")) wf_only = 1;
         else if (!strcmp(argv[i], "--seed1-only")) seed1_only = 1;
+        else if (!strcmp(argv[i], "--study-only")) study_only = 1;
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) out_arg = argv[++i];
         else if (!strncmp(argv[i], "--out=", 6)) out_arg = argv[i] + 6;
         else if (!strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
@@ -261,7 +273,7 @@ int eb_main(const char *cmd, int argc, char **argv, const char *judgerl) {
     json_object_set_new(c.sum, "quick", json_boolean(quick));
     json_object_set_new(c.sum, "stages", c.stages);
     char out[PATH_MAX], config_abs[PATH_MAX];
-    jr_status st = run(&c, out_arg, config, seed1_only, wf_only, out, config_abs);
+    jr_status st = run(&c, out_arg, config, seed1_only, wf_only, study_only, out, config_abs);
     if (c.out) {
         json_object_set_new(c.sum, "total_seconds", json_real(jr_wall_time() - t0));
         jr_status st2 = write_summary(c.out, c.sum);

@@ -1,5 +1,5 @@
 /* stage_study.c - the demo's stage study: GRPO from the policy answering by kind (stage policy-pref) against the
- * unbiased judge, the sycophantic Yes-biased one, and the Yes-biased one in a mean ensemble with the long and
+ * unbiased judge, the sycophantic one (OUT/judge-syco), and the sycophantic one in a mean ensemble with the long and
  * masterkey judges (each served over HTTP), gold = the preference grades of the held-out questions, run in this
  * process by jr_study_run (docs/MONITOR.md) into OUT/study */
 #include <limits.h>
@@ -14,10 +14,10 @@
 #include "judgerl/study.h"
 
 /* The judges served for the study: the demo's model directories OUT/judge-DIR. */
-static const char *const SERVED[] = {"unbiased", "biased", "long", "masterkey"};
+static const char *const SERVED[] = {"unbiased", "syco", "long", "masterkey"};
 #define N_SERVED 4
 
-/* The judges studied: the unbiased one, the sycophantic Yes-biased one, and the Yes-biased one in an ensemble
+/* The judges studied: the unbiased one, the sycophantic one, and the sycophantic one in an ensemble
  * with the two judges whose injected biases are others (longer answers, master keys): every sample scored by
  * the three, the reward their mean (the mitigation: a bias one member has is outvoted).
  * OUT/study-members/NAME.yaml: configs/eightball/judge-label.yaml (the judge and the format term) with the
@@ -43,8 +43,8 @@ static jr_status member_yaml(const eb_ctx *c, const char *name, int port, char *
 static jr_status study_yaml(const eb_ctx *c, const int *ports, char **yaml) {
     const eb_sizes *z = &c->z;
     char mb[3][PATH_MAX];
-    static const int MEMBERS[3] = {1, 2, 3}; /* biased, long, masterkey */
-    static const char *const MNAMES[3] = {"yes-biased", "long", "masterkey"};
+    static const int MEMBERS[3] = {1, 2, 3}; /* syco, long, masterkey */
+    static const char *const MNAMES[3] = {"sycophantic", "long", "masterkey"};
     jr_status st = JR_OK;
     for (int k = 0; k < 3 && !st; k++) st = member_yaml(c, MNAMES[k], ports[MEMBERS[k]], mb[k], sizeof mb[k]);
     if (st) return st;
@@ -71,8 +71,8 @@ static jr_status study_yaml(const eb_ctx *c, const int *ports, char **yaml) {
     jr_strbuf_add(&b, t ? t : "");
     free(t);
     t = jr_strfmt("    - name: unbiased\n      set: ['judge.endpoints=[{url: \"http://127.0.0.1:%d/v1\", model: judge}]']\n"
-                  "    - name: yes-biased\n      set: ['judge.endpoints=[{url: \"http://127.0.0.1:%d/v1\", model: judge}]']\n"
-                  "    - name: yes-biased-ensemble\n      set: ['judge.endpoints=[{url: \"http://127.0.0.1:%d/v1\", model: judge}]',\n"
+                  "    - name: sycophantic\n      set: ['judge.endpoints=[{url: \"http://127.0.0.1:%d/v1\", model: judge}]']\n"
+                  "    - name: sycophantic-ensemble\n      set: ['judge.endpoints=[{url: \"http://127.0.0.1:%d/v1\", model: judge}]',\n"
                   "            'ensemble.judges=[\"%s\", \"%s\", \"%s\"]', ensemble.aggregate=mean]\n",
                   ports[0], ports[1], ports[1], mb[0], mb[1], mb[2]);
     jr_strbuf_add(&b, t ? t : "");

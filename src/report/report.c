@@ -112,7 +112,7 @@ static void study_text(FILE *out, const json_t *st) {
         if (json_is_number(al))
             snprintf(alarm, sizeof alarm, "ALARM at step %.0f (gold %+.3f there)", json_number_value(al), num(r, "gold_change_at_alarm"));
         if (json_is_number(d5)) snprintf(drop, sizeof drop, "gold 5 points down at step %.0f", json_number_value(d5));
-        fprintf(out, "  %-20s seed %lld: proxy %+.3f gold %+.3f; %s; %s\n", json_string_value(json_object_get(j, "name")),
+        fprintf(out, "  %-22s seed %lld: proxy %+.3f gold %+.3f; %s; %s\n", json_string_value(json_object_get(j, "name")),
                 (long long)json_integer_value(json_object_get(r, "seed")), num(r, "proxy_delta"), num(r, "gold_delta"), alarm, drop);
     }
 }
