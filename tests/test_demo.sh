@@ -161,6 +161,22 @@ if "$JR_BIN" demo --quick $second --out "$out" >"$JR_TMP/demo2.out" 2>"$JR_TMP/d
 else
   fail demo_second_run "exit $?: $(tail -c 600 "$JR_TMP/demo2.err")"
 fi
+# --study-only (rel build): the study and the stages it needs, their models reused from the runs above
+if [ -z "$second" ]; then
+  if "$JR_BIN" demo --quick --study-only --out "$out" >"$JR_TMP/demo3.out" 2>"$JR_TMP/demo3.err"; then
+    "$PY" - "$out" <<'PYEOF'
+import json, os, sys
+s = json.load(open(os.path.join(sys.argv[1], "summary.json")))
+st = [(x["name"], x["status"], x["note"]) for x in s["stages"]]
+errs = []
+if [x[0] for x in st] != ["policy-sft", "judges", "probe-judges", "policy-pref", "study"]: errs.append("stages %s" % [x[0] for x in st])
+errs += ["%s is %s" % (n, t) for n, t, _ in st if t != "done"]
+errs += ["%s retrained: %s" % (n, note) for n, _, note in st if n != "study" and "reused" not in note]
+if [j["name"] for j in s.get("study", {}).get("judges", [])] != ["unbiased", "sycophantic", "sycophantic-ensemble"]: errs.append("no study figures")
+print(("FAIL - demo_study_only: " + "; ".join(errs)) if errs else "ok - demo_study_only")
+PYEOF
+  else fail demo_study_only "exit $?: $(tail -c 600 "$JR_TMP/demo3.err")"; fi
+fi
 # judgerl report over the finished run prints the same summary
 if "$JR_BIN" report "$out" >"$JR_TMP/rep.out" 2>"$JR_TMP/rep.err" && grep -q "seed 1:" "$JR_TMP/rep.out"; then ok report_of_demo_run
 else fail report_of_demo_run "$(head -c 300 "$JR_TMP/rep.err")"; fi
