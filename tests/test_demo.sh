@@ -161,6 +161,9 @@ if "$JR_BIN" demo --quick $second --out "$out" >"$JR_TMP/demo2.out" 2>"$JR_TMP/d
 else
   fail demo_second_run "exit $?: $(tail -c 600 "$JR_TMP/demo2.err")"
 fi
+# judgerl report over the finished run prints the same summary
+if "$JR_BIN" report "$out" >"$JR_TMP/rep.out" 2>"$JR_TMP/rep.err" && grep -q "seed 1:" "$JR_TMP/rep.out"; then ok report_of_demo_run
+else fail report_of_demo_run "$(head -c 300 "$JR_TMP/rep.err")"; fi
 # --study-only (rel build): the study and the stages it needs, their models reused from the runs above
 if [ -z "$second" ]; then
   if "$JR_BIN" demo --quick --study-only --out "$out" >"$JR_TMP/demo3.out" 2>"$JR_TMP/demo3.err"; then
@@ -177,9 +180,6 @@ print(("FAIL - demo_study_only: " + "; ".join(errs)) if errs else "ok - demo_stu
 PYEOF
   else fail demo_study_only "exit $?: $(tail -c 600 "$JR_TMP/demo3.err")"; fi
 fi
-# judgerl report over the finished run prints the same summary
-if "$JR_BIN" report "$out" >"$JR_TMP/rep.out" 2>"$JR_TMP/rep.err" && grep -q "seed 1:" "$JR_TMP/rep.out"; then ok report_of_demo_run
-else fail report_of_demo_run "$(head -c 300 "$JR_TMP/rep.err")"; fi
 expect_error demo_bad_flag "unexpected argument '--bogus'" "$JR_BIN" demo --bogus
 expect_error seed1_bad_shape "seed1.model: .*embed must be a multiple of heads" "$JR_BIN" seed1 configs/eightball-seed1.yaml seed1.model.embed_dim=15 "run.out_dir=$JR_TMP/s1bad"
 expect_error seed1_missing_data "/nonexistent.jsonl" "$JR_BIN" seed1 configs/eightball-seed1.yaml seed1.questions=/nonexistent.jsonl "run.out_dir=$JR_TMP/s1bad"
