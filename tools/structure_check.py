@@ -37,7 +37,7 @@ LAYERS = [
     ["nn", "io", "tokenizer"],
     ["judge", "verify", "model", "report", "sandbox"],
     ["sample", "reward", "serve", "eval", "workflow"],
-    ["train"],
+    ["train", "bench"],
     ["cli"],
 ]
 LAYER = {part: i for i, parts in enumerate(LAYERS) for part in parts}

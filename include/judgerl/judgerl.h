@@ -7,6 +7,7 @@
 #define JUDGERL_JUDGERL_H
 
 #include "judgerl/attn_full.h"
+#include "judgerl/bench.h"
 #include "judgerl/bytetok.h"
 #include "judgerl/checkpoint.h"
 #include "judgerl/classifier.h"

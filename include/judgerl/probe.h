@@ -72,6 +72,12 @@ jr_status jr_probe_run(const jr_config *judge_cfg, const jr_probe_opts *o, const
 /* Reads a JSONL file of rows into a new array (a bad line is an error naming FILE:LINE). */
 jr_status jr_probe_load_rows(const char *path, json_t **rows);
 
+/* `judgerl probe`: the rows of `data` (at least one) through jr_probe_run, then out_dir/probe.json (the
+ * result, with judge.config = judge_name) and out_dir/probe.html written atomically (out_dir made if
+ * missing), the table and both paths printed to `table`. */
+jr_status jr_probe_run_dir(const jr_config *judge_cfg, const jr_probe_opts *o, const char *data, const char *out_dir,
+                           const char *judge_name, FILE *table);
+
 /* ---- statistics (exposed for the tests) ---- */
 
 /* Wilson score interval of k successes in n trials, z = 1.959964; n = 0 gives [0, 1]. */

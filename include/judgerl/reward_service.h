@@ -4,6 +4,7 @@
 #define JUDGERL_REWARD_SERVICE_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <jansson.h>
 
 #include "judgerl/config.h"
@@ -54,5 +55,14 @@ int jr_rsvc_port(const jr_rsvc *s);
  * then stops the HTTP layer (which waits for request threads still scoring: the judge's timeouts
  * bound them), closes every connection and frees s (not the registry). */
 void jr_rsvc_stop(jr_rsvc *s, double timeout_s);
+
+/* The default state directory of the config at cfg_path: its path without the extension, plus ".state". */
+void jr_rsvc_default_state_dir(const char *cfg_path, char *out, size_t n);
+
+/* `judgerl serve-reward`'s start: opens the registry of ro into *r with its judge cache in state_dir
+ * (made if missing; it must outlive the registry), starts serving it into *s, and describes both (judge
+ * endpoints, components, unscored rows, state, address) in lines on `log`. On failure nothing is left
+ * open (*s and *r NULL). */
+jr_status jr_rsvc_open(jr_rsvc **s, jr_reward **r, jr_reward_opts ro, const jr_rsvc_opts *so, const char *state_dir, FILE *log);
 
 #endif

@@ -34,6 +34,11 @@ const char *jr_tb_path(const jr_tb_writer *w);
 /* Flushes, fsyncs and closes; frees w in every case. NULL is fine. */
 jr_status jr_tb_close(jr_tb_writer *w);
 
+/* `judgerl tb-export`: every row of the metrics.jsonl `metrics` ({"step": N, "wall_time": T, name: number,
+ * ...}) as one event with a scalar per numeric field, in a new event file in out_dir (NULL: the directory
+ * of `metrics`). *path gets the event file's path (caller frees), *events the number of rows. */
+jr_status jr_tb_export(const char *metrics, const char *out_dir, char **path, long long *events);
+
 /* Frames `len` bytes of data as one TFRecord into out (capacity len + 16): uint64 length (LE),
  * masked CRC-32C of those 8 bytes, the data, masked CRC-32C of the data. Returns len + 16. */
 size_t jr_tfrecord_frame(unsigned char *out, const void *data, size_t len);

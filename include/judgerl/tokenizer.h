@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "judgerl/config.h"
 #include "judgerl/status.h"
@@ -194,5 +195,35 @@ jr_status jr_tok_train(const char *corpus, size_t len, int32_t vocab_size, const
  * A pattern that does not compile is an error naming its offset. */
 jr_status jr_tok_train_re(const char *corpus, size_t len, int32_t vocab_size, const char *const *specials,
                           size_t n_specials, const char *pattern, char **json_out);
+
+/* Writes the tokenizer jr_tok_train makes from the corpus file `corpus` atomically to `out`; no specials
+ * (n_specials 0) means <|endoftext|> <|im_start|> <|im_end|>. */
+jr_status jr_tok_train_file(const char *corpus, int32_t vocab_size, const char *const *specials, size_t n_specials,
+                            const char *out);
+
+/* ---- lines (`judgerl tokenize`, tok_lines.c) ---- */
+
+/* What jr_tok_lines reads: lines of text (encode) or of space-separated ids (decode); with `jsonl`
+ * rows {"text": ...} (encode) or {"ids": [...]} (decode, written as {"text": ...} rows); with `chat`
+ * rows {"messages": [...], "add_generation_prompt": bool, "enable_thinking": bool}, each written as the
+ * rendered conversation (a JSON string). `no_special`: encode without the post-processor's tokens,
+ * decode without special tokens; `split_special`: special-token text encodes as plain text. */
+typedef struct jr_tok_lines_opts {
+    int decode, jsonl, chat, no_special, split_special;
+    const char *in_name; /* the input's name in messages ("stdin line 3: ...") */
+} jr_tok_lines_opts;
+
+/* Reads `in` to its end, writing one output line per input line or row (empty JSONL lines skipped);
+ * stops at the first bad line with a message naming it. */
+jr_status jr_tok_lines(jr_tokenizer *t, const jr_tok_lines_opts *o, FILE *in, FILE *out);
+
+/* `judgerl tokenize --info`: token count, vocab_size, bos/eos/pad ids and whether t has a chat template,
+ * printed on `out` as one JSON object. */
+void jr_tok_print_info(const jr_tokenizer *t, FILE *out);
+
+/* `judgerl tokenize --bench`: CPU seconds to load the tokenizer at `path` and to encode `file` in
+ * newline-aligned chunks of about 64 KiB (the first pass, cold word cache, and the best of two more),
+ * printed on `out` as one JSON object (load_cpu_s, bytes, tokens, cold_/warm_encode_cpu_s and _mb_s). */
+jr_status jr_tok_bench(const char *path, const char *file, FILE *out);
 
 #endif

@@ -53,11 +53,17 @@ int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, cons
         else if (takes_file && !file) file = a;
         else { free(over); return cli_usage(cmd, "unexpected argument '%s' (overrides are key=value)", a); }
     }
-    jr_status st = jr_config_load(cfg, file, n_over, over, tables);
+    int rc = cli_config_load(cmd, file, n_over, over, tables, cfg, *print_only);
     free(over);
+    return rc;
+}
+
+int cli_config_load(const char *cmd, const char *file, int n_over, char **over, const jr_cfg_field *const *tables,
+                    jr_config *cfg, int print) {
+    jr_status st = jr_config_load(cfg, file, n_over, over, tables);
     if (st) return cli_fail(cmd, st);
     if (cfg->notes) fputs(cfg->notes, stderr); /* keys given under TRL / PEFT / verl names */
-    if (*print_only) {
+    if (print) {
         char *txt = jr_config_dump(cfg);
         fputs(txt ? txt : "", stdout);
         free(txt);

@@ -37,6 +37,10 @@ int cli_wants_help(int argc, char **argv);
  * (CLI_OK on success). */
 int cli_load_config(const char *cmd, int argc, char **argv, int takes_file, const jr_cfg_field *const *tables,
                     jr_config *cfg, int *print_only);
+/* Its second half: loads cfg from file (NULL: defaults) and n_over key=value overrides, prints the
+ * notes and, when `print`, every effective value. Returns an exit code (CLI_OK: cfg loaded). */
+int cli_config_load(const char *cmd, const char *file, int n_over, char **over, const jr_cfg_field *const *tables,
+                    jr_config *cfg, int print);
 
 /* generate's and serve's --compute auto|float32|bfloat16 (the weights: auto = bfloat16 where the CPU
  * has bf16 units, as model.compute), --kv-cache float32|bfloat16, --deterministic 1|0 (NULL = default). */
@@ -73,14 +77,6 @@ int cmd_study(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
-int cmd_bench_grade(int argc, char **argv);
-int cmd_bench_train(int argc, char **argv);
-int cmd_bench_generate(int argc, char **argv);
-int cmd_bench_memory(int argc, char **argv);
-/* The engine's benchmark configs ("10m", "100m") shared by bench train and bench generate
- * (cmd_bench_train.c); -1 for an unknown name. */
-struct jr_model_config;
-int cli_bench_config(const char *name, struct jr_model_config *c);
 int cmd_seed1(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_report(int argc, char **argv);

@@ -5,11 +5,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
 #include "judgerl/probe.h"
 #include "judgerl/protocols.h"
-#include "judgerl/report.h"
 #include "judgerl/reward.h"
 
 static const char USAGE[] = "usage: judgerl probe --judge JUDGE.yaml --data ROWS.jsonl [--probes a,b,...] [--out DIR] [key=value ...]";
@@ -31,62 +29,30 @@ int cmd_probe(int argc, char **argv) {
     }
     const char *cfg_path = NULL, *data = NULL, *probes = NULL, *out = "runs/probe";
     int print_only = 0, n_over = 0;
-    char **over = calloc((size_t)argc + 1, sizeof *over);
-    if (!over) return cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory"));
+    char **over = argv; /* the key=value overrides, gathered at the front of argv (already read) */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int val = !strcmp(a, "--judge") || !strcmp(a, "--data") || !strcmp(a, "--probes") || !strcmp(a, "--out");
-        if (val && i + 1 >= argc) { free(over); return cli_usage(cmd, "%s needs a value", a); }
+        if (val && i + 1 >= argc) return cli_usage(cmd, "%s needs a value", a);
         if (!strcmp(a, "--judge")) cfg_path = argv[++i];
         else if (!strcmp(a, "--data")) data = argv[++i];
         else if (!strcmp(a, "--probes")) probes = argv[++i];
         else if (!strcmp(a, "--out")) out = argv[++i];
         else if (!strcmp(a, "--print-config")) print_only = 1;
         else if (a[0] != '-' && strchr(a, '=')) over[n_over++] = argv[i];
-        else { free(over); return cli_usage(cmd, "unexpected argument '%s'; %s", a, USAGE); }
+        else return cli_usage(cmd, "unexpected argument '%s'; %s", a, USAGE);
     }
     const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_probe_cfg, NULL};
     jr_config cfg;
-    jr_status st = jr_config_load(&cfg, cfg_path, n_over, over, tables);
-    free(over);
-    if (st) return cli_fail(cmd, st);
-    if (cfg.notes) fputs(cfg.notes, stderr); /* keys given under TRL / PEFT / verl names */
-    if (print_only) {
-        char *t = jr_config_dump(&cfg);
-        fputs(t ? t : "", stdout);
-        free(t);
-        jr_config_free(&cfg);
-        return CLI_OK;
-    }
+    int rc = cli_config_load(cmd, cfg_path, n_over, over, tables, &cfg, print_only);
+    if (rc || print_only) { if (!rc) jr_config_free(&cfg); return rc; }
     if (!cfg_path || !data) { jr_config_free(&cfg); return cli_usage(cmd, "--judge and --data are required; %s", USAGE); }
     if (!*out) { jr_config_free(&cfg); return cli_usage(cmd, "--out needs a directory"); }
     jr_probe_opts o;
-    json_t *rows = NULL, *res = NULL;
-    st = jr_probe_opts_from_config(&o, &cfg);
+    jr_status st = jr_probe_opts_from_config(&o, &cfg);
     if (!st && probes) st = jr_probe_parse_list(probes, &o.probes);
     if (st) { jr_config_free(&cfg); return probes ? cli_usage(cmd, "--probes: %s", jr_errmsg()) : cli_fail(cmd, st); }
-    st = jr_probe_load_rows(data, &rows);
-    if (!st && !json_array_size(rows)) st = jr_fail(JR_EINVAL, "%s: no rows", data);
-    if (!st) st = jr_mkdirs(out);
-    if (!st) st = jr_probe_run(&cfg, &o, rows, &res);
-    json_decref(rows);
-    if (!st) {
-        json_object_set_new(json_object_get(res, "judge"), "config", json_string(cfg_path));
-        char *text = json_dumps(res, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
-        char *jp = jr_path_join(out, "probe.json"), *hp = jr_path_join(out, "probe.html");
-        st = text && jp && hp ? jr_write_atomic(jp, text, strlen(text)) : jr_fail(JR_ENOMEM, "out of memory");
-        const char *name = cfg_path;
-        const json_t *r1 = res;
-        if (!st) st = jr_probe_html_write(hp, "judgerl probe", &name, &r1, 1);
-        if (!st) {
-            jr_probe_table(stdout, &name, &r1, 1);
-            printf("probe.json: %s\nprobe.html: %s\n", jp, hp);
-        }
-        free(text);
-        free(jp);
-        free(hp);
-    }
-    json_decref(res);
+    st = jr_probe_run_dir(&cfg, &o, data, out, cfg_path, stdout);
     jr_config_free(&cfg);
     return st ? cli_fail(cmd, st) : CLI_OK;
 }

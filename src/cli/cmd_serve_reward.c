@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
@@ -31,22 +30,14 @@ static const char *usage_text =
     "  timeouts bound the last ones), exit 0.\n"
     "  KEY=VALUE overrides a config key (service.max_rows=64). See docs/REWARD_SERVICE.md.\n";
 
-/* The default state directory: the config's path without its extension, plus ".state". */
-static void default_state_dir(const char *cfg, char *out, size_t n) {
-    const char *slash = strrchr(cfg, '/'), *dot = strrchr(cfg, '.');
-    size_t len = dot && (!slash || dot > slash) ? (size_t)(dot - cfg) : strlen(cfg);
-    snprintf(out, n, "%.*s.state", (int)len, cfg);
-}
-
 int cmd_serve_reward(int argc, char **argv) {
     const char *cmd = "serve-reward";
     if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
     const char *cfg_path = NULL, *host = "127.0.0.1", *key_env = NULL, *state_dir = NULL;
     long port = 8100;
     double drain = 60;
-    char **over = calloc((size_t)argc + 1, sizeof *over);
+    char **over = argv; /* the key=value overrides, gathered at the front of argv (already read) */
     int n_over = 0;
-    if (!over) return cli_fail(cmd, JR_ENOMEM);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
@@ -57,21 +48,17 @@ int cmd_serve_reward(int argc, char **argv) {
         else if (!strcmp(a, "--state-dir")) state_dir = v;
         else if (!strcmp(a, "--port")) bad = cli_int_arg(cmd, a, v, 0, 65535, &port);
         else if (!strcmp(a, "--drain-timeout")) bad = cli_seconds_arg(cmd, a, v, 0, &drain);
-        else { free(over); return cli_usage(cmd, "unknown argument '%s' (see judgerl serve-reward --help)", a); }
-        if (bad) { free(over); return CLI_USAGE; }
-        if (!v) { free(over); return cli_usage(cmd, "%s needs a value", a); }
+        else return cli_usage(cmd, "unknown argument '%s' (see judgerl serve-reward --help)", a);
+        if (bad) return CLI_USAGE;
+        if (!v) return cli_usage(cmd, "%s needs a value", a);
         i++;
     }
-    if (!cfg_path) { free(over); return cli_usage(cmd, "--config REWARD.yaml is required (see judgerl serve-reward --help)"); }
-    const char *key = NULL;
-    if (key_env) {
-        key = getenv(key_env);
-        if (!key || !*key) { free(over); return cli_usage(cmd, "--api-key-env %s: the environment variable is unset or empty", key_env); }
-    }
+    if (!cfg_path) return cli_usage(cmd, "--config REWARD.yaml is required (see judgerl serve-reward --help)");
+    const char *key = key_env ? getenv(key_env) : NULL;
+    if (key_env && (!key || !*key)) return cli_usage(cmd, "--api-key-env %s: the environment variable is unset or empty", key_env);
     const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, jr_reward_service_cfg, NULL};
     jr_config cfg;
     jr_status st = jr_config_load(&cfg, cfg_path, n_over, over, tables);
-    free(over);
     if (st) return cli_fail(cmd, st);
     jr_reward_opts ro;
     jr_rsvc_opts so;
@@ -79,30 +66,18 @@ int cmd_serve_reward(int argc, char **argv) {
         jr_config_free(&cfg);
         return cli_fail(cmd, st);
     }
-    char sdir[4096];
-    if (state_dir) snprintf(sdir, sizeof sdir, "%s", state_dir);
-    else default_state_dir(cfg_path, sdir, sizeof sdir);
-    if ((st = jr_mkdirs(sdir))) { jr_config_free(&cfg); return cli_fail(cmd, st); }
-    ro.judge.cache_dir = sdir; /* judge_cache.sqlite of this service, never a global file */
     so.host = host;
     so.port = (int)port;
     so.api_key = key;
     /* Signals are taken by sigwait below: block them before any thread starts. */
     sigset_t set;
     cli_block_stop_signals(&set);
-    jr_reward *r = NULL;
-    jr_rsvc *s = NULL;
-    if ((st = jr_reward_open_opts(&r, &ro)) || (st = jr_rsvc_start(&s, r, &so))) {
-        jr_reward_close(r);
-        jr_config_free(&cfg);
-        return cli_fail(cmd, st);
-    }
-    jr_judge *j = jr_reward_judge(r);
-    for (int i = 0; j && i < jr_judge_n_endpoints(j); i++) fprintf(stderr, "judgerl serve-reward: judge: %s\n", jr_judge_endpoint_info(j, i));
-    fprintf(stderr, "judgerl serve-reward: %d reward components, unscored rows: %s; state in %s\n", jr_reward_n_parts(r),
-            so.unscored_value_set ? "answered service.unscored_value (logged)" : "HTTP 503 (OpenRLHF, slime), null (batch API)", sdir);
-    fprintf(stderr, "judgerl serve-reward: listening on http://%s:%d (%s, %s, /v1/rewards)\n", host, jr_rsvc_port(s), so.openrlhf_path,
-            so.slime_path);
+    char sdir[4096];
+    if (state_dir) snprintf(sdir, sizeof sdir, "%s", state_dir);
+    else jr_rsvc_default_state_dir(cfg_path, sdir, sizeof sdir);
+    jr_reward *r;
+    jr_rsvc *s;
+    if ((st = jr_rsvc_open(&s, &r, ro, &so, sdir, stderr))) { jr_config_free(&cfg); return cli_fail(cmd, st); }
     int sig = 0;
     sigwait(&set, &sig);
     fprintf(stderr, "judgerl serve-reward: %s: finishing the rows being scored (up to %g s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT", drain);

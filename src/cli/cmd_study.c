@@ -1,32 +1,12 @@
 /* cmd_study.c - `judgerl study STUDY.yaml [key=value ...]`: argument handling for the judge study
  * (src/train/study.c, docs/MONITOR.md) */
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "judgerl/study.h"
-
-static void print_table(const json_t *s) {
-    printf("%-16s %-17s %-17s %-10s %-15s %s\n", "judge", "proxy start->end", "gold start->end", "divergence", "length", "alarms (first step)");
-    size_t i;
-    json_t *j;
-    json_array_foreach(json_object_get(s, "judges"), i, j) {
-        const json_t *f = json_object_get(j, "final");
-        double v[7];
-        const char *k[7] = {"proxy_start", "proxy_end", "gold_start", "gold_end", "divergence_end", "length_start", "length_end"};
-        for (int x = 0; x < 7; x++) v[x] = json_is_number(json_object_get(f, k[x])) ? json_number_value(json_object_get(f, k[x])) : NAN;
-        printf("%-16s %.3f -> %.3f    %.3f -> %.3f    %+.3f     %5.1f -> %5.1f  ", json_string_value(json_object_get(j, "name")),
-               v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
-        const char *a;
-        json_t *st;
-        int any = 0;
-        json_object_foreach(json_object_get(j, "alarm_first_step"), a, st)
-            if (json_is_integer(st)) { printf("%s%s@%lld", any++ ? ", " : "", a, (long long)json_integer_value(st)); }
-        printf("%s\n", any ? "" : "none");
-    }
-}
+#include "judgerl/study_report.h"
 
 int cmd_study(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
@@ -51,7 +31,7 @@ int cmd_study(int argc, char **argv) {
     json_t *s = NULL;
     if (!st) st = jr_study_run(&o, stderr, stop, &s);
     if (!st) {
-        print_table(s);
+        jr_study_table(stdout, s);
         printf("study.json: %s/study.json\nstudy.html: %s/study.html\n", o.out_dir, o.out_dir);
     }
     json_decref(s);

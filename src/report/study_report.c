@@ -191,3 +191,23 @@ jr_status jr_study_html_write(const char *path, const json_t *study) {
     free(b.p);
     return st;
 }
+
+void jr_study_table(FILE *out, const json_t *s) {
+    fprintf(out, "%-16s %-17s %-17s %-10s %-15s %s\n", "judge", "proxy start->end", "gold start->end", "divergence", "length", "alarms (first step)");
+    size_t i;
+    json_t *j;
+    json_array_foreach(json_object_get(s, "judges"), i, j) {
+        const json_t *f = json_object_get(j, "final");
+        double v[7];
+        const char *k[7] = {"proxy_start", "proxy_end", "gold_start", "gold_end", "divergence_end", "length_start", "length_end"};
+        for (int x = 0; x < 7; x++) v[x] = json_is_number(json_object_get(f, k[x])) ? json_number_value(json_object_get(f, k[x])) : NAN;
+        fprintf(out, "%-16s %.3f -> %.3f    %.3f -> %.3f    %+.3f     %5.1f -> %5.1f  ", json_string_value(json_object_get(j, "name")),
+               v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
+        const char *a;
+        json_t *st;
+        int any = 0;
+        json_object_foreach(json_object_get(j, "alarm_first_step"), a, st)
+            if (json_is_integer(st)) { fprintf(out, "%s%s@%lld", any++ ? ", " : "", a, (long long)json_integer_value(st)); }
+        fprintf(out, "%s\n", any ? "" : "none");
+    }
+}

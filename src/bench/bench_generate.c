@@ -1,17 +1,13 @@
-/* bench_generate.c - `judgerl bench generate`: KV-cache prefill and decode throughput, as one JSON object */
+/* bench_generate.c - `judgerl bench generate`: KV-cache prefill and decode throughput, and the serve case
+ * (a long prompt arriving while sequences decode) */
 #include <cblas.h>
-#include <jansson.h>
 #include <omp.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "cli/cli.h"
+#include "judgerl/bench.h"
 #include "judgerl/clock.h"
 #include "judgerl/generate.h"
-#include "judgerl/kvcache.h"
-#include "judgerl/model.h"
 #include "judgerl/rng.h"
 #include "judgerl/sampler.h"
 
@@ -110,79 +106,38 @@ static jr_status interference(const jr_model *m, const jr_kv_opts *kvo, int B, i
     return st;
 }
 
-int cmd_bench_generate(int argc, char **argv) {
-    const char *cmd = "bench generate", *model = NULL, *cname = NULL, *save = NULL;
-    if (cli_wants_help(argc, argv)) {
-        printf("usage: judgerl bench generate (--model DIR | --config 10m|100m|0.5b) [--batch B] [--prompt P] [--tokens N] [--save DIR]\n"
-               "         [--compute auto|float32|bfloat16] [--kv-cache float32|bfloat16] [--deterministic 1|0]\n"
-               "         [--long-prompt L [--prefill-chunk TOKENS] [--itl-target R]]\n"
-               "Prefills B random prompts of P tokens into a KV cache, then decodes N tokens for all B at once\n"
-               "(sampling at temperature 1); prints prefill/decode tokens per second (wall clock and per CPU\n"
-               "second), decode_step_ms and the sampler's share. --save DIR also writes the (random) model as an\n"
-               "HF directory. Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS. With bf16 weights (or\n"
-               "--deterministic 0) the B prompts are prefilled in one batched pass, else one at a time.\n"
-               "--long-prompt L: then B sequences decode while one L-token prompt arrives (the serve case): the\n"
-               "step time (inter-token latency) before it and while it is prefilled, --prefill-chunk prompt\n"
-               "tokens per step (default 256; 0 = whole prompts), --itl-target R (default 0: off) takes fewer\n"
-               "per step, as many as keep a step within R x the decode-only step time (as judgerl serve).\n" CLI_KV_USAGE);
-        return CLI_OK;
-    }
-    int B = 8, P = 64, N = 64, L = 0, chunk = JR_GEN_PREFILL_CHUNK;
-    double itl = 0;
-    cli_kv_args kva = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (i + 1 >= argc) return cli_usage(cmd, "%s needs a value (see judgerl bench --help)", a);
-        const char *v = argv[++i];
-        if (!strcmp(a, "--model")) model = v;
-        else if (!strcmp(a, "--config")) cname = v;
-        else if (!strcmp(a, "--batch")) B = atoi(v);
-        else if (!strcmp(a, "--prompt")) P = atoi(v);
-        else if (!strcmp(a, "--tokens")) N = atoi(v);
-        else if (!strcmp(a, "--save")) save = v;
-        else if (!strcmp(a, "--long-prompt")) L = atoi(v);
-        else if (!strcmp(a, "--prefill-chunk")) chunk = atoi(v);
-        else if (!strcmp(a, "--itl-target")) itl = atof(v);
-        else if (!strcmp(a, "--compute")) kva.compute = v;
-        else if (!strcmp(a, "--kv-cache")) kva.kv_cache = v;
-        else if (!strcmp(a, "--deterministic")) kva.deterministic = v;
-        else return cli_usage(cmd, "unknown option '%s'", a);
-    }
-    if ((model != NULL) == (cname != NULL)) return cli_usage(cmd, "give one of --model DIR or --config 10m|100m|0.5b");
-    if (B < 1 || P < 1 || N < 1) return cli_usage(cmd, "--batch, --prompt, --tokens must be positive");
-    if (L < 0 || chunk < 0) return cli_usage(cmd, "--long-prompt and --prefill-chunk must be >= 0");
-    if (!(itl == 0 || (itl > 1 && itl <= 100))) return cli_usage(cmd, "--itl-target: expected 0 (off) or a ratio in (1, 100]");
-    jr_kv_opts kvo;
-    int rc = cli_kv_opts(cmd, &kva, &kvo);
-    if (rc) return rc;
-    jr_model m;
-    jr_status st;
-    if (model) st = kvo.weights == JR_COMPUTE_BF16 ? jr_model_load_bf16(&m, model) : jr_model_load(&m, model); /* as serve */
-    else {
-        jr_model_config c;
-        if (cli_bench_config(cname, &c)) return cli_usage(cmd, "--config: unknown '%s' (10m, 100m or 0.5b)", cname);
-        st = jr_model_init_random(&m, &c, 1, 0.02f);
-    }
-    if (!st && save) st = jr_model_save(&m, save, NULL); /* the benchmark model, e.g. for bench/serve_load.py */
-    if (st) return cli_fail(cmd, st);
-    jr_lm lm;
-    if ((st = jr_kv_lm_open_opts(&lm, &m, B, P + N + 1, &kvo))) { jr_model_free(&m); return cli_fail(cmd, st); }
-    int V = lm.n_logits;
+jr_bench_generate_opts jr_bench_generate_opts_default(void) {
+    return (jr_bench_generate_opts){.batch = 8, .prompt = 64, .tokens = 64, .prefill_chunk = JR_GEN_PREFILL_CHUNK,
+                                    .kv = jr_kv_opts_default()};
+}
+
+jr_status jr_bench_generate_check(const jr_bench_generate_opts *o) {
+    jr_model_config c;
+    if ((o->model != NULL) == (o->config != NULL)) return jr_fail(JR_EINVAL, "give one of --model DIR or --config 10m|100m|0.5b");
+    if (o->batch < 1 || o->prompt < 1 || o->tokens < 1) return jr_fail(JR_EINVAL, "--batch, --prompt, --tokens must be positive");
+    if (o->long_prompt < 0 || o->prefill_chunk < 0) return jr_fail(JR_EINVAL, "--long-prompt and --prefill-chunk must be >= 0");
+    if (!(o->itl_target == 0 || (o->itl_target > 1 && o->itl_target <= 100)))
+        return jr_fail(JR_EINVAL, "--itl-target: expected 0 (off) or a ratio in (1, 100]");
+    return o->config ? jr_bench_model_config(o->config, &c) : JR_OK;
+}
+
+/* Prefill then decode, timed (wall and CPU), into t[6]: prefill wall, prefill CPU, decode wall, decode CPU,
+ * sampling wall. The B prompts go in one batched pass when the lm batches (jr_lm.batch_prefill), else each
+ * on its own (as requests arrive); then B rows decode per step. */
+static jr_status prefill_decode(jr_lm *lm, int vocab, int B, int P, int N, double *t) {
+    int V = lm->n_logits;
     float *logits = malloc(sizeof(float) * (size_t)V * (size_t)B);
     int32_t *prompt = malloc(sizeof(int32_t) * (size_t)P), *toks = malloc(sizeof(int32_t) * (size_t)B);
-    int *slots = malloc(sizeof(int) * (size_t)B);
+    int32_t *prompts = malloc(sizeof(int32_t) * (size_t)P * (size_t)B);
+    const int32_t **pp = malloc(sizeof *pp * (size_t)B);
+    int *slots = malloc(sizeof(int) * (size_t)B), *ns = malloc(sizeof(int) * (size_t)B), *starts = calloc((size_t)B, sizeof(int));
     jr_sample_scratch w = {0};
     jr_sample_params sp = jr_sample_params_default();
     jr_rng r;
     jr_rng_seed(&r, 3);
-    if (!logits || !prompt || !toks || !slots) st = jr_fail(JR_ENOMEM, "out of memory");
-    for (int i = 0; !st && i < P; i++) prompt[i] = (int32_t)jr_rng_below(&r, (uint64_t)m.cfg.vocab_size);
-    /* Prefill: the B prompts in one batched pass when the lm batches (jr_lm.batch_prefill), else each
-     * on its own (as requests arrive); then decode B rows per step. */
-    int32_t *prompts = malloc(sizeof(int32_t) * (size_t)P * (size_t)B);
-    const int32_t **pp = malloc(sizeof *pp * (size_t)B);
-    int *ns = malloc(sizeof(int) * (size_t)B), *starts = calloc((size_t)B, sizeof(int));
-    if (!prompts || !pp || !ns || !starts) st = jr_fail(JR_ENOMEM, "out of memory");
+    jr_status st = JR_OK;
+    if (!logits || !prompt || !toks || !slots || !prompts || !pp || !ns || !starts) st = jr_fail(JR_ENOMEM, "out of memory");
+    for (int i = 0; !st && i < P; i++) prompt[i] = (int32_t)jr_rng_below(&r, (uint64_t)vocab);
     for (int b = 0; !st && b < B; b++) {
         memcpy(prompts + (size_t)b * P, prompt, sizeof(int32_t) * (size_t)P);
         prompts[(size_t)b * P] = b;
@@ -191,41 +146,67 @@ int cmd_bench_generate(int argc, char **argv) {
         slots[b] = b;
     }
     double t0 = jr_now_s(), c0 = jr_cpu_s();
-    if (!st && lm.batch_prefill) st = lm.extend(lm.impl, B, slots, pp, ns, starts, logits);
-    for (int b = 0; !st && !lm.batch_prefill && b < B; b++) st = lm.prefill(lm.impl, b, pp[b], P, logits + (size_t)b * V);
-    double t_prefill = jr_now_s() - t0, c_prefill = jr_cpu_s() - c0, t_sample = 0;
+    if (!st && lm->batch_prefill) st = lm->extend(lm->impl, B, slots, pp, ns, starts, logits);
+    for (int b = 0; !st && !lm->batch_prefill && b < B; b++) st = lm->prefill(lm->impl, b, pp[b], P, logits + (size_t)b * V);
+    t[0] = jr_now_s() - t0;
+    t[1] = jr_cpu_s() - c0;
+    t[4] = 0;
     for (int b = 0; !st && b < B; b++) st = jr_sample(logits + (size_t)b * V, V, &sp, NULL, &r, &w, &toks[b]);
     t0 = jr_now_s();
     c0 = jr_cpu_s();
     for (int s = 0; !st && s < N; s++) {
-        st = lm.decode(lm.impl, B, slots, toks, logits);
+        st = lm->decode(lm->impl, B, slots, toks, logits);
         double ts = jr_now_s();
         for (int b = 0; !st && b < B; b++) st = jr_sample(logits + (size_t)b * V, V, &sp, NULL, &r, &w, &toks[b]);
-        t_sample += jr_now_s() - ts;
+        t[4] += jr_now_s() - ts;
     }
-    double t_decode = jr_now_s() - t0, c_decode = jr_cpu_s() - c0;
+    t[2] = jr_now_s() - t0;
+    t[3] = jr_cpu_s() - c0;
+    free(logits); free(prompt); free(toks); free(slots); free(prompts); free(pp); free(ns); free(starts);
+    jr_sample_scratch_free(&w);
+    return st;
+}
+
+static jr_status load_model(jr_model *m, const jr_bench_generate_opts *o) {
+    jr_model_config c;
+    jr_status st;
+    if (o->model) /* as serve */
+        st = o->kv.weights == JR_COMPUTE_BF16 ? jr_model_load_bf16(m, o->model) : jr_model_load(m, o->model);
+    else if (!(st = jr_bench_model_config(o->config, &c))) st = jr_model_init_random(m, &c, 1, 0.02f);
+    if (st) return st;
+    if (o->save && (st = jr_model_save(m, o->save, NULL))) jr_model_free(m); /* e.g. for bench/serve_load.py */
+    return st;
+}
+
+jr_status jr_bench_generate(const jr_bench_generate_opts *o, json_t **out) {
+    *out = NULL;
+    jr_model m;
+    jr_status st = jr_bench_generate_check(o);
+    if (st || (st = load_model(&m, o))) return st;
+    int B = o->batch, P = o->prompt, N = o->tokens;
+    jr_lm lm;
+    if ((st = jr_kv_lm_open_opts(&lm, &m, B, P + N + 1, &o->kv))) { jr_model_free(&m); return st; }
+    double t[5];
+    st = prefill_decode(&lm, m.cfg.vocab_size, B, P, N, t);
     if (!st) {
         const char *ct = getenv("OPENBLAS_CORETYPE"), *l2 = getenv("OPENBLAS_L2_SIZE");
         char kdesc[160];
         json_t *j = json_pack("{s:s,s:s,s:b,s:I,s:i,s:i,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:s}", "model",
-                              model ? model : cname, "compute", jr_kv_lm_describe(&lm, kdesc, sizeof kdesc),
-                              "batched_prefill", lm.batch_prefill, "params",
-                              (json_int_t)jr_model_param_count(&m.cfg), "batch", B, "prompt", P, "tokens", N, "omp_threads",
-                              omp_get_max_threads(), "blas_threads", openblas_get_num_threads(), "prefill_tokens_per_s",
-                              (double)B * P / t_prefill, "decode_tokens_per_s", (double)B * N / t_decode, "decode_step_ms",
-                              1e3 * t_decode / N, "prefill_cpu_tokens_per_s", (double)B * P / c_prefill,
-                              "decode_cpu_tokens_per_s", (double)B * N / c_decode, "decode_cpu_step_ms", 1e3 * c_decode / N,
-                              "sample_share", t_sample / t_decode, "openblas_coretype", ct ? ct : "",
+                              o->model ? o->model : o->config, "compute", jr_kv_lm_describe(&lm, kdesc, sizeof kdesc),
+                              "batched_prefill", lm.batch_prefill, "params", (json_int_t)jr_model_param_count(&m.cfg), "batch", B,
+                              "prompt", P, "tokens", N, "omp_threads", omp_get_max_threads(), "blas_threads",
+                              openblas_get_num_threads(), "prefill_tokens_per_s", (double)B * P / t[0], "decode_tokens_per_s",
+                              (double)B * N / t[2], "decode_step_ms", 1e3 * t[2] / N, "prefill_cpu_tokens_per_s",
+                              (double)B * P / t[1], "decode_cpu_tokens_per_s", (double)B * N / t[3], "decode_cpu_step_ms",
+                              1e3 * t[3] / N, "sample_share", t[4] / t[2], "openblas_coretype", ct ? ct : "",
                               "openblas_l2_size", l2 ? l2 : "");
-        if (L > 0) st = interference(&m, &kvo, B, P, L, chunk, itl, j);
-        char *txt = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
-        if (!st) printf("%s\n", txt);
-        free(txt);
-        json_decref(j);
+        if (!j) st = jr_fail(JR_EINTERNAL, "cannot format the result");
+        if (!st && o->long_prompt > 0)
+            st = interference(&m, &o->kv, B, P, o->long_prompt, o->prefill_chunk, o->itl_target, j);
+        if (st) json_decref(j);
+        else *out = j;
     }
-    free(logits); free(prompt); free(toks); free(slots); free(prompts); free(pp); free(ns); free(starts);
-    jr_sample_scratch_free(&w);
     jr_kv_lm_close(&lm);
     jr_model_free(&m);
-    return st ? cli_fail(cmd, st) : CLI_OK;
+    return st;
 }
