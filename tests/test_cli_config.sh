@@ -72,3 +72,7 @@ expect_error train_same_refusal "run.out_dir=$JR_TMP/run is not empty .*trainer.
 # a judge config (for grade): the endpoints' checks too
 printf 'judge:\n  endpoints: [{url: "127.0.0.1:8000/v1", model: j}]\n' >"$JR_TMP/j.yaml"
 expect_error config_judge_bad_url "judge.endpoints\[0\].url=127.0.0.1:8000/v1: expected an http:// or https:// URL" "$JR_BIN" config "$JR_TMP/j.yaml"
+# every key `judgerl train` accepts is a known key here too (monitor.*, ensemble.* were refused)
+expect_ok config_knows_train_tables "$JR_BIN" config monitor.enabled=true ensemble.aggregate=mean --print-config
+if grep -q '^  enabled: true$' "$JR_TMP/out" && grep -q '^monitor:$' "$JR_TMP/out" && grep -q '^ensemble:$' "$JR_TMP/out"; then
+  ok config_prints_train_tables; else fail config_prints_train_tables "$(grep -A2 -E '^(monitor|ensemble):' "$JR_TMP/out")"; fi

@@ -58,6 +58,8 @@ const jr_cfg_field eb_cfg[] = {
     {"demo.study.noise_z", JR_CFG_FLOAT, NULL, "monitor.noise_z: the proxy_gold margins in standard errors of the figures", NULL, NULL, 0, 100},
     {"demo.study.proxy_rise", JR_CFG_FLOAT, NULL, "monitor.proxy_rise: the least proxy rise counted by the proxy_gold alarm", NULL, NULL, 0, 1},
     {"demo.workflow.quick_executor", JR_CFG_BOOL, NULL, "train the workflow executor with its --quick recipe (jr_wf_exec_quick)", NULL, NULL, 0, 0},
+    {"demo.workflow.executor", JR_CFG_LIST, NULL, "key=value overrides of the executor's recipe (configs/wf_executor.yaml, "
+     "after the --quick recipe's own), e.g. [trainer.steps=1000]", NULL, NULL, 0, 0},
     COUNT("demo.workflow.train_rows", "synthetic task rows per domain for the workflow policy"),
     COUNT("demo.workflow.heldout_rows", "held-out task rows per domain (gold accuracy)"),
     COUNT("demo.workflow.sft_rows", "random valid workflows the policy is SFT'd on"),
@@ -96,6 +98,17 @@ jr_status eb_sizes_from_config(eb_sizes *z, const jr_config *c) {
     z->study_noise_z = jr_cfg_float(c, "demo.study.noise_z");
     z->study_proxy_rise = jr_cfg_float(c, "demo.study.proxy_rise");
     z->wf_quick_executor = jr_cfg_bool(c, "demo.workflow.quick_executor");
+    json_t *ov = jr_cfg_json(c, "demo.workflow.executor");
+    size_t i;
+    json_t *v;
+    json_array_foreach(ov, i, v) {
+        const char *t = json_string_value(v);
+        if (!t || !strchr(t, '=') || strlen(t) >= sizeof z->wf_exec_over[0] || i >= EB_MAX_EXEC_OVER)
+            return jr_fail(JR_EINVAL, "%s: demo.workflow.executor[%zu]: want at most %d key=value strings of under %zu bytes",
+                           c->source ? c->source : "<config>", i, EB_MAX_EXEC_OVER, sizeof z->wf_exec_over[0]);
+        snprintf(z->wf_exec_over[i], sizeof z->wf_exec_over[0], "%s", t);
+        z->wf_exec_n_over = (int)i + 1;
+    }
     z->wf_train_rows = (int)jr_cfg_int(c, "demo.workflow.train_rows");
     z->wf_heldout_rows = (int)jr_cfg_int(c, "demo.workflow.heldout_rows");
     z->wf_sft_rows = (int)jr_cfg_int(c, "demo.workflow.sft_rows");

@@ -12,6 +12,8 @@
 #include "judgerl/config.h"
 #include "judgerl/status.h"
 
+#define EB_MAX_EXEC_OVER 8
+
 /* The sizes of every stage (keys demo.*): configs/eightball/demo.yaml, --quick configs/eightball/demo-quick.yaml. */
 typedef struct eb_sizes {
     int policy_steps;                                /* demo.policy.steps */
@@ -24,6 +26,8 @@ typedef struct eb_sizes {
         study_probe_variant_rows;                    /* demo.study.* */
     double study_lr, study_noise_z, study_proxy_rise; /* demo.study.lr, noise_z, proxy_rise */
     int wf_quick_executor;                           /* demo.workflow.quick_executor: the executor's --quick recipe */
+    char wf_exec_over[EB_MAX_EXEC_OVER][96];         /* demo.workflow.executor: key=value overrides of the executor's recipe */
+    int wf_exec_n_over;
     int wf_train_rows, wf_heldout_rows;              /* demo.workflow.*_rows: task rows per domain */
     int wf_sft_rows, wf_sft_steps;                   /* the policy's SFT on random valid workflows */
     int wf_random;                                   /* random workflows per held-out row */

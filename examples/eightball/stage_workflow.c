@@ -65,7 +65,7 @@ static jr_status write_jsonl(const char *path, const json_t *rows) {
 }
 
 /* Trains the executor in-process unless dir/model holds one trained with the same overrides (dir/demo-args.txt). */
-static jr_status executor(const char *dir, FILE *log, volatile sig_atomic_t *stop, int quick, int *reused) {
+static jr_status executor(const char *dir, FILE *log, volatile sig_atomic_t *stop, const eb_sizes *z, int *reused) {
     char od[3 * PATH_MAX], stamp[3 * PATH_MAX], cfgp[3 * PATH_MAX];
     snprintf(od, sizeof od, "run.out_dir=%s", dir);
     snprintf(stamp, sizeof stamp, "%s/demo-args.txt", dir);
@@ -73,7 +73,8 @@ static jr_status executor(const char *dir, FILE *log, volatile sig_atomic_t *sto
     char *over[32];
     int n = 0;
     over[n++] = od;
-    for (int i = 0; quick && jr_wf_exec_quick[i] && n < 31; i++) over[n++] = (char *)jr_wf_exec_quick[i];
+    for (int i = 0; z->wf_quick_executor && jr_wf_exec_quick[i] && n < 20; i++) over[n++] = (char *)jr_wf_exec_quick[i];
+    for (int i = 0; i < z->wf_exec_n_over; i++) over[n++] = (char *)z->wf_exec_over[i]; /* after --quick's own */
     jr_strbuf b = {0};
     for (int i = 0; i < n; i++) { jr_strbuf_add(&b, over[i]); jr_strbuf_add(&b, "\n"); }
     char *want = jr_strbuf_take(&b), *old = NULL;
@@ -439,7 +440,7 @@ jr_status eb_stage_workflow(eb_ctx *c, const void *arg, char *note, size_t cap) 
     int reused = 0;
     double t_exec = jr_wall_time();
     snprintf(p, sizeof p, "%s/executor", wdir);
-    if (!st) st = executor(p, c->logf, c->stop, z->wf_quick_executor, &reused);
+    if (!st) st = executor(p, c->logf, c->stop, z, &reused);
     json_object_set_new(wf, "executor_seconds", json_real(jr_wall_time() - t_exec));
     json_object_set_new(wf, "executor_reused", json_boolean(reused));
     if (!st) st = tasks(wdir, z, &train, &held);

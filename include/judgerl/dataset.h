@@ -3,6 +3,7 @@
 #ifndef JUDGERL_DATASET_H
 #define JUDGERL_DATASET_H
 
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -185,6 +186,19 @@ jr_status jr_data_train_get(jr_data *d, int64_t epoch, size_t index, json_t **ro
 jr_status jr_data_val_get(jr_data *d, size_t i, json_t **row, jr_data_row_info *info);
 
 void jr_data_close(jr_data *d); /* NULL is fine */
+
+/* `judgerl dataset`: opens the data as training does (o's split, seed and bad-line policy), reads every
+ * row and prints to out the files' line, row and bad-line counts, the fields seen with their types,
+ * the split and the line numbers of the first `show` rows of epoch 0's training order; as one JSON
+ * object with as_json. The first max_warn skipped bad lines are warned on `warn` (NULL: silent) as
+ * "PREFIXwarning: FILE:LINE: problem (skipped)", then their count. */
+typedef struct jr_data_check_opts {
+    long show;
+    int as_json, max_warn;
+    FILE *out, *warn;
+    const char *prefix;
+} jr_data_check_opts;
+jr_status jr_data_check(const jr_data_opts *o, const jr_data_check_opts *co);
 
 /* The data.* options: data.train, data.validation, data.validation_frac, data.shuffle,
  * data.on_bad_line (skip|fail), data.max_rows. */

@@ -3,6 +3,7 @@
 #ifndef JUDGERL_EVAL_H
 #define JUDGERL_EVAL_H
 
+#include <stdio.h>
 #include <stddef.h>
 #include <jansson.h>
 
@@ -53,6 +54,12 @@ typedef struct jr_eval_code_opts {
  * (*passk, caller decrefs). On error nothing is written; a sample naming an unknown task, a
  * problem without samples (unless ignore_incomplete) or a sandbox that cannot start is an error. */
 jr_status jr_eval_code(const jr_eval_code_opts *o, json_t **passk);
+/* Prints passk as one line {"pass@1": 0.5, ...} (numbers as jr_fmt_double writes them). */
+void jr_eval_passk_print(const json_t *passk, FILE *f);
+/* `judgerl eval code`: jr_eval_code, its pass@k line on out, then on log (NULL: none) the time and
+ * where the results went ("PREFIX2.0 s with 4 sandboxes at once; results in FILE"); first a warning
+ * when the sandbox is off (sandbox.unsafe). */
+jr_status jr_eval_code_report(const jr_eval_code_opts *o, FILE *out, FILE *log, const char *prefix);
 
 /* The program HumanEval runs for one sample (caller frees). */
 char *jr_humaneval_program(const char *prompt, const char *completion, const char *test, const char *entry_point);

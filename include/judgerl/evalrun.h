@@ -108,4 +108,14 @@ jr_status jr_eval_run(const jr_eval_opts *o, json_t **summary);
  * each and the array). An error names the directory when it has none. */
 jr_status jr_eval_checkpoints(const char *run_dir, char ***dirs, int *n);
 
+/* Which of o->model / o->adapter is a run directory (no config.json / adapter_config.json: its
+ * checkpoints/step-* are evaluated): 0 neither, 1 the model (full checkpoints), 2 the adapter (LoRA
+ * checkpoints), 3 both (an error for jr_eval_run_all). */
+int jr_eval_run_dirs(const jr_eval_opts *o);
+
+/* jr_eval_run on o's model, checkpoint or run directory, printed to f: one summary (as
+ * jr_eval_summary_print), or for a run directory a header and one row per checkpoint (step, reward,
+ * unscored, each component's figures, IFEval), each checkpoint's files in OUT/step-N/. */
+jr_status jr_eval_run_all(const jr_eval_opts *o, FILE *f);
+
 #endif

@@ -52,4 +52,21 @@ jr_status jr_genrows_write(const json_t *rows, const char *path, FILE *f);
  * object, invalid UTF-8), JR_EINVAL it has no rows. */
 jr_status jr_genrows_read(const char *path, json_t **rows);
 
+/* The prompt rows of `judgerl generate`: one {prompt} row (prompt), one {messages} row (chat: a JSON
+ * file holding a list of {role, content} messages or an object with "messages"; JR_EINVAL when it is
+ * not, the message naming "--chat FILE"), or input's rows (jr_genrows_read). */
+jr_status jr_genrows_prompts(const char *prompt, const char *chat, const char *input, json_t **rows);
+
+/* `judgerl generate`: opens the model directory (tokenizer auto | byte | PATH, kv: how it computes),
+ * samples rows' completions (jr_genrows_run) and writes them to `output` atomically, or (NULL) to
+ * out; then logs the model, tokenizer and compute lines on log as "PREFIXmodel: ...". */
+typedef struct jr_generate_opts {
+    const char *model, *tokenizer, *output;
+    jr_kv_opts kv;
+    jr_genrows_opts rows;
+    FILE *out, *log;
+    const char *prefix;
+} jr_generate_opts;
+jr_status jr_genrows_generate(const jr_generate_opts *o, const json_t *rows);
+
 #endif

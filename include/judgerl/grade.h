@@ -31,7 +31,9 @@ void jr_grade_opts_init(jr_grade_opts *o, const jr_reward_opts *reward);
  * in the input's order. On success *summary is a one-line JSON summary (caller frees). Fails
  * (*summary NULL) on a bad input row (naming the file and line), a write error, a configuration
  * error of the judge (no row is written for it), more than judge.max_unscored_frac of the rows
- * unscored, or *o->stop (JR_ECANCELED); what was written stays, and the message says to rerun. */
+ * unscored, or *o->stop (JR_ECANCELED); what was written stays, and the message says to rerun.
+ * The judge's default cache (judge.cache: true) is judge_cache.sqlite beside out_path unless
+ * reward->judge.cache_dir is set. */
 jr_status jr_grade_file(const jr_grade_opts *o, const char *in_path, const char *out_path, char **summary);
 
 #endif

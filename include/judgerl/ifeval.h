@@ -97,6 +97,10 @@ void jr_ifeval_file_accuracy(const jr_ifeval_file *f, int mode, size_t *p_ok, si
  * each sorted by name, as the official report prints them. */
 void jr_ifeval_file_breakdown(FILE *out, const jr_ifeval_file *f, int mode);
 
+/* `judgerl ifeval`'s report: "strict prompt-level: ACC (OK/N)" and instruction-level, then loose; with
+ * breakdown also jr_ifeval_file_breakdown of both modes. */
+void jr_ifeval_file_print(FILE *out, const jr_ifeval_file *f, int breakdown);
+
 /* Writes dir/eval_results_strict.jsonl and dir/eval_results_loose.jsonl (the official tool's
  * format, Python json.dumps of each field), each atomically; dir is created. */
 jr_status jr_ifeval_file_write(const jr_ifeval_file *f, const char *dir);

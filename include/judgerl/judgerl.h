@@ -6,6 +6,7 @@
 #ifndef JUDGERL_JUDGERL_H
 #define JUDGERL_JUDGERL_H
 
+#include "judgerl/args.h"
 #include "judgerl/attn_full.h"
 #include "judgerl/bench.h"
 #include "judgerl/bytetok.h"
@@ -38,6 +39,7 @@
 #include "judgerl/lora.h"
 #include "judgerl/metrics.h"
 #include "judgerl/model.h"
+#include "judgerl/modeltools.h"
 #include "judgerl/monitor.h"
 #include "judgerl/nn.h"
 #include "judgerl/optim.h"

@@ -4,10 +4,12 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <jansson.h>
 
 #include "judgerl/generate.h"
 #include "judgerl/status.h"
+#include "judgerl/textgen.h"
 
 /* ---- requests ------------------------------------------------------------------------------- */
 
@@ -115,5 +117,26 @@ jr_status jr_server_set_backend(jr_server *s, const jr_serve_backend *b);
  * queued and running ones to finish, then cancels what is left (503 to their clients), closes
  * every connection, stops the threads and frees the server. */
 void jr_server_stop(jr_server *s, double timeout_s);
+
+/* ---- a server over a model directory (`judgerl serve`) ---- */
+
+typedef struct jr_serve_model_opts {
+    jr_serve_opts serve;   /* the server (serve.parallel: the KV-cache slots too) */
+    const char *model;     /* the HF model directory (or checkpoint) */
+    const char *tokenizer; /* auto | byte | PATH */
+    int ctx;               /* positions per slot; 0: the model's */
+    jr_kv_opts kv;         /* how the model computes (weights, KV cache, determinism) */
+    const char *port_file; /* or NULL: gets the port (one line, atomically) once requests are served */
+    FILE *log;             /* progress lines "PREFIXlistening on ...", "PREFIXready: ..." (NULL: none) */
+    const char *prefix;
+} jr_serve_model_opts;
+
+typedef struct jr_serve_model jr_serve_model;
+
+/* Checks o->model is a model directory, starts listening (503 on /health while loading), loads the
+ * model and tokenizer, serves them, then writes the port file. On error nothing is left running. */
+jr_status jr_serve_model_start(jr_serve_model **out, const jr_serve_model_opts *o);
+/* jr_server_stop with the drain timeout, then frees the model. NULL is fine. */
+void jr_serve_model_stop(jr_serve_model *m, double drain_s);
 
 #endif

@@ -29,6 +29,20 @@ typedef struct jr_train_result {
                                         run failed with JR_ECANCELED and a checkpoint, not by a signal */
 } jr_train_result;
 
+/* What the training commands print around a run (from model.compute, trainer.algo, run.out_dir,
+ * lora.enabled, trainer.steps). */
+typedef struct jr_train_print_opts {
+    const char *compute, *algo, *out_dir;
+    int lora;
+    long long steps;
+} jr_train_print_opts;
+void jr_train_print_opts_from_config(jr_train_print_opts *o, const jr_config *c);
+/* "compute: bfloat16 matmuls via oneDNN, ISA ..." or "compute: float32 (...)": said before a run. */
+void jr_train_print_compute(FILE *f, const jr_train_print_opts *o);
+/* "trained steps A..B: loss X -> Y[, validation loss V]; model in OUT/model" (mean reward for grpo /
+ * rloo; "resumed," on resume; adapter with LoRA), or "nothing to do: ..." when no step ran. */
+void jr_train_print_result(FILE *f, const jr_train_print_opts *o, const jr_train_result *r);
+
 /* Runs trainer.algo on a config loaded with the tables run, data, model, trainer: writes
  * run.out_dir/metrics.jsonl (+ a TensorBoard event file), checkpoints under
  * run.out_dir/checkpoints/ every trainer.save_every steps and at the end, and the final model as
@@ -52,6 +66,13 @@ extern const jr_cfg_field *const jr_train_tables[];
  * tokenizer, LoRA targets, reward components and their params, the judge's endpoints, the
  * reward weights against the components, and the run-directory rule (jr_run_dir_prepare). */
 jr_status jr_train_check(const jr_config *c);
+
+/* Every library module's option tables (training's, the workflow's, the executor's, probe, reward
+ * service, seed 2's), NULL-terminated: what `judgerl config` checks a file against (with seed 1's). */
+extern const jr_cfg_field *const jr_all_cfg_tables[];
+/* `judgerl config`'s checks beyond the keys: a training config (data.train set) gets jr_train_check; a
+ * judge config (judge.endpoints listed) the checks of its endpoints (jr_judge_opts_check). */
+jr_status jr_config_check(const jr_config *c);
 
 /* trainer.algo sft (sft.c), called by jr_train_run: rows {"prompt","completion"} or {"messages"}, loss on
  * the completion / assistant tokens; trainer.eval_every and the end: validation loss (data.validation*). */

@@ -34,6 +34,9 @@ jr_status jr_wf_eval_texts(const jr_config *c, const char *cfg_dir, const json_t
  * eval/gold_acc. A resumed run drops the buffer's entries from steps after its checkpoint.
  * Loaded with the tables of `judgerl train` plus jr_wf_env_cfg, jr_wf_buffer_cfg, jr_wf_train_cfg. */
 struct jr_train_result;
+/* The tables `judgerl workflow train` loads its config with (run, data, model, trainer, grpo, judge,
+ * tokenizer, wfenv, buffer, wftrain), NULL-terminated. */
+extern const jr_cfg_field *const jr_wf_train_tables[];
 jr_status jr_wf_train_run(const jr_config *c, const char *cfg_dir, FILE *progress, volatile sig_atomic_t *stop,
                           struct jr_train_result *res);
 

@@ -191,6 +191,9 @@ jr_status jr_wf_grade(const json_t *row, const char *answer, const jr_sandbox_op
 
 /* Reads and parses the workflow file at path (errors prefixed with it). */
 jr_status jr_workflow_parse_file(const char *path, const jr_workflow_limits *lim, jr_workflow **w);
+/* `judgerl workflow check`: parses the file and prints its static figures to out as one JSON line
+ * {"statements": N, "operators": N, "max_calls": N}. */
+jr_status jr_workflow_check_file(const char *path, const jr_workflow_limits *lim, FILE *out);
 
 /* Problem rows: the JSON objects of a JSONL file (the shared reader, jr_jsonl_open), each with a
  * string "problem"; an error names the file and line ("FILE:LINE: ..."). *rows (n of them) is the caller's (decref each, free the array). */
@@ -209,6 +212,18 @@ typedef struct jr_wf_run_counts {
  * cannot run (jr_workflow_run or the grading fails) stops the rest: the error names it ("row N: ..."). */
 jr_status jr_workflow_run_rows(jr_wf_executor *e, const jr_workflow *w, json_t **rows, int n_rows, int parallel,
                                const jr_sandbox_opts *grade, FILE *out, jr_wf_run_counts *counts);
+
+/* `judgerl workflow run`: parses the workflow file, reads the problem rows, opens the executor of jo
+ * (relative paths from cfg_dir, the executor config's directory), runs them all with
+ * jr_workflow_run_rows into `output` (NULL: stdout) and logs the counts (and with grade each domain's
+ * accuracy) on log as "PREFIXN rows: ...". Errors name the file (a run's: the problems file). */
+typedef struct jr_workflow_file_opts {
+    const char *workflow, *problems, *cfg_dir, *output;
+    int grade;
+    FILE *log;
+    const char *prefix;
+} jr_workflow_file_opts;
+jr_status jr_workflow_run_file(const jr_workflow_file_opts *f, const struct jr_judge_opts *jo, const jr_workflow_opts *o);
 
 /* ===================================== tasks ============================================== */
 /* Synthetic rows in the seed's shape for `domain` "math" (word problems of 1-4 arithmetic steps on

@@ -109,6 +109,21 @@ int cli_seconds_arg(const char *cmd, const char *flag, const char *v, double lo,
     return 0;
 }
 
+int cli_args(const char *cmd, jr_args *a, const jr_arg *spec, int argc, char **argv, int max_pos, int overrides,
+             const char *unknown) {
+    jr_status st = jr_args_parse(a, spec, argc, argv, max_pos, overrides);
+    if (st == JR_ENOTFOUND) return cli_usage(cmd, unknown, a->bad);
+    if (st == JR_EINVAL) return cli_usage(cmd, "%s", jr_errmsg());
+    return st ? cli_fail(cmd, st) : CLI_OK;
+}
+
+int cli_flags(const char *cmd, const jr_arg *spec, int argc, char **argv, const char *unknown) {
+    jr_args a;
+    int rc = cli_args(cmd, &a, spec, argc, argv, 0, 0, unknown);
+    jr_args_free(&a);
+    return rc;
+}
+
 void cli_block_stop_signals(sigset_t *set) {
     sigemptyset(set);
     sigaddset(set, SIGTERM);

@@ -19,6 +19,14 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 int cli_int_arg(const char *cmd, const char *flag, const char *v, long lo, long hi, long *out);
 int cli_seconds_arg(const char *cmd, const char *flag, const char *v, double lo, double *out);
 
+/* jr_args_parse (args.h) with its errors printed as usage errors: CLI_OK, or the exit code. unknown:
+ * the message for an argument no flag takes, with one %s for it. Free a with jr_args_free. */
+#include "judgerl/args.h"
+int cli_args(const char *cmd, jr_args *a, const jr_arg *spec, int argc, char **argv, int max_pos, int overrides,
+             const char *unknown);
+/* cli_args for a command that takes flags only (no positional argument, no key=value override). */
+int cli_flags(const char *cmd, const jr_arg *spec, int argc, char **argv, const char *unknown);
+
 /* Blocks SIGTERM and SIGINT in this thread and every thread started after (a server's main thread
  * then takes them with sigwait(set)) and ignores SIGPIPE. Call before starting any thread. */
 #include <signal.h>
@@ -65,7 +73,6 @@ int cmd_tokenizer(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_forward(int argc, char **argv);
 int cmd_dataset(int argc, char **argv);
-int cmd_dataset_convert(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_tb_export(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
@@ -82,6 +89,5 @@ int cmd_demo(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_workflow(int argc, char **argv);
-int cmd_workflow_train(int argc, char **argv);
 
 #endif

@@ -1,18 +1,12 @@
 /* cmd_eval.c - `judgerl eval`: evaluation subcommands; `eval code` scores code samples
  * HumanEval-style (sandboxed runs, results file, pass@k) */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "cli/cli.h"
-#include "judgerl/clock.h"
 #include "judgerl/eval.h"
 #include "judgerl/evalrun.h"
-#include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
@@ -63,161 +57,56 @@ static int eval_code(int argc, char **argv) {
     int ks[32] = {1, 10, 100};
     o.ks = ks;
     o.n_ks = 3;
-    long nproc = sysconf(_SC_NPROCESSORS_ONLN);
-    o.parallel = nproc > 0 ? (int)nproc : 1;
-    const char *timeout = NULL;
-    char **over = calloc((size_t)argc + 2, sizeof *over);
-    int n_over = 0;
-    if (!over) return cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory"));
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes = !strcmp(a, "--problems") || !strcmp(a, "--samples") || !strcmp(a, "--k") || !strcmp(a, "--timeout-s") ||
-                    !strcmp(a, "--parallel") || !strcmp(a, "--results");
-        if (takes && !v) { free(over); return cli_usage(cmd, "%s needs a value", a); }
-        if (!strcmp(a, "--problems")) o.problems = v;
-        else if (!strcmp(a, "--samples")) o.samples = v;
-        else if (!strcmp(a, "--results")) o.results = v;
-        else if (!strcmp(a, "--timeout-s")) timeout = v;
-        else if (!strcmp(a, "--k")) {
-            if ((o.n_ks = jr_eval_parse_ks(v, ks, 32)) < 1) { free(over); return cli_usage(cmd, "--k '%s': give positive integers separated by commas", v); }
-        } else if (!strcmp(a, "--parallel")) {
-            char *end;
-            long p = strtol(v, &end, 10);
-            if (*end || p < 1 || p > 256) { free(over); return cli_usage(cmd, "--parallel '%s': give an integer in 1..256", v); }
-            o.parallel = (int)p;
-        } else if (!strcmp(a, "--ignore-incomplete")) o.ignore_incomplete = 1;
-        else if (!strncmp(a, "sandbox.", 8) && strchr(a, '=')) over[n_over++] = argv[i];
-        else { free(over); return cli_usage(cmd, "unexpected argument '%s'", a); }
-        if (takes) i++;
-    }
+    long nproc = sysconf(_SC_NPROCESSORS_ONLN), parallel = nproc > 0 ? nproc : 1;
+    const char *k_list = NULL;
+    double timeout = 0;
+    const jr_arg spec[] = {
+        JR_ARG_S("--problems", &o.problems), JR_ARG_S("--samples", &o.samples), JR_ARG_S("--results", &o.results),
+        JR_ARG_D("--timeout-s", &timeout, 1e-9, 3600), JR_ARG_S("--k", &k_list), JR_ARG_L("--parallel", &parallel, 1, 256),
+        JR_ARG_B("--ignore-incomplete", &o.ignore_incomplete, 1), JR_ARGS_END};
+    jr_args args;
+    int rc = cli_args(cmd, &args, spec, argc, argv, 0, 1, "unexpected argument '%s'");
+    o.parallel = (int)parallel;
+    if (!rc && k_list && (o.n_ks = jr_eval_parse_ks(k_list, ks, 32)) < 1)
+        rc = cli_usage(cmd, "--k '%s': give positive integers separated by commas", k_list);
+    if (!rc && (!o.problems || !o.samples)) rc = cli_usage(cmd, "--problems and --samples are required");
+    if (rc) { jr_args_free(&args); return rc; }
     char tbuf[64];
-    if (timeout) {
-        char *end;
-        double t = strtod(timeout, &end);
-        if (*end || !(t > 0 && t <= 3600)) { free(over); return cli_usage(cmd, "--timeout-s '%s': give seconds in (0, 3600]", timeout); }
-        snprintf(tbuf, sizeof tbuf, "sandbox.timeout_s=%s", timeout);
-        over[n_over++] = tbuf;
-    }
-    if (!o.problems || !o.samples) { free(over); return cli_usage(cmd, "--problems and --samples are required"); }
+    snprintf(tbuf, sizeof tbuf, "sandbox.timeout_s=%.17g", timeout);
+    if (timeout > 0) args.over[args.n_over++] = tbuf; /* over has room for one more */
     jr_config cfg;
     const jr_cfg_field *tables[] = {jr_sandbox_cfg, NULL};
-    jr_status st = jr_config_load(&cfg, NULL, n_over, over, tables);
-    free(over);
+    jr_status st = jr_config_load(&cfg, NULL, args.n_over, args.over, tables);
+    jr_args_free(&args);
     if (st) return cli_fail(cmd, st);
     jr_sandbox_opts_from_config(&o.sandbox, &cfg);
-    if (o.sandbox.unsafe) fprintf(stderr, "judgerl eval code: warning: sandbox.unsafe=true: the samples run WITHOUT bubblewrap\n");
-    double t0 = jr_now_s();
-    json_t *passk = NULL;
-    st = jr_eval_code(&o, &passk);
-    if (st) { jr_config_free(&cfg); return cli_fail(cmd, st); }
-    fputc('{', stdout);
-    const char *k;
-    json_t *v;
-    int first = 1;
-    json_object_foreach(passk, k, v) {
-        char num[40];
-        jr_fmt_double(num, sizeof num, json_real_value(v));
-        printf("%s\"%s\": %s", first ? "" : ", ", k, num);
-        first = 0;
-    }
-    printf("}\n");
-    fprintf(stderr, "judgerl eval code: %.1f s with %d sandboxes at once; results in %s%s\n", jr_now_s() - t0, o.parallel,
-            o.results ? o.results : o.samples, o.results ? "" : "_results.jsonl");
-    json_decref(passk);
+    st = jr_eval_code_report(&o, stdout, stderr, "judgerl eval code: ");
     jr_config_free(&cfg);
-    return CLI_OK;
-}
-
-/* One row per checkpoint: step, reward, each component's mean and first pass@k, IFEval. */
-static void print_step_row(const char *ckpt, const json_t *sum, int header) {
-    const char *base = strrchr(ckpt, '/');
-    base = base ? base + 1 : ckpt;
-    long long step = strtoll(base + 5, NULL, 10);
-    json_t *r = json_object_get(sum, "reward"), *f = json_object_get(sum, "ifeval");
-    const char *cn, *k;
-    json_t *cb, *v;
-    if (header) {
-        printf("%8s", "step");
-        if (r) {
-            printf(" %9s %8s", "reward", "unscored");
-            json_object_foreach(json_object_get(r, "components"), cn, cb) json_object_foreach(cb, k, v)
-                if (json_is_real(v)) printf(" %s/%s", cn, k);
-        }
-        if (f) printf(" %8s %8s %8s %8s", "Pr(S)", "Ins(S)", "Pr(L)", "Ins(L)");
-        printf("\n");
-    }
-    printf("%8lld", step);
-    if (r) {
-        json_t *m = json_object_get(r, "mean");
-        if (json_is_number(m)) printf(" %9.4f", json_number_value(m));
-        else printf(" %9s", "n/a");
-        printf(" %8lld", (long long)json_integer_value(json_object_get(r, "unscored")));
-        json_object_foreach(json_object_get(r, "components"), cn, cb) json_object_foreach(cb, k, v)
-            if (json_is_real(v)) printf(" %*.4f", (int)(strlen(cn) + strlen(k) + 1), json_real_value(v));
-    }
-    if (f) {
-        const char *names[4] = {"prompt_strict", "inst_strict", "prompt_loose", "inst_loose"};
-        for (int i = 0; i < 4; i++) {
-            v = json_object_get(f, names[i]);
-            if (json_is_number(v)) printf(" %8.4f", json_number_value(v));
-            else printf(" %8s", "n/a");
-        }
-    }
-    printf("\n");
-    fflush(stdout);
+    return st ? cli_fail(cmd, st) : CLI_OK;
 }
 
 static int eval_models(int argc, char **argv) {
     const char *cmd = "eval";
     const char *reward = NULL, *out = NULL, *model = NULL, *adapter = NULL, *data = NULL, *samples = NULL;
-    static const char *const flag_keys[][2] = {
-        {"--n", "eval.n"}, {"--max-tokens", "eval.max_tokens"}, {"--temperature", "eval.temperature"},
-        {"--top-p", "eval.top_p"}, {"--top-k", "eval.top_k"}, {"--min-p", "eval.min_p"}, {"--seed", "eval.seed"},
-        {"--parallel", "eval.parallel"}, {"--tokenizer", "eval.tokenizer"}, {"--k", "eval.k"},
-        {"--pass-threshold", "eval.pass_threshold"}};
-    int nf = (int)(sizeof flag_keys / sizeof flag_keys[0]);
-    char **over = calloc((size_t)argc + 2, sizeof *over);
-    char **owned = calloc((size_t)argc + 2, sizeof *owned);
-    int n_over = 0, n_owned = 0, rc = CLI_OK;
-    if (!over || !owned) { free(over); free(owned); return cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory")); }
-    for (int i = 1; i < argc && rc == CLI_OK; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        const char **dst = !strcmp(a, "--model") ? &model : !strcmp(a, "--adapter") ? &adapter : !strcmp(a, "--data") ? &data
-                         : !strcmp(a, "--samples") ? &samples : !strcmp(a, "--reward") ? &reward : !strcmp(a, "--out") ? &out : NULL;
-        const char *key = NULL;
-        for (int f = 0; f < nf && !dst; f++) if (!strcmp(a, flag_keys[f][0])) key = flag_keys[f][1];
-        if ((dst || key) && !v) { rc = cli_usage(cmd, "%s needs a value", a); break; }
-        if (dst) { *dst = v; i++; }
-        else if (key) {
-            size_t len = strlen(key) + strlen(v) + 2;
-            char *o = malloc(len);
-            if (!o) { rc = cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory")); break; }
-            /* comma lists stay one string: quote it for YAML */
-            snprintf(o, len, "%s=%s", key, v);
-            if (!strcmp(key, "eval.k")) {
-                free(o);
-                len += 2;
-                if (!(o = malloc(len))) { rc = cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory")); break; }
-                snprintf(o, len, "%s='%s'", key, v);
-            }
-            owned[n_owned++] = over[n_over++] = o;
-            i++;
-        } else if (!strcmp(a, "--ifeval")) over[n_over++] = "eval.ifeval=true";
-        else if (a[0] != '-' && strchr(a, '=')) over[n_over++] = argv[i];
-        else rc = cli_usage(cmd, "unknown argument '%s' (see judgerl eval --help)", a);
-    }
+    const jr_arg spec[] = {
+        JR_ARG_S("--model", &model), JR_ARG_S("--adapter", &adapter), JR_ARG_S("--data", &data),
+        JR_ARG_S("--samples", &samples), JR_ARG_S("--reward", &reward), JR_ARG_S("--out", &out),
+        JR_ARG_K("--n", "eval.n"), JR_ARG_K("--max-tokens", "eval.max_tokens"), JR_ARG_K("--temperature", "eval.temperature"),
+        JR_ARG_K("--top-p", "eval.top_p"), JR_ARG_K("--top-k", "eval.top_k"), JR_ARG_K("--min-p", "eval.min_p"),
+        JR_ARG_K("--seed", "eval.seed"), JR_ARG_K("--parallel", "eval.parallel"), JR_ARG_K("--tokenizer", "eval.tokenizer"),
+        JR_ARG_KQ("--k", "eval.k"), /* a comma list stays one string */
+        JR_ARG_K("--pass-threshold", "eval.pass_threshold"), JR_ARG_SETK("--ifeval", "eval.ifeval=true"), JR_ARGS_END};
+    jr_args args;
+    int rc = cli_args(cmd, &args, spec, argc, argv, 0, 1, "unknown argument '%s' (see judgerl eval --help)");
     jr_config cfg = {0};
     jr_eval_opts o;
     jr_status st = JR_OK;
-    char **ckpts = NULL;
-    int n_ckpt = 0;
     if (rc == CLI_OK && !model == !samples) rc = cli_usage(cmd, "give --model DIR (with --data ROWS.jsonl) or --samples FILE");
     else if (rc == CLI_OK && model && !data) rc = cli_usage(cmd, "--model needs --data ROWS.jsonl");
     else if (rc == CLI_OK && samples && (data || adapter)) rc = cli_usage(cmd, "--samples already holds the responses: drop --data / --adapter");
     if (rc == CLI_OK) {
         const jr_cfg_field *tables[] = {jr_eval_cfg, jr_reward_cfg, jr_judge_cfg, jr_protocols_cfg, jr_sandbox_cfg, NULL};
-        if (!(st = jr_config_load(&cfg, reward, n_over, over, tables))) {
+        if (!(st = jr_config_load(&cfg, reward, args.n_over, args.over, tables))) {
             if (cfg.notes) fputs(cfg.notes, stderr); /* keys given under TRL / PEFT / verl names */
             st = jr_eval_opts_from_config(&o, &cfg);
         }
@@ -228,39 +117,14 @@ static int eval_models(int argc, char **argv) {
     if (rc == CLI_OK) {
         o.data = data;
         o.samples = samples;
+        o.model = model;
         o.adapter = adapter;
         o.out_dir = out;
-        /* a run directory (checkpoints/step-*) as --model (full checkpoints) or as --adapter (LoRA checkpoints) */
-        char *cj = model ? jr_path_join(model, "config.json") : NULL, *aj = adapter ? jr_path_join(adapter, "adapter_config.json") : NULL;
-        int run_model = model && cj && !jr_path_exists(cj), run_adapter = adapter && aj && !jr_path_exists(aj);
-        free(cj);
-        free(aj);
-        int run_dir = run_model || run_adapter;
-        if (run_model && run_adapter) rc = cli_usage(cmd, "give one run directory: --model BASE --adapter RUN_DIR for LoRA runs");
-        else if (run_dir && (st = jr_eval_checkpoints(run_model ? model : adapter, &ckpts, &n_ckpt))) rc = cli_fail(cmd, st);
-        for (int c = 0; rc == CLI_OK && c < (run_dir ? n_ckpt : 1); c++) {
-            char *sub = NULL;
-            o.model = run_model ? ckpts[c] : model;
-            o.adapter = run_adapter ? ckpts[c] : adapter;
-            if (run_dir && out) {
-                const char *base = strrchr(ckpts[c], '/');
-                if (!(sub = jr_path_join(out, base ? base + 1 : ckpts[c]))) { rc = cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory")); break; }
-                o.out_dir = sub;
-            }
-            json_t *sum = NULL;
-            if ((st = jr_eval_run(&o, &sum))) rc = cli_fail(cmd, st);
-            else if (run_dir) print_step_row(ckpts[c], sum, c == 0);
-            else jr_eval_summary_print(sum, stdout);
-            json_decref(sum);
-            free(sub);
-        }
+        if (jr_eval_run_dirs(&o) == 3) rc = cli_usage(cmd, "give one run directory: --model BASE --adapter RUN_DIR for LoRA runs");
+        else if ((st = jr_eval_run_all(&o, stdout))) rc = cli_fail(cmd, st);
         if (rc == CLI_OK && out) fprintf(stderr, "judgerl eval: samples and summary in %s\n", out);
     }
-    for (int c = 0; c < n_ckpt; c++) free(ckpts[c]);
-    free(ckpts);
-    for (int k = 0; k < n_owned; k++) free(owned[k]);
-    free(owned);
-    free(over);
+    jr_args_free(&args);
     jr_config_free(&cfg);
     return rc;
 }
@@ -268,10 +132,9 @@ static int eval_models(int argc, char **argv) {
 int cmd_eval(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "code")) return eval_code(argc - 1, argv + 1);
     if (argc >= 2 && argv[1][0] != '-') return cli_usage("eval", "unknown subcommand '%s' (available: code; or evaluate a model: judgerl eval --model DIR --data ROWS.jsonl ...)", argv[1]);
-    if (argc >= 2 && strcmp(argv[1], "-h") && strcmp(argv[1], "--help")) return eval_models(argc, argv);
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+    if (argc < 2 || cli_wants_help(argc, argv)) {
         fputs(eval_usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
-    return cli_usage("eval", "unknown subcommand '%s' (available: code)", argv[1]);
+    return eval_models(argc, argv);
 }

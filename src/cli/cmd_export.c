@@ -3,9 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "judgerl/gguf.h"
-#include "judgerl/lora.h"
-#include "judgerl/model.h"
+#include "judgerl/modeltools.h"
 
 int cmd_export(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
@@ -21,16 +19,11 @@ int cmd_export(int argc, char **argv) {
     }
     const char *format = NULL, *model = NULL, *out = NULL, *dtype = "f16", *adapter = NULL, *name = NULL;
     int ollama = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--ollama")) { ollama = 1; continue; }
-        const char **dst = !strcmp(a, "--format") ? &format : !strcmp(a, "--model") ? &model
-                         : (!strcmp(a, "-o") || !strcmp(a, "--output")) ? &out : !strcmp(a, "--dtype") ? &dtype
-                         : !strcmp(a, "--adapter") ? &adapter : !strcmp(a, "--name") ? &name : NULL;
-        if (!dst) return cli_usage("export", "unknown argument '%s'", a);
-        if (i + 1 >= argc) return cli_usage("export", "%s needs a value", a);
-        *dst = argv[++i];
-    }
+    const jr_arg spec[] = {JR_ARG_B("--ollama", &ollama, 1), JR_ARG_S("--format", &format), JR_ARG_S("--model", &model),
+                           JR_ARG_S("-o|--output", &out), JR_ARG_S("--dtype", &dtype), JR_ARG_S("--adapter", &adapter),
+                           JR_ARG_S("--name", &name), JR_ARGS_END};
+    int rc = cli_flags("export", spec, argc, argv, "unknown argument '%s'");
+    if (rc) return rc;
     if (!format || strcmp(format, "gguf")) return cli_usage("export", "--format gguf is the only format (got %s)", format ? format : "none");
     if (!model || !out) return cli_usage("export", "give --model DIR and -o OUT.gguf");
     jr_gguf_opts o = {.model_dir = model, .out_path = out, .name = name};
@@ -42,12 +35,8 @@ int cmd_export(int argc, char **argv) {
         snprintf(modelfile, sizeof modelfile, "%.*sModelfile", slash ? (int)(slash - out + 1) : 0, out);
         o.modelfile = modelfile;
     }
-    jr_model m;
-    if ((st = jr_model_load(&m, model))) return cli_fail("export", st);
     jr_gguf_report rep;
-    if (!(st = adapter ? jr_lora_merge_into(&m, adapter) : JR_OK)) st = jr_gguf_export(&m, &o, &rep);
-    jr_model_free(&m);
-    if (st) return cli_fail("export", st);
+    if ((st = jr_gguf_export_dir(&o, adapter, &rep))) return cli_fail("export", st);
     printf("{\"path\": \"%s\", \"arch\": \"%s\", \"pre\": \"%s\", \"dtype\": \"%s\", \"tensors\": %d, \"keys\": %d, \"bytes\": %lld, "
            "\"q8_0_fallback_f16\": %d%s%s%s}\n", out, rep.arch, rep.pre, dtype, rep.n_tensors, rep.n_kv, (long long)rep.bytes,
            rep.n_fallback_f16, ollama ? ", \"modelfile\": \"" : "", ollama ? modelfile : "", ollama ? "\"" : "");

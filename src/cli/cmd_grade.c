@@ -31,85 +31,49 @@ static void print_help(void) {
            "401/403/404), or the first prompts do not fit its context.\n");
 }
 
-/* The command line of `judgerl grade`; over (key=value overrides) is owned by the caller. */
-struct grade_args {
-    const char *cfg_path, *in_path, *out_path;
-    int print_only, quiet, force_progress, retry_unscored, n_over;
-    char **over;
-};
-
-/* Fills *a from argv; returns CLI_OK, or the exit code after printing the usage error. On error
- * a->over is freed. */
-static int parse_args(const char *cmd, int argc, char **argv, struct grade_args *a) {
-    *a = (struct grade_args){.retry_unscored = 1};
-    a->over = calloc((size_t)argc + 1, sizeof *a->over);
-    if (!a->over) return cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory"));
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        if ((!strcmp(s, "--config") || !strcmp(s, "--input") || !strcmp(s, "--output")) && i + 1 >= argc) {
-            free(a->over);
-            return cli_usage(cmd, "%s needs a value", s);
-        }
-        if (!strcmp(s, "--config")) a->cfg_path = argv[++i];
-        else if (!strcmp(s, "--input")) a->in_path = argv[++i];
-        else if (!strcmp(s, "--output")) a->out_path = argv[++i];
-        else if (!strcmp(s, "--print-config")) a->print_only = 1;
-        else if (!strcmp(s, "--quiet")) a->quiet = 1;
-        else if (!strcmp(s, "--progress")) a->force_progress = 1;
-        else if (!strcmp(s, "--retry-unscored")) a->retry_unscored = 1; /* the default; kept for old scripts */
-        else if (!strcmp(s, "--keep-unscored")) a->retry_unscored = 0;
-        else if (s[0] != '-' && strchr(s, '=')) a->over[a->n_over++] = argv[i];
-        else { free(a->over); return cli_usage(cmd, "unexpected argument '%s'", s); }
-    }
-    return CLI_OK;
-}
-
-/* The directory of out_path ("." when it has none, "/" for a file at the root). */
-static void dir_of(const char *out_path, char *dir, size_t n) {
-    const char *slash = strrchr(out_path, '/');
-    snprintf(dir, n, "%.*s", slash ? (int)(slash - out_path) : 1, slash ? out_path : ".");
-    if (!dir[0]) snprintf(dir, n, "/");
-}
-
 int cmd_grade(int argc, char **argv) {
     const char *cmd = "grade";
     if (cli_wants_help(argc, argv)) {
         print_help();
         return CLI_OK;
     }
-    struct grade_args a;
-    int rc = parse_args(cmd, argc, argv, &a);
-    if (rc != CLI_OK) return rc;
+    const char *cfg_path = NULL, *in_path = NULL, *out_path = NULL;
+    int print_only = 0, quiet = 0, force_progress = 0, retry_unscored = 1;
+    const jr_arg spec[] = {
+        JR_ARG_S("--config", &cfg_path), JR_ARG_S("--input", &in_path), JR_ARG_S("--output", &out_path),
+        JR_ARG_B("--print-config", &print_only, 1), JR_ARG_B("--quiet", &quiet, 1), JR_ARG_B("--progress", &force_progress, 1),
+        JR_ARG_B("--retry-unscored", &retry_unscored, 1), /* the default; kept for old scripts */
+        JR_ARG_B("--keep-unscored", &retry_unscored, 0), JR_ARGS_END};
+    jr_args args;
+    int rc = cli_args(cmd, &args, spec, argc, argv, 0, 1, "unexpected argument '%s'");
+    if (rc) { jr_args_free(&args); return rc; }
     const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, NULL};
     jr_config cfg;
-    jr_status st = jr_config_load(&cfg, a.cfg_path, a.n_over, a.over, tables);
+    jr_status st = jr_config_load(&cfg, cfg_path, args.n_over, args.over, tables);
     if (!st && cfg.notes) fputs(cfg.notes, stderr); /* keys given under TRL / PEFT / verl names */
-    free(a.over);
+    jr_args_free(&args);
     if (st) return cli_fail(cmd, st);
-    if (a.print_only) {
+    if (print_only) {
         char *t = jr_config_dump(&cfg);
         fputs(t ? t : "", stdout);
         free(t);
         jr_config_free(&cfg);
         return CLI_OK;
     }
-    if (!a.cfg_path || !a.in_path || !a.out_path) {
+    if (!cfg_path || !in_path || !out_path) {
         jr_config_free(&cfg);
         return cli_usage(cmd, "--config, --input and --output are required");
     }
     jr_reward_opts ro;
     if ((st = jr_reward_opts_from_config(&ro, &cfg))) { jr_config_free(&cfg); return cli_fail(cmd, st); }
-    char cache_dir[4096];
-    dir_of(a.out_path, cache_dir, sizeof cache_dir);
-    ro.judge.cache_dir = cache_dir; /* the default cache lives beside the output */
     jr_grade_opts go;
     jr_grade_opts_init(&go, &ro);
-    go.retry_unscored = a.retry_unscored;
-    go.log = a.quiet ? NULL : stderr;
-    go.progress = a.force_progress || (!a.quiet && isatty(2)) ? stderr : NULL;
+    go.retry_unscored = retry_unscored;
+    go.log = quiet ? NULL : stderr;
+    go.progress = force_progress || (!quiet && isatty(2)) ? stderr : NULL;
     go.stop = cli_stop_on_signals();
     char *summary;
-    st = jr_grade_file(&go, a.in_path, a.out_path, &summary);
+    st = jr_grade_file(&go, in_path, out_path, &summary);
     jr_config_free(&cfg);
     if (st) return cli_fail(cmd, st);
     printf("%s\n", summary);

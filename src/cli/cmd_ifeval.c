@@ -22,29 +22,15 @@ int cmd_ifeval(int argc, char **argv) {
     const char *input = NULL, *prompts = NULL, *outdir = NULL;
     int breakdown = 0;
     if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if ((!strcmp(a, "--input") || !strcmp(a, "--prompts") || !strcmp(a, "--output-dir")) && i + 1 >= argc)
-            return cli_usage("ifeval", "%s needs a value (see judgerl ifeval --help)", a);
-        if (!strcmp(a, "--input")) input = argv[++i];
-        else if (!strcmp(a, "--prompts")) prompts = argv[++i];
-        else if (!strcmp(a, "--output-dir")) outdir = argv[++i];
-        else if (!strcmp(a, "--breakdown")) breakdown = 1;
-        else return cli_usage("ifeval", "unknown argument '%s' (see judgerl ifeval --help)", a);
-    }
+    const jr_arg spec[] = {JR_ARG_S("--input", &input), JR_ARG_S("--prompts", &prompts), JR_ARG_S("--output-dir", &outdir),
+                           JR_ARG_B("--breakdown", &breakdown, 1), JR_ARGS_END};
+    int rc = cli_flags("ifeval", spec, argc, argv, "unknown argument '%s' (see judgerl ifeval --help)");
+    if (rc) return rc;
     if (!input) return cli_usage("ifeval", "--input FILE.jsonl is required (see judgerl ifeval --help)");
     jr_ifeval_file f;
     jr_status st = jr_ifeval_file_score(&f, input, prompts, stderr, "judgerl ifeval: ");
     if (st) return cli_fail("ifeval", st);
-    for (int m = 0; m < 2; m++) {
-        size_t p_ok, i_ok, i_tot;
-        jr_ifeval_file_accuracy(&f, m, &p_ok, &i_ok, &i_tot);
-        const char *tag = m ? "loose" : "strict";
-        printf("%s prompt-level: %.4f (%zu/%zu)\n", tag, (double)p_ok / f.n_rows, p_ok, f.n_rows);
-        printf("%s instruction-level: %.4f (%zu/%zu)\n", tag, i_tot ? (double)i_ok / i_tot : 0.0, i_ok, i_tot);
-    }
-    if (breakdown)
-        for (int m = 0; m < 2; m++) jr_ifeval_file_breakdown(stdout, &f, m);
+    jr_ifeval_file_print(stdout, &f, breakdown);
     if (outdir) st = jr_ifeval_file_write(&f, outdir);
     if (!st && f.n_bad) fprintf(stderr, "judgerl ifeval: %zu malformed row(s) skipped, %zu scored\n", f.n_bad, f.n_rows);
     jr_ifeval_file_free(&f);

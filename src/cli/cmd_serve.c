@@ -1,15 +1,11 @@
 /* cmd_serve.c - `judgerl serve`: an OpenAI-compatible server for a model directory */
-#include <errno.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "judgerl/fsutil.h"
 #include "judgerl/serve.h"
-#include "judgerl/textgen.h"
 
 static const char *usage_text =
     "usage: judgerl serve --model DIR [--host 127.0.0.1] [--port 8000] [--api-key-env NAME] [--parallel N]\n"
@@ -33,179 +29,60 @@ static const char *usage_text =
     "  --itl-target R (default 1.5; 0 = off: always the chunk): while sequences decode, a step takes only\n"
     "  as many prompt tokens as keep it within about R x a decode-only step (both timed as it runs).\n" CLI_KV_USAGE;
 
-static jr_status tg_encode(void *tok, const char *text, size_t len, int32_t **ids, int *n) {
-    return jr_textgen_encode(tok, text, len, ids, n);
-}
-
-static jr_status tg_chat(void *tok, int n, const char *const *roles, const char *const *contents, int32_t **ids, int *n_ids) {
-    return jr_textgen_encode_chat(tok, n, roles, contents, ids, n_ids);
-}
-
-/* The command line of `judgerl serve`, with its defaults. */
-typedef struct {
-    const char *model, *host, *key_env, *name, *tokenizer, *port_file;
-    long port, parallel, max_tokens, ctx, max_queue, max_body, seed, max_conn, per_client, chunk;
-    const char *alias[16];
-    int n_alias;
-    double drain, req_timeout, hdr_timeout, body_timeout, itl;
-    cli_kv_args kva;
-} serve_args;
-
-/* --served-model-name NAME [NAME...] as vLLM's: the first answers, all are accepted; *i moves past them. */
-static int parse_names(const char *cmd, int argc, char **argv, int *i, serve_args *x) {
-    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-    int cap = (int)(sizeof x->alias / sizeof *x->alias);
-    if (!v || v[0] == '-') return cli_usage(cmd, "%s needs a value", a);
-    for (;;) {
-        if (!x->name) x->name = v;
-        else if (x->n_alias < cap) x->alias[x->n_alias++] = v;
-        else return cli_usage(cmd, "%s: at most %d names", a, cap + 1);
-        if (*i + 2 >= argc || argv[*i + 2][0] == '-') break;
-        v = argv[++*i + 1];
-    }
-    ++*i;
-    return 0;
-}
-
-static int parse_args(const char *cmd, int argc, char **argv, serve_args *x) {
-    *x = (serve_args){.host = "127.0.0.1", .tokenizer = "auto", .port = 8000, .parallel = 4, .max_queue = 64,
-                      .max_body = 1 << 20, .max_conn = 512, .chunk = JR_GEN_PREFILL_CHUNK, .itl = 1.5, .drain = 60,
-                      .hdr_timeout = 10, .body_timeout = 30};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int bad = 0;
-        if (!strcmp(a, "--model")) x->model = v;
-        else if (!strcmp(a, "--host")) x->host = v;
-        else if (!strcmp(a, "--api-key-env")) x->key_env = v;
-        else if (!strcmp(a, "--served-model-name")) {
-            if ((bad = parse_names(cmd, argc, argv, &i, x))) return bad;
-            continue;
-        }
-        else if (!strcmp(a, "--tokenizer")) x->tokenizer = v;
-        else if (!strcmp(a, "--port-file")) x->port_file = v;
-        else if (!strcmp(a, "--compute")) x->kva.compute = v;
-        else if (!strcmp(a, "--kv-cache")) x->kva.kv_cache = v;
-        else if (!strcmp(a, "--deterministic")) x->kva.deterministic = v;
-        else if (!strcmp(a, "--port")) bad = cli_int_arg(cmd, a, v, 0, 65535, &x->port);
-        else if (!strcmp(a, "--parallel")) bad = cli_int_arg(cmd, a, v, 1, 1024, &x->parallel);
-        else if (!strcmp(a, "--max-tokens")) bad = cli_int_arg(cmd, a, v, 1, 1 << 20, &x->max_tokens);
-        else if (!strcmp(a, "--ctx")) bad = cli_int_arg(cmd, a, v, 2, 1 << 20, &x->ctx);
-        else if (!strcmp(a, "--max-queue")) bad = cli_int_arg(cmd, a, v, 1, 1 << 20, &x->max_queue);
-        else if (!strcmp(a, "--max-body")) bad = cli_int_arg(cmd, a, v, 1024, 1L << 30, &x->max_body);
-        else if (!strcmp(a, "--seed")) bad = cli_int_arg(cmd, a, v, 0, 1L << 62, &x->seed);
-        else if (!strcmp(a, "--max-connections")) bad = cli_int_arg(cmd, a, v, 1, 65536, &x->max_conn);
-        else if (!strcmp(a, "--max-per-client")) bad = cli_int_arg(cmd, a, v, 1, 65536, &x->per_client);
-        else if (!strcmp(a, "--prefill-chunk")) bad = cli_int_arg(cmd, a, v, 1, 1 << 20, &x->chunk);
-        else if (!strcmp(a, "--itl-target")) {
-            char *end;
-            x->itl = v ? strtod(v, &end) : -1;
-            if (!v || *end || !(x->itl == 0 || (x->itl > 1 && x->itl <= 100)))
-                return cli_usage(cmd, "%s: expected 0 (off) or a ratio in (1, 100], got '%s'", a, v ? v : "");
-        }
-        else if (!strcmp(a, "--drain-timeout")) bad = cli_seconds_arg(cmd, a, v, 0, &x->drain);
-        else if (!strcmp(a, "--request-timeout")) bad = cli_seconds_arg(cmd, a, v, 0, &x->req_timeout);
-        else if (!strcmp(a, "--header-timeout")) bad = cli_seconds_arg(cmd, a, v, 0.1, &x->hdr_timeout);
-        else if (!strcmp(a, "--body-timeout")) bad = cli_seconds_arg(cmd, a, v, 0.1, &x->body_timeout);
-        else return cli_usage(cmd, "unknown argument '%s' (see judgerl serve --help)", a);
-        if (bad) return CLI_USAGE;
-        if (!v) return cli_usage(cmd, "%s needs a value", a);
-        i++;
-    }
-    return 0;
-}
-
 int cmd_serve(int argc, char **argv) {
     const char *cmd = "serve";
     if (cli_wants_help(argc, argv)) { fputs(usage_text, stdout); return CLI_OK; }
-    serve_args x;
-    int rc = parse_args(cmd, argc, argv, &x);
+    const char *model = NULL, *host = "127.0.0.1", *key_env = NULL, *tokenizer = "auto", *port_file = NULL, *names[17];
+    long port = 8000, parallel = 4, max_tokens = 0, ctx = 0, max_queue = 64, max_body = 1 << 20, seed = 0, max_conn = 512,
+         per_client = 0, chunk = JR_GEN_PREFILL_CHUNK;
+    double drain = 60, req_timeout = 0, hdr_timeout = 10, body_timeout = 30, itl = 1.5;
+    int n_names = 0;
+    cli_kv_args kva = {0};
+    const jr_arg spec[] = {
+        JR_ARG_S("--model", &model), JR_ARG_S("--host", &host), JR_ARG_S("--api-key-env", &key_env),
+        JR_ARG_M("--served-model-name", names, &n_names, 17, 1),
+        JR_ARG_S("--tokenizer", &tokenizer), JR_ARG_S("--port-file", &port_file),
+        JR_ARG_S("--compute", &kva.compute), JR_ARG_S("--kv-cache", &kva.kv_cache),
+        JR_ARG_S("--deterministic", &kva.deterministic), JR_ARG_L("--port", &port, 0, 65535),
+        JR_ARG_L("--parallel", &parallel, 1, 1024), JR_ARG_L("--max-tokens", &max_tokens, 1, 1 << 20),
+        JR_ARG_L("--ctx", &ctx, 2, 1 << 20), JR_ARG_L("--max-queue", &max_queue, 1, 1 << 20),
+        JR_ARG_L("--max-body", &max_body, 1024, 1L << 30), JR_ARG_L("--seed", &seed, 0, 1L << 62),
+        JR_ARG_L("--max-connections", &max_conn, 1, 65536),
+        JR_ARG_L("--max-per-client", &per_client, 1, 65536),
+        JR_ARG_L("--prefill-chunk", &chunk, 1, 1 << 20), JR_ARG_D("--itl-target", &itl, 0, 100),
+        JR_ARG_SEC("--drain-timeout", &drain, 0), JR_ARG_SEC("--request-timeout", &req_timeout, 0),
+        JR_ARG_SEC("--header-timeout", &hdr_timeout, 0.1), JR_ARG_SEC("--body-timeout", &body_timeout, 0.1),
+        JR_ARGS_END};
+    int rc = cli_flags(cmd, spec, argc, argv, "unknown argument '%s' (see judgerl serve --help)");
     if (rc) return rc;
-    const char *model = x.model, *host = x.host, *key_env = x.key_env, *name = x.name, *tokenizer = x.tokenizer;
-    cli_kv_args kva = x.kva;
+    if (itl != 0 && itl <= 1) return cli_usage(cmd, "--itl-target: expected 0 (off) or a ratio in (1, 100], got '%g'", itl);
     if (!model) return cli_usage(cmd, "--model DIR is required (see judgerl serve --help)");
-    jr_kv_opts kvo;
-    int kvrc = cli_kv_opts(cmd, &kva, &kvo);
-    if (kvrc) return kvrc;
+    jr_serve_model_opts o = {.model = model, .tokenizer = tokenizer, .ctx = (int)ctx, .port_file = port_file,
+                             .log = stderr, .prefix = "judgerl serve: "};
+    if ((rc = cli_kv_opts(cmd, &kva, &o.kv))) return rc;
     const char *key = NULL;
     if (key_env) {
         key = getenv(key_env);
         if (!key || !*key) return cli_usage(cmd, "--api-key-env %s: the environment variable is unset or empty", key_env);
     }
-    if (!name) {
-        const char *slash = strrchr(model, '/');
-        name = slash && slash[1] ? slash + 1 : model;
-    }
-    /* A missing model is reported before anything listens (one error line). */
-    char *cfgp = jr_path_join(model, "config.json");
-    int have = cfgp && jr_path_exists(cfgp);
-    free(cfgp);
-    if (!have) return cli_fail(cmd, jr_fail(JR_ENOTFOUND, "%s: no config.json (not a model directory)", model));
+    const char *slash = strrchr(model, '/');
+    o.serve = (jr_serve_opts){.host = host, .port = (int)port, .api_key = key,
+                              .model_name = n_names ? names[0] : slash && slash[1] ? slash + 1 : model,
+                              .aliases = names + 1, .n_aliases = n_names ? n_names - 1 : 0, .parallel = (int)parallel,
+                              .max_tokens = (int)max_tokens, .max_queue = (int)max_queue, .max_body = (size_t)max_body,
+                              .seed = (uint64_t)seed, .prefill_chunk = (int)chunk, .itl_target = itl,
+                              .max_connections = (int)max_conn, .max_per_client = (int)per_client,
+                              .request_timeout = req_timeout, .header_timeout = hdr_timeout, .body_timeout = body_timeout};
     /* Signals are taken by sigwait below: block them before any thread starts. */
     sigset_t set;
     cli_block_stop_signals(&set);
-
-    jr_serve_opts o = {0};
-    o.host = host;
-    o.port = (int)x.port;
-    o.api_key = key;
-    o.model_name = name;
-    o.aliases = x.alias;
-    o.n_aliases = x.n_alias;
-    o.parallel = (int)x.parallel;
-    o.max_tokens = (int)x.max_tokens;
-    o.max_queue = (int)x.max_queue;
-    o.max_body = (size_t)x.max_body;
-    o.seed = (uint64_t)x.seed;
-    o.prefill_chunk = (int)x.chunk;
-    o.itl_target = x.itl;
-    o.max_connections = (int)x.max_conn;
-    o.max_per_client = (int)x.per_client;
-    o.request_timeout = x.req_timeout;
-    o.header_timeout = x.hdr_timeout;
-    o.body_timeout = x.body_timeout;
-    jr_server *s;
-    jr_status st = jr_server_start(&s, &o);
+    jr_serve_model *m;
+    jr_status st = jr_serve_model_start(&m, &o);
     if (st) return cli_fail(cmd, st);
-    fprintf(stderr, "judgerl serve: listening on http://%s:%d (loading %s)\n", host, jr_server_port(s), model);
-    jr_textgen t;
-    char mdesc[1024];
-    if ((st = jr_textgen_open_dir_kv(&t, model, tokenizer, (int)x.parallel, (int)x.ctx, &kvo, mdesc, sizeof mdesc))) {
-        jr_server_stop(s, 0);
-        return cli_fail(cmd, st);
-    }
-    if (strcmp(mdesc, model)) fprintf(stderr, "judgerl serve: model: %s\n", mdesc);
-    fprintf(stderr, "judgerl serve: tokenizer: %s\n", t.tok_desc);
-    char fingerprint[65];
-    jr_textgen_fingerprint(&t, fingerprint);
-    jr_serve_backend b = {0};
-    b.fingerprint = fingerprint;
-    b.lm = &t.lm;
-    b.vocab = t.vocab;
-    b.tok = &t;
-    b.encode = tg_encode;
-    b.encode_chat = tg_chat;
-    if ((st = jr_server_set_backend(s, &b))) {
-        jr_server_stop(s, 0);
-        jr_textgen_close(&t);
-        return cli_fail(cmd, st);
-    }
-    char kdesc[160];
-    fprintf(stderr, "judgerl serve: ready: model '%s' (fingerprint %.16s), %d slots of %d positions, %s\n", name, fingerprint,
-            t.lm.n_slots, t.lm.max_ctx, jr_kv_lm_describe(&t.lm, kdesc, sizeof kdesc));
-    if (x.port_file) { /* written once ready, atomically: a reader sees no file or the whole port */
-        char pt[32];
-        int pn = snprintf(pt, sizeof pt, "%d\n", jr_server_port(s));
-        if ((st = jr_write_atomic(x.port_file, pt, (size_t)pn))) {
-            jr_server_stop(s, 0);
-            jr_textgen_close(&t);
-            return cli_fail(cmd, jr_fail_ctx(st, "--port-file"));
-        }
-    }
     int sig = 0;
     sigwait(&set, &sig);
-    fprintf(stderr, "judgerl serve: %s: finishing running requests (up to %g s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT", x.drain);
-    jr_server_stop(s, x.drain);
-    jr_textgen_close(&t);
+    fprintf(stderr, "judgerl serve: %s: finishing running requests (up to %g s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT", drain);
+    jr_serve_model_stop(m, drain);
     fprintf(stderr, "judgerl serve: stopped\n");
     return CLI_OK;
 }

@@ -1,13 +1,10 @@
 /* cmd_train.c - `judgerl train CONFIG.yaml [key=value ...]`: SFT (and later GRPO) from a YAML config */
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "judgerl/nn.h"
 #include "judgerl/dist.h"
-#include "judgerl/model.h"
 #include "judgerl/train.h"
 
 int cmd_train(int argc, char **argv) {
@@ -33,14 +30,9 @@ int cmd_train(int argc, char **argv) {
     jr_train_result res;
     /* SIGINT/SIGTERM: finish the step, write a checkpoint, exit 1 */
     volatile sig_atomic_t *stop = cli_stop_on_signals();
-    /* the compute type of the training matmuls, said before anything runs (never silent) */
-    const char *cn = jr_cfg_str(&cfg, "model.compute");
-    if (quiet) {
-    } else if (jr_model_compute_resolve(cn) == JR_COMPUTE_BF16)
-        printf("compute: bfloat16 matmuls via oneDNN, ISA %s (model.compute %s%s)\n", jr_nn_isa(), cn,
-               jr_nn_bf16_native() ? "" : "; this CPU has no bf16 units: emulated, slower than float32");
-    else
-        printf("compute: float32 (model.compute %s%s)\n", cn, strcmp(cn, "auto") ? "" : ": this CPU has no bf16 units");
+    jr_train_print_opts po;
+    jr_train_print_opts_from_config(&po, &cfg);
+    if (!quiet) jr_train_print_compute(stdout, &po); /* the compute type of the training matmuls, before anything runs */
     if (!quiet && jr_dist_size() > 1)
         printf("data-parallel: %d MPI ranks, each with its share of every global batch\n", jr_dist_size());
     fflush(stdout);
@@ -56,19 +48,7 @@ int cmd_train(int argc, char **argv) {
         else jr_dist_abort(rc);
         return rc;
     }
-    if (quiet) {
-    } else if (res.last_step >= res.first_step) {
-        const char *algo = jr_cfg_str(&cfg, "trainer.algo");
-        int rl = !strcmp(algo, "grpo") || !strcmp(algo, "rloo");
-        printf("%s steps %lld..%lld: %s %.4f -> %.4f", res.resumed ? "resumed," : "trained", (long long)res.first_step,
-               (long long)res.last_step, rl ? "mean reward" : "loss", res.first_loss, res.last_loss);
-        if (!isnan(res.last_val_loss)) printf(", validation loss %.4f", res.last_val_loss);
-        int ad = jr_cfg_bool(&cfg, "lora.enabled");
-        printf("; %s in %s/%s\n", ad ? "PEFT adapter" : "model", jr_cfg_str(&cfg, "run.out_dir"), ad ? "adapter" : "model");
-    } else {
-        printf("nothing to do: the latest checkpoint is already at trainer.steps=%lld\n",
-               (long long)jr_cfg_int(&cfg, "trainer.steps"));
-    }
+    if (!quiet) jr_train_print_result(stdout, &po, &res);
     jr_config_free(&cfg);
     jr_dist_finalize();
     return CLI_OK;

@@ -1,5 +1,6 @@
 /* cmd_workflow.c - `judgerl workflow`: check a workflow, run it on problems against an executor
- * endpoint (answers and traces as JSONL), write synthetic tasks */
+ * endpoint (answers and traces as JSONL), write synthetic tasks, train the executor, train a policy
+ * that writes workflows (`workflow train`) */
 #include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "judgerl/judge.h"
 #include "judgerl/genrows.h"
 #include "judgerl/wf_executor.h"
+#include "judgerl/wf_train.h"
 #include "judgerl/workflow.h"
 
 static const char *cmd = "workflow";
@@ -36,11 +38,6 @@ static void usage_all(FILE *f) {
 
 static const jr_cfg_field *const tables[] = {jr_judge_cfg, jr_workflow_cfg, jr_sandbox_cfg, NULL};
 
-static int load_workflow(const char *path, const jr_workflow_limits *lim, jr_workflow **w) {
-    jr_status st = jr_workflow_parse_file(path, lim, w);
-    return st ? cli_fail(cmd, st) : CLI_OK;
-}
-
 static int do_check(int argc, char **argv) {
     if (argc < 2 || argv[1][0] == '-') return cli_usage(cmd, "check needs a workflow FILE");
     jr_config cfg;
@@ -49,98 +46,49 @@ static int do_check(int argc, char **argv) {
     if (rc) return rc;
     jr_workflow_opts o;
     jr_workflow_opts_from_config(&o, &cfg);
-    jr_workflow *w;
-    rc = load_workflow(argv[1], &o.limits, &w);
-    if (!rc) {
-        printf("{\"statements\": %d, \"operators\": %d, \"max_calls\": %d}\n", w->n_stmts + 1, w->n_operators, w->max_calls);
-        jr_workflow_free(w);
-    }
+    jr_status st = jr_workflow_check_file(argv[1], &o.limits, stdout);
     jr_config_free(&cfg);
-    return rc;
+    return st ? cli_fail(cmd, st) : CLI_OK;
 }
 
 /* ---- run ---- */
 static int do_run(int argc, char **argv) {
     const char *wf_path = NULL, *in_path = NULL, *cfg_path = NULL, *out_path = NULL;
     int grade = 0;
-    char **over = calloc((size_t)argc + 1, sizeof *over);
-    int n_over = 0;
-    if (!over) return cli_fail(cmd, jr_fail(JR_ENOMEM, "out of memory"));
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        if (!strcmp(a, "--workflow") && has) wf_path = argv[++i];
-        else if (!strcmp(a, "--problems") && has) in_path = argv[++i];
-        else if (!strcmp(a, "--executor") && has) cfg_path = argv[++i];
-        else if (!strcmp(a, "--output") && has) out_path = argv[++i];
-        else if (!strcmp(a, "--grade")) grade = 1;
-        else if (a[0] != '-' && strchr(a, '=')) over[n_over++] = argv[i];
-        else { free(over); return cli_usage(cmd, "unexpected argument '%s' (see judgerl workflow --help)", a); }
-    }
-    if (!wf_path || !in_path || !cfg_path) { free(over); return cli_usage(cmd, "run needs --workflow, --problems and --executor"); }
+    const jr_arg spec[] = {JR_ARG_S("--workflow", &wf_path), JR_ARG_S("--problems", &in_path), JR_ARG_S("--executor", &cfg_path),
+                           JR_ARG_S("--output", &out_path), JR_ARG_B("--grade", &grade, 1), JR_ARGS_END};
+    jr_args args;
+    int rc = cli_args(cmd, &args, spec, argc, argv, 0, 1, "unexpected argument '%s' (see judgerl workflow --help)");
+    if (!rc && (!wf_path || !in_path || !cfg_path)) rc = cli_usage(cmd, "run needs --workflow, --problems and --executor");
+    if (rc) { jr_args_free(&args); return rc; }
     jr_config cfg;
-    jr_status st = jr_config_load(&cfg, cfg_path, n_over, over, tables);
-    free(over);
+    jr_status st = jr_config_load(&cfg, cfg_path, args.n_over, args.over, tables);
+    jr_args_free(&args);
     if (st) return cli_fail(cmd, st);
     if (cfg.notes) fputs(cfg.notes, stderr); /* keys given under TRL / PEFT / verl names */
     jr_workflow_opts o;
     jr_workflow_opts_from_config(&o, &cfg);
-    jr_workflow *w = NULL;
-    json_t **rows = NULL;
-    int n_rows = 0;
-    jr_wf_executor *e = NULL;
-    FILE *out = stdout;
-    int rc = load_workflow(wf_path, &o.limits, &w);
-    if (!rc && (st = jr_wf_read_problems(in_path, &rows, &n_rows))) rc = cli_fail(cmd, st);
-    if (!rc) {
-        char *dup = strdup(cfg_path);
-        jr_judge_opts jo;
-        st = jr_judge_opts_from_config(&jo, &cfg);
-        if (!st) st = dup ? jr_wf_executor_open(&e, &jo, dirname(dup), &o) : jr_fail(JR_ENOMEM, "out of memory");
-        free(dup);
-        if (st) rc = cli_fail(cmd, st);
-    }
-    if (!rc && out_path && !(out = fopen(out_path, "w"))) rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: cannot open for writing", out_path));
-    if (!rc) {
-        jr_wf_run_counts c;
-        if ((st = jr_workflow_run_rows(e, w, rows, n_rows, o.parallel, grade ? &o.sandbox : NULL, out, &c)))
-            rc = cli_fail(cmd, jr_fail_ctx(st, "%s", in_path));
-        else {
-            fprintf(stderr, "judgerl workflow: %d rows: %d answers, %d failed runs\n", n_rows, c.answers, c.failures);
-            static const char *const dn[3] = {"math", "code", "qa"};
-            for (int d = 0; d < 3 && grade; d++)
-                if (c.n_dom[d])
-                    fprintf(stderr, "judgerl workflow: %s accuracy %.1f%% (%d of %d; failed runs count as wrong)\n", dn[d],
-                            100.0 * c.right_dom[d] / c.n_dom[d], c.right_dom[d], c.n_dom[d]);
-        }
-    }
-    if (out && out != stdout && fclose(out) && !rc) rc = cli_fail(cmd, jr_fail(JR_EIO, "%s: write failed", out_path));
-    jr_wf_executor_close(e);
-    for (int i = 0; i < n_rows; i++) json_decref(rows[i]);
-    free(rows);
-    jr_workflow_free(w);
+    jr_judge_opts jo;
+    char *dup = strdup(cfg_path);
+    jr_workflow_file_opts f = {.workflow = wf_path, .problems = in_path, .cfg_dir = dup ? dirname(dup) : NULL,
+                               .output = out_path, .grade = grade, .log = stderr, .prefix = "judgerl workflow: "};
+    if (!(st = dup ? jr_judge_opts_from_config(&jo, &cfg) : jr_fail(JR_ENOMEM, "out of memory")))
+        st = jr_workflow_run_file(&f, &jo, &o);
+    free(dup);
     jr_config_free(&cfg);
-    return rc;
+    return st ? cli_fail(cmd, st) : CLI_OK;
 }
 
 static int do_tasks(int argc, char **argv) {
     const char *domain = NULL, *out_path = NULL;
-    long n = -1, first = 0;
-    unsigned long long seed = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        char *end = NULL;
-        if (!strcmp(a, "--domain") && has) domain = argv[++i];
-        else if (!strcmp(a, "--output") && has) out_path = argv[++i];
-        else if (!strcmp(a, "--n") && has) { n = strtol(argv[++i], &end, 10); if (*end || n < 0) return cli_usage(cmd, "--n: expected a count >= 0"); }
-        else if (!strcmp(a, "--first") && has) { first = strtol(argv[++i], &end, 10); if (*end || first < 0) return cli_usage(cmd, "--first: expected an index >= 0"); }
-        else if (!strcmp(a, "--seed") && has) { seed = strtoull(argv[++i], &end, 10); if (*end) return cli_usage(cmd, "--seed: expected an integer"); }
-        else return cli_usage(cmd, "unexpected argument '%s' (see judgerl workflow --help)", a);
-    }
+    long n = -1, first = 0, seed = 0;
+    const jr_arg spec[] = {JR_ARG_S("--domain", &domain), JR_ARG_S("--output", &out_path), JR_ARG_L("--n", &n, 0, 1L << 40),
+                           JR_ARG_L("--first", &first, 0, 1L << 40), JR_ARG_L("--seed", &seed, 0, 1L << 62), JR_ARGS_END};
+    int rc = cli_flags(cmd, spec, argc, argv, "unexpected argument '%s' (see judgerl workflow --help)");
+    if (rc) return rc;
     if (!domain || n < 0) return cli_usage(cmd, "tasks needs --domain math|code|qa and --n N");
     json_t *rows;
-    jr_status st = jr_wf_tasks(domain, n, seed, first, &rows);
+    jr_status st = jr_wf_tasks(domain, n, (uint64_t)seed, first, &rows);
     if (st) return cli_fail(cmd, st);
     st = jr_genrows_write(rows, out_path, stdout);
     json_decref(rows);
@@ -171,8 +119,39 @@ static int do_train_executor(int argc, char **argv) {
     return CLI_OK;
 }
 
+/* `workflow train CONFIG.yaml [key=value ...]`: seed 2's GRPO on a policy that writes workflows
+ * (jr_wf_train_run, docs/WORKFLOWS.md). */
+static int do_train(int argc, char **argv) {
+    if (cli_wants_help(argc, argv)) {
+        printf("usage: judgerl workflow train CONFIG.yaml [key=value ...] [--print-config]\n"
+               "GRPO (LoRA) on a policy that writes workflows: prompts are Layer-1 renders of data.train's task rows\n"
+               "drawn per step by data.mix, with few-shot examples from the experience buffer; each completion is\n"
+               "parsed, run by the executor of wftrain.executor and rewarded by wftrain.reward (seed 2's five\n"
+               "components). Per-domain metrics in run.out_dir/metrics.jsonl and TensorBoard; data.validation is\n"
+               "the held-out set (eval/gold_acc, a verifier's). trainer.resume=true continues after a kill.\n");
+        return CLI_OK;
+    }
+    jr_config cfg;
+    int print_only;
+    int rc = cli_load_config("workflow train", argc, argv, 1, jr_wf_train_tables, &cfg, &print_only);
+    if (rc) return rc;
+    if (print_only) { jr_config_free(&cfg); return CLI_OK; }
+    volatile sig_atomic_t *stop = cli_stop_on_signals();
+    char *dir = strdup(argv[1]);
+    jr_train_result res;
+    jr_status st = dir ? jr_wf_train_run(&cfg, dirname(dir), stderr, stop, &res) : JR_ENOMEM;
+    free(dir);
+    if (st) { jr_config_free(&cfg); return cli_fail("workflow train", st); }
+    jr_train_print_opts po;
+    jr_train_print_opts_from_config(&po, &cfg);
+    po.algo = "grpo"; /* always GRPO: the mean reward */
+    jr_train_print_result(stdout, &po, &res);
+    jr_config_free(&cfg);
+    return CLI_OK;
+}
+
 int cmd_workflow(int argc, char **argv) {
-    if (argc >= 2 && !strcmp(argv[1], "train")) return cmd_workflow_train(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "train")) return do_train(argc - 1, argv + 1);
     if (argc < 2 || cli_wants_help(argc, argv)) {
         usage_all(argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_USAGE : CLI_OK;

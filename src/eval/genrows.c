@@ -172,3 +172,44 @@ jr_status jr_genrows_write(const json_t *rows, const char *path, FILE *f) {
     }
     return st;
 }
+
+jr_status jr_genrows_prompts(const char *prompt, const char *chat, const char *input, json_t **rows) {
+    *rows = NULL;
+    if (prompt) *rows = json_pack("[{s:s}]", "prompt", prompt);
+    else if (chat) {
+        json_error_t e;
+        json_t *c = json_load_file(chat, 0, &e);
+        json_t *msgs = json_is_object(c) ? json_object_get(c, "messages") : c;
+        if (!json_is_array(msgs)) {
+            json_decref(c);
+            return jr_fail(JR_EINVAL, "--chat %s: expected a JSON list of {role, content} messages%s%s", chat, c ? "" : ": ",
+                           c ? "" : e.text);
+        }
+        *rows = json_pack("[{s:O}]", "messages", msgs);
+        json_decref(c);
+    } else {
+        return jr_genrows_read(input, rows);
+    }
+    return *rows ? JR_OK : jr_fail(JR_ENOMEM, "out of memory");
+}
+
+jr_status jr_genrows_generate(const jr_generate_opts *o, const json_t *rows) {
+    jr_textgen t;
+    char mdesc[1024];
+    /* the cache is sized once the prompts are known */
+    jr_status st = jr_textgen_open_dir_kv(&t, o->model, o->tokenizer, 1, 2, &o->kv, mdesc, sizeof mdesc);
+    if (st) return st;
+    json_t *out = NULL;
+    if (!(st = jr_genrows_run(&t, rows, &o->rows, &out))) {
+        st = jr_genrows_write(out, o->output, o->out);
+        if (st && o->output) jr_fail_ctx(st, "--output %s", o->output);
+    }
+    FILE *log = st ? NULL : o->log; /* after the output: an error stays one line */
+    if (log && strcmp(mdesc, o->model)) fprintf(log, "%smodel: %s\n", o->prefix, mdesc);
+    if (log) fprintf(log, "%stokenizer: %s\n", o->prefix, t.tok_desc);
+    char kdesc[160];
+    if (log) fprintf(log, "%scompute: %s\n", o->prefix, jr_kv_lm_describe(&t.lm, kdesc, sizeof kdesc));
+    json_decref(out);
+    jr_textgen_close(&t);
+    return st;
+}

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "judgerl/clock.h"
 #include "judgerl/eval.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/strbuf.h"
@@ -206,4 +207,32 @@ done:
     json_decref(counts);
     if (st == JR_ENOMEM && !*jr_errmsg()) jr_fail(JR_ENOMEM, "out of memory");
     return st;
+}
+
+void jr_eval_passk_print(const json_t *passk, FILE *f) {
+    fputc('{', f);
+    const char *k;
+    json_t *v;
+    int first = 1;
+    json_object_foreach((json_t *)passk, k, v) {
+        char num[40];
+        jr_fmt_double(num, sizeof num, json_real_value(v));
+        fprintf(f, "%s\"%s\": %s", first ? "" : ", ", k, num);
+        first = 0;
+    }
+    fprintf(f, "}\n");
+}
+
+jr_status jr_eval_code_report(const jr_eval_code_opts *o, FILE *out, FILE *log, const char *prefix) {
+    if (o->sandbox.unsafe && log) fprintf(log, "%swarning: sandbox.unsafe=true: the samples run WITHOUT bubblewrap\n", prefix);
+    double t0 = jr_now_s();
+    json_t *passk = NULL;
+    jr_status st = jr_eval_code(o, &passk);
+    if (st) return st;
+    jr_eval_passk_print(passk, out);
+    json_decref(passk);
+    if (log)
+        fprintf(log, "%s%.1f s with %d sandboxes at once; results in %s%s\n", prefix, jr_now_s() - t0, o->parallel,
+                o->results ? o->results : o->samples, o->results ? "" : "_results.jsonl");
+    return JR_OK;
 }

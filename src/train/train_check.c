@@ -7,6 +7,17 @@
 #include "judgerl/dist.h"
 #include "judgerl/dataset.h"
 #include "judgerl/ensemble.h"
+#include "judgerl/judge.h"
+#include "judgerl/monitor.h"
+#include "judgerl/probe.h"
+#include "judgerl/protocols.h"
+#include "judgerl/reward_service.h"
+#include "judgerl/sandbox.h"
+#include "judgerl/tokenizer.h"
+#include "judgerl/wf_executor.h"
+#include "judgerl/wf_train.h"
+#include "judgerl/wfrl.h"
+#include "judgerl/workflow.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/grpo_trainer.h"
 #include "judgerl/lora.h"
@@ -121,4 +132,20 @@ jr_status jr_train_check(const jr_config *c) {
     if ((grpo || distill) && (st = check_reward(c, grpo))) return st;
     /* the run-directory rule is rank 0's (it writes there first; another rank would find it used) */
     return jr_dist_rank() ? JR_OK : jr_run_dir_prepare(&ro, to.resume, 1);
+}
+
+/* Every library module's table: training's (JR_TRAIN_TABLE_LIST) and the others'. */
+const jr_cfg_field *const jr_all_cfg_tables[] = {
+    JR_TRAIN_TABLE_LIST, jr_workflow_cfg, jr_wf_exec_cfg, jr_probe_cfg, jr_reward_service_cfg, jr_wf_env_cfg,
+    jr_wf_buffer_cfg, jr_wf_train_cfg, NULL,
+};
+
+jr_status jr_config_check(const jr_config *c) {
+    /* a training config (data.train set): the checks `judgerl train` runs before it starts */
+    if (jr_cfg_str(c, "data.train")) return jr_train_check(c);
+    /* a judge config (endpoints listed): what opening the judge in `grade` would refuse */
+    jr_reward_opts ro;
+    jr_status st = jr_reward_opts_from_config(&ro, c);
+    if (!st && ro.judge.n_endpoints > 0) st = jr_judge_opts_check(&ro.judge, c->source);
+    return st;
 }

@@ -14,9 +14,14 @@
 #include "judgerl/protocols.h"
 #include "judgerl/rng.h"
 #include "judgerl/runlog.h"
+#include "judgerl/tokenizer.h"
 #include "judgerl/train.h"
 #include "judgerl/wf_train.h"
 #include "judgerl/wfrl.h"
+
+const jr_cfg_field *const jr_wf_train_tables[] = {jr_run_cfg,     jr_data_cfg,     jr_model_cfg,  jr_trainer_cfg,
+                                                  jr_grpo_cfg,    jr_judge_cfg,    jr_tokenizer_cfg, jr_wf_env_cfg,
+                                                  jr_wf_buffer_cfg, jr_wf_train_cfg, NULL};
 
 const jr_cfg_field jr_wf_train_cfg[] = {
     {"wftrain.executor", JR_CFG_STRING, "null",

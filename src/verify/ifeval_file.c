@@ -285,3 +285,15 @@ void jr_ifeval_file_free(jr_ifeval_file *f) {
     free(f->pr);
     memset(f, 0, sizeof *f);
 }
+
+void jr_ifeval_file_print(FILE *out, const jr_ifeval_file *f, int breakdown) {
+    for (int m = 0; m < 2; m++) {
+        size_t p_ok, i_ok, i_tot;
+        jr_ifeval_file_accuracy(f, m, &p_ok, &i_ok, &i_tot);
+        const char *tag = m ? "loose" : "strict";
+        fprintf(out, "%s prompt-level: %.4f (%zu/%zu)\n", tag, (double)p_ok / f->n_rows, p_ok, f->n_rows);
+        fprintf(out, "%s instruction-level: %.4f (%zu/%zu)\n", tag, i_tot ? (double)i_ok / i_tot : 0.0, i_ok, i_tot);
+    }
+    if (breakdown)
+        for (int m = 0; m < 2; m++) jr_ifeval_file_breakdown(out, f, m);
+}

@@ -20,6 +20,15 @@ jr_status jr_workflow_parse_file(const char *path, const jr_workflow_limits *lim
     return JR_OK;
 }
 
+jr_status jr_workflow_check_file(const char *path, const jr_workflow_limits *lim, FILE *out) {
+    jr_workflow *w;
+    jr_status st = jr_workflow_parse_file(path, lim, &w);
+    if (st) return st;
+    fprintf(out, "{\"statements\": %d, \"operators\": %d, \"max_calls\": %d}\n", w->n_stmts + 1, w->n_operators, w->max_calls);
+    jr_workflow_free(w);
+    return JR_OK;
+}
+
 jr_status jr_wf_read_problems(const char *path, json_t ***rows, int *n) {
     *rows = NULL;
     *n = 0;
@@ -123,4 +132,39 @@ jr_status jr_workflow_run_rows(jr_wf_executor *e, const jr_workflow *w, json_t *
     *counts = j.c;
     if (j.errors) return jr_fail(JR_EINVAL, "%s", j.error);
     return JR_OK;
+}
+
+/* The run's counts on log: rows, answers, failed runs; with grading each domain's accuracy. */
+static void log_counts(FILE *log, const char *prefix, int n_rows, const jr_wf_run_counts *c, int grade) {
+    fprintf(log, "%s%d rows: %d answers, %d failed runs\n", prefix, n_rows, c->answers, c->failures);
+    static const char *const dn[3] = {"math", "code", "qa"};
+    for (int d = 0; d < 3 && grade; d++)
+        if (c->n_dom[d])
+            fprintf(log, "%s%s accuracy %.1f%% (%d of %d; failed runs count as wrong)\n", prefix, dn[d],
+                    100.0 * c->right_dom[d] / c->n_dom[d], c->right_dom[d], c->n_dom[d]);
+}
+
+jr_status jr_workflow_run_file(const jr_workflow_file_opts *f, const struct jr_judge_opts *jo, const jr_workflow_opts *o) {
+    jr_workflow *w = NULL;
+    json_t **rows = NULL;
+    int n_rows = 0;
+    jr_wf_executor *e = NULL;
+    FILE *out = stdout;
+    jr_status st = jr_workflow_parse_file(f->workflow, &o->limits, &w);
+    if (!st) st = jr_wf_read_problems(f->problems, &rows, &n_rows);
+    if (!st) st = jr_wf_executor_open(&e, jo, f->cfg_dir, o);
+    if (!st && f->output && !(out = fopen(f->output, "w"))) st = jr_fail(JR_EIO, "%s: cannot open for writing", f->output);
+    if (!st) {
+        jr_wf_run_counts c;
+        if ((st = jr_workflow_run_rows(e, w, rows, n_rows, o->parallel, f->grade ? &o->sandbox : NULL, out, &c)))
+            st = jr_fail_ctx(st, "%s", f->problems);
+        else if (f->log)
+            log_counts(f->log, f->prefix, n_rows, &c, f->grade);
+    }
+    if (out && out != stdout && fclose(out) && !st) st = jr_fail(JR_EIO, "%s: write failed", f->output);
+    jr_wf_executor_close(e);
+    for (int i = 0; i < n_rows; i++) json_decref(rows[i]);
+    free(rows);
+    jr_workflow_free(w);
+    return st;
 }
