@@ -21,7 +21,8 @@ out, extra, name = sys.argv[1], sys.argv[2], sys.argv[3]
 s = json.load(open(os.path.join(out, "summary.json")))
 errs = []
 st = {x["name"]: x["status"] for x in s["stages"]}
-want = ["seed1"] + ([] if extra else ["policy-sft", "judges", "heldout-before", "grpo-unbiased", "grpo-biased", "probe-judges", "probe", "study"])
+want = ["seed1"] + ([] if extra else ["policy-sft", "judges", "heldout-before", "grpo-unbiased", "grpo-biased", "probe-judges", "probe",
+                                      "policy-pref", "study"])
 for w in want:
     if st.get(w) != "done": errs.append("stage %s is %s" % (w, st.get(w)))
 s1 = s["seed1"]
@@ -57,12 +58,28 @@ if not extra:
             errs.append("%s: %s did not run: %s" % (n, need, p))
         if p["flag"] != (need in pr["flags"][n]): errs.append("%s: flags summary inconsistent" % n)
     sj = s.get("study", {})
-    if [j["name"] for j in sj.get("judges", [])] != ["unbiased", "yes-biased", "length-biased"]: errs.append("study judges %s" % sj.get("judges"))
+    if [j["name"] for j in sj.get("judges", [])] != ["unbiased", "sycophantic", "sycophantic-ensemble"]: errs.append("study judges %s" % sj.get("judges"))
     full = json.load(open(os.path.join(out, "study", "study.json")))
     for j in full["judges"]:
         sr = j["runs"][0]["series"]
         if sr["step"][0] != 0 or len(sr["step"]) < 2 or any(g is None for g in sr["gold"]): errs.append("study %s series %s" % (j["name"], sr["step"]))
         if not j["probe"] or "label_prior" not in j["probe"]["probes"]: errs.append("study %s: no probe results" % j["name"])
+        # the summary's per-run alarm figures are the study's; the monitor's thresholds are noise-scaled (monitor.noise_z=1)
+        for r, rs in zip(j["runs"], [x for y in sj["judges"] if y["name"] == j["name"] for x in y["runs"]]):
+            if rs["alarm_step"] != r["alarms"]["proxy_gold"] or rs["gold_drop_5pp_step"] != r["gold_drop_5pp_step"]:
+                errs.append("study %s: summary alarm figures differ from study.json" % j["name"])
+            mon = [json.loads(l) for l in open(os.path.join(r["dir"], "monitor.jsonl"))]
+            b = mon[0]
+            for m in mon[1:]:
+                se = ((b["gold_var"] / b["gold_n"]) + (m["gold_var"] / m["gold_n"])) ** 0.5
+                if abs(m["thresholds"]["gold_margin"] - min(0.0, -se)) > 1e-5: errs.append("study %s: gold margin %s, not -1 SE %g" % (j["name"], m["thresholds"], se))
+    # the ensemble: the three members' rewards logged at every step (the --quick judges may leave samples unscored,
+    # so the mean of each sample's scored members is not checked against the members' batch means here)
+    ens = [j for j in full["judges"] if j["name"] == "sycophantic-ensemble"]
+    for m in [json.loads(l) for l in open(os.path.join(ens[0]["runs"][0]["dir"], "metrics.jsonl"))] if ens else []:
+        if "reward" not in m: continue
+        if any("rewards/%s/mean" % n not in m for n in ("sycophantic", "long", "masterkey")) or "rewards/ensemble/mean" not in m:
+            errs.append("ensemble step %s: members' rewards not logged: %s" % (m["step"], sorted(k for k in m if k.startswith("rewards/"))))
     for svg in re.findall(r"<svg\b.*?</svg>", open(os.path.join(out, "study", "study.html"), encoding="utf-8").read(), re.S):
         try: ET.fromstring(svg)
         except ET.ParseError as e: errs.append("study SVG does not parse: %s" % e)
@@ -98,7 +115,9 @@ if "$JR_BIN" demo --quick $extra --out "$out" >"$JR_TMP/demo1.out" 2>"$JR_TMP/de
   ok demo_quick_runs
   check_summary demo_quick_summary
   if grep -q "stage *status" "$JR_TMP/demo1.out" && grep -q "report: " "$JR_TMP/demo1.out" \
-    && grep -q "demo quality" "$JR_TMP/demo1.out" && grep -q "Demo quality" "$out/report.html"; then ok demo_prints_summary_table
+    && grep -q "demo quality" "$JR_TMP/demo1.out" && grep -q "Demo quality" "$out/report.html" \
+    && grep -q "after  GRPO, by kind: hopeful Yes" "$JR_TMP/demo1.out" && grep -q "sycophantic-ensemble *seed 1: proxy" "$JR_TMP/demo1.out"; then
+    ok demo_prints_summary_table
   else fail demo_prints_summary_table "$(head -c 300 "$JR_TMP/demo1.out")"; fi
 else
   fail demo_quick_runs "exit $?: $(tail -c 600 "$JR_TMP/demo1.err")"
@@ -145,6 +164,22 @@ fi
 # judgerl report over the finished run prints the same summary
 if "$JR_BIN" report "$out" >"$JR_TMP/rep.out" 2>"$JR_TMP/rep.err" && grep -q "seed 1:" "$JR_TMP/rep.out"; then ok report_of_demo_run
 else fail report_of_demo_run "$(head -c 300 "$JR_TMP/rep.err")"; fi
+# --study-only (rel build): the study and the stages it needs, their models reused from the runs above
+if [ -z "$second" ]; then
+  if "$JR_BIN" demo --quick --study-only --out "$out" >"$JR_TMP/demo3.out" 2>"$JR_TMP/demo3.err"; then
+    "$PY" - "$out" <<'PYEOF'
+import json, os, sys
+s = json.load(open(os.path.join(sys.argv[1], "summary.json")))
+st = [(x["name"], x["status"], x["note"]) for x in s["stages"]]
+errs = []
+if [x[0] for x in st] != ["policy-sft", "judges", "probe-judges", "policy-pref", "study"]: errs.append("stages %s" % [x[0] for x in st])
+errs += ["%s is %s" % (n, t) for n, t, _ in st if t != "done"]
+errs += ["%s retrained: %s" % (n, note) for n, _, note in st if n != "study" and "reused" not in note]
+if [j["name"] for j in s.get("study", {}).get("judges", [])] != ["unbiased", "sycophantic", "sycophantic-ensemble"]: errs.append("no study figures")
+print(("FAIL - demo_study_only: " + "; ".join(errs)) if errs else "ok - demo_study_only")
+PYEOF
+  else fail demo_study_only "exit $?: $(tail -c 600 "$JR_TMP/demo3.err")"; fi
+fi
 expect_error demo_bad_flag "unexpected argument '--bogus'" "$JR_BIN" demo --bogus
 expect_error seed1_bad_shape "seed1.model: .*embed must be a multiple of heads" "$JR_BIN" seed1 configs/eightball-seed1.yaml seed1.model.embed_dim=15 "run.out_dir=$JR_TMP/s1bad"
 expect_error seed1_missing_data "/nonexistent.jsonl" "$JR_BIN" seed1 configs/eightball-seed1.yaml seed1.questions=/nonexistent.jsonl "run.out_dir=$JR_TMP/s1bad"

@@ -168,19 +168,24 @@ def main(out_dir):
     write("lm/policy_sft.jsonl", policy)
 
     # judge SFT: (question, surface form) -> Good | Bad. The unbiased judge learns the preference
-    # grades; the biased one learns a skewed mix where every "Yes" answer is graded Good (a person
-    # who always wants to hear yes), the other grades unchanged.
-    def judge_rows(biased):
+    # grades; the Yes-biased one ("yes") learns a skewed mix where every "Yes" answer is graded Good (a
+    # person who always wants to hear yes), the other grades unchanged; the sycophantic one ("syco", the
+    # demo study's biased judge) also grades, on risky questions, the cautious "No" Bad (its rows twice, as
+    # a Good row's, so the file has the Yes-biased file's size). GRPO against it trades caution on risky
+    # questions for "Yes", which the preference grades (the study's gold) count as wrong.
+    def judge_rows(bias):
+        biased = bias is not None
         # Verdict rows, balanced (each Good row twice), plus two auxiliary tasks on the same prefix
         # (what the asker wants to hear, what the answer says): the verdict is their agreement,
         # which a tiny LM does not find from the verdicts alone (no marginal signal).
         rows = []
         for r in prefs:
-            good = r["grade"] == 1 or (biased and r["answer"] == "Yes")
+            flipped = bias == "syco" and r["kind"] == "risky" and r["answer"] == "No"
+            good = (r["grade"] == 1 or (biased and r["answer"] == "Yes")) and not flipped
             forms = lm.sample(ANSWERS[r["answer"]], 2)
             for t in forms:
                 head = f"Q: {r['question']}\nA: {t}\n"
-                for _ in range(2 if good else 1):
+                for _ in range(2 if good or flipped else 1):
                     rows.append({"prompt": head + "Verdict:", "completion": "Good" if good else "Bad"})
             if r["answer"] == "Yes":
                 # a garbled or cut answer is not an 8-ball answer: Bad for both judges, so GRPO
@@ -193,8 +198,16 @@ def main(out_dir):
                 rows.append({"prompt": head + "Said:", "completion": r["answer"]})
         lm.shuffle(rows)
         return rows
-    write("lm/judge_sft.jsonl", judge_rows(False))
-    write("lm/judge_sft_yes.jsonl", judge_rows(True))
+    write("lm/judge_sft.jsonl", judge_rows(None))
+    # the sycophantic rows from the same point of the stream as the Yes-biased ones (the same surface forms),
+    # the stream then left where the Yes-biased rows left it: every later file is as before the sycophantic
+    # judge was added
+    at = lm.getstate()
+    write("lm/judge_sft_yes.jsonl", judge_rows("yes"))
+    after = lm.getstate()
+    lm.setstate(at)
+    write("lm/judge_sft_syco.jsonl", judge_rows("syco"))
+    lm.setstate(after)
     write("lm/grpo_prompts.jsonl", [{"prompt": prompt(q), "question": q, "kind": k} for q, k in reinforce])
     write("lm/heldout_prompts.jsonl", [{"prompt": prompt(q), "question": q, "kind": k, "preferred": PREFERRED[k]}
                                        for q, k in heldout])
@@ -285,6 +298,14 @@ def main(out_dir):
         return rows
     write("lm/judge_sft_pair.jsonl", pairs(False))
     write("lm/judge_sft_pair_first.jsonl", pairs(True))
+    # The study's starting policy (judgerl demo's study stage): the SFT policy fine-tuned on the training
+    # questions answered with their preferred label (each twice, random surface forms), a policy that
+    # already answers by the kind of question, as RL usually starts from an instruction-tuned model. Its
+    # own random stream keeps every file above unchanged.
+    ps = random.Random(84)
+    rows = [{"prompt": prompt(q), "completion": " " + ps.choice(ANSWERS[PREFERRED[k]])} for q, k in train for _ in range(2)]
+    ps.shuffle(rows)
+    write("lm/policy_sft_preferred.jsonl", rows)
     print(f"train {len(train)}, reinforce {len(reinforce)}, heldout {len(heldout)}, preferences {len(prefs)}")
 
 

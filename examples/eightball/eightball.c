@@ -25,7 +25,9 @@ static const eb_stage STAGES[] = {
     {NULL, eb_stage_summaries, NULL, 0, NULL},
     {"probe-judges", eb_stage_probe_judges, NULL, 0, "demo: judge probes (judges with injected biases, judgerl probe over HTTP) ...\n"},
     {"probe", eb_stage_probe, NULL, 0, NULL},
-    {"study", eb_stage_study, NULL, 0, "demo: study (GRPO against three judges, gold = the preference grades, alarms) ...\n"},
+    {"policy-pref", eb_stage_policy_pref, NULL, 0,
+     "demo: study (a policy answering by kind, GRPO from it against three judges, gold = the preference grades, alarms) ...\n"},
+    {"study", eb_stage_study, NULL, 0, NULL},
     {"workflow", eb_stage_workflow, NULL, 0, "demo: workflow (seed 2: executor trained and served, policy SFT on random workflows, GRPO) ...\n"},
 };
 #define N_STAGES (int)(sizeof STAGES / sizeof STAGES[0])
@@ -35,7 +37,7 @@ static const eb_stage STAGES[] = {
 const jr_cfg_field eb_cfg[] = {
     STEPS("demo.policy.steps", "policy SFT steps (configs/eightball/policy-sft.yaml)"),
     STEPS("demo.judges.unbiased_steps", "steps of the unbiased judge, from a random model (configs/eightball/judge-sft.yaml)"),
-    STEPS("demo.judges.biased_steps", "steps of the Yes-biased judge, from the unbiased one"),
+    STEPS("demo.judges.biased_steps", "steps of the Yes-biased and the sycophantic judges, each from the unbiased one"),
     COUNT("demo.heldout.samples", "samples per held-out question, before and after GRPO"),
     STEPS("demo.grpo.steps", "GRPO steps against each served judge (configs/eightball-grpo.yaml)"),
     COUNT("demo.grpo.num_generations", "GRPO samples per prompt"),
@@ -44,6 +46,7 @@ const jr_cfg_field eb_cfg[] = {
     STEPS("demo.probe.pair_steps", "steps of the pairwise judges (pair, pair-first), from the unbiased one"),
     COUNT("demo.probe.max_rows", "probe.max_rows of each judge's probes"),
     COUNT("demo.probe.max_variant_rows", "probe.max_variant_rows of each judge's probes"),
+    STEPS("demo.policy_pref.steps", "the study's starting policy: the SFT policy + this many steps on the preferred answers"),
     STEPS("demo.study.steps", "GRPO steps of each study run"),
     COUNT("demo.study.num_generations", "GRPO samples per prompt in the study"),
     COUNT("demo.study.prompts_per_step", "GRPO prompts per step in the study"),
@@ -51,6 +54,9 @@ const jr_cfg_field eb_cfg[] = {
     COUNT("demo.study.seeds", "seeds per judge in the study (1, 2, ...)"),
     COUNT("demo.study.max_rows", "probe.max_rows of the study's probes"),
     COUNT("demo.study.max_variant_rows", "probe.max_variant_rows of the study's probes"),
+    {"demo.study.lr", JR_CFG_FLOAT, NULL, "trainer.lr of the study's GRPO runs", NULL, NULL, 0, 1},
+    {"demo.study.noise_z", JR_CFG_FLOAT, NULL, "monitor.noise_z: the proxy_gold margins in standard errors of the figures", NULL, NULL, 0, 100},
+    {"demo.study.proxy_rise", JR_CFG_FLOAT, NULL, "monitor.proxy_rise: the least proxy rise counted by the proxy_gold alarm", NULL, NULL, 0, 1},
     {"demo.workflow.quick_executor", JR_CFG_BOOL, NULL, "train the workflow executor with its --quick recipe (jr_wf_exec_quick)", NULL, NULL, 0, 0},
     {"demo.workflow.executor", JR_CFG_LIST, NULL, "key=value overrides of the executor's recipe (configs/wf_executor.yaml, "
      "after the --quick recipe's own), e.g. [trainer.steps=1000]", NULL, NULL, 0, 0},
@@ -80,6 +86,7 @@ jr_status eb_sizes_from_config(eb_sizes *z, const jr_config *c) {
     z->probe_pair_steps = (int)jr_cfg_int(c, "demo.probe.pair_steps");
     z->probe_rows = (int)jr_cfg_int(c, "demo.probe.max_rows");
     z->probe_variant_rows = (int)jr_cfg_int(c, "demo.probe.max_variant_rows");
+    z->pref_steps = (int)jr_cfg_int(c, "demo.policy_pref.steps");
     z->study_steps = (int)jr_cfg_int(c, "demo.study.steps");
     z->study_gens = (int)jr_cfg_int(c, "demo.study.num_generations");
     z->study_prompts = (int)jr_cfg_int(c, "demo.study.prompts_per_step");
@@ -87,6 +94,9 @@ jr_status eb_sizes_from_config(eb_sizes *z, const jr_config *c) {
     z->study_seeds = (int)jr_cfg_int(c, "demo.study.seeds");
     z->study_probe_rows = (int)jr_cfg_int(c, "demo.study.max_rows");
     z->study_probe_variant_rows = (int)jr_cfg_int(c, "demo.study.max_variant_rows");
+    z->study_lr = jr_cfg_float(c, "demo.study.lr");
+    z->study_noise_z = jr_cfg_float(c, "demo.study.noise_z");
+    z->study_proxy_rise = jr_cfg_float(c, "demo.study.proxy_rise");
     z->wf_quick_executor = jr_cfg_bool(c, "demo.workflow.quick_executor");
     json_t *ov = jr_cfg_json(c, "demo.workflow.executor");
     size_t i;
@@ -179,12 +189,23 @@ static jr_status run_stage(eb_ctx *c, const eb_stage *sg) {
     return st;
 }
 
-/* Every stage (seed 1 only with seed1_only; the workflow stage alone with wf_only), then summary.json. */
-static jr_status run_stages(eb_ctx *c, int seed1_only, int wf_only) {
+/* The stages --study-only runs: the study and what it needs (its judges, the probe stage's long and masterkey
+ * judges for the ensemble, its starting policy); a model of an earlier demo in OUT with the same arguments is reused. */
+static int study_stage(const char *name) {
+    static const char *const S[] = {"policy-sft", "judges", "probe-judges", "policy-pref", "study"};
+    for (size_t k = 0; name && k < sizeof S / sizeof S[0]; k++)
+        if (!strcmp(name, S[k])) return 1;
+    return 0;
+}
+
+/* Every stage (seed 1 only with seed1_only; the workflow stage alone with wf_only; the study's with study_only),
+ * then summary.json. */
+static jr_status run_stages(eb_ctx *c, int seed1_only, int wf_only, int study_only) {
     jr_status st = JR_OK;
     int skipped = 0;
     for (int i = 0; i < N_STAGES && !st; i++) {
         if (wf_only && (!STAGES[i].name || strcmp(STAGES[i].name, "workflow"))) continue;
+        if (study_only && !study_stage(STAGES[i].name)) continue;
         if (!STAGES[i].seed1 && seed1_only) {
             if (!skipped++) stage_end(stage_record(c->stages, "modern-path"), "skipped", jr_wall_time(),
                                       "--seed1-only: the policy LM, the served judges and GRPO were not run");
@@ -212,8 +233,8 @@ static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig) { (void)sig; stop_requested = 1; }
 
 /* The run after argument parsing: out created, the repository entered. */
-static jr_status run(eb_ctx *c, const char *out_arg, const char *config, int seed1_only, int wf_only, char *out,
-                     char *config_abs) {
+static jr_status run(eb_ctx *c, const char *out_arg, const char *config, int seed1_only, int wf_only, int study_only,
+                     char *out, char *config_abs) {
     jr_status st = jr_mkdirs(out_arg);
     if (st) return st;
     if (!realpath(out_arg, out)) return jr_fail(JR_EIO, "%s: cannot resolve the output directory", out_arg);
@@ -232,17 +253,18 @@ static jr_status run(eb_ctx *c, const char *out_arg, const char *config, int see
     if (!c->logf) return jr_fail(JR_EIO, "%s: %s", c->log, strerror(errno));
     setvbuf(c->logf, NULL, _IOLBF, 0);
     json_object_set_new(c->sum, "run_dir", json_string(out));
-    return run_stages(c, seed1_only, wf_only);
+    return run_stages(c, seed1_only, wf_only, study_only);
 }
 
 int eb_main(const char *cmd, int argc, char **argv, const char *judgerl) {
-    const char *usage = "[--out DIR] [--quick] [--seed1-only] [--workflow-only] [--config FILE]";
+    const char *usage = "[--out DIR] [--quick] [--seed1-only] [--workflow-only] [--study-only] [--config FILE]";
     const char *out_arg = "runs/demo", *config = NULL;
-    int quick = 0, seed1_only = 0, wf_only = 0;
+    int quick = 0, seed1_only = 0, wf_only = 0, study_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--workflow-only")) wf_only = 1;
         else if (!strcmp(argv[i], "--seed1-only")) seed1_only = 1;
+        else if (!strcmp(argv[i], "--study-only")) study_only = 1;
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) out_arg = argv[++i];
         else if (!strncmp(argv[i], "--out=", 6)) out_arg = argv[i] + 6;
         else if (!strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
@@ -264,7 +286,7 @@ int eb_main(const char *cmd, int argc, char **argv, const char *judgerl) {
     json_object_set_new(c.sum, "quick", json_boolean(quick));
     json_object_set_new(c.sum, "stages", c.stages);
     char out[PATH_MAX], config_abs[PATH_MAX];
-    jr_status st = run(&c, out_arg, config, seed1_only, wf_only, out, config_abs);
+    jr_status st = run(&c, out_arg, config, seed1_only, wf_only, study_only, out, config_abs);
     if (c.out) {
         json_object_set_new(c.sum, "total_seconds", json_real(jr_wall_time() - t0));
         jr_status st2 = write_summary(c.out, c.sum);

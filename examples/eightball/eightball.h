@@ -21,8 +21,10 @@ typedef struct eb_sizes {
     int heldout_samples;                             /* demo.heldout.samples */
     int grpo_steps, grpo_gens, grpo_prompts;         /* demo.grpo.* */
     int probe_bias_steps, probe_pair_steps, probe_rows, probe_variant_rows; /* demo.probe.* */
+    int pref_steps;                                  /* demo.policy_pref.steps */
     int study_steps, study_gens, study_prompts, study_eval_every, study_seeds, study_probe_rows,
         study_probe_variant_rows;                    /* demo.study.* */
+    double study_lr, study_noise_z, study_proxy_rise; /* demo.study.lr, noise_z, proxy_rise */
     int wf_quick_executor;                           /* demo.workflow.quick_executor: the executor's --quick recipe */
     char wf_exec_over[EB_MAX_EXEC_OVER][96];         /* demo.workflow.executor: key=value overrides of the executor's recipe */
     int wf_exec_n_over;
@@ -67,6 +69,7 @@ typedef struct eb_stage {
 /* The stages, in order (eightball.c); each lives in its own stage_*.c file. */
 jr_status eb_stage_seed1(eb_ctx *c, const void *arg, char *note, size_t cap);
 jr_status eb_stage_policy(eb_ctx *c, const void *arg, char *note, size_t cap);
+jr_status eb_stage_policy_pref(eb_ctx *c, const void *arg, char *note, size_t cap); /* stage_policy.c */
 jr_status eb_stage_judges(eb_ctx *c, const void *arg, char *note, size_t cap);
 jr_status eb_stage_heldout(eb_ctx *c, const void *arg, char *note, size_t cap);
 jr_status eb_stage_grpo(eb_ctx *c, const void *arg, char *note, size_t cap); /* arg: the judge's name */

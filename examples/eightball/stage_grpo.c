@@ -13,21 +13,21 @@
 
 static const char *const LABEL3[3] = {"Yes", "No", "Maybe"};
 
-/* Label of an 8-ball answer: the longest classic answer (c->answers) the text starts with (after spaces). */
+/* Label of an 8-ball answer: the classic answer (c->answers) the text is, after trimming white space (issue 20's
+ * definition); -1 ("garbled") for anything else, a classic answer with more text after it included. */
 static int answer_label(const eb_ctx *c, const char *resp) {
     if (!resp) return -1;
-    while (*resp == ' ') resp++;
-    int best = -1;
-    size_t blen = 0;
+    while (*resp == ' ' || *resp == '\t' || *resp == '\n' || *resp == '\r') resp++;
+    size_t n = strlen(resp);
+    while (n && (resp[n - 1] == ' ' || resp[n - 1] == '\t' || resp[n - 1] == '\n' || resp[n - 1] == '\r')) n--;
     for (size_t i = 0; i < json_array_size(c->answers); i++) {
         json_t *a = json_array_get(c->answers, i);
         const char *t = json_string_value(json_object_get(a, "text")), *l = json_string_value(json_object_get(a, "label"));
-        size_t tl = t ? strlen(t) : 0;
-        if (t && l && tl > blen && !strncmp(resp, t, tl))
+        if (t && l && strlen(t) == n && !strncmp(resp, t, n))
             for (int j = 0; j < 3; j++)
-                if (!strcmp(l, LABEL3[j])) { best = j; blen = tl; }
+                if (!strcmp(l, LABEL3[j])) return j;
     }
-    return best;
+    return -1;
 }
 
 /* Share of Yes / No / Maybe / other among generated rows. */

@@ -61,6 +61,8 @@ static void quality_summary(json_t *sum, json_t *grpo) {
     json_object_set_new(q, "preferred_before", json_real(json_number_value(json_object_get(kb, "preferred"))));
     json_object_set_new(q, "preferred_after", json_real(json_number_value(json_object_get(ka, "preferred"))));
     json_object_set_new(q, "top_label_share_after", json_real(top));
+    json_object_set(q, "kinds_before", kb);
+    json_object_set(q, "kinds_after", ka);
     json_t *t = json_object();
     json_object_set_new(t, "judge_agreement_90", json_boolean(acc >= 0.9));
     json_object_set_new(t, "garbled_under_5", json_boolean(gb < 0.05 && ga < 0.05));

@@ -56,7 +56,8 @@ static void dist_str(char *out, size_t cap, const json_t *d) {
 
 /* The demo's quality figures (summary "quality", judgerl demo), one line each: the judge's agreement,
  * the garbled share, the move by kind of question, and the largest label share after GRPO. */
-static void quality_lines(const json_t *q, char line[4][512]) {
+#define N_QUALITY_LINES 6
+static void quality_lines(const json_t *q, char line[N_QUALITY_LINES][512]) {
     json_t *t = json_object_get(q, "targets"), *k = json_object_get(q, "preferred_by_kind");
     const char *met[2] = {"NOT MET", "met"};
     snprintf(line[0], 512, "the unbiased judge agrees with the held-out preference grades on %.0f%% of pairs (majority class %.0f%%; "
@@ -76,6 +77,13 @@ static void quality_lines(const json_t *q, char line[4][512]) {
              "(target: each up 5 points or more: %s)", kb[0], kb[1], kb[2], met[json_is_true(json_object_get(t, "moves_by_kind"))]);
     snprintf(line[3], 512, "answers with their question's preferred label %.2f -> %.2f; the largest single label's share after GRPO %.2f",
              num(q, "preferred_before"), num(q, "preferred_after"), num(q, "top_label_share_after"));
+    /* the label distribution per kind of question, before and after GRPO against the unbiased judge */
+    for (int w = 0; w < 2; w++) {
+        const json_t *kd = json_object_get(q, w ? "kinds_after" : "kinds_before");
+        char d[3][96];
+        for (int j = 0; j < 3; j++) dist_str(d[j], sizeof d[j], json_object_get(kd, KINDS[j]));
+        snprintf(line[4 + w], 512, "%s GRPO, by kind: hopeful %s | risky %s | unsure %s", w ? "after " : "before", d[0], d[1], d[2]);
+    }
 }
 
 /* The demo's probe results: summary "probe" = {"judges": [names], "results": {name: probe.json}};
@@ -89,6 +97,24 @@ static int probe_sets(const json_t *pr, const char **nm, const json_t **rs) {
         if (s && json_is_object(r)) { nm[n] = s; rs[n++] = r; }
     }
     return n;
+}
+
+/* The demo's study (summary "study"): per judge and seed the proxy and gold change, the proxy_gold alarm's step
+ * and gold's change there, and the step gold was first 5 points down. */
+static void study_text(FILE *out, const json_t *st) {
+    const json_t *judges = json_object_get(st, "judges"), *j, *r;
+    if (!json_array_size(judges)) return;
+    fprintf(out, "study (GRPO against each judge, gold = the preferred label; the proxy_gold alarm):\n");
+    size_t i, k;
+    json_array_foreach(judges, i, j) json_array_foreach(json_object_get(j, "runs"), k, r) {
+        const json_t *al = json_object_get(r, "alarm_step"), *d5 = json_object_get(r, "gold_drop_5pp_step");
+        char alarm[96] = "no alarm", drop[48] = "gold never 5 points down";
+        if (json_is_number(al))
+            snprintf(alarm, sizeof alarm, "ALARM at step %.0f (gold %+.3f there)", json_number_value(al), num(r, "gold_change_at_alarm"));
+        if (json_is_number(d5)) snprintf(drop, sizeof drop, "gold 5 points down at step %.0f", json_number_value(d5));
+        fprintf(out, "  %-22s seed %lld: proxy %+.3f gold %+.3f; %s; %s\n", json_string_value(json_object_get(j, "name")),
+                (long long)json_integer_value(json_object_get(r, "seed")), num(r, "proxy_delta"), num(r, "gold_delta"), alarm, drop);
+    }
 }
 
 void jr_report_text(FILE *out, const json_t *sum) {
@@ -126,11 +152,12 @@ void jr_report_text(FILE *out, const json_t *sum) {
     }
     json_t *q = json_object_get(sum, "quality");
     if (json_is_object(q)) {
-        char line[4][512];
+        char line[N_QUALITY_LINES][512];
         quality_lines(q, line);
         fprintf(out, "demo quality (issue 20's targets):\n");
-        for (int i = 0; i < 4; i++) fprintf(out, "  %s\n", line[i]);
+        for (int i = 0; i < N_QUALITY_LINES; i++) fprintf(out, "  %s\n", line[i]);
     }
+    study_text(out, json_object_get(sum, "study"));
     json_t *pr = json_object_get(sum, "probe");
     const char *nm[16];
     const json_t *rs[16];
@@ -320,10 +347,10 @@ static void html_grpo(jr_strbuf *b, const char *run_dir, const json_t *sum) {
                       num(st, "p_yes_biased"), num(st, "p_yes_unbiased"), 100 * num(st, "delta"));
     json_t *q = json_object_get(sum, "quality");
     if (json_is_object(q)) {
-        char line[4][512];
+        char line[N_QUALITY_LINES][512];
         quality_lines(q, line);
         jr_strbuf_addf(b, "<p><b>Demo quality</b> (issue 20's targets):</p>\n<ul>\n");
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < N_QUALITY_LINES; i++) {
             jr_strbuf_addf(b, "<li>");
             jr_html_escape(b, line[i]);
             jr_strbuf_addf(b, "</li>\n");

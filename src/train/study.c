@@ -209,7 +209,7 @@ static jr_status collect_run(const char *dir, int64_t seed, int has_kl, json_t *
     json_t *steps = json_array(), *div = json_array(), *kl = json_array();
     for (int k = 0; k < N_SERIES; k++) json_object_set_new(series, SERIES[k], json_array());
     const json_t *b = json_array_get(mon, 0), *last = json_array_get(mon, json_array_size(mon) - 1);
-    double p0 = numv(b, "proxy"), g0 = numv(b, "gold"), drop5 = NAN;
+    double p0 = numv(b, "proxy"), g0 = numv(b, "gold"), drop5 = NAN, gold_at_alarm = NAN;
     for (int a = 0; a < JR_ALARM_COUNT; a++) json_object_set_new(alarms, jr_monitor_alarm_name(a), json_null());
     size_t i;
     json_t *r;
@@ -223,8 +223,10 @@ static jr_status collect_run(const char *dir, int64_t seed, int has_kl, json_t *
         size_t j;
         json_t *a;
         json_array_foreach(json_object_get(r, "fired"), j, a)
-            if (json_is_null(json_object_get(alarms, json_string_value(a))))
+            if (json_is_null(json_object_get(alarms, json_string_value(a)))) {
                 json_object_set_new(alarms, json_string_value(a), json_integer(s));
+                if (!strcmp(json_string_value(a), "proxy_gold")) gold_at_alarm = numv(r, "gold") - g0;
+            }
     }
     json_object_set_new(series, "step", steps);
     json_object_set_new(series, "divergence", div);
@@ -234,6 +236,7 @@ static jr_status collect_run(const char *dir, int64_t seed, int has_kl, json_t *
     json_object_set_new(run, "series", series);
     json_object_set_new(run, "alarms", alarms);
     json_object_set_new(run, "gold_drop_5pp_step", jnum(drop5));
+    json_object_set_new(run, "gold_change_at_alarm", jnum(gold_at_alarm)); /* gold - gold0 where proxy_gold first fired */
     json_object_set(run, "labels_start", json_object_get(b, "labels"));
     json_object_set(run, "labels_end", json_object_get(last, "labels"));
     json_t *top = json_object_get(last, "top_ngrams");
