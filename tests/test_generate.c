@@ -460,6 +460,56 @@ TEST(bf16_kv_logits_near_training_forward) {
     bf16_logits_one(1, 0);
 }
 
+/* Head sizes 64 and 128 (the common ones: attention has its own register kernel for them, which the
+ * fixtures' small heads never reach) against the training forward: fp32 cache within ATOL + RTOL |b|,
+ * bf16 cache (keys and values rounded) within BF16_LOGIT_ATOL + 2% |b|; prefill then decode steps. */
+TEST(wide_head_kv_logits_near_training_forward) {
+    for (int D = 64; D <= 128; D *= 2)
+        for (int kv_bf16 = 0; kv_bf16 < 2; kv_bf16++) {
+            jr_model_config c;
+            jr_model_config_init(&c, JR_ARCH_QWEN3);
+            c.hidden_size = 40; /* not a multiple of 16: the matmuls' tails too */
+            c.num_hidden_layers = 2;
+            c.num_attention_heads = 2;
+            c.num_key_value_heads = 1;
+            c.head_dim = D;
+            c.intermediate_size = 48;
+            c.vocab_size = NV + 4;
+            c.max_position_embeddings = 256;
+            c.qk_norm = 1;
+            jr_model m;
+            if (jr_model_init_random(&m, &c, 11, 0.3f)) { CHECK_MSG(0, "%s", jr_errmsg()); return; }
+            int T = 40, P = 17, V0 = c.vocab_size;
+            int32_t ids[40];
+            jr_rng r;
+            jr_rng_seed(&r, (uint64_t)D + kv_bf16);
+            for (int i = 0; i < T; i++) ids[i] = (int32_t)jr_rng_below(&r, (uint64_t)V0);
+            jr_acts a;
+            CHECK_OK(jr_acts_init(&a, &m, 1, T));
+            CHECK_OK(jr_model_forward(&m, &a, ids, 1, T));
+            jr_kv_opts o = jr_kv_opts_default();
+            o.kv_bf16 = kv_bf16;
+            jr_lm lm;
+            CHECK_OK(jr_kv_lm_open_opts(&lm, &m, 2, 48, &o));
+            float *lg = malloc(sizeof(float) * (size_t)V0);
+            double worst = 0, atol = kv_bf16 ? BF16_LOGIT_ATOL : ATOL, rtol = kv_bf16 ? 0.02 : RTOL;
+            CHECK_OK(lm.prefill(lm.impl, 1, ids, P, lg));
+            for (int t = P - 1; t < T; t++) {
+                if (t >= P) { int slot = 1; CHECK_OK(lm.decode(lm.impl, 1, &slot, &ids[t], lg)); }
+                for (int v = 0; v < V0; v++) {
+                    double ref = a.logits[(size_t)t * V0 + v], d = fabs(lg[v] - ref) - rtol * fabs(ref);
+                    if (d > worst) worst = d;
+                }
+            }
+            printf("  head_dim %d, KV cache %s: worst logit gap %.3g beyond %g%% (tolerance %.3g)\n", D, kv_bf16 ? "bf16" : "fp32", worst, 100 * rtol, atol);
+            CHECK_MSG(worst <= atol, "head_dim %d, KV cache %s: worst logit gap %.3g", D, kv_bf16 ? "bf16" : "fp32", worst);
+            free(lg);
+            jr_kv_lm_close(&lm);
+            jr_acts_free(&a);
+            jr_model_free(&m);
+        }
+}
+
 /* The bf16 kernels against a float64 product of the same bf16 operands, odd shapes (tails), and
  * batch invariance of the kernel itself (one row alone == the same row among 7 others, bitwise). */
 static float rb16(float f) { uint16_t h; jr_bf16_from_f32(&h, &f, 1); uint32_t u = (uint32_t)h << 16; memcpy(&f, &u, 4); return f; }
@@ -676,6 +726,7 @@ int main(void) {
     /* generation in bf16: weights kept in bf16, then the bf16 KV cache too */
     RUN(bf16_rows_kernel_exact_and_batch_invariant);
     RUN(bf16_kv_logits_near_training_forward);
+    RUN(wide_head_kv_logits_near_training_forward);
     KVO = (jr_kv_opts){JR_COMPUTE_BF16, 0, 1};
     jt_run("bf16_decode_rows_do_not_depend_on_the_batch", decode_rows_do_not_depend_on_the_batch);
     jt_run("bf16_rows_same_alone_and_in_every_batch_size", rows_same_alone_and_in_every_batch_size);
