@@ -5,6 +5,7 @@
 #include "judgerl/generate.h"
 #include "judgerl/hfmodel.h"
 #include "judgerl/kvcache.h"
+#include "judgerl/lora.h"
 #include "judgerl/model.h"
 #include "judgerl/nn.h"
 
@@ -699,6 +700,7 @@ TEST(bf16_loaded_model_same_logits_as_fp32_loaded) {
             CHECK_OK(jr_acts_init(&acts, &mf, 1, 2));
             CHECK(jr_model_forward(&mb, &acts, ids, 1, 2) == JR_EUNSUPPORTED);
             CHECK(jr_model_alloc_grads(&mb) == JR_EUNSUPPORTED);
+            CHECK(jr_lora_merge_into(&mb, dir) == JR_EUNSUPPORTED); /* before it reads the (absent) adapter */
             jr_acts_free(&acts);
             jr_model_free(&mf);
             jr_model_free(&mb);

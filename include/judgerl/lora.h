@@ -76,7 +76,8 @@ jr_status jr_lora_save_peft(const jr_lora *l, const char *dir, const char *base_
 jr_status jr_lora_load_peft(jr_lora *l, const char *dir);
 
 /* Folds the PEFT adapter in adapter_dir into model m's weights (W += alpha / r * B A for every
- * adapted module the config lists). Reads r, lora_alpha, target_modules from adapter_config.json. */
+ * adapted module the config lists). Reads r, lora_alpha, target_modules from adapter_config.json.
+ * A model loaded by jr_model_load_bf16 (no fp32 weights) is refused (JR_EUNSUPPORTED). */
 jr_status jr_lora_merge_into(jr_model *m, const char *adapter_dir);
 
 /* Frees the adapters; leaves the model's params as they are (call jr_lora_off first for the base). */

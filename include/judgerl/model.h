@@ -83,7 +83,7 @@ jr_status jr_model_load(jr_model *m, const char *dir);
  * embedding (q, k, v, o, gate, up, down, an untied lm_head) is read straight into bf16, tensor by
  * tensor (bf16 files as stored; fp32 or fp16 ones rounded to nearest even, as jr_bf16_from_f32),
  * never held in fp32: about half the memory of jr_model_load + a bf16 KV cache, the same bits. Such
- * a model only opens a KV cache with bf16 weights; the fp32 forward, training and saving refuse it. */
+ * a model only opens a KV cache with bf16 weights; the fp32 forward, training, saving and LoRA merging refuse it. */
 jr_status jr_model_load_bf16(jr_model *m, const char *dir);
 /* 1 for the tensors jr_model_load_bf16 keeps in bf16 only. */
 int jr_model_tensor_is_bf16(const jr_model_tensor *t);

@@ -298,6 +298,8 @@ jr_status jr_lora_load_peft(jr_lora *l, const char *dir) {
 }
 
 jr_status jr_lora_merge_into(jr_model *m, const char *adapter_dir) {
+    if (m->w16) /* its matmul weights are bf16 only (m->w's views NULL): nothing to fold into */
+        return jr_fail(JR_EUNSUPPORTED, "%s: a model loaded for bf16 inference (jr_model_load_bf16) cannot take a LoRA adapter; load it in fp32", adapter_dir);
     char *cpath = jr_path_join(adapter_dir, "adapter_config.json");
     if (!cpath) return JR_ENOMEM;
     json_error_t err;
