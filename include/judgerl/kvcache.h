@@ -38,7 +38,4 @@ jr_status jr_kv_lm_sync(jr_lm *lm);
 /* "weights bf16 (avx512_bf16 kernel), KV cache fp32" and the like, for logs. */
 const char *jr_kv_lm_describe(const jr_lm *lm, char *buf, size_t n);
 
-/* Bytes the cache of jr_kv_lm_open(m, n_slots, max_ctx) takes (for messages and sizing). */
-double jr_kv_bytes(const jr_model *m, int n_slots, int max_ctx);
-
 #endif

@@ -34,11 +34,6 @@ typedef struct kv {
     int32_t *ids;
 } kv;
 
-double jr_kv_bytes(const jr_model *m, int n_slots, int max_ctx) {
-    const jr_model_config *c = &m->cfg;
-    return 2.0 * c->num_hidden_layers * (double)n_slots * max_ctx * c->num_key_value_heads * c->head_dim * sizeof(float);
-}
-
 jr_kv_opts jr_kv_opts_default(void) { return (jr_kv_opts){JR_COMPUTE_F32, 0, 1}; }
 
 static inline float widen(uint16_t h) {
