@@ -64,34 +64,43 @@ static int random_model(jr_model *m, float std) {
     return 0;
 }
 
+/* Prefills the first P of T random ids (seeded) into slot 1 of a cache opened with *o over m, then
+ * decodes the rest one by one: the worst |kv - forward| - rtol |forward| over the logits of positions
+ * P-1 .. T-1 against the training forward (T <= 64). */
+static double kv_gap_to_forward(jr_model *m, const jr_kv_opts *o, int T, int P, uint64_t seed, double rtol) {
+    int V0 = m->cfg.vocab_size;
+    int32_t ids[64];
+    jr_rng r;
+    jr_rng_seed(&r, seed);
+    for (int i = 0; i < T; i++) ids[i] = (int32_t)jr_rng_below(&r, (uint64_t)V0);
+    jr_acts a;
+    CHECK_OK(jr_acts_init(&a, m, 1, T));
+    CHECK_OK(jr_model_forward(m, &a, ids, 1, T));
+    jr_lm lm;
+    CHECK_OK(jr_kv_lm_open_opts(&lm, m, 2, T + 8, o));
+    float *lg = malloc(sizeof(float) * (size_t)V0);
+    double worst = 0;
+    CHECK_OK(lm.prefill(lm.impl, 1, ids, P, lg));
+    for (int t = P - 1; t < T; t++) {
+        if (t >= P) { int slot = 1; CHECK_OK(lm.decode(lm.impl, 1, &slot, &ids[t], lg)); }
+        for (int v = 0; v < V0; v++) {
+            double ref = a.logits[(size_t)t * V0 + v], d = fabs(lg[v] - ref) - rtol * fabs(ref);
+            if (d > worst) worst = d;
+        }
+    }
+    free(lg);
+    jr_kv_lm_close(&lm);
+    jr_acts_free(&a);
+    return worst;
+}
+
 TEST(kv_logits_equal_training_forward) {
+    jr_kv_opts o = jr_kv_opts_default();
     for (size_t f = 0; f < sizeof fixtures / sizeof *fixtures; f++) {
         jr_model m;
         if (load_fixture(&m, fixtures[f])) { CHECK(0); continue; }
-        int T = 24, P = 9, V0 = m.cfg.vocab_size;
-        int32_t ids[24];
-        jr_rng r;
-        jr_rng_seed(&r, f);
-        for (int i = 0; i < T; i++) ids[i] = (int32_t)jr_rng_below(&r, (uint64_t)V0);
-        jr_acts a;
-        CHECK_OK(jr_acts_init(&a, &m, 1, T));
-        CHECK_OK(jr_model_forward(&m, &a, ids, 1, T));
-        jr_lm lm;
-        CHECK_OK(jr_kv_lm_open(&lm, &m, 2, 32));
-        float *lg = malloc(sizeof(float) * (size_t)V0);
-        double worst = 0;
-        CHECK_OK(lm.prefill(lm.impl, 1, ids, P, lg));
-        for (int t = P - 1; t < T; t++) {
-            if (t >= P) { int slot = 1; CHECK_OK(lm.decode(lm.impl, 1, &slot, &ids[t], lg)); }
-            for (int v = 0; v < V0; v++) {
-                double ref = a.logits[(size_t)t * V0 + v], d = fabs(lg[v] - ref) - RTOL * fabs(ref);
-                if (d > worst) worst = d;
-            }
-        }
+        double worst = kv_gap_to_forward(&m, &o, 24, 9, f, RTOL);
         CHECK_MSG(worst <= ATOL, "%s: worst logit gap %.3g", fixtures[f], worst);
-        free(lg);
-        jr_kv_lm_close(&lm);
-        jr_acts_free(&a);
         jr_model_free(&m);
     }
 }
@@ -480,33 +489,12 @@ TEST(wide_head_kv_logits_near_training_forward) {
             c.qk_norm = 1;
             jr_model m;
             if (jr_model_init_random(&m, &c, 11, 0.3f)) { CHECK_MSG(0, "%s", jr_errmsg()); return; }
-            int T = 40, P = 17, V0 = c.vocab_size;
-            int32_t ids[40];
-            jr_rng r;
-            jr_rng_seed(&r, (uint64_t)D + kv_bf16);
-            for (int i = 0; i < T; i++) ids[i] = (int32_t)jr_rng_below(&r, (uint64_t)V0);
-            jr_acts a;
-            CHECK_OK(jr_acts_init(&a, &m, 1, T));
-            CHECK_OK(jr_model_forward(&m, &a, ids, 1, T));
             jr_kv_opts o = jr_kv_opts_default();
             o.kv_bf16 = kv_bf16;
-            jr_lm lm;
-            CHECK_OK(jr_kv_lm_open_opts(&lm, &m, 2, 48, &o));
-            float *lg = malloc(sizeof(float) * (size_t)V0);
-            double worst = 0, atol = kv_bf16 ? BF16_LOGIT_ATOL : ATOL, rtol = kv_bf16 ? 0.02 : RTOL;
-            CHECK_OK(lm.prefill(lm.impl, 1, ids, P, lg));
-            for (int t = P - 1; t < T; t++) {
-                if (t >= P) { int slot = 1; CHECK_OK(lm.decode(lm.impl, 1, &slot, &ids[t], lg)); }
-                for (int v = 0; v < V0; v++) {
-                    double ref = a.logits[(size_t)t * V0 + v], d = fabs(lg[v] - ref) - rtol * fabs(ref);
-                    if (d > worst) worst = d;
-                }
-            }
+            double atol = kv_bf16 ? BF16_LOGIT_ATOL : ATOL, rtol = kv_bf16 ? 0.02 : RTOL;
+            double worst = kv_gap_to_forward(&m, &o, 40, 17, (uint64_t)D + (uint64_t)kv_bf16, rtol);
             printf("  head_dim %d, KV cache %s: worst logit gap %.3g beyond %g%% (tolerance %.3g)\n", D, kv_bf16 ? "bf16" : "fp32", worst, 100 * rtol, atol);
             CHECK_MSG(worst <= atol, "head_dim %d, KV cache %s: worst logit gap %.3g", D, kv_bf16 ? "bf16" : "fp32", worst);
-            free(lg);
-            jr_kv_lm_close(&lm);
-            jr_acts_free(&a);
             jr_model_free(&m);
         }
 }
