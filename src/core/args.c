@@ -105,6 +105,7 @@ jr_status jr_args_parse(jr_args *a, const jr_arg *spec, int argc, char **argv, i
         char flag[128];
         snprintf(flag, sizeof flag, "%.*s", (int)strcspn(arg, "="), arg);
         int needs = s->kind != JR_ARG_BOOL && s->kind != JR_ARG_SET;
+        if (!needs && v) return jr_fail(JR_EINVAL, "%s takes no value (got '%s')", flag, v);
         if (needs && !v) {
             if (i + 1 >= argc) return jr_fail(JR_EINVAL, "%s needs a value", flag);
             v = argv[++i];
