@@ -46,7 +46,7 @@ TEST(jsonl_rows_and_errors_name_the_line) {
     jr_tok_lines_opts o = {.jsonl = 1, .decode = 1, .in_name = "rows.jsonl"};
     char *out = run_lines(&o, "{\"ids\": [97, 10, 98]}\n\n{\"ids\": [97, \"x\"]}\n", &st);
     CHECK(st == JR_EINVAL);
-    CHECK_MSG(strstr(jr_errmsg(), "rows.jsonl line 3: \"x") != NULL, "%s", jr_errmsg());
+    CHECK_MSG(strstr(jr_errmsg(), "rows.jsonl line 3: \"ids\"[1] is not a token id") != NULL, "%s", jr_errmsg());
     CHECK_STR(out, "{\"text\":\"a\\nb\"}\n"); /* the rows before the bad one are written */
     free(out);
     o.decode = 0;
