@@ -1,5 +1,5 @@
 /* test_tok_lines.c - the library side of `judgerl tokenize` (jr_tok_lines, jr_tok_print_info,
- * jr_tok_train_file), `tb-export` (jr_tb_export) and the benchmark options (bench.h), without the CLI */
+ * jr_tok_train_file, jr_tok_train_re), `tb-export` (jr_tb_export) and the benchmark options (bench.h), without the CLI */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +80,31 @@ TEST(train_file_and_info) {
     free(dir);
 }
 
+/* The pre-tokenizer regex given to jr_tok_train_re is the one training splits with and the one
+ * written into the tokenizer.json: "\\d+" lets digit runs merge, which the default regex (single
+ * digits) never does. */
+TEST(train_with_own_pattern) {
+    const char *corpus = "1212 1212 1212 1212 1212 1212 1212 1212\n";
+    const char *const sp[] = {"<|endoftext|>"};
+    for (int own = 0; own < 2; own++) {
+        char *json = NULL;
+        CHECK_OK(jr_tok_train_re(corpus, strlen(corpus), 270, sp, 1, own ? "\\d+|\\s+" : NULL, &json));
+        if (!json) continue;
+        CHECK(!own || strstr(json, "\"\\\\d+|\\\\s+\"") != NULL);
+        jr_tokenizer *t;
+        CHECK_OK(jr_tok_load_json(&t, json, strlen(json), "trained"));
+        jr_ids ids = {0};
+        CHECK_OK(jr_tok_encode(t, "1212", 4, 0, &ids));
+        CHECK_MSG(ids.n == (own ? 1u : 4u), "pattern %s: %zu ids", own ? "\\d+" : "default", ids.n);
+        jr_ids_free(&ids);
+        jr_tok_free(t);
+        free(json);
+    }
+    char *json = NULL;
+    CHECK(jr_tok_train_re(corpus, strlen(corpus), 270, sp, 1, "(\\d", &json) == JR_EINVAL && !json);
+    CHECK_MSG(strstr(jr_errmsg(), "pre-tokenizer regex does not compile at offset") != NULL, "%s", jr_errmsg());
+}
+
 TEST(tb_export_rows) {
     char *dir = jt_tmpdir("tbexport"), metrics[600];
     snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", dir);
@@ -127,6 +152,7 @@ int main(void) {
     RUN(encode_decode_lines);
     RUN(jsonl_rows_and_errors_name_the_line);
     RUN(train_file_and_info);
+    RUN(train_with_own_pattern);
     RUN(tb_export_rows);
     RUN(bench_options);
     return jt_done();
