@@ -11,11 +11,12 @@
 #include "judgerl/tensorboard.h"
 #include "judgerl/tokenizer.h"
 
-/* Runs jr_tok_lines on `input` with o; the output (caller frees) or NULL, and the status in *st. */
-static char *run_lines(const jr_tok_lines_opts *o, const char *input, jr_status *st) {
+/* Runs jr_tok_lines on `input` with o and the tokenizer at tok (under the repository; NULL: the tiny
+ * test tokenizer); the output (caller frees) or NULL, and the status in *st. */
+static char *run_lines_with(const char *tok, const jr_tok_lines_opts *o, const char *input, jr_status *st) {
     char path[1024], *out = NULL;
     size_t len = 0;
-    snprintf(path, sizeof path, "%s/tests/data/tokenizer/tiny", jt_root());
+    snprintf(path, sizeof path, "%s/%s", jt_root(), tok ? tok : "tests/data/tokenizer/tiny");
     jr_tokenizer *t;
     if ((*st = jr_tok_load(&t, path))) return NULL;
     FILE *in = fmemopen((void *)input, strlen(input), "r"), *mf = open_memstream(&out, &len);
@@ -25,6 +26,8 @@ static char *run_lines(const jr_tok_lines_opts *o, const char *input, jr_status 
     jr_tok_free(t);
     return out;
 }
+
+static char *run_lines(const jr_tok_lines_opts *o, const char *input, jr_status *st) { return run_lines_with(NULL, o, input, st); }
 
 TEST(encode_decode_lines) {
     jr_status st;
@@ -54,6 +57,31 @@ TEST(jsonl_rows_and_errors_name_the_line) {
     CHECK(st == JR_EINVAL);
     CHECK_MSG(strstr(jr_errmsg(), "rows.jsonl line 1: \"text\" must be a string") != NULL, "%s", jr_errmsg());
     free(out);
+}
+
+/* A chat row's content is a string or null: another type or an embedded NUL is an error naming the
+ * message, not a silently empty (or cut) turn. */
+TEST(chat_rows_content_checked) {
+    jr_status st;
+    jr_tok_lines_opts o = {.chat = 1, .in_name = "chat.jsonl"};
+    char *out = run_lines_with("data/eightball/tokenizer", &o, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n", &st);
+    CHECK_OK(st);
+    CHECK_MSG(out && strstr(out, "user\\nhi"), "%s", out ? out : "(null)");
+    free(out);
+    /* null is passed on as null: what it renders to is the template's business (this one refuses str + None) */
+    out = run_lines_with("data/eightball/tokenizer", &o, "{\"messages\": [{\"role\": \"user\", \"content\": null}]}\n", &st);
+    CHECK_MSG(!strstr(jr_errmsg(), "content must be"), "%s", jr_errmsg());
+    free(out);
+    const char *bad[][2] = {
+        {"{\"messages\": [{\"role\": \"user\", \"content\": 5}]}\n", "messages[0].content must be a string or null"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"a\\u0000b\"}]}\n", "messages[0].content holds a NUL character"},
+        {"{\"messages\": [{\"content\": \"x\"}]}\n", "messages[0].role must be a string"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        out = run_lines(&o, bad[i][0], &st);
+        CHECK_MSG(st == JR_EINVAL && strstr(jr_errmsg(), bad[i][1]), "case %zu: %s", i, jr_errmsg());
+        free(out);
+    }
 }
 
 TEST(train_file_and_info) {
@@ -151,6 +179,7 @@ TEST(bench_options) {
 int main(void) {
     RUN(encode_decode_lines);
     RUN(jsonl_rows_and_errors_name_the_line);
+    RUN(chat_rows_content_checked);
     RUN(train_file_and_info);
     RUN(train_with_own_pattern);
     RUN(tb_export_rows);

@@ -128,11 +128,16 @@ static jr_status chat_row(jr_tokenizer *t, json_t *row, const char *in, size_t l
     if (!m) return jr_fail(JR_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         json_t *e = json_array_get(msgs, i);
+        json_t *c = json_object_get(e, "content");
         m[i].role = json_string_value(json_object_get(e, "role"));
-        m[i].content = json_string_value(json_object_get(e, "content"));
-        if (!m[i].role) {
+        m[i].content = json_string_value(c);
+        const char *bad = !m[i].role ? "role must be a string"
+                          : c && !json_is_null(c) && !m[i].content ? "content must be a string or null"
+                          : m[i].content && strlen(m[i].content) != json_string_length(c) ? "content holds a NUL character"
+                                                                                          : NULL;
+        if (bad) {
             free(m);
-            return jr_fail(JR_EINVAL, "%s line %zu: messages[%zu].role must be a string", in, lineno, i);
+            return jr_fail(JR_EINVAL, "%s line %zu: messages[%zu].%s", in, lineno, i, bad);
         }
     }
     jr_chat_opts o = {json_is_true(json_object_get(row, "add_generation_prompt")), -1};
