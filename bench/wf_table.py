@@ -48,10 +48,11 @@ def serve(model, out):
     err = open(err_path, "w")
     proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--parallel", "32", "--max-queue", "4096", "--served-model-name", "executor"],
                             stderr=err, stdout=subprocess.DEVNULL)
-    for _ in range(1200):
+    for _ in range(1200):  # until the model is loaded ("ready: "): before that serve answers 503 "loading"
         with open(err_path) as f:
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", f.read())
-        if m:
+            text = f.read()
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", text)
+        if m and "ready: " in text:
             return proc, err, int(m.group(1))
         if proc.poll() is not None:
             break

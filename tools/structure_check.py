@@ -45,7 +45,7 @@ LAYER = {part: i for i, parts in enumerate(LAYERS) for part in parts}
 # Public headers that declare no function defined in src/ (types and macros only): their part.
 HEADER_PART = {
     "lm.h": "model",      # jr_lm, the language-model interface model/kvcache.c implements
-    "hfmodel.h": "io",    # hfconfig.h + hfdir.h together, once hfconfig.c is in io/
+    "hfmodel.h": "io",    # hfconfig.h + hfdir.h together (src/io/hfconfig.c, src/io/hfdir.c)
 }
 
 UMBRELLA = "judgerl.h"
