@@ -90,6 +90,17 @@ TEST(errors_name_the_flag) {
     char *v5[] = {"cmd", "k=v"};
     CHECK(jr_args_parse(&a, spec, 2, v5, 0, 0) == JR_ENOTFOUND);
     jr_args_free(&a);
+    /* a flag that takes no value refuses one: "--quick=false" must not turn quick on */
+    int quick = 0;
+    const jr_arg bspec[] = {JR_ARG_B("--quick", &quick, 1), JR_ARG_SETK("--ifeval", "eval.ifeval=true"), JR_ARGS_END};
+    char *v7[] = {"cmd", "--quick=false"};
+    CHECK(jr_args_parse(&a, bspec, 2, v7, 0, 0) == JR_EINVAL);
+    CHECK_STR(jr_errmsg(), "--quick takes no value (got 'false')");
+    CHECK(quick == 0);
+    jr_args_free(&a);
+    char *v8[] = {"cmd", "--ifeval=0"};
+    CHECK(jr_args_parse(&a, bspec, 2, v8, 0, 0) == JR_EINVAL && a.n_over == 0);
+    jr_args_free(&a);
     char *v6[] = {"cmd", "a", "b"};
     CHECK(jr_args_parse(&a, spec, 3, v6, 1, 0) == JR_ENOTFOUND);
     CHECK_STR(a.bad, "b");

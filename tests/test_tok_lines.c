@@ -1,5 +1,5 @@
 /* test_tok_lines.c - the library side of `judgerl tokenize` (jr_tok_lines, jr_tok_print_info,
- * jr_tok_train_file), `tb-export` (jr_tb_export) and the benchmark options (bench.h), without the CLI */
+ * jr_tok_train_file, jr_tok_train_re), `tb-export` (jr_tb_export) and the benchmark options (bench.h), without the CLI */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +11,12 @@
 #include "judgerl/tensorboard.h"
 #include "judgerl/tokenizer.h"
 
-/* Runs jr_tok_lines on `input` with o; the output (caller frees) or NULL, and the status in *st. */
-static char *run_lines(const jr_tok_lines_opts *o, const char *input, jr_status *st) {
+/* Runs jr_tok_lines on `input` with o and the tokenizer at tok (under the repository; NULL: the tiny
+ * test tokenizer); the output (caller frees) or NULL, and the status in *st. */
+static char *run_lines_with(const char *tok, const jr_tok_lines_opts *o, const char *input, jr_status *st) {
     char path[1024], *out = NULL;
     size_t len = 0;
-    snprintf(path, sizeof path, "%s/tests/data/tokenizer/tiny", jt_root());
+    snprintf(path, sizeof path, "%s/%s", jt_root(), tok ? tok : "tests/data/tokenizer/tiny");
     jr_tokenizer *t;
     if ((*st = jr_tok_load(&t, path))) return NULL;
     FILE *in = fmemopen((void *)input, strlen(input), "r"), *mf = open_memstream(&out, &len);
@@ -25,6 +26,8 @@ static char *run_lines(const jr_tok_lines_opts *o, const char *input, jr_status 
     jr_tok_free(t);
     return out;
 }
+
+static char *run_lines(const jr_tok_lines_opts *o, const char *input, jr_status *st) { return run_lines_with(NULL, o, input, st); }
 
 TEST(encode_decode_lines) {
     jr_status st;
@@ -46,7 +49,7 @@ TEST(jsonl_rows_and_errors_name_the_line) {
     jr_tok_lines_opts o = {.jsonl = 1, .decode = 1, .in_name = "rows.jsonl"};
     char *out = run_lines(&o, "{\"ids\": [97, 10, 98]}\n\n{\"ids\": [97, \"x\"]}\n", &st);
     CHECK(st == JR_EINVAL);
-    CHECK_MSG(strstr(jr_errmsg(), "rows.jsonl line 3: \"x") != NULL, "%s", jr_errmsg());
+    CHECK_MSG(strstr(jr_errmsg(), "rows.jsonl line 3: \"ids\"[1] is not a token id") != NULL, "%s", jr_errmsg());
     CHECK_STR(out, "{\"text\":\"a\\nb\"}\n"); /* the rows before the bad one are written */
     free(out);
     o.decode = 0;
@@ -54,6 +57,31 @@ TEST(jsonl_rows_and_errors_name_the_line) {
     CHECK(st == JR_EINVAL);
     CHECK_MSG(strstr(jr_errmsg(), "rows.jsonl line 1: \"text\" must be a string") != NULL, "%s", jr_errmsg());
     free(out);
+}
+
+/* A chat row's content is a string or null: another type or an embedded NUL is an error naming the
+ * message, not a silently empty (or cut) turn. */
+TEST(chat_rows_content_checked) {
+    jr_status st;
+    jr_tok_lines_opts o = {.chat = 1, .in_name = "chat.jsonl"};
+    char *out = run_lines_with("data/eightball/tokenizer", &o, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n", &st);
+    CHECK_OK(st);
+    CHECK_MSG(out && strstr(out, "user\\nhi"), "%s", out ? out : "(null)");
+    free(out);
+    /* null is passed on as null: what it renders to is the template's business (this one refuses str + None) */
+    out = run_lines_with("data/eightball/tokenizer", &o, "{\"messages\": [{\"role\": \"user\", \"content\": null}]}\n", &st);
+    CHECK_MSG(!strstr(jr_errmsg(), "content must be"), "%s", jr_errmsg());
+    free(out);
+    const char *bad[][2] = {
+        {"{\"messages\": [{\"role\": \"user\", \"content\": 5}]}\n", "messages[0].content must be a string or null"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"a\\u0000b\"}]}\n", "messages[0].content holds a NUL character"},
+        {"{\"messages\": [{\"content\": \"x\"}]}\n", "messages[0].role must be a string"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        out = run_lines(&o, bad[i][0], &st);
+        CHECK_MSG(st == JR_EINVAL && strstr(jr_errmsg(), bad[i][1]), "case %zu: %s", i, jr_errmsg());
+        free(out);
+    }
 }
 
 TEST(train_file_and_info) {
@@ -78,6 +106,31 @@ TEST(train_file_and_info) {
     jr_tok_free(t);
     CHECK(jr_tok_train_file("/nonexistent/corpus.txt", 270, NULL, 0, tok) != JR_OK);
     free(dir);
+}
+
+/* The pre-tokenizer regex given to jr_tok_train_re is the one training splits with and the one
+ * written into the tokenizer.json: "\\d+" lets digit runs merge, which the default regex (single
+ * digits) never does. */
+TEST(train_with_own_pattern) {
+    const char *corpus = "1212 1212 1212 1212 1212 1212 1212 1212\n";
+    const char *const sp[] = {"<|endoftext|>"};
+    for (int own = 0; own < 2; own++) {
+        char *json = NULL;
+        CHECK_OK(jr_tok_train_re(corpus, strlen(corpus), 270, sp, 1, own ? "\\d+|\\s+" : NULL, &json));
+        if (!json) continue;
+        CHECK(!own || strstr(json, "\"\\\\d+|\\\\s+\"") != NULL);
+        jr_tokenizer *t;
+        CHECK_OK(jr_tok_load_json(&t, json, strlen(json), "trained"));
+        jr_ids ids = {0};
+        CHECK_OK(jr_tok_encode(t, "1212", 4, 0, &ids));
+        CHECK_MSG(ids.n == (own ? 1u : 4u), "pattern %s: %zu ids", own ? "\\d+" : "default", ids.n);
+        jr_ids_free(&ids);
+        jr_tok_free(t);
+        free(json);
+    }
+    char *json = NULL;
+    CHECK(jr_tok_train_re(corpus, strlen(corpus), 270, sp, 1, "(\\d", &json) == JR_EINVAL && !json);
+    CHECK_MSG(strstr(jr_errmsg(), "pre-tokenizer regex does not compile at offset") != NULL, "%s", jr_errmsg());
 }
 
 TEST(tb_export_rows) {
@@ -126,7 +179,9 @@ TEST(bench_options) {
 int main(void) {
     RUN(encode_decode_lines);
     RUN(jsonl_rows_and_errors_name_the_line);
+    RUN(chat_rows_content_checked);
     RUN(train_file_and_info);
+    RUN(train_with_own_pattern);
     RUN(tb_export_rows);
     RUN(bench_options);
     return jt_done();

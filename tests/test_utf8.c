@@ -64,6 +64,13 @@ TEST(incomplete_tail) {
     CHECK(jr_utf8_incomplete_tail("\xE2\x82\xAC", 3, &miss) == 0 && miss == 0);
     CHECK(jr_utf8_incomplete_tail("\xF0\x9F\x98", 3, NULL) == 3);
     CHECK(jr_utf8_incomplete_tail("", 0, &miss) == 0 && miss == 0);
+    CHECK(jr_utf8_incomplete_tail("a\xED\x9F", 3, &miss) == 2 && miss == 1); /* U+D7xx still possible */
+    /* bytes that can never become a character are not held back */
+    const char *never[] = {"a\xE0\x80", "a\xED\xA0", "\xF4\x90", "\xC0", "\xC1", "\xF8", "\xFF", "\xE2\x82\x41"};
+    for (size_t i = 0; i < sizeof never / sizeof *never; i++) {
+        miss = 9;
+        CHECK_MSG(jr_utf8_incomplete_tail(never[i], strlen(never[i]), &miss) == 0 && miss == 0, "case %zu", i);
+    }
 }
 
 int main(void) {

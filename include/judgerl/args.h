@@ -56,7 +56,7 @@ typedef struct jr_args {
 /* Reads argv[1..argc) against spec (ended by a {NULL} entry). max_pos: how many positional
  * arguments are taken; overrides: 1 to collect "key=value" arguments. Returns JR_ENOTFOUND with
  * a->bad set for an unknown flag or an argument not taken; JR_EINVAL (the message names the flag) for
- * a missing or bad value; JR_ENOMEM. Free a with jr_args_free (also after an error). */
+ * a missing or bad value, or a value given to a flag that takes none ("--quick=false"); JR_ENOMEM. Free a with jr_args_free (also after an error). */
 jr_status jr_args_parse(jr_args *a, const jr_arg *spec, int argc, char **argv, int max_pos, int overrides);
 void jr_args_free(jr_args *a);
 

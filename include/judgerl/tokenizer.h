@@ -206,7 +206,8 @@ jr_status jr_tok_train_file(const char *corpus, int32_t vocab_size, const char *
 /* What jr_tok_lines reads: lines of text (encode) or of space-separated ids (decode); with `jsonl`
  * rows {"text": ...} (encode) or {"ids": [...]} (decode, written as {"text": ...} rows); with `chat`
  * rows {"messages": [...], "add_generation_prompt": bool, "enable_thinking": bool}, each written as the
- * rendered conversation (a JSON string). `no_special`: encode without the post-processor's tokens,
+ * rendered conversation (a JSON string); a message's content is a string or null (anything else, or a
+ * NUL inside it, is an error naming the message). `no_special`: encode without the post-processor's tokens,
  * decode without special tokens; `split_special`: special-token text encodes as plain text. */
 typedef struct jr_tok_lines_opts {
     int decode, jsonl, chat, no_special, split_special;

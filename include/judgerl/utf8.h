@@ -44,9 +44,10 @@ size_t jr_utf8_invalid_at(const char *s, size_t n, int reject_nul);
  * subpart" rule, what Python's bytes.decode(errors="replace") and HF's decode do). */
 void jr_utf8_append_lossy(jr_strbuf *b, const char *s, size_t n);
 
-/* Bytes at the end of s that begin a character still incomplete (a stream cut mid-character), 0
- * when s ends on a whole character; *missing (may be NULL) gets how many bytes it still needs. Only
- * the lead byte is looked at: whether the bytes can still become a valid character is not checked. */
+/* Bytes at the end of s that begin a character still incomplete but so far well-formed (a stream cut
+ * mid-character: what to hold back until more bytes come), 0 when s ends on a whole character or on
+ * bytes that can never become one (those are final: "\xE0\x80", "\xED\xA0", "\xF8"); *missing (may be
+ * NULL) gets how many bytes it still needs. */
 size_t jr_utf8_incomplete_tail(const char *s, size_t n, size_t *missing);
 
 #endif

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "judgerl/strbuf.h"
+
 char *jr_args_quoted(const char *key, const char *value) {
     size_t n = strlen(key) + 2 * strlen(value) + 4;
     char *s = malloc(n);
@@ -70,11 +72,7 @@ static jr_status take(jr_args *a, const jr_arg *s, const char *flag, const char 
     case JR_ARG_STR: *(const char **)s->dst = v; return JR_OK;
     case JR_ARG_LONG: case JR_ARG_DOUBLE: case JR_ARG_SECONDS: return number(s, flag, v);
     case JR_ARG_KEYQ: return add_over(a, jr_args_quoted(s->key, v), 1);
-    case JR_ARG_KEY: {
-        char *o = malloc(strlen(s->key) + strlen(v) + 2);
-        if (o) sprintf(o, "%s=%s", s->key, v);
-        return add_over(a, o, 1);
-    }
+    case JR_ARG_KEY: return add_over(a, jr_strfmt("%s=%s", s->key, v), 1);
     case JR_ARG_MULTI:
         for (;;) {
             if (*s->count >= s->cap) return jr_fail(JR_EINVAL, "%s: at most %d values", flag, s->cap);
@@ -105,6 +103,7 @@ jr_status jr_args_parse(jr_args *a, const jr_arg *spec, int argc, char **argv, i
         char flag[128];
         snprintf(flag, sizeof flag, "%.*s", (int)strcspn(arg, "="), arg);
         int needs = s->kind != JR_ARG_BOOL && s->kind != JR_ARG_SET;
+        if (!needs && v) return jr_fail(JR_EINVAL, "%s takes no value (got '%s')", flag, v);
         if (needs && !v) {
             if (i + 1 >= argc) return jr_fail(JR_EINVAL, "%s needs a value", flag);
             v = argv[++i];

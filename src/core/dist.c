@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "judgerl/clock.h"
 #include "judgerl/dist.h"
@@ -17,7 +16,6 @@ static double g_secs;
 
 #ifdef JR_MPI
 static int g_mpi;
-
 #endif
 
 /* The world size a launcher announces (0: no launcher; -1: one whose size is only known after MPI_Init). */

@@ -67,10 +67,10 @@ void jr_utf8_append_lossy(jr_strbuf *b, const char *s, size_t n) {
 size_t jr_utf8_incomplete_tail(const char *s, size_t n, size_t *missing) {
     if (missing) *missing = 0;
     for (size_t back = 1; back <= 4 && back <= n; back++) {
-        unsigned char c = (unsigned char)s[n - back];
-        if ((c & 0xC0) == 0x80) continue;
-        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-        if (need <= back) return 0;
+        const unsigned char *u = (const unsigned char *)s + n - back;
+        if ((u[0] & 0xC0) == 0x80) continue;
+        size_t need, k = valid_prefix(u, back, &need);
+        if (need <= back || k < back) return 0; /* whole, or can never become a character */
         if (missing) *missing = need - back;
         return back;
     }

@@ -587,24 +587,8 @@ static jr_status stream_emit(jr_tok_stream *s, const char *bytes, size_t n, int 
     jr_status st = JR_OK;
     if (s->npend) st = tok_buf_add(&in, s->pend, (size_t)s->npend);
     if (!st && n) st = tok_buf_add(&in, bytes, n);
-    size_t keep = 0;
-    if (!st && !final && in.n) {
-        /* hold back a trailing incomplete (but so far valid) UTF-8 sequence */
-        size_t j = in.n, back = 0;
-        while (j > 0 && back < 3 && ((unsigned char)in.p[j - 1] & 0xC0) == 0x80) { j--; back++; }
-        if (j > 0) {
-            int need = (int)jr_utf8_lead_len((unsigned char)in.p[j - 1]);
-            size_t have = in.n - (j - 1);
-            if (need > 1 && have < (size_t)need) {
-                uint32_t cp;
-                /* a valid prefix: check by padding with continuation bytes */
-                unsigned char tmp[4];
-                memcpy(tmp, in.p + j - 1, have);
-                for (size_t q = have; q < (size_t)need; q++) tmp[q] = 0x80 | (q == 1 && tmp[0] == 0xE0 ? 0x20 : q == 1 && tmp[0] == 0xF0 ? 0x10 : 0);
-                if (jr_utf8_decode((const char *)tmp, (size_t)need, &cp) == (size_t)need) keep = have;
-            }
-        }
-    }
+    /* hold back a trailing incomplete (but so far valid) UTF-8 sequence */
+    size_t keep = !st && !final ? jr_utf8_incomplete_tail(in.p, in.n, NULL) : 0;
     if (!st) jr_utf8_append_lossy(&res, in.p ? in.p : "", in.n - keep);
     if (!st && res.oom) st = JR_ENOMEM;
     if (!st && !res.p) st = tok_buf_add(&res, "", 0);

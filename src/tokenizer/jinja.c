@@ -52,14 +52,14 @@ static int emit(rctx *r, const char *s, size_t n) {
     return r->out.oom ? rerr(r, 0, "out of memory") : 0;
 }
 
-/* a growable string in the arena */
-typedef struct { char *s; size_t n, cap; arena *ar; } sbuf;
+/* a growable string in the render's arena; running out of memory fails the render */
+typedef struct { char *s; size_t n, cap; rctx *r; } sbuf;
 
 static void sb_add(sbuf *b, const char *s, size_t n) {
     if (b->n + n + 1 > b->cap) {
         size_t nc = (b->n + n + 1) * 2;
-        char *p = jinja_alloc(b->ar, nc);
-        if (!p) return;
+        char *p = jinja_alloc(&b->r->ar, nc);
+        if (!p) { rerr(b->r, 0, "out of memory"); return; }
         if (b->n) memcpy(p, b->s, b->n);
         b->s = p;
         b->cap = nc;
@@ -237,7 +237,7 @@ static void to_str(sbuf *b, val v, int repr) {
 
 static val stringify(rctx *r, val v) {
     if (v.t == V_STR) return v;
-    sbuf b = {NULL, 0, 0, &r->ar};
+    sbuf b = {NULL, 0, 0, r};
     sb_add(&b, "", 0);
     to_str(&b, v, 0);
     return mkstr(b.s ? b.s : "", b.n);
@@ -439,7 +439,7 @@ static val str_case(rctx *r, val s, int mode) { /* 0 lower, 1 upper, 2 capitaliz
 }
 
 static val str_replace(rctx *r, val s, val a, val b, long long count) {
-    sbuf o = {NULL, 0, 0, &r->ar};
+    sbuf o = {NULL, 0, 0, r};
     sb_add(&o, "", 0);
     size_t i = 0;
     long long done = 0;
@@ -553,7 +553,7 @@ static val call_method(rctx *r, int line, val obj, const char *m, argv_t *a) {
         if (!strcmp(m, "join")) {
             val *x = kwarg(a, "iterable", 0);
             if (!x || x->t != V_LIST) { rerr(r, line, "join() expects a list"); return V_UNDEFINED; }
-            sbuf b = {NULL, 0, 0, &r->ar};
+            sbuf b = {NULL, 0, 0, r};
             sb_add(&b, "", 0);
             for (size_t i = 0; i < x->u.l->n; i++) {
                 if (i) sb_add(&b, obj.u.s.s, obj.u.s.n);
@@ -650,7 +650,7 @@ static val do_slice(rctx *r, int line, val obj, val *a, val *b, val *c) {
         if (hi >= N) hi = N - 1;
     }
     vlist *l = obj.t == V_LIST ? list_new(r, 4) : NULL;
-    sbuf sb = {NULL, 0, 0, &r->ar};
+    sbuf sb = {NULL, 0, 0, r};
     sb_add(&sb, "", 0);
     for (long long i = lo; step > 0 ? i < hi : i > hi; i += step) {
         if (l) list_push(r, l, obj.u.l->v[i]);
@@ -779,7 +779,7 @@ static val apply_filter(rctx *r, frame *f, node *n, val v, argv_t *a) {
     }
     if (!strcmp(name, "tojson")) {
         val *ind = kwarg(a, "indent", 0);
-        sbuf b = {NULL, 0, 0, &r->ar};
+        sbuf b = {NULL, 0, 0, r};
         sb_add(&b, "", 0);
         if (to_json(r, &b, v, ind && ind->t == V_INT ? (int)ind->u.i : -1, 0, line)) return V_UNDEFINED;
         return mkstr(b.s, b.n);
@@ -817,7 +817,7 @@ static val apply_filter(rctx *r, frame *f, node *n, val v, argv_t *a) {
         val *sep = kwarg(a, "d", 0), *attr = kwarg(a, "attribute", 1);
         vlist *l;
         if (iterate(r, line, v, &l)) return V_UNDEFINED;
-        sbuf b = {NULL, 0, 0, &r->ar};
+        sbuf b = {NULL, 0, 0, r};
         sb_add(&b, "", 0);
         for (size_t i = 0; i < l->n; i++) {
             if (i && sep) { val s = stringify(r, *sep); sb_add(&b, s.u.s.s, s.u.s.n); }
@@ -1070,7 +1070,7 @@ static val eval_bin(rctx *r, frame *f, node *n) {
         long long k = a.t == V_INT ? a.u.i : b.u.i;
         if (k < 0) k = 0;
         if ((size_t)k * s.u.s.n > (1u << 24)) { rerr(r, n->line, "string repetition too long"); return V_UNDEFINED; }
-        sbuf sb = {NULL, 0, 0, &r->ar};
+        sbuf sb = {NULL, 0, 0, r};
         sb_add(&sb, "", 0);
         for (long long i = 0; i < k; i++) sb_add(&sb, s.u.s.s, s.u.s.n);
         return mkstr(sb.s, sb.n);

@@ -17,6 +17,14 @@ static int is_op(tok *t, const char *op) { return t->type == TK_OP && t->n == st
 static int is_kw(tok *t, const char *kw) { return t->type == TK_NAME && t->n == strlen(kw) && !memcmp(t->s, kw, t->n); }
 static tok *advance(parser *ps) { tok *t = ps->t; if (t->type != TK_EOF) ps->t++; return t; }
 
+/* Nesting of expressions and blocks beyond this is an error (the parser recurses: no stack overflow). */
+enum { MAX_DEPTH = 200 };
+
+static void *too_deep(parser *ps, int line) {
+    jinja_perr(ps->p, line, "template nested too deeply (over %d levels of blocks, elif branches or parentheses)", MAX_DEPTH);
+    return NULL;
+}
+
 static node *mknode(parser *ps, int kind, int line) {
     node *n = jinja_alloc(ps->p->ar, sizeof *n);
     if (!n) { jinja_perr(ps->p, line, "out of memory"); return NULL; }
@@ -271,7 +279,7 @@ static node *p_unary(parser *ps, int with_filter) {
     node *n;
     if (is_op(t, "-") || is_op(t, "+")) {
         advance(ps);
-        if (++ps->depth > 200) { jinja_perr(ps->p, t->line, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
+        if (++ps->depth > MAX_DEPTH) return too_deep(ps, t->line);
         node *a = p_unary(ps, 0);
         ps->depth--;
         if (!a) return NULL;
@@ -352,7 +360,7 @@ static node *p_not(parser *ps) {
     tok *t = cur(ps);
     if (is_kw(t, "not")) {
         advance(ps);
-        if (++ps->depth > 200) { jinja_perr(ps->p, t->line, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
+        if (++ps->depth > MAX_DEPTH) return too_deep(ps, t->line);
         node *a = p_not(ps);
         ps->depth--;
         if (!a) return NULL;
@@ -388,7 +396,7 @@ static node *p_or(parser *ps) {
 }
 
 static node *p_expr(parser *ps) {
-    if (++ps->depth > 200) { jinja_perr(ps->p, cur(ps)->line, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
+    if (++ps->depth > MAX_DEPTH) return too_deep(ps, cur(ps)->line);
     node *e = p_or(ps);
     ps->depth--;
     while (e && is_kw(cur(ps), "if")) {
@@ -428,7 +436,7 @@ static node *p_if(parser *ps, int line) {
     n->body = p_body(ps, stops, &stop);
     if (ps->p->failed) return NULL;
     if (stop == 0) { /* elif: a nested if in the else branch, which consumes the endif */
-        if (++ps->depth > 200) { jinja_perr(ps->p, line, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
+        if (++ps->depth > MAX_DEPTH) return too_deep(ps, line);
         n->orelse = p_if(ps, ps->segs[ps->si - 1].line);
         ps->depth--;
         return ps->p->failed ? NULL : n;
@@ -447,7 +455,7 @@ static node *p_if(parser *ps, int line) {
 static node *p_stmt(parser *ps, seg *sg) {
     tok *t = ps->t;
     int line = sg->line;
-    if (ps->depth > 200) { jinja_perr(ps->p, line, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
+    if (ps->depth > MAX_DEPTH) return too_deep(ps, line);
     if (t->type != TK_NAME) { jinja_perr(ps->p, line, "expected a tag name after '{%%'"); return NULL; }
     if (is_kw(t, "if")) {
         advance(ps);
@@ -537,7 +545,7 @@ static node *p_stmt(parser *ps, seg *sg) {
 static node *p_body(parser *ps, const char *const *stops, int *stop) {
     node *head = NULL, **tail = &head;
     *stop = -1;
-    if (++ps->depth > 200) { jinja_perr(ps->p, ps->si < ps->nseg ? ps->segs[ps->si].line : 0, "template nested too deeply (over 200 levels of blocks, elif branches or parentheses)"); return NULL; }
+    if (++ps->depth > MAX_DEPTH) return too_deep(ps, ps->si < ps->nseg ? ps->segs[ps->si].line : 0);
 
     while (ps->si < ps->nseg && !ps->p->failed) {
         seg *sg = &ps->segs[ps->si++];

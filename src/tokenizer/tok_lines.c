@@ -77,25 +77,12 @@ static jr_status encode_line(jr_tokenizer *t, const char *text, size_t len, int 
     return JR_OK;
 }
 
-static jr_status decode_line(jr_tokenizer *t, const char *line, int flags, int jsonl, const char *in, size_t lineno, FILE *out) {
-    jr_ids ids = {0};
-    const char *p = line;
-    while (*p) {
-        while (*p == ' ' || *p == '\t' || *p == '\r') p++;
-        if (!*p) break;
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 0 || v > 0x7fffffff || (*end && *end != ' ' && *end != '\t' && *end != '\r')) {
-            jr_ids_free(&ids);
-            return jr_fail(JR_EINVAL, "%s line %zu: \"%.20s\" is not a token id", in, lineno, p);
-        }
-        if (jr_ids_push(&ids, (int32_t)v)) { jr_ids_free(&ids); return JR_ENOMEM; }
-        p = end;
-    }
+/* Decodes ids and writes the text: raw, or as a {"text": ...} row with jsonl. */
+static jr_status write_decoded(jr_tokenizer *t, const jr_ids *ids, int flags, int jsonl, const char *in, size_t lineno,
+                               FILE *out) {
     char *txt;
     size_t len;
-    jr_status st = jr_tok_decode(t, ids.ids, ids.n, flags, &txt, &len);
-    jr_ids_free(&ids);
+    jr_status st = jr_tok_decode(t, ids->ids, ids->n, flags, &txt, &len);
     if (st) return jr_fail_ctx(st, "%s line %zu", in, lineno);
     if (jsonl) {
         json_t *o = json_pack("{s:s%}", "text", txt, len);
@@ -112,6 +99,27 @@ static jr_status decode_line(jr_tokenizer *t, const char *line, int flags, int j
     return JR_OK;
 }
 
+/* A line of space-separated ids, decoded. */
+static jr_status decode_line(jr_tokenizer *t, const char *line, int flags, const char *in, size_t lineno, FILE *out) {
+    jr_ids ids = {0};
+    const char *p = line;
+    while (*p) {
+        while (*p == ' ' || *p == '\t' || *p == '\r') p++;
+        if (!*p) break;
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 0x7fffffff || (*end && *end != ' ' && *end != '\t' && *end != '\r')) {
+            jr_ids_free(&ids);
+            return jr_fail(JR_EINVAL, "%s line %zu: \"%.20s\" is not a token id", in, lineno, p);
+        }
+        if (jr_ids_push(&ids, (int32_t)v)) { jr_ids_free(&ids); return JR_ENOMEM; }
+        p = end;
+    }
+    jr_status st = write_decoded(t, &ids, flags, 0, in, lineno, out);
+    jr_ids_free(&ids);
+    return st;
+}
+
 static jr_status chat_row(jr_tokenizer *t, json_t *row, const char *in, size_t lineno, FILE *out) {
     json_t *msgs = json_object_get(row, "messages");
     if (!json_is_array(msgs)) return jr_fail(JR_EINVAL, "%s line %zu: \"messages\" must be a list", in, lineno);
@@ -120,11 +128,16 @@ static jr_status chat_row(jr_tokenizer *t, json_t *row, const char *in, size_t l
     if (!m) return jr_fail(JR_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         json_t *e = json_array_get(msgs, i);
+        json_t *c = json_object_get(e, "content");
         m[i].role = json_string_value(json_object_get(e, "role"));
-        m[i].content = json_string_value(json_object_get(e, "content"));
-        if (!m[i].role) {
+        m[i].content = json_string_value(c);
+        const char *bad = !m[i].role ? "role must be a string"
+                          : c && !json_is_null(c) && !m[i].content ? "content must be a string or null"
+                          : m[i].content && strlen(m[i].content) != json_string_length(c) ? "content holds a NUL character"
+                                                                                          : NULL;
+        if (bad) {
             free(m);
-            return jr_fail(JR_EINVAL, "%s line %zu: messages[%zu].role must be a string", in, lineno, i);
+            return jr_fail(JR_EINVAL, "%s line %zu: messages[%zu].%s", in, lineno, i, bad);
         }
     }
     jr_chat_opts o = {json_is_true(json_object_get(row, "add_generation_prompt")), -1};
@@ -158,19 +171,21 @@ static jr_status json_row(jr_tokenizer *t, const jr_tok_lines_opts *o, json_t *r
         if (!json_is_string(tx)) return jr_fail(JR_EINVAL, "%s line %zu: \"text\" must be a string", in, lineno);
         return encode_line(t, json_string_value(tx), json_string_length(tx), encode_flags(o), out);
     }
-    json_t *ids = json_object_get(row, "ids"), *e;
-    if (!json_is_array(ids)) return jr_fail(JR_EINVAL, "%s line %zu: \"ids\" must be a list", in, lineno);
-    char buf[16], *joined = NULL;
-    size_t i, jl = 0;
-    FILE *mf = open_memstream(&joined, &jl);
-    if (!mf) return jr_fail(JR_ENOMEM, "out of memory");
-    json_array_foreach(ids, i, e) {
-        snprintf(buf, sizeof buf, "%lld ", (long long)json_integer_value(e));
-        fputs(json_is_integer(e) ? buf : "x ", mf);
+    json_t *arr = json_object_get(row, "ids"), *e;
+    if (!json_is_array(arr)) return jr_fail(JR_EINVAL, "%s line %zu: \"ids\" must be a list", in, lineno);
+    jr_ids ids = {0};
+    size_t i;
+    jr_status st = JR_OK;
+    json_array_foreach(arr, i, e) {
+        json_int_t v = json_integer_value(e);
+        if (!json_is_integer(e) || v < 0 || v > 0x7fffffff) {
+            st = jr_fail(JR_EINVAL, "%s line %zu: \"ids\"[%zu] is not a token id", in, lineno, i);
+            break;
+        }
+        if ((st = jr_ids_push(&ids, (int32_t)v))) break;
     }
-    fclose(mf);
-    jr_status st = decode_line(t, joined ? joined : "", o->no_special ? JR_TOK_SKIP_SPECIAL : 0, 1, in, lineno, out);
-    free(joined);
+    if (!st) st = write_decoded(t, &ids, o->no_special ? JR_TOK_SKIP_SPECIAL : 0, 1, in, lineno, out);
+    jr_ids_free(&ids);
     return st;
 }
 
@@ -194,7 +209,7 @@ jr_status jr_tok_lines(jr_tokenizer *t, const jr_tok_lines_opts *o, FILE *in, FI
             else st = json_row(t, &so, row, lineno, out);
             json_decref(row);
         } else if (o->decode) {
-            st = decode_line(t, line, o->no_special ? JR_TOK_SKIP_SPECIAL : 0, 0, name, lineno, out);
+            st = decode_line(t, line, o->no_special ? JR_TOK_SKIP_SPECIAL : 0, name, lineno, out);
         } else {
             st = encode_line(t, line, len, encode_flags(o), out);
         }
