@@ -102,7 +102,7 @@ static int bench_grade(int argc, char **argv) {
     jr_bench_grade_opts o = jr_bench_grade_opts_default();
     long latency = o.latency_ms, per_level = o.per_level, min = o.min_requests;
     const jr_arg spec[] = {
-        JR_ARG_L("--latency-ms", &latency, 0, 1 << 20), JR_ARG_L("--per-level", &per_level, 1, 1 << 20),
+        JR_ARG_L("--latency-ms", &latency, 0, 1 << 20), JR_ARG_L("--per-level", &per_level, 1, 1 << 16),
         JR_ARG_L("--min", &min, 1, 1 << 20), JR_ARG_S("--levels", &o.levels), JR_ARG_S("--python", &o.python),
         JR_ARG_S("--script", &o.script), JR_ARGS_END};
     int rc = cli_flags(cmd, spec, argc, argv, "unknown option '%s' (see judgerl bench grade --help)");
