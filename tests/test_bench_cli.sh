@@ -44,8 +44,15 @@ expect_error train_unknown_config "bench train: --config: unknown '1m' \(10m, 10
 expect_error train_model_and_config "give one of --model DIR or --config" "$JR_BIN" bench train --config 10m --model x
 expect_error generate_itl "--itl-target: expected 0 \(off\) or a ratio in \(1, 100\]" "$JR_BIN" bench generate --config 10m --itl-target 0.5
 expect_error generate_missing_model "$T/none" "$JR_BIN" bench generate --model "$T/none"
-expect_error grade_levels "--levels: expected positive integers separated by commas, got '1,x'" "$JR_BIN" bench grade --levels 1,x
-expect_error memory_mib "--mib: expected a positive integer, got '0'" "$JR_BIN" bench memory --mib 0
+expect_error grade_levels "--levels: expected at most 16 integers in \\[1, 4096\\] separated by commas, got '1,x'" "$JR_BIN" bench grade --levels 1,x
+# trailing text and a 17th level are errors too (were read as 2, and dropped without a word)
+expect_error grade_levels_text "got '2x'" "$JR_BIN" bench grade --levels 2x
+expect_error grade_levels_17 "at most 16" "$JR_BIN" bench grade --levels 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17
+expect_error memory_mib "--mib: expected an integer in \\[1, 1073741824\\], got '0'" "$JR_BIN" bench memory --mib 0
+# a value with trailing text or no number is an error naming the flag, not read as far as it goes (or as 0)
+expect_error train_batch_text "--batch: expected an integer in \\[1, 1048576\\], got '8x'" "$JR_BIN" bench train --config 10m --batch 8x
+expect_error generate_itl_text "--itl-target: expected a number in \\[0, 100\\], got 'abc'" "$JR_BIN" bench generate --config 10m --itl-target abc
+expect_error grade_unknown "unknown option '--latency'" "$JR_BIN" bench grade --latency 5
 expect_error unknown_bench "unknown benchmark 'disk'" "$JR_BIN" bench disk
 
 # tokenize --bench: the tiny tokenizer has only byte tokens, so as many tokens as bytes (no BOS)

@@ -22,6 +22,8 @@ if [ "$(echo "$out" | grep -cE '"response":"(YES|NO)"')" -eq 4 ]; then ok genera
 printf '{"prompt":"x"}\nnot json\n' >"$JR_TMP/bad.jsonl"
 expect_error generate_bad_row 'bad.jsonl:2' "$JR_BIN" generate --model "$MODEL" --input "$JR_TMP/bad.jsonl" --output "$JR_TMP/o.jsonl"
 expect_error generate_no_model 'no such model directory' "$JR_BIN" generate --model "$JR_TMP/nowhere" --prompt hi
+# an integer option takes an integer: 2.5 samples are an error naming the flag, not 2
+expect_error generate_n_not_integer "--n: expected an integer in \\[1, 256\\], got '2.5'" "$JR_BIN" generate --model "$MODEL" --prompt hi --n 2.5
 expect_error generate_two_sources 'exactly one' "$JR_BIN" generate --model "$MODEL" --prompt hi --input "$JR_TMP/in.jsonl"
 expect_error generate_bad_regex 'guided_regex|regex' "$JR_BIN" generate --model "$MODEL" --prompt hi --regex '(a'
 expect_error generate_bad_compute "--compute: expected auto, float32 or bfloat16, got 'fp16'" "$JR_BIN" generate --model "$MODEL" --prompt hi --compute fp16

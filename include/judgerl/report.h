@@ -31,6 +31,8 @@ typedef struct jr_series {
     const char *color;      /* NULL: the palette's colour of the series' index */
     int faint;              /* 1: thin and translucent (the raw curve under a smoothed one) */
 } jr_series;
+/* o[key] as a number; NAN when it is absent or not a number (the pages print NAN as "-" or "n/a"). */
+double jr_report_num(const json_t *o, const char *key);
 /* The palette: colour i is series (run, judge) i's identity on every chart of a page. */
 const char *jr_report_color(int i);
 #define JR_BEFORE_COLOR "#9ca3af" /* "before" beside an entity's colour for "after" */

@@ -124,23 +124,25 @@ jr_bench_grade_opts jr_bench_grade_opts_default(void) {
                                  .python = "/usr/bin/python3"};
 }
 
-/* The in-flight levels of o->levels (at most 16) into lv: their count, or -1 when one is not positive. */
+/* The in-flight levels of o->levels into lv: their count, or -1 when one is not an integer in [1, 4096]
+ * (the loopback server's connection limit) or there are more than 16. */
 static int parse_levels(const char *levels, int *lv) {
     int n = 0;
-    for (const char *p = levels; *p && n < 16;) {
-        if ((lv[n++] = atoi(p)) < 1) return -1;
-        if (!(p = strchr(p, ','))) break;
-        p++;
+    for (const char *p = levels;; p++) {
+        char *end;
+        long x = strtol(p, &end, 10);
+        if (n == 16 || end == p || x < 1 || x > 4096 || (*end && *end != ',')) return -1;
+        lv[n++] = (int)x;
+        if (!*(p = end)) return n;
     }
-    return n;
 }
 
 jr_status jr_bench_grade_check(const jr_bench_grade_opts *o) {
     int lv[16];
-    if (o->latency_ms < 0 || o->per_level < 1 || o->min_requests < 1)
-        return jr_fail(JR_EINVAL, "--latency-ms, --per-level and --min must be positive");
+    if (o->latency_ms < 0 || o->per_level < 1 || o->per_level > 1 << 16 || o->min_requests < 1)
+        return jr_fail(JR_EINVAL, "--latency-ms must be >= 0, --per-level in [1, 65536], --min positive");
     if (parse_levels(o->levels, lv) < 0)
-        return jr_fail(JR_EINVAL, "--levels: expected positive integers separated by commas, got '%s'", o->levels);
+        return jr_fail(JR_EINVAL, "--levels: expected at most 16 integers in [1, 4096] separated by commas, got '%s'", o->levels);
     return JR_OK;
 }
 

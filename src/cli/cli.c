@@ -1,7 +1,6 @@
 /* cli.c - shared helpers of the subcommands: error lines, exit codes, config loading */
 #include "cli/cli.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -84,29 +83,6 @@ int cli_kv_opts(const char *cmd, const cli_kv_args *a, jr_kv_opts *o) {
     o->kv_bf16 = !strcmp(k, "bfloat16");
     o->deterministic = !a->deterministic || !strcmp(a->deterministic, "1");
     return CLI_OK;
-}
-
-int cli_int_arg(const char *cmd, const char *flag, const char *v, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || errno || *end || x < lo || x > hi) {
-        cli_usage(cmd, "%s: expected an integer in [%ld, %ld], got '%s'", flag, lo, hi, v ? v : "");
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
-int cli_seconds_arg(const char *cmd, const char *flag, const char *v, double lo, double *out) {
-    char *end;
-    double x = v ? strtod(v, &end) : 0;
-    if (!v || *end || !(x >= lo) || x > 1e7) {
-        cli_usage(cmd, "%s: expected seconds >= %g, got '%s'", flag, lo, v ? v : "");
-        return -1;
-    }
-    *out = x;
-    return 0;
 }
 
 int cli_args(const char *cmd, jr_args *a, const jr_arg *spec, int argc, char **argv, int max_pos, int overrides,

@@ -14,11 +14,6 @@ int cli_fail(const char *cmd, jr_status st);
 /* Prints "judgerl CMD: <formatted message>" (one line) and returns CLI_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* A flag's value as an integer in [lo, hi] or as seconds >= lo: 0 with *out set, or -1 after
- * printing the usage error (the command returns CLI_USAGE). */
-int cli_int_arg(const char *cmd, const char *flag, const char *v, long lo, long hi, long *out);
-int cli_seconds_arg(const char *cmd, const char *flag, const char *v, double lo, double *out);
-
 /* jr_args_parse (args.h) with its errors printed as usage errors: CLI_OK, or the exit code. unknown:
  * the message for an argument no flag takes, with one %s for it. Free a with jr_args_free. */
 #include "judgerl/args.h"

@@ -38,26 +38,19 @@ static int bench_generate(int argc, char **argv) {
     }
     jr_bench_generate_opts o = jr_bench_generate_opts_default();
     cli_kv_args kva = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (i + 1 >= argc) return cli_usage(cmd, "%s needs a value (see judgerl bench --help)", a);
-        const char *v = argv[++i];
-        if (!strcmp(a, "--model")) o.model = v;
-        else if (!strcmp(a, "--config")) o.config = v;
-        else if (!strcmp(a, "--batch")) o.batch = atoi(v);
-        else if (!strcmp(a, "--prompt")) o.prompt = atoi(v);
-        else if (!strcmp(a, "--tokens")) o.tokens = atoi(v);
-        else if (!strcmp(a, "--save")) o.save = v;
-        else if (!strcmp(a, "--long-prompt")) o.long_prompt = atoi(v);
-        else if (!strcmp(a, "--prefill-chunk")) o.prefill_chunk = atoi(v);
-        else if (!strcmp(a, "--itl-target")) o.itl_target = atof(v);
-        else if (!strcmp(a, "--compute")) kva.compute = v;
-        else if (!strcmp(a, "--kv-cache")) kva.kv_cache = v;
-        else if (!strcmp(a, "--deterministic")) kva.deterministic = v;
-        else return cli_usage(cmd, "unknown option '%s'", a);
-    }
-    int rc = cli_kv_opts(cmd, &kva, &o.kv);
+    long batch = o.batch, prompt = o.prompt, tokens = o.tokens, long_prompt = o.long_prompt, chunk = o.prefill_chunk;
+    const jr_arg spec[] = {
+        JR_ARG_S("--model", &o.model), JR_ARG_S("--config", &o.config), JR_ARG_S("--save", &o.save),
+        JR_ARG_L("--batch", &batch, 1, 1 << 20), JR_ARG_L("--prompt", &prompt, 1, 1 << 20),
+        JR_ARG_L("--tokens", &tokens, 1, 1 << 20), JR_ARG_L("--long-prompt", &long_prompt, 0, 1 << 20),
+        JR_ARG_L("--prefill-chunk", &chunk, 0, 1 << 20), JR_ARG_D("--itl-target", &o.itl_target, 0, 100),
+        JR_ARG_S("--compute", &kva.compute), JR_ARG_S("--kv-cache", &kva.kv_cache),
+        JR_ARG_S("--deterministic", &kva.deterministic), JR_ARGS_END};
+    int rc = cli_flags(cmd, spec, argc, argv, "unknown option '%s' (see judgerl bench generate --help)");
     if (rc) return rc;
+    o.batch = (int)batch, o.prompt = (int)prompt, o.tokens = (int)tokens, o.long_prompt = (int)long_prompt;
+    o.prefill_chunk = (int)chunk;
+    if ((rc = cli_kv_opts(cmd, &kva, &o.kv))) return rc;
     if (jr_bench_generate_check(&o)) return cli_usage(cmd, "%s", jr_errmsg());
     json_t *j;
     return print_figures(cmd, jr_bench_generate(&o, &j), &j, JSON_COMPACT | JSON_REAL_PRECISION(6));
@@ -80,23 +73,16 @@ static int bench_train(int argc, char **argv) {
         return CLI_OK;
     }
     jr_bench_train_opts o = jr_bench_train_opts_default();
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--full-logits")) { o.full_logits = 1; continue; }
-        if (!strcmp(a, "--unfused-attention")) { o.unfused_attention = 1; continue; }
-        if (!strcmp(a, "--checkpoint-activations")) { o.checkpoint_activations = 1; continue; }
-        if (i + 1 >= argc) return cli_usage(cmd, "%s needs a value (see --help)", a);
-        const char *v = argv[++i];
-        if (!strcmp(a, "--model")) o.model = v;
-        else if (!strcmp(a, "--config")) o.config = v;
-        else if (!strcmp(a, "--batch")) o.batch = atoi(v);
-        else if (!strcmp(a, "--seq")) o.seq = atoi(v);
-        else if (!strcmp(a, "--steps")) o.steps = atoi(v);
-        else if (!strcmp(a, "--warmup")) o.warmup = atoi(v);
-        else if (!strcmp(a, "--compute")) o.compute = v;
-        else if (!strcmp(a, "--gemm-n")) o.gemm_n = atoi(v);
-        else return cli_usage(cmd, "unknown option '%s'", a);
-    }
+    long batch = o.batch, seq = o.seq, steps = o.steps, warmup = o.warmup, gemm_n = o.gemm_n;
+    const jr_arg spec[] = {
+        JR_ARG_S("--model", &o.model), JR_ARG_S("--config", &o.config), JR_ARG_S("--compute", &o.compute),
+        JR_ARG_L("--batch", &batch, 1, 1 << 20), JR_ARG_L("--seq", &seq, 2, 1 << 20), JR_ARG_L("--steps", &steps, 1, 1 << 20),
+        JR_ARG_L("--warmup", &warmup, 0, 1 << 20), JR_ARG_L("--gemm-n", &gemm_n, 16, 1 << 16),
+        JR_ARG_B("--full-logits", &o.full_logits, 1), JR_ARG_B("--unfused-attention", &o.unfused_attention, 1),
+        JR_ARG_B("--checkpoint-activations", &o.checkpoint_activations, 1), JR_ARGS_END};
+    int rc = cli_flags(cmd, spec, argc, argv, "unknown option '%s' (see judgerl bench train --help)");
+    if (rc) return rc;
+    o.batch = (int)batch, o.seq = (int)seq, o.steps = (int)steps, o.warmup = (int)warmup, o.gemm_n = (int)gemm_n;
     if (jr_bench_train_check(&o)) return cli_usage(cmd, "%s", jr_errmsg());
     json_t *j;
     return print_figures(cmd, jr_bench_train(&o, &j), &j, JSON_COMPACT | JSON_REAL_PRECISION(6));
@@ -114,17 +100,14 @@ static int bench_grade(int argc, char **argv) {
         return CLI_OK;
     }
     jr_bench_grade_opts o = jr_bench_grade_opts_default();
-    for (int i = 1; i < argc; i++) {
-        if (i + 1 >= argc) return cli_usage(cmd, "%s needs a value", argv[i]);
-        const char *a = argv[i], *v = argv[++i];
-        if (!strcmp(a, "--latency-ms")) o.latency_ms = atoi(v);
-        else if (!strcmp(a, "--levels")) o.levels = v;
-        else if (!strcmp(a, "--per-level")) o.per_level = atoi(v);
-        else if (!strcmp(a, "--min")) o.min_requests = atoi(v);
-        else if (!strcmp(a, "--python")) o.python = v;
-        else if (!strcmp(a, "--script")) o.script = v;
-        else return cli_usage(cmd, "unknown option '%s'", a);
-    }
+    long latency = o.latency_ms, per_level = o.per_level, min = o.min_requests;
+    const jr_arg spec[] = {
+        JR_ARG_L("--latency-ms", &latency, 0, 1 << 20), JR_ARG_L("--per-level", &per_level, 1, 1 << 16),
+        JR_ARG_L("--min", &min, 1, 1 << 20), JR_ARG_S("--levels", &o.levels), JR_ARG_S("--python", &o.python),
+        JR_ARG_S("--script", &o.script), JR_ARGS_END};
+    int rc = cli_flags(cmd, spec, argc, argv, "unknown option '%s' (see judgerl bench grade --help)");
+    if (rc) return rc;
+    o.latency_ms = (int)latency, o.per_level = (int)per_level, o.min_requests = (int)min;
     if (jr_bench_grade_check(&o)) return cli_usage(cmd, "%s", jr_errmsg());
     json_t *j;
     return print_figures(cmd, jr_bench_grade(&o, &j), &j, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(5));
@@ -142,16 +125,9 @@ static int bench_memory(int argc, char **argv) {
         return CLI_OK;
     }
     long mib = 512, reps = 5;
-    for (int i = 1; i < argc; i++) {
-        if (i + 1 >= argc) return cli_usage(cmd, "%s needs a value", argv[i]);
-        const char *a = argv[i], *v = argv[++i];
-        char *end;
-        long x = strtol(v, &end, 10);
-        if (*end || x < 1) return cli_usage(cmd, "%s: expected a positive integer, got '%s'", a, v);
-        if (!strcmp(a, "--mib")) mib = x;
-        else if (!strcmp(a, "--reps")) reps = x;
-        else return cli_usage(cmd, "unknown option '%s'", a);
-    }
+    const jr_arg spec[] = {JR_ARG_L("--mib", &mib, 1, 1 << 30), JR_ARG_L("--reps", &reps, 1, 1 << 20), JR_ARGS_END};
+    int rc = cli_flags(cmd, spec, argc, argv, "unknown option '%s' (see judgerl bench memory --help)");
+    if (rc) return rc;
     json_t *j;
     return print_figures(cmd, jr_bench_memory(mib, reps, &j), &j, JSON_COMPACT | JSON_REAL_PRECISION(6));
 }

@@ -106,12 +106,10 @@ static int eval_models(int argc, char **argv) {
     else if (rc == CLI_OK && samples && (data || adapter)) rc = cli_usage(cmd, "--samples already holds the responses: drop --data / --adapter");
     if (rc == CLI_OK) {
         const jr_cfg_field *tables[] = {jr_eval_cfg, jr_reward_cfg, jr_judge_cfg, jr_protocols_cfg, jr_sandbox_cfg, NULL};
-        if (!(st = jr_config_load(&cfg, reward, args.n_over, args.over, tables))) {
-            if (cfg.notes) fputs(cfg.notes, stderr); /* keys given under TRL / PEFT / verl names */
-            st = jr_eval_opts_from_config(&o, &cfg);
-        }
-        if (!st && reward && !o.use_reward) st = jr_fail(JR_EINVAL, "--reward %s: lists no reward.components", reward);
-        if (!st && !o.use_reward && !o.ifeval) rc = cli_usage(cmd, "nothing to score: give --reward CFG.yaml and/or --ifeval");
+        rc = cli_config_load(cmd, reward, args.n_over, args.over, tables, &cfg, 0);
+        if (!rc) st = jr_eval_opts_from_config(&o, &cfg);
+        if (!rc && !st && reward && !o.use_reward) st = jr_fail(JR_EINVAL, "--reward %s: lists no reward.components", reward);
+        if (!rc && !st && !o.use_reward && !o.ifeval) rc = cli_usage(cmd, "nothing to score: give --reward CFG.yaml and/or --ifeval");
         if (st) rc = cli_fail(cmd, st);
     }
     if (rc == CLI_OK) {

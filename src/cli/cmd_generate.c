@@ -26,8 +26,8 @@ int cmd_generate(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *chat = NULL, *input = NULL, *regex = NULL, *stops[16], *choices[64];
     jr_generate_opts o = {.tokenizer = "auto", .out = stdout, .log = stderr, .prefix = "judgerl generate: "};
     /* NAN / -1: the model's default */
-    double n = 1, max_tokens = 256, temperature = NAN, top_p = NAN, top_k = -1, min_p = 0, seed = 0, logprobs = -1,
-           parallel = 8, ctx = 0;
+    double temperature = NAN, top_p = NAN, min_p = 0;
+    long n = 1, max_tokens = 256, top_k = -1, seed = 0, logprobs = -1, parallel = 8, ctx = 0;
     int n_stop = 0, n_choice = 0, ignore_eos = 0;
     cli_kv_args kv = {0};
     const jr_arg spec[] = {
@@ -35,11 +35,11 @@ int cmd_generate(int argc, char **argv) {
         JR_ARG_S("--chat", &chat), JR_ARG_S("--input", &input), JR_ARG_S("--output", &o.output),
         JR_ARG_S("--regex", &regex), JR_ARG_S("--compute", &kv.compute), JR_ARG_S("--kv-cache", &kv.kv_cache),
         JR_ARG_S("--deterministic", &kv.deterministic), JR_ARG_M("--stop", stops, &n_stop, 16, 0),
-        JR_ARG_M("--choice", choices, &n_choice, 64, 0), JR_ARG_D("--n", &n, 1, 256),
-        JR_ARG_D("--max-tokens", &max_tokens, 1, 1 << 20), JR_ARG_D("--temperature", &temperature, 0, 100),
-        JR_ARG_D("--top-p", &top_p, 1e-9, 1), JR_ARG_D("--top-k", &top_k, 0, 1 << 30), JR_ARG_D("--min-p", &min_p, 0, 1),
-        JR_ARG_D("--seed", &seed, 0, 9007199254740992.0), JR_ARG_D("--logprobs", &logprobs, 0, 20),
-        JR_ARG_D("--parallel", &parallel, 1, 1024), JR_ARG_D("--ctx", &ctx, 2, 1 << 20),
+        JR_ARG_M("--choice", choices, &n_choice, 64, 0), JR_ARG_L("--n", &n, 1, 256),
+        JR_ARG_L("--max-tokens", &max_tokens, 1, 1 << 20), JR_ARG_D("--temperature", &temperature, 0, 100),
+        JR_ARG_D("--top-p", &top_p, 1e-9, 1), JR_ARG_L("--top-k", &top_k, 0, 1 << 30), JR_ARG_D("--min-p", &min_p, 0, 1),
+        JR_ARG_L("--seed", &seed, 0, 1L << 53), JR_ARG_L("--logprobs", &logprobs, 0, 20),
+        JR_ARG_L("--parallel", &parallel, 1, 1024), JR_ARG_L("--ctx", &ctx, 2, 1 << 20),
         JR_ARG_B("--ignore-eos", &ignore_eos, 1), JR_ARGS_END};
     int rc = cli_flags(cmd, spec, argc, argv, "unknown argument '%s' (see judgerl generate --help)");
     if (rc) return rc;

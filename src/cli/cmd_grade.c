@@ -49,22 +49,16 @@ int cmd_grade(int argc, char **argv) {
     if (rc) { jr_args_free(&args); return rc; }
     const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, NULL};
     jr_config cfg;
-    jr_status st = jr_config_load(&cfg, cfg_path, args.n_over, args.over, tables);
-    if (!st && cfg.notes) fputs(cfg.notes, stderr); /* keys given under TRL / PEFT / verl names */
+    rc = cli_config_load(cmd, cfg_path, args.n_over, args.over, tables, &cfg, print_only);
     jr_args_free(&args);
-    if (st) return cli_fail(cmd, st);
-    if (print_only) {
-        char *t = jr_config_dump(&cfg);
-        fputs(t ? t : "", stdout);
-        free(t);
-        jr_config_free(&cfg);
-        return CLI_OK;
-    }
+    if (rc) return rc;
+    if (print_only) { jr_config_free(&cfg); return CLI_OK; }
     if (!cfg_path || !in_path || !out_path) {
         jr_config_free(&cfg);
         return cli_usage(cmd, "--config, --input and --output are required");
     }
     jr_reward_opts ro;
+    jr_status st;
     if ((st = jr_reward_opts_from_config(&ro, &cfg))) { jr_config_free(&cfg); return cli_fail(cmd, st); }
     jr_grade_opts go;
     jr_grade_opts_init(&go, &ro);

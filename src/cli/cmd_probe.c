@@ -10,7 +10,7 @@
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
 
-static const char USAGE[] = "usage: judgerl probe --judge JUDGE.yaml --data ROWS.jsonl [--probes a,b,...] [--out DIR] [key=value ...]";
+#define USAGE "usage: judgerl probe --judge JUDGE.yaml --data ROWS.jsonl [--probes a,b,...] [--out DIR] [key=value ...]"
 
 int cmd_probe(int argc, char **argv) {
     const char *cmd = "probe";
@@ -28,23 +28,16 @@ int cmd_probe(int argc, char **argv) {
         return CLI_OK;
     }
     const char *cfg_path = NULL, *data = NULL, *probes = NULL, *out = "runs/probe";
-    int print_only = 0, n_over = 0;
-    char **over = argv; /* the key=value overrides, gathered at the front of argv (already read) */
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int val = !strcmp(a, "--judge") || !strcmp(a, "--data") || !strcmp(a, "--probes") || !strcmp(a, "--out");
-        if (val && i + 1 >= argc) return cli_usage(cmd, "%s needs a value", a);
-        if (!strcmp(a, "--judge")) cfg_path = argv[++i];
-        else if (!strcmp(a, "--data")) data = argv[++i];
-        else if (!strcmp(a, "--probes")) probes = argv[++i];
-        else if (!strcmp(a, "--out")) out = argv[++i];
-        else if (!strcmp(a, "--print-config")) print_only = 1;
-        else if (a[0] != '-' && strchr(a, '=')) over[n_over++] = argv[i];
-        else return cli_usage(cmd, "unexpected argument '%s'; %s", a, USAGE);
-    }
+    int print_only = 0;
+    const jr_arg spec[] = {JR_ARG_S("--judge", &cfg_path), JR_ARG_S("--data", &data), JR_ARG_S("--probes", &probes),
+                           JR_ARG_S("--out", &out), JR_ARG_B("--print-config", &print_only, 1), JR_ARGS_END};
+    jr_args args;
+    int rc = cli_args(cmd, &args, spec, argc, argv, 0, 1, "unexpected argument '%s'; " USAGE);
+    if (rc) { jr_args_free(&args); return rc; }
     const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_probe_cfg, NULL};
     jr_config cfg;
-    int rc = cli_config_load(cmd, cfg_path, n_over, over, tables, &cfg, print_only);
+    rc = cli_config_load(cmd, cfg_path, args.n_over, args.over, tables, &cfg, print_only);
+    jr_args_free(&args);
     if (rc || print_only) { if (!rc) jr_config_free(&cfg); return rc; }
     if (!cfg_path || !data) { jr_config_free(&cfg); return cli_usage(cmd, "--judge and --data are required; %s", USAGE); }
     if (!*out) { jr_config_free(&cfg); return cli_usage(cmd, "--out needs a directory"); }

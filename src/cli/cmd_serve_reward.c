@@ -36,29 +36,20 @@ int cmd_serve_reward(int argc, char **argv) {
     const char *cfg_path = NULL, *host = "127.0.0.1", *key_env = NULL, *state_dir = NULL;
     long port = 8100;
     double drain = 60;
-    char **over = argv; /* the key=value overrides, gathered at the front of argv (already read) */
-    int n_over = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int bad = 0;
-        if (a[0] != '-' && strchr(a, '=')) { over[n_over++] = argv[i]; continue; }
-        if (!strcmp(a, "--config")) cfg_path = v;
-        else if (!strcmp(a, "--host")) host = v;
-        else if (!strcmp(a, "--api-key-env")) key_env = v;
-        else if (!strcmp(a, "--state-dir")) state_dir = v;
-        else if (!strcmp(a, "--port")) bad = cli_int_arg(cmd, a, v, 0, 65535, &port);
-        else if (!strcmp(a, "--drain-timeout")) bad = cli_seconds_arg(cmd, a, v, 0, &drain);
-        else return cli_usage(cmd, "unknown argument '%s' (see judgerl serve-reward --help)", a);
-        if (bad) return CLI_USAGE;
-        if (!v) return cli_usage(cmd, "%s needs a value", a);
-        i++;
-    }
-    if (!cfg_path) return cli_usage(cmd, "--config REWARD.yaml is required (see judgerl serve-reward --help)");
+    const jr_arg spec[] = {JR_ARG_S("--config", &cfg_path), JR_ARG_S("--host", &host), JR_ARG_S("--api-key-env", &key_env),
+                           JR_ARG_S("--state-dir", &state_dir), JR_ARG_L("--port", &port, 0, 65535),
+                           JR_ARG_SEC("--drain-timeout", &drain, 0), JR_ARGS_END};
+    jr_args args;
+    int rc = cli_args(cmd, &args, spec, argc, argv, 0, 1, "unknown argument '%s' (see judgerl serve-reward --help)");
     const char *key = key_env ? getenv(key_env) : NULL;
-    if (key_env && (!key || !*key)) return cli_usage(cmd, "--api-key-env %s: the environment variable is unset or empty", key_env);
+    if (!rc && !cfg_path) rc = cli_usage(cmd, "--config REWARD.yaml is required (see judgerl serve-reward --help)");
+    if (!rc && key_env && (!key || !*key))
+        rc = cli_usage(cmd, "--api-key-env %s: the environment variable is unset or empty", key_env);
+    if (rc) { jr_args_free(&args); return rc; }
     const jr_cfg_field *tables[] = {jr_judge_cfg, jr_protocols_cfg, jr_reward_cfg, jr_sandbox_cfg, jr_reward_service_cfg, NULL};
     jr_config cfg;
-    jr_status st = jr_config_load(&cfg, cfg_path, n_over, over, tables);
+    jr_status st = jr_config_load(&cfg, cfg_path, args.n_over, args.over, tables);
+    jr_args_free(&args);
     if (st) return cli_fail(cmd, st);
     jr_reward_opts ro;
     jr_rsvc_opts so;

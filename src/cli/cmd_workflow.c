@@ -62,14 +62,14 @@ static int do_run(int argc, char **argv) {
     if (!rc && (!wf_path || !in_path || !cfg_path)) rc = cli_usage(cmd, "run needs --workflow, --problems and --executor");
     if (rc) { jr_args_free(&args); return rc; }
     jr_config cfg;
-    jr_status st = jr_config_load(&cfg, cfg_path, args.n_over, args.over, tables);
+    rc = cli_config_load(cmd, cfg_path, args.n_over, args.over, tables, &cfg, 0);
     jr_args_free(&args);
-    if (st) return cli_fail(cmd, st);
-    if (cfg.notes) fputs(cfg.notes, stderr); /* keys given under TRL / PEFT / verl names */
+    if (rc) return rc;
     jr_workflow_opts o;
     jr_workflow_opts_from_config(&o, &cfg);
     jr_judge_opts jo;
     char *dup = strdup(cfg_path);
+    jr_status st;
     jr_workflow_file_opts f = {.workflow = wf_path, .problems = in_path, .cfg_dir = dup ? dirname(dup) : NULL,
                                .output = out_path, .grade = grade, .log = stderr, .prefix = "judgerl workflow: "};
     if (!(st = dup ? jr_judge_opts_from_config(&jo, &cfg) : jr_fail(JR_ENOMEM, "out of memory")))

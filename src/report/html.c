@@ -10,6 +10,11 @@
 
 /* ---- HTML text ---- */
 
+double jr_report_num(const json_t *o, const char *key) {
+    const json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
 void jr_html_escape(jr_strbuf *b, const char *t) {
     for (; t && *t; t++) {
         switch (*t) {

@@ -11,11 +11,6 @@
 
 static const char *const LAB[3] = {"Yes", "No", "Maybe"};
 
-static double num(const json_t *o, const char *k) {
-    json_t *v = json_object_get(o, k);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 static void vec3(const json_t *a, double *out) {
     for (int j = 0; j < 3; j++) {
         json_t *v = json_array_get(a, (size_t)j);
@@ -29,9 +24,9 @@ void jr_report_seed1_text(FILE *out, const json_t *s1) {
     json_t *el = json_object_get(sft, "epoch_loss");
     fprintf(out, "seed 1: policy trained on %lld questions with random labels, epoch loss %.4f -> %.4f, train accuracy %.2f\n",
             (long long)json_integer_value(json_object_get(sft, "rows")), json_number_value(json_array_get(el, 0)),
-            json_number_value(json_array_get(el, json_array_size(el) ? json_array_size(el) - 1 : 0)), num(sft, "train_accuracy"));
+            json_number_value(json_array_get(el, json_array_size(el) ? json_array_size(el) - 1 : 0)), jr_report_num(sft, "train_accuracy"));
     fprintf(out, "        judges: question judge held-out accuracy %.2f, answer judge held-out accuracy %.2f\n",
-            num(jq, "heldout_accuracy"), num(ja, "heldout_accuracy"));
+            jr_report_num(jq, "heldout_accuracy"), jr_report_num(ja, "heldout_accuracy"));
     fprintf(out, "        logits on \"%s\" (Yes, No, Maybe):\n", json_string_value(json_object_get(s1, "probe")));
     json_t *vars = json_object_get(s1, "variants");
     for (size_t i = 0; i < json_array_size(vars); i++) {
@@ -39,7 +34,7 @@ void jr_report_seed1_text(FILE *out, const json_t *s1) {
         double b[3], a[3];
         vec3(json_object_get(v, "logits_before"), b);
         vec3(json_object_get(v, "logits_after"), a);
-        double mb = num(v, "margin_before"), ma = num(v, "margin_after");
+        double mb = jr_report_num(v, "margin_before"), ma = jr_report_num(v, "margin_after");
         fprintf(out, "        %-8s judge says %-5s before [%.5f %.5f %.5f] after [%.5f %.5f %.5f] (%lld steps, %lld skipped)\n"
                      "                 margin of the judge's label %+.5f -> %+.5f: %s\n",
                 json_string_value(json_object_get(v, "name")), json_string_value(json_object_get(v, "probe_judge_label")),
@@ -50,8 +45,8 @@ void jr_report_seed1_text(FILE *out, const json_t *s1) {
 }
 
 static void dist_str(char *out, size_t cap, const json_t *d) {
-    double o = num(d, "other");
-    snprintf(out, cap, "Yes %.2f No %.2f Maybe %.2f other %.2f", num(d, "Yes"), num(d, "No"), num(d, "Maybe"), isfinite(o) ? o : 0);
+    double o = jr_report_num(d, "other");
+    snprintf(out, cap, "Yes %.2f No %.2f Maybe %.2f other %.2f", jr_report_num(d, "Yes"), jr_report_num(d, "No"), jr_report_num(d, "Maybe"), isfinite(o) ? o : 0);
 }
 
 /* The demo's quality figures (summary "quality", judgerl demo), one line each: the judge's agreement,
@@ -61,22 +56,22 @@ static void quality_lines(const json_t *q, char line[N_QUALITY_LINES][512]) {
     json_t *t = json_object_get(q, "targets"), *k = json_object_get(q, "preferred_by_kind");
     const char *met[2] = {"NOT MET", "met"};
     snprintf(line[0], 512, "the unbiased judge agrees with the held-out preference grades on %.0f%% of pairs (majority class %.0f%%; "
-             "target >= 90%%: %s)", 100 * num(q, "judge_agreement"), 100 * num(q, "majority_class"),
+             "target >= 90%%: %s)", 100 * jr_report_num(q, "judge_agreement"), 100 * jr_report_num(q, "majority_class"),
              met[json_is_true(json_object_get(t, "judge_agreement_90"))]);
     snprintf(line[1], 512, "garbled policy samples (not one of the 20 classic answers): %.1f%% before GRPO, at most %.1f%% after "
-             "(target < 5%%: %s)", 100 * num(q, "garbled_before"), 100 * num(q, "garbled_after_max"),
+             "(target < 5%%: %s)", 100 * jr_report_num(q, "garbled_before"), 100 * jr_report_num(q, "garbled_after_max"),
              met[json_is_true(json_object_get(t, "garbled_under_5"))]);
     static const char *const KINDS[3] = {"hopeful", "risky", "unsure"};
     char kb[3][96];
     for (int j = 0; j < 3; j++) {
         json_t *x = json_object_get(k, KINDS[j]);
         snprintf(kb[j], sizeof kb[j], "%s %s %.2f -> %.2f", KINDS[j], json_string_value(json_object_get(x, "preferred")) ? json_string_value(json_object_get(x, "preferred")) : "?",
-                 num(x, "before"), num(x, "after"));
+                 jr_report_num(x, "before"), jr_report_num(x, "after"));
     }
     snprintf(line[2], 512, "GRPO vs the unbiased judge, the preferred label's share by kind of question: %s, %s, %s "
              "(target: each up 5 points or more: %s)", kb[0], kb[1], kb[2], met[json_is_true(json_object_get(t, "moves_by_kind"))]);
     snprintf(line[3], 512, "answers with their question's preferred label %.2f -> %.2f; the largest single label's share after GRPO %.2f",
-             num(q, "preferred_before"), num(q, "preferred_after"), num(q, "top_label_share_after"));
+             jr_report_num(q, "preferred_before"), jr_report_num(q, "preferred_after"), jr_report_num(q, "top_label_share_after"));
     /* the label distribution per kind of question, before and after GRPO against the unbiased judge */
     for (int w = 0; w < 2; w++) {
         const json_t *kd = json_object_get(q, w ? "kinds_after" : "kinds_before");
@@ -110,10 +105,10 @@ static void study_text(FILE *out, const json_t *st) {
         const json_t *al = json_object_get(r, "alarm_step"), *d5 = json_object_get(r, "gold_drop_5pp_step");
         char alarm[96] = "no alarm", drop[48] = "gold never 5 points down";
         if (json_is_number(al))
-            snprintf(alarm, sizeof alarm, "ALARM at step %.0f (gold %+.3f there)", json_number_value(al), num(r, "gold_change_at_alarm"));
+            snprintf(alarm, sizeof alarm, "ALARM at step %.0f (gold %+.3f there)", json_number_value(al), jr_report_num(r, "gold_change_at_alarm"));
         if (json_is_number(d5)) snprintf(drop, sizeof drop, "gold 5 points down at step %.0f", json_number_value(d5));
         fprintf(out, "  %-22s seed %lld: proxy %+.3f gold %+.3f; %s; %s\n", json_string_value(json_object_get(j, "name")),
-                (long long)json_integer_value(json_object_get(r, "seed")), num(r, "proxy_delta"), num(r, "gold_delta"), alarm, drop);
+                (long long)json_integer_value(json_object_get(r, "seed")), jr_report_num(r, "proxy_delta"), jr_report_num(r, "gold_delta"), alarm, drop);
     }
 }
 
@@ -125,7 +120,7 @@ void jr_report_text(FILE *out, const json_t *sum) {
     for (size_t i = 0; i < json_array_size(st); i++) {
         json_t *s = json_array_get(st, i);
         fprintf(out, "%-16s %-8s %8.1f  %s\n", json_string_value(json_object_get(s, "name")),
-                json_string_value(json_object_get(s, "status")), num(s, "seconds"),
+                json_string_value(json_object_get(s, "status")), jr_report_num(s, "seconds"),
                 json_string_value(json_object_get(s, "note")) ? json_string_value(json_object_get(s, "note")) : "");
     }
     json_t *s1 = json_object_get(sum, "seed1");
@@ -139,16 +134,16 @@ void jr_report_text(FILE *out, const json_t *sum) {
             char b[96], a[96], rw[48];
             dist_str(b, sizeof b, json_object_get(r, "dist_before"));
             dist_str(a, sizeof a, json_object_get(r, "dist_after"));
-            snprintf(rw, sizeof rw, "%.3f -> %.3f", num(r, "reward_before"), num(r, "reward_after"));
+            snprintf(rw, sizeof rw, "%.3f -> %.3f", jr_report_num(r, "reward_before"), jr_report_num(r, "reward_after"));
             fprintf(out, "  %-9s %-17s %-42s %-42s\n", json_string_value(json_object_get(r, "judge")), rw, b, a);
             if (json_is_number(json_object_get(r, "judge_accuracy")))
                 fprintf(out, "            judge agrees with the preference grades on %.0f%% of held-out pairs; calls %.0f%% of Yes answers Good\n",
-                        100 * num(r, "judge_accuracy"), 100 * num(r, "judge_yes_good"));
+                        100 * jr_report_num(r, "judge_accuracy"), 100 * jr_report_num(r, "judge_yes_good"));
         }
         json_t *st2 = json_object_get(sum, "steering");
         if (json_is_object(st2))
             fprintf(out, "steering: P(Yes) after GRPO %.2f with the biased judge vs %.2f with the unbiased one (%+.0f points)\n",
-                    num(st2, "p_yes_biased"), num(st2, "p_yes_unbiased"), 100 * num(st2, "delta"));
+                    jr_report_num(st2, "p_yes_biased"), jr_report_num(st2, "p_yes_unbiased"), 100 * jr_report_num(st2, "delta"));
     }
     json_t *q = json_object_get(sum, "quality");
     if (json_is_object(q)) {
@@ -167,7 +162,7 @@ void jr_report_text(FILE *out, const json_t *sum) {
         jr_probe_table(out, nm, rs, np);
     }
     jr_report_workflow_text(out, json_object_get(sum, "workflow"));
-    fprintf(out, "total %.1f s; report: %s/report.html\n", num(sum, "total_seconds"),
+    fprintf(out, "total %.1f s; report: %s/report.html\n", jr_report_num(sum, "total_seconds"),
             json_string_value(json_object_get(sum, "run_dir")) ? json_string_value(json_object_get(sum, "run_dir")) : ".");
 }
 
@@ -241,8 +236,8 @@ static void html_seed1(jr_strbuf *b, const json_t *s1) {
     jr_strbuf_addf(b, "</b>. Policy: %lld parameters, trained on %lld questions with random labels (train accuracy %.2f). "
                      "Question judge held-out accuracy %.2f; answer judge held-out accuracy %.2f.</p>\n",
                   (long long)json_integer_value(json_object_get(sft, "params")),
-                  (long long)json_integer_value(json_object_get(sft, "rows")), num(sft, "train_accuracy"),
-                  num(jq, "heldout_accuracy"), num(ja, "heldout_accuracy"));
+                  (long long)json_integer_value(json_object_get(sft, "rows")), jr_report_num(sft, "train_accuracy"),
+                  jr_report_num(jq, "heldout_accuracy"), jr_report_num(ja, "heldout_accuracy"));
     jr_strbuf_addf(b, "<table><tr><th>variant</th><th>judge's label</th><th>logits before (Yes, No, Maybe)</th>"
                      "<th>logits after</th><th>margin before</th><th>margin after</th><th>steps</th><th>agreement with judge</th></tr>\n");
     json_t *vars = json_object_get(s1, "variants");
@@ -258,11 +253,11 @@ static void html_seed1(jr_strbuf *b, const json_t *s1) {
         jr_strbuf_addf(b, "</td><td>");
         jr_html_escape(b, json_string_value(json_object_get(v, "probe_judge_label")));
         jr_strbuf_addf(b, "</td><td>%.5f, %.5f, %.5f</td><td>%.5f, %.5f, %.5f</td>", lb[0], lb[1], lb[2], la[0], la[1], la[2]);
-        td_num(b, num(v, "margin_before"));
-        td_num(b, num(v, "margin_after"));
+        td_num(b, jr_report_num(v, "margin_before"));
+        td_num(b, jr_report_num(v, "margin_after"));
         jr_strbuf_addf(b, "<td>%lld (skipped %lld)</td><td>%.2f &#8594; %.2f</td></tr>\n",
                       (long long)json_integer_value(json_object_get(v, "steps")),
-                      (long long)json_integer_value(json_object_get(v, "skipped")), num(v, "agree_before"), num(v, "agree_after"));
+                      (long long)json_integer_value(json_object_get(v, "skipped")), jr_report_num(v, "agree_before"), jr_report_num(v, "agree_after"));
     }
     jr_strbuf_addf(b, "</table>\n<ul>\n");
     for (size_t i = 0; i < json_array_size(vars); i++) {
@@ -327,16 +322,16 @@ static void html_grpo(jr_strbuf *b, const char *run_dir, const json_t *sum) {
         jr_strbuf_addf(b, "<tr><td>");
         jr_html_escape(b, json_string_value(json_object_get(r, "judge")));
         jr_strbuf_addf(b, "</td>");
-        td_num(b, num(r, "reward_before"));
-        td_num(b, num(r, "reward_after"));
-        td_num(b, num(db, "Yes"));
-        td_num(b, num(da, "Yes"));
-        td_num(b, num(da, "No"));
-        td_num(b, num(da, "Maybe"));
-        td_num(b, num(r, "judge_latency_p50"));
-        td_num(b, num(r, "unscored_share"));
-        td_num(b, num(r, "judge_accuracy"));
-        td_num(b, num(r, "judge_yes_good"));
+        td_num(b, jr_report_num(r, "reward_before"));
+        td_num(b, jr_report_num(r, "reward_after"));
+        td_num(b, jr_report_num(db, "Yes"));
+        td_num(b, jr_report_num(da, "Yes"));
+        td_num(b, jr_report_num(da, "No"));
+        td_num(b, jr_report_num(da, "Maybe"));
+        td_num(b, jr_report_num(r, "judge_latency_p50"));
+        td_num(b, jr_report_num(r, "unscored_share"));
+        td_num(b, jr_report_num(r, "judge_accuracy"));
+        td_num(b, jr_report_num(r, "judge_yes_good"));
         jr_strbuf_addf(b, "</tr>\n");
     }
     jr_strbuf_addf(b, "</table>\n");
@@ -344,7 +339,7 @@ static void html_grpo(jr_strbuf *b, const char *run_dir, const json_t *sum) {
     if (json_is_object(st))
         jr_strbuf_addf(b, "<p><b>Steering:</b> P(Yes) on the held-out questions after GRPO is %.2f with the Yes-biased judge "
                          "and %.2f with the unbiased judge (%+.0f points).</p>\n",
-                      num(st, "p_yes_biased"), num(st, "p_yes_unbiased"), 100 * num(st, "delta"));
+                      jr_report_num(st, "p_yes_biased"), jr_report_num(st, "p_yes_unbiased"), 100 * jr_report_num(st, "delta"));
     json_t *q = json_object_get(sum, "quality");
     if (json_is_object(q)) {
         char line[N_QUALITY_LINES][512];
@@ -365,8 +360,8 @@ static void html_grpo(jr_strbuf *b, const char *run_dir, const json_t *sum) {
         static const char *const LAB4[4] = {"Yes", "No", "Maybe", "other"};
         double vb[4], va[4];
         for (int j = 0; j < 4; j++) {
-            vb[j] = num(json_object_get(r, "dist_before"), LAB4[j]);
-            va[j] = num(json_object_get(r, "dist_after"), LAB4[j]);
+            vb[j] = jr_report_num(json_object_get(r, "dist_before"), LAB4[j]);
+            va[j] = jr_report_num(json_object_get(r, "dist_after"), LAB4[j]);
             if (!isfinite(vb[j])) vb[j] = 0;
             if (!isfinite(va[j])) va[j] = 0;
         }
@@ -415,7 +410,7 @@ jr_status jr_report_write(const char *run_dir, json_t **summary_out) {
     jr_strbuf_addf(&b, "<p>Run directory <code>");
     jr_html_escape(&b, run_dir);
     jr_strbuf_addf(&b, "</code>%s; total %.1f s.</p>\n", json_is_true(json_object_get(sum, "quick")) ? " (quick mode: fewer steps)" : "",
-                  num(sum, "total_seconds"));
+                  jr_report_num(sum, "total_seconds"));
     jr_strbuf_addf(&b, "<table><tr><th>stage</th><th>status</th><th>seconds</th><th>note</th></tr>\n");
     json_t *stages = json_object_get(sum, "stages");
     for (size_t i = 0; i < json_array_size(stages); i++) {
@@ -424,7 +419,7 @@ jr_status jr_report_write(const char *run_dir, json_t **summary_out) {
         jr_html_escape(&b, json_string_value(json_object_get(s, "name")));
         jr_strbuf_addf(&b, "</td><td>");
         jr_html_escape(&b, json_string_value(json_object_get(s, "status")));
-        jr_strbuf_addf(&b, "</td><td>%.1f</td><td>", num(s, "seconds"));
+        jr_strbuf_addf(&b, "</td><td>%.1f</td><td>", jr_report_num(s, "seconds"));
         jr_html_escape(&b, json_string_value(json_object_get(s, "note")));
         jr_strbuf_addf(&b, "</td></tr>\n");
     }

@@ -9,11 +9,6 @@
 #include "judgerl/fsutil.h"
 #include "judgerl/report.h"
 
-static double fnum(const json_t *o, const char *k) {
-    const json_t *v = json_object_get(o, k);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 static void td(jr_strbuf *b, double v, const char *fmt) {
     if (isnan(v)) jr_strbuf_addf(b, "<td>-</td>");
     else { jr_strbuf_addf(b, "<td>"); jr_strbuf_addf(b, fmt, v); jr_strbuf_addf(b, "</td>"); }
@@ -79,18 +74,18 @@ static void summary_table(jr_strbuf *b, const json_t *judges) {
         const json_t *jd = json_array_get(judges, j), *f = json_object_get(jd, "final"), *runs = json_object_get(jd, "runs");
         jr_strbuf_addf(b, "<tr>");
         td_text(b, json_string_value(json_object_get(jd, "name")));
-        jr_strbuf_addf(b, "<td>%.3f &rarr; %.3f</td><td>%.3f &rarr; %.3f</td>", fnum(f, "proxy_start"), fnum(f, "proxy_end"),
-                      fnum(f, "gold_start"), fnum(f, "gold_end"));
-        td(b, fnum(f, "divergence_end"), "%+.3f");
-        jr_strbuf_addf(b, "<td>%.1f &rarr; %.1f</td>", fnum(f, "length_start"), fnum(f, "length_end"));
-        td(b, fnum(f, "markdown_delta"), "%+.3f");
-        td(b, fnum(f, "list_delta"), "%+.3f");
-        jr_strbuf_addf(b, "<td>%.2f &rarr; %.2f</td>", fnum(f, "label_max_share_start"), fnum(f, "label_max_share_end"));
-        td(b, fnum(f, "kl_end"), "%.4f");
+        jr_strbuf_addf(b, "<td>%.3f &rarr; %.3f</td><td>%.3f &rarr; %.3f</td>", jr_report_num(f, "proxy_start"), jr_report_num(f, "proxy_end"),
+                      jr_report_num(f, "gold_start"), jr_report_num(f, "gold_end"));
+        td(b, jr_report_num(f, "divergence_end"), "%+.3f");
+        jr_strbuf_addf(b, "<td>%.1f &rarr; %.1f</td>", jr_report_num(f, "length_start"), jr_report_num(f, "length_end"));
+        td(b, jr_report_num(f, "markdown_delta"), "%+.3f");
+        td(b, jr_report_num(f, "list_delta"), "%+.3f");
+        jr_strbuf_addf(b, "<td>%.2f &rarr; %.2f</td>", jr_report_num(f, "label_max_share_start"), jr_report_num(f, "label_max_share_end"));
+        td(b, jr_report_num(f, "kl_end"), "%.4f");
         alarms_cell(b, jd, (int)json_array_size(runs));
         jr_strbuf_addf(b, "<td>");
         for (size_t r = 0; r < json_array_size(runs); r++) {
-            double s = fnum(json_array_get(runs, r), "gold_drop_5pp_step");
+            double s = jr_report_num(json_array_get(runs, r), "gold_drop_5pp_step");
             jr_strbuf_addf(b, "%s", r ? ", " : "");
             if (isnan(s)) jr_strbuf_addf(b, "never");
             else jr_strbuf_addf(b, "%.0f", s);
@@ -115,7 +110,7 @@ static void drift_tables(jr_strbuf *b, const json_t *judges) {
                 const json_t *t = json_array_get(top, i);
                 jr_strbuf_addf(b, "%s&ldquo;", i ? "; " : "");
                 jr_html_escape(b, json_string_value(json_object_get(t, "ngram")));
-                jr_strbuf_addf(b, "&rdquo; %.2f&rarr;%.2f", fnum(t, "base"), fnum(t, "now"));
+                jr_strbuf_addf(b, "&rdquo; %.2f&rarr;%.2f", jr_report_num(t, "base"), jr_report_num(t, "now"));
             }
             jr_strbuf_addf(b, "</td>");
             for (int e = 0; e < 2; e++) {
@@ -200,7 +195,7 @@ void jr_study_table(FILE *out, const json_t *s) {
         const json_t *f = json_object_get(j, "final");
         double v[7];
         const char *k[7] = {"proxy_start", "proxy_end", "gold_start", "gold_end", "divergence_end", "length_start", "length_end"};
-        for (int x = 0; x < 7; x++) v[x] = json_is_number(json_object_get(f, k[x])) ? json_number_value(json_object_get(f, k[x])) : NAN;
+        for (int x = 0; x < 7; x++) v[x] = jr_report_num(f, k[x]);
         fprintf(out, "%-16s %.3f -> %.3f    %.3f -> %.3f    %+.3f     %5.1f -> %5.1f  ", json_string_value(json_object_get(j, "name")),
                v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
         const char *a;

@@ -2,18 +2,12 @@
  * gold accuracy per domain (random workflows, the fixed workflows and the best of them, the policy before
  * and after RL per run), valid-workflow rate, operators chosen per domain, buffer sizes, reward components
  * over steps, the learning criteria. Reads summary["workflow"] (examples/eightball/stage_workflow.c). */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "judgerl/report.h"
 
 static const char *const kDoms[4] = {"math", "code", "qa", "overall"};
-
-static double wnum(const json_t *o, const char *k) {
-    const json_t *v = json_object_get(o, k);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
 
 static const char *wstr(const json_t *o, const char *k) {
     const char *s = json_string_value(json_object_get(o, k));
@@ -52,21 +46,21 @@ void jr_report_workflow_text(FILE *out, const json_t *wf) {
             "math", "code", "qa", "overall");
     for (int i = 0; i < n; i++) {
         fprintf(out, "  %-34.34s", wstr(rows[i], "name"));
-        for (int d = 0; d < 4; d++) fprintf(out, " %*.2f", d == 3 ? 8 : 6, wnum(rows[i], kDoms[d]));
+        for (int d = 0; d < 4; d++) fprintf(out, " %*.2f", d == 3 ? 8 : 6, jr_report_num(rows[i], kDoms[d]));
         fprintf(out, "\n");
     }
     const json_t *best = json_object_get(wf, "best_fixed");
     if (json_is_object(best))
         fprintf(out, "  best fixed: math %s (%.2f), code %s (%.2f), qa %s (%.2f)\n", wstr(json_object_get(best, "math"), "workflow"),
-                wnum(json_object_get(best, "math"), "acc"), wstr(json_object_get(best, "code"), "workflow"),
-                wnum(json_object_get(best, "code"), "acc"), wstr(json_object_get(best, "qa"), "workflow"),
-                wnum(json_object_get(best, "qa"), "acc"));
+                jr_report_num(json_object_get(best, "math"), "acc"), wstr(json_object_get(best, "code"), "workflow"),
+                jr_report_num(json_object_get(best, "code"), "acc"), wstr(json_object_get(best, "qa"), "workflow"),
+                jr_report_num(json_object_get(best, "qa"), "acc"));
     size_t i;
     json_t *r;
     json_array_foreach(json_object_get(wf, "runs"), i, r) {
         const json_t *b = json_object_get(r, "buffer");
-        fprintf(out, "  %s: valid workflows %.2f -> %.2f; buffer math %lld, code %lld, qa %lld\n", wstr(r, "name"), wnum(r, "valid_before"),
-                wnum(r, "valid_after"), (long long)json_integer_value(json_object_get(b, "math")),
+        fprintf(out, "  %s: valid workflows %.2f -> %.2f; buffer math %lld, code %lld, qa %lld\n", wstr(r, "name"), jr_report_num(r, "valid_before"),
+                jr_report_num(r, "valid_after"), (long long)json_integer_value(json_object_get(b, "math")),
                 (long long)json_integer_value(json_object_get(b, "code")), (long long)json_integer_value(json_object_get(b, "qa")));
         for (int d = 0; d < 3; d++) {
             char ob[512], oa[512];
@@ -98,7 +92,7 @@ static void html_acc(jr_strbuf *b, const json_t *wf) {
             jr_strbuf_addf(b, "</code>");
         }
         jr_strbuf_addf(b, "</td>");
-        for (int d = 0; d < 4; d++) jr_strbuf_addf(b, "<td>%.2f</td>", wnum(rows[i], kDoms[d]));
+        for (int d = 0; d < 4; d++) jr_strbuf_addf(b, "<td>%.2f</td>", jr_report_num(rows[i], kDoms[d]));
         jr_strbuf_addf(b, "</tr>\n");
     }
     jr_strbuf_addf(b, "</table>\n");
@@ -110,7 +104,7 @@ static void html_run(jr_strbuf *b, const json_t *r) {
     jr_html_escape(b, wstr(r, "name"));
     jr_strbuf_addf(b, "%s</h3>\n<p>Valid workflows %.2f before RL, %.2f after; experience buffer at the end: maths %lld, code %lld, "
                      "QA %lld.</p>\n<table><tr><th>domain</th><th>operators before RL (share of valid workflows)</th><th>after RL</th></tr>\n",
-                  json_is_true(json_object_get(r, "control")) ? " (shuffled rewards)" : "", wnum(r, "valid_before"), wnum(r, "valid_after"),
+                  json_is_true(json_object_get(r, "control")) ? " (shuffled rewards)" : "", jr_report_num(r, "valid_before"), jr_report_num(r, "valid_after"),
                   (long long)json_integer_value(json_object_get(buf, "math")), (long long)json_integer_value(json_object_get(buf, "code")),
                   (long long)json_integer_value(json_object_get(buf, "qa")));
     for (int d = 0; d < 3; d++) {
@@ -134,8 +128,8 @@ static void html_run(jr_strbuf *b, const json_t *r) {
     for (int k = 0; k < 6; k++) {
         for (int i = 0; i < m; i++) {
             const json_t *c = json_array_get(comp, (size_t)i);
-            xs[k][i] = wnum(c, "step");
-            ys[k][i] = wnum(c, keys[k]);
+            xs[k][i] = jr_report_num(c, "step");
+            ys[k][i] = jr_report_num(c, keys[k]);
         }
         s[k] = (jr_series){keys[k], xs[k], ys[k], m, NULL, 0};
     }
