@@ -42,9 +42,6 @@ static const char *const kFixed[][2] = {
 };
 #define N_FIXED (int)(sizeof kFixed / sizeof kFixed[0])
 
-static const jr_cfg_field *const wf_tables[] = {jr_run_cfg,       jr_data_cfg,      jr_model_cfg,    jr_trainer_cfg,
-                                                jr_grpo_cfg,      jr_judge_cfg,     jr_tokenizer_cfg, jr_wf_env_cfg,
-                                                jr_wf_buffer_cfg, jr_wf_train_cfg,  NULL};
 static const jr_cfg_field *const sft_tables[] = {jr_run_cfg, jr_data_cfg, jr_model_cfg, jr_trainer_cfg, jr_grpo_cfg,
                                                  jr_judge_cfg, jr_reward_cfg, jr_tokenizer_cfg, NULL};
 
@@ -221,7 +218,7 @@ static jr_status grpo_config(jr_config *cfg, const char *wdir, const char *run, 
     for (int i = 0; i < 10; i++) over[i] = o[i];
     int n = 10;
     if (control) over[n++] = "grpo.shuffle_rewards=true";
-    return jr_config_load(cfg, "configs/eightball/wf-grpo.yaml", n, over, wf_tables);
+    return jr_config_load(cfg, "configs/eightball/wf-grpo.yaml", n, over, jr_wf_train_tables);
 }
 
 /* One accuracy row {name, math, code, qa, overall} from statistics under prefix. */
