@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "eightball/eightball.h"
+#include "judgerl/eval.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/grpo.h"
 #include "judgerl/judge.h"
@@ -272,22 +273,6 @@ static jr_status baselines(const char *wdir, const json_t *held, const eb_sizes 
     return st;
 }
 
-/* The rows of RUN/metrics.jsonl. */
-static json_t *metrics_rows(const char *run) {
-    char p[3 * PATH_MAX];
-    snprintf(p, sizeof p, "%s/metrics.jsonl", run);
-    json_t *rows = json_array();
-    char *text = NULL;
-    if (jr_read_file(p, &text, NULL)) return rows;
-    for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
-        json_t *o = json_loads(l, 0, NULL);
-        if (json_is_object(o)) json_array_append(rows, o);
-        json_decref(o);
-    }
-    free(text);
-    return rows;
-}
-
 /* The operator shares per domain (KEYPREFIX DOM/op/NAME) of a metrics row: {DOM: {NAME: share}}. */
 static json_t *op_shares(const json_t *row, const char *prefix) {
     json_t *o = json_object();
@@ -310,10 +295,17 @@ static double numk(const json_t *o, const char *k) {
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-/* One GRPO run's record: before / after accuracy rows (step 0 and the last evaluation), valid-workflow rate,
- * operators per domain, buffer sizes, reward components over steps. */
-static json_t *grpo_record(const char *run, const char *name) {
-    json_t *rows = metrics_rows(run), *before = NULL, *after = NULL, *last = NULL, *comp = json_array();
+/* One GRPO run's record from RUN/metrics.jsonl (*out): before / after accuracy rows (step 0 and the last
+ * evaluation), valid-workflow rate, operators per domain, buffer sizes, reward components over steps. Fails
+ * naming the file when it cannot be read or holds a bad line. */
+static jr_status grpo_record(const char *run, const char *name, json_t **out) {
+    char p[3 * PATH_MAX];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", run);
+    json_t *rows = NULL;
+    *out = NULL;
+    jr_status st = jr_jsonl_read_all(p, &rows);
+    if (st) return st;
+    json_t *before = NULL, *after = NULL, *last = NULL, *comp = json_array();
     size_t i;
     json_t *r;
     json_array_foreach(rows, i, r) {
@@ -353,7 +345,8 @@ static json_t *grpo_record(const char *run, const char *name) {
     json_object_set_new(rec, "buffer", buf);
     json_object_set_new(rec, "components", comp);
     json_decref(rows);
-    return rec;
+    *out = rec;
+    return JR_OK;
 }
 
 static jr_status grpo_runs(const char *wdir, FILE *log, volatile sig_atomic_t *stop, const eb_sizes *z, json_t *runs) {
@@ -373,8 +366,9 @@ static jr_status grpo_runs(const char *wdir, FILE *log, volatile sig_atomic_t *s
         fflush(log);
         st = jr_wf_train_run(&cfg, "configs/eightball", log, stop, &res);
         jr_config_free(&cfg);
+        json_t *rec = NULL;
+        if (!st) st = grpo_record(dir, name, &rec);
         if (!st) {
-            json_t *rec = grpo_record(dir, name);
             json_object_set_new(rec, "control", json_boolean(control));
             json_object_set_new(rec, "seed", json_integer(seed));
             json_array_append_new(runs, rec);
