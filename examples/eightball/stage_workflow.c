@@ -62,31 +62,17 @@ static jr_status write_jsonl(const char *path, const json_t *rows) {
     return st;
 }
 
-/* Trains the executor in-process unless dir/model holds one trained with the same overrides (dir/demo-args.txt). */
-static jr_status executor(const char *dir, FILE *log, volatile sig_atomic_t *stop, const eb_sizes *z, int *reused) {
-    char od[3 * PATH_MAX], stamp[3 * PATH_MAX], cfgp[3 * PATH_MAX];
+/* Trains the executor in-process (`judgerl workflow train-executor`'s recipe) unless dir/model holds one trained
+ * with the same overrides (eb_train_or_reuse_with). */
+static jr_status executor(eb_ctx *c, const char *dir, const eb_sizes *z, int *reused) {
+    char od[3 * PATH_MAX];
     snprintf(od, sizeof od, "run.out_dir=%s", dir);
-    snprintf(stamp, sizeof stamp, "%s/demo-args.txt", dir);
-    snprintf(cfgp, sizeof cfgp, "%s/model/config.json", dir);
     char *over[32];
     int n = 0;
     over[n++] = od;
     for (int i = 0; z->wf_quick_executor && jr_wf_exec_quick[i] && n < 20; i++) over[n++] = (char *)jr_wf_exec_quick[i];
     for (int i = 0; i < z->wf_exec_n_over; i++) over[n++] = (char *)z->wf_exec_over[i]; /* after --quick's own */
-    jr_strbuf b = {0};
-    for (int i = 0; i < n; i++) { jr_strbuf_add(&b, over[i]); jr_strbuf_add(&b, "\n"); }
-    char *want = jr_strbuf_take(&b), *old = NULL;
-    *reused = jr_path_exists(cfgp) && !jr_read_file(stamp, &old, NULL) && old && want && !strcmp(old, want);
-    free(old);
-    jr_status st = JR_OK;
-    if (!*reused) {
-        st = jr_rmtree(dir); /* a stale or partial run: start over */
-        jr_train_result res;
-        if (!st) st = jr_wf_exec_train("configs/wf_executor.yaml", n, over, log, stop, &res);
-        if (!st) st = want ? jr_write_atomic(stamp, want, strlen(want)) : JR_ENOMEM;
-    }
-    free(want);
-    return st;
+    return eb_train_or_reuse_with(c, dir, "workflow train-executor", "configs/wf_executor.yaml", over, n, jr_wf_exec_train, reused);
 }
 
 /* train.jsonl (rows 0.. of each domain) and heldout.jsonl (rows from HELDOUT_FIRST); *held gets the held-out rows. */
@@ -431,7 +417,7 @@ jr_status eb_stage_workflow(eb_ctx *c, const void *arg, char *note, size_t cap) 
     int reused = 0;
     double t_exec = jr_wall_time();
     snprintf(p, sizeof p, "%s/executor", wdir);
-    if (!st) st = executor(p, c->logf, c->stop, z, &reused);
+    if (!st) st = executor(c, p, z, &reused);
     json_object_set_new(wf, "executor_seconds", json_real(jr_wall_time() - t_exec));
     json_object_set_new(wf, "executor_reused", json_boolean(reused));
     if (!st) st = tasks(wdir, z, &train, &held);
