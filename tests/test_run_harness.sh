@@ -62,6 +62,19 @@ if JR_PROGRESS=off "$JR_BIN" train "$JR_TMP/grpo.yaml" run.out_dir="$JR_TMP/ev" 
   ok grpo_eval_every_logs_heldout_reward
 else fail grpo_eval_every_logs_heldout_reward "$(tail -c 300 "$JR_TMP/e.err") $(head -c 300 "$JR_TMP/ev/metrics.jsonl" 2>&1)"; fi
 
+# 4b. trainer.eval_at_start: a metrics row of step 0 holding the evaluation before training; asked for on a
+# run that evaluates nothing (no held-out prompts), an error naming the option, not a silent skip
+if JR_PROGRESS=off "$JR_BIN" train "$JR_TMP/grpo.yaml" run.out_dir="$JR_TMP/ev0" data.validation_frac=0.25 \
+     trainer.steps=1 trainer.eval_at_start=true >/dev/null 2>"$JR_TMP/e0.err" &&
+   head -n 1 "$JR_TMP/ev0/metrics.jsonl" | grep -q '"step": *0[,}].*"eval/reward":\|"eval/reward":.*"step": *0[,}]'; then
+  ok eval_at_start_logs_step_0
+else fail eval_at_start_logs_step_0 "$(tail -c 300 "$JR_TMP/e0.err") $(head -c 300 "$JR_TMP/ev0/metrics.jsonl" 2>&1)"; fi
+if ! JR_PROGRESS=off "$JR_BIN" train "$JR_TMP/grpo.yaml" run.out_dir="$JR_TMP/ev1" trainer.steps=1 \
+       trainer.eval_at_start=true >/dev/null 2>"$JR_TMP/e1.err" &&
+   grep -q "trainer.eval_at_start=true, but this run has no evaluation" "$JR_TMP/e1.err"; then
+  ok eval_at_start_without_evaluation_is_an_error
+else fail eval_at_start_without_evaluation_is_an_error "$(tail -c 300 "$JR_TMP/e1.err")"; fi
+
 # 5. a LoRA run's checkpoint (the PEFT adapter + the tokenizer files) works with generate and serve as
 # it is: its base_model_name_or_path is loaded and the adapter folded in memory, the same tokens as the
 # merged model

@@ -50,10 +50,26 @@ jr_status eb_load_jsonl(const char *path, json_t **out) {
 
 /* ---- training ---- */
 
+/* jr_train_run on config + overrides: eb_train_or_reuse's trainer. */
+static jr_status train_config(const char *config, int n_over, char *const *over, FILE *log, volatile sig_atomic_t *stop,
+                              jr_train_result *res) {
+    jr_config cfg;
+    jr_status st = jr_config_load(&cfg, config, n_over, over, jr_train_tables);
+    if (st) return st;
+    st = jr_train_run(&cfg, log, stop, res);
+    jr_config_free(&cfg);
+    return st;
+}
+
 jr_status eb_train_or_reuse(eb_ctx *c, const char *dir, const char *config, char *const *over, int n_over, int *reused) {
-    /* the stamp: the arguments `judgerl train` was given (the same text as before the demo trained in-process) */
+    return eb_train_or_reuse_with(c, dir, "train", config, over, n_over, train_config, reused);
+}
+
+jr_status eb_train_or_reuse_with(eb_ctx *c, const char *dir, const char *cmd, const char *config, char *const *over, int n_over,
+                                 eb_trainer train, int *reused) {
+    /* the stamp: the arguments of the judgerl command that trains the same (the text as before the demo trained in-process) */
     char stamp_text[4096];
-    size_t n = (size_t)snprintf(stamp_text, sizeof stamp_text, "train\n%s\n", config);
+    size_t n = (size_t)snprintf(stamp_text, sizeof stamp_text, "%s\n%s\n", cmd, config);
     for (int i = 0; i < n_over; i++) n += (size_t)snprintf(stamp_text + n, n < sizeof stamp_text ? sizeof stamp_text - n : 0, "%s\n", over[i]);
     if (n >= sizeof stamp_text) return jr_fail(JR_EINVAL, "%s: the training arguments are too long", dir);
     char stamp[PATH_MAX + 32], cfgp[PATH_MAX + 32];
@@ -72,11 +88,8 @@ jr_status eb_train_or_reuse(eb_ctx *c, const char *dir, const char *config, char
     if (st) return st;
     fprintf(c->logf, "\n$ judgerl %s", stamp_text);
     fflush(c->logf);
-    jr_config cfg;
-    if ((st = jr_config_load(&cfg, config, n_over, over, jr_train_tables))) return st;
     jr_train_result res;
-    st = jr_train_run(&cfg, c->logf, c->stop, &res);
-    jr_config_free(&cfg);
+    st = train(config, n_over, over, c->logf, c->stop, &res);
     if (!st) fprintf(c->logf, "trained steps %lld..%lld: %.4f -> %.4f\n", (long long)res.first_step, (long long)res.last_step,
                      res.first_loss, res.last_loss);
     fflush(c->logf);

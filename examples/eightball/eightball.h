@@ -96,6 +96,13 @@ char *eb_path(const eb_ctx *c, char *buf, size_t cap, const char *fmt, ...) __at
  * unless dir/model holds a model trained with exactly these arguments (dir/demo-args.txt), so a
  * second demo reuses it; a stale or partial dir is removed first (jr_rmtree). */
 jr_status eb_train_or_reuse(eb_ctx *c, const char *dir, const char *config, char *const *over, int n_over, int *reused);
+/* The same with another trainer (the workflow executor's recipe, jr_wf_exec_train); cmd: the judgerl command
+ * that trains the same, the stamp's first line. */
+struct jr_train_result;
+typedef jr_status (*eb_trainer)(const char *config, int n_over, char *const *over, FILE *log, volatile sig_atomic_t *stop,
+                                struct jr_train_result *res);
+jr_status eb_train_or_reuse_with(eb_ctx *c, const char *dir, const char *cmd, const char *config, char *const *over, int n_over,
+                                 eb_trainer train, int *reused);
 
 /* A judge model served by `judgerl serve` as a child process on a free port (--port 0), the port
  * read from the file serve writes once it is ready (--port-file). The child gets SIGTERM if the demo dies. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "eightball/eightball.h"
+#include "judgerl/eval.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/grpo.h"
 #include "judgerl/judge.h"
@@ -42,9 +43,6 @@ static const char *const kFixed[][2] = {
 };
 #define N_FIXED (int)(sizeof kFixed / sizeof kFixed[0])
 
-static const jr_cfg_field *const wf_tables[] = {jr_run_cfg,       jr_data_cfg,      jr_model_cfg,    jr_trainer_cfg,
-                                                jr_grpo_cfg,      jr_judge_cfg,     jr_tokenizer_cfg, jr_wf_env_cfg,
-                                                jr_wf_buffer_cfg, jr_wf_train_cfg,  NULL};
 static const jr_cfg_field *const sft_tables[] = {jr_run_cfg, jr_data_cfg, jr_model_cfg, jr_trainer_cfg, jr_grpo_cfg,
                                                  jr_judge_cfg, jr_reward_cfg, jr_tokenizer_cfg, NULL};
 
@@ -64,31 +62,17 @@ static jr_status write_jsonl(const char *path, const json_t *rows) {
     return st;
 }
 
-/* Trains the executor in-process unless dir/model holds one trained with the same overrides (dir/demo-args.txt). */
-static jr_status executor(const char *dir, FILE *log, volatile sig_atomic_t *stop, const eb_sizes *z, int *reused) {
-    char od[3 * PATH_MAX], stamp[3 * PATH_MAX], cfgp[3 * PATH_MAX];
+/* Trains the executor in-process (`judgerl workflow train-executor`'s recipe) unless dir/model holds one trained
+ * with the same overrides (eb_train_or_reuse_with). */
+static jr_status executor(eb_ctx *c, const char *dir, const eb_sizes *z, int *reused) {
+    char od[3 * PATH_MAX];
     snprintf(od, sizeof od, "run.out_dir=%s", dir);
-    snprintf(stamp, sizeof stamp, "%s/demo-args.txt", dir);
-    snprintf(cfgp, sizeof cfgp, "%s/model/config.json", dir);
     char *over[32];
     int n = 0;
     over[n++] = od;
     for (int i = 0; z->wf_quick_executor && jr_wf_exec_quick[i] && n < 20; i++) over[n++] = (char *)jr_wf_exec_quick[i];
     for (int i = 0; i < z->wf_exec_n_over; i++) over[n++] = (char *)z->wf_exec_over[i]; /* after --quick's own */
-    jr_strbuf b = {0};
-    for (int i = 0; i < n; i++) { jr_strbuf_add(&b, over[i]); jr_strbuf_add(&b, "\n"); }
-    char *want = jr_strbuf_take(&b), *old = NULL;
-    *reused = jr_path_exists(cfgp) && !jr_read_file(stamp, &old, NULL) && old && want && !strcmp(old, want);
-    free(old);
-    jr_status st = JR_OK;
-    if (!*reused) {
-        st = jr_rmtree(dir); /* a stale or partial run: start over */
-        jr_train_result res;
-        if (!st) st = jr_wf_exec_train("configs/wf_executor.yaml", n, over, log, stop, &res);
-        if (!st) st = want ? jr_write_atomic(stamp, want, strlen(want)) : JR_ENOMEM;
-    }
-    free(want);
-    return st;
+    return eb_train_or_reuse_with(c, dir, "workflow train-executor", "configs/wf_executor.yaml", over, n, jr_wf_exec_train, reused);
 }
 
 /* train.jsonl (rows 0.. of each domain) and heldout.jsonl (rows from HELDOUT_FIRST); *held gets the held-out rows. */
@@ -221,7 +205,7 @@ static jr_status grpo_config(jr_config *cfg, const char *wdir, const char *run, 
     for (int i = 0; i < 10; i++) over[i] = o[i];
     int n = 10;
     if (control) over[n++] = "grpo.shuffle_rewards=true";
-    return jr_config_load(cfg, "configs/eightball/wf-grpo.yaml", n, over, wf_tables);
+    return jr_config_load(cfg, "configs/eightball/wf-grpo.yaml", n, over, jr_wf_train_tables);
 }
 
 /* One accuracy row {name, math, code, qa, overall} from statistics under prefix. */
@@ -275,22 +259,6 @@ static jr_status baselines(const char *wdir, const json_t *held, const eb_sizes 
     return st;
 }
 
-/* The rows of RUN/metrics.jsonl. */
-static json_t *metrics_rows(const char *run) {
-    char p[3 * PATH_MAX];
-    snprintf(p, sizeof p, "%s/metrics.jsonl", run);
-    json_t *rows = json_array();
-    char *text = NULL;
-    if (jr_read_file(p, &text, NULL)) return rows;
-    for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
-        json_t *o = json_loads(l, 0, NULL);
-        if (json_is_object(o)) json_array_append(rows, o);
-        json_decref(o);
-    }
-    free(text);
-    return rows;
-}
-
 /* The operator shares per domain (KEYPREFIX DOM/op/NAME) of a metrics row: {DOM: {NAME: share}}. */
 static json_t *op_shares(const json_t *row, const char *prefix) {
     json_t *o = json_object();
@@ -313,10 +281,17 @@ static double numk(const json_t *o, const char *k) {
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-/* One GRPO run's record: before / after accuracy rows (step 0 and the last evaluation), valid-workflow rate,
- * operators per domain, buffer sizes, reward components over steps. */
-static json_t *grpo_record(const char *run, const char *name) {
-    json_t *rows = metrics_rows(run), *before = NULL, *after = NULL, *last = NULL, *comp = json_array();
+/* One GRPO run's record from RUN/metrics.jsonl (*out): before / after accuracy rows (step 0 and the last
+ * evaluation), valid-workflow rate, operators per domain, buffer sizes, reward components over steps. Fails
+ * naming the file when it cannot be read or holds a bad line. */
+static jr_status grpo_record(const char *run, const char *name, json_t **out) {
+    char p[3 * PATH_MAX];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", run);
+    json_t *rows = NULL;
+    *out = NULL;
+    jr_status st = jr_jsonl_read_all(p, &rows);
+    if (st) return st;
+    json_t *before = NULL, *after = NULL, *last = NULL, *comp = json_array();
     size_t i;
     json_t *r;
     json_array_foreach(rows, i, r) {
@@ -356,7 +331,8 @@ static json_t *grpo_record(const char *run, const char *name) {
     json_object_set_new(rec, "buffer", buf);
     json_object_set_new(rec, "components", comp);
     json_decref(rows);
-    return rec;
+    *out = rec;
+    return JR_OK;
 }
 
 static jr_status grpo_runs(const char *wdir, FILE *log, volatile sig_atomic_t *stop, const eb_sizes *z, json_t *runs) {
@@ -376,8 +352,9 @@ static jr_status grpo_runs(const char *wdir, FILE *log, volatile sig_atomic_t *s
         fflush(log);
         st = jr_wf_train_run(&cfg, "configs/eightball", log, stop, &res);
         jr_config_free(&cfg);
+        json_t *rec = NULL;
+        if (!st) st = grpo_record(dir, name, &rec);
         if (!st) {
-            json_t *rec = grpo_record(dir, name);
             json_object_set_new(rec, "control", json_boolean(control));
             json_object_set_new(rec, "seed", json_integer(seed));
             json_array_append_new(runs, rec);
@@ -440,7 +417,7 @@ jr_status eb_stage_workflow(eb_ctx *c, const void *arg, char *note, size_t cap) 
     int reused = 0;
     double t_exec = jr_wall_time();
     snprintf(p, sizeof p, "%s/executor", wdir);
-    if (!st) st = executor(p, c->logf, c->stop, z, &reused);
+    if (!st) st = executor(c, p, z, &reused);
     json_object_set_new(wf, "executor_seconds", json_real(jr_wall_time() - t_exec));
     json_object_set_new(wf, "executor_reused", json_boolean(reused));
     if (!st) st = tasks(wdir, z, &train, &held);

@@ -44,6 +44,11 @@ int jr_grade_id_text(const json_t *v, char *out, size_t n);
 int jr_grade_unreliable(const json_t *detail);
 /* Writes "PREFIX: unscored id=ID: WHY" to the log (a newline first when a bar is drawn). */
 void jr_grade_log_unscored(const jr_grade_opts *o, const char *id, const char *why);
+/* The two stops both engines make, as text in buf (returned): a configuration error of the judge (why), and
+ * more than max_frac of the total rows unscored (reasons: the tally's summary; NULL when every unscored
+ * row came from an earlier run). */
+const char *jr_grade_stop_config(char *buf, size_t n, const char *why);
+const char *jr_grade_stop_unscored(char *buf, size_t n, double max_frac, long n_unscored, long total, const char *reasons);
 
 /* The engines: grade every row of g (opened) and return the summary text. */
 jr_status jr_grade_by_judge(jr_grade_io *g, char **summary);

@@ -26,6 +26,18 @@ void jr_grade_log_unscored(const jr_grade_opts *o, const char *id, const char *w
     fprintf(o->log, "%s: unscored id=%s: %s\n", o->log_prefix, id, why ? why : "?");
 }
 
+const char *jr_grade_stop_config(char *buf, size_t n, const char *why) {
+    snprintf(buf, n, "configuration error: %.1200s (check judge.endpoints, judge.api_key_env and the judge's context); "
+             "no row was written for it", why);
+    return buf;
+}
+
+const char *jr_grade_stop_unscored(char *buf, size_t n, double max_frac, long n_unscored, long total, const char *reasons) {
+    snprintf(buf, n, "judge.max_unscored_frac=%g exceeded: %ld of %ld rows unscored (%.1500s)", max_frac, n_unscored, total,
+             reasons ? reasons : "unscored in an earlier run: see their error fields");
+    return buf;
+}
+
 /* Lines in path (a last line without a newline counts). */
 static jr_status count_lines(const char *path, long *n) {
     *n = 0;

@@ -106,16 +106,10 @@ static jr_status write_results(struct run *u, jr_judge_result *res, int n) {
 static const char *stop_reason(const struct run *u, double max_frac, char *buf, size_t n) {
     const char *fatal = jr_judge_fatal(u->j);
     long total = u->g->total;
-    if (fatal) {
-        snprintf(buf, n, "configuration error: %.1200s (check judge.endpoints, judge.api_key_env and the "
-                 "judge's context); no row was written for it", fatal);
-        return buf;
-    }
-    if (total > 0 && (double)u->c.n_unscored > max_frac * (double)total) {
-        snprintf(buf, n, "judge.max_unscored_frac=%g exceeded: %ld of %ld rows unscored (%.1500s)", max_frac,
-                 u->c.n_unscored, total, jr_reason_tally_count(u->why) ? jr_reason_tally_summary(u->why) : "unscored in an earlier run: see their error fields");
-        return buf;
-    }
+    if (fatal) return jr_grade_stop_config(buf, n, fatal);
+    if (total > 0 && (double)u->c.n_unscored > max_frac * (double)total)
+        return jr_grade_stop_unscored(buf, n, max_frac, u->c.n_unscored, total,
+                                      jr_reason_tally_count(u->why) ? jr_reason_tally_summary(u->why) : NULL);
     return NULL;
 }
 

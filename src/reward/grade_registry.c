@@ -125,19 +125,12 @@ static jr_status grade_loop(jr_grade_io *g, jr_reward *r, json_t **rows, jr_rewa
         long nw = read_window(g, rows, window, t);
         if (nw < 0) return JR_EINVAL;
         if (!nw) break;
-        if (jr_reward_score(r, (const json_t *const *)rows, (size_t)nw, res)) {
-            snprintf(stop_buf, stop_n, "configuration error: %.1200s (check judge.endpoints, judge.api_key_env and the "
-                     "judge's context); no row was written for it", jr_errmsg());
-            *stop_msg = stop_buf;
-        }
+        if (jr_reward_score(r, (const json_t *const *)rows, (size_t)nw, res)) *stop_msg = jr_grade_stop_config(stop_buf, stop_n, jr_errmsg());
         jr_status st = write_window(g, r, rows, res, nw, !*stop_msg, t);
         if (st) return st;
-        if (!*stop_msg && g->total > 0 && (double)t->n_unscored > max_frac * (double)g->total) {
-            snprintf(stop_buf, stop_n, "judge.max_unscored_frac=%g exceeded: %ld of %ld rows unscored (%.1500s)",
-                     max_frac, t->n_unscored, g->total,
-                     jr_reward_unscored_count(r) ? jr_reward_unscored_summary(r) : "unscored in an earlier run: see their error fields");
-            *stop_msg = stop_buf;
-        }
+        if (!*stop_msg && g->total > 0 && (double)t->n_unscored > max_frac * (double)g->total)
+            *stop_msg = jr_grade_stop_unscored(stop_buf, stop_n, max_frac, t->n_unscored, g->total,
+                                               jr_reward_unscored_count(r) ? jr_reward_unscored_summary(r) : NULL);
     }
     if (g->o->stop && *g->o->stop && !*stop_msg) *stop_msg = "interrupted";
     return JR_OK;

@@ -45,7 +45,7 @@ const jr_cfg_field jr_trainer_cfg[] = {
      "prompts; 0 = SFT only at the end, GRPO never)", NULL, NULL, 0, 1e12},
     {"trainer.eval_at_start", JR_CFG_BOOL, "false",
      "also evaluate before the first step of a fresh run (a metrics row of step 0: the policy before training); "
-     "needs an evaluation (trainer.eval_every or the algorithm's end-of-run one); monitor.enabled turns it on (its baseline)", NULL, NULL, 0, 0},
+     "needs an evaluation (held-out rows: data.validation or data.validation_frac; else the run fails at its start); monitor.enabled turns it on (its baseline)", NULL, NULL, 0, 0},
     {"trainer.log_every", JR_CFG_INT, "1", "metrics row every N steps", NULL, NULL, 1, 1e12},
     {"trainer.threads", JR_CFG_INT, "0",
      "threads for the engine (0 = auto: 1 when a step is under 2 GFLOP, where thread barriers cost more than "
@@ -366,7 +366,10 @@ jr_status jr_run_step(jr_run *r, const jr_run_algo *algo) {
     int64_t steps = r->to.steps, step = r->ts.step, done = step + 1;
     if (step >= steps) return jr_fail(JR_EINVAL, "%s: all %lld steps are done", r->ro.out_dir, (long long)steps);
     int last = done == steps, boundary = 1;
-    if (step == 0 && r->to.eval_at_start && r->eval.score && !r->rank) { /* the policy before training */
+    if (step == 0 && r->to.eval_at_start && !r->eval.score) /* asked for, never silently skipped */
+        return jr_fail(JR_EINVAL, "trainer.eval_at_start=true, but this run has no evaluation (SFT and GRPO evaluate "
+                                  "held-out rows: set data.validation or data.validation_frac; distill evaluates nothing)");
+    if (step == 0 && r->to.eval_at_start && !r->rank) { /* the policy before training */
         jr_status st = r->eval.score(r->eval.ud, &r->last_eval);
         if (!st) st = jr_runlog_add(r->rl, r->eval.metric, r->last_eval);
         if (!st) st = jr_runlog_commit(r->rl, 0);
