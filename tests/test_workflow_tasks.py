@@ -63,6 +63,7 @@ def check_math():
         except (AssertionError, AttributeError) as e:
             bad.append((str(e), r))
     steps = {r["steps"] for r in rows}
+    mix = [sum(1 for r in rows if r["steps"] == k) for k in (1, 2, 3, 4)]  # 40/30/20/10% of the rows
     big = sum(1 for r in rows if r["steps"] >= 3 and abs(int(r["answer"])) >= 100)
     small = all(max(int(x) for x in re.findall(r"\d+", r["problem"])) <= 30 for r in rows if r["steps"] == 1)
     for r in rows:  # the reference program computes the answer too
@@ -70,8 +71,8 @@ def check_math():
         exec(r["program"], g)
         if str(g["solve"]()) != r["answer"]:
             bad.append(r)
-    report("math_answers_recomputed", not bad and steps == {1, 2, 3, 4} and all(r["type"] == "math" for r in rows) and big > 80 and small,
-           "%d wrong, steps %s, big %d, small %s: %s" % (len(bad), steps, big, small, bad[:1]))
+    report("math_answers_recomputed", not bad and steps == {1, 2, 3, 4} and all(r["type"] == "math" for r in rows) and big > 40 and small and mix == [80, 60, 40, 20],
+           "%d wrong, steps %s, mix %s, big %d, small %s: %s" % (len(bad), steps, mix, big, small, bad[:1]))
 
 
 def check_code():

@@ -65,36 +65,112 @@ jr_status eb_train_or_reuse(eb_ctx *c, const char *dir, const char *config, char
     return eb_train_or_reuse_with(c, dir, "train", config, over, n_over, train_config, reused);
 }
 
-jr_status eb_train_or_reuse_with(eb_ctx *c, const char *dir, const char *cmd, const char *config, char *const *over, int n_over,
-                                 eb_trainer train, int *reused) {
-    /* the stamp: the arguments of the judgerl command that trains the same (the text as before the demo trained in-process) */
-    char stamp_text[4096];
-    size_t n = (size_t)snprintf(stamp_text, sizeof stamp_text, "%s\n%s\n", cmd, config);
-    for (int i = 0; i < n_over; i++) n += (size_t)snprintf(stamp_text + n, n < sizeof stamp_text ? sizeof stamp_text - n : 0, "%s\n", over[i]);
-    if (n >= sizeof stamp_text) return jr_fail(JR_EINVAL, "%s: the training arguments are too long", dir);
-    char stamp[PATH_MAX + 32], cfgp[PATH_MAX + 32];
+/* The stamp of a training run: the arguments of the judgerl command that trains the same (the text as before the
+ * demo trained in-process), one a line, into buf. */
+static jr_status stamp_text(const char *dir, const char *cmd, const char *config, char *const *over, int n_over, char *buf, size_t cap) {
+    size_t n = (size_t)snprintf(buf, cap, "%s\n%s\n", cmd, config);
+    for (int i = 0; i < n_over; i++) n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s\n", over[i]);
+    return n >= cap ? jr_fail(JR_EINVAL, "%s: the training arguments are too long", dir) : JR_OK;
+}
+
+jr_status eb_stamp(const char *dir, const char *cmd, const char *config, char *const *over, int n_over, int *matches) {
+    char text[4096], stamp[PATH_MAX + 32], cfgp[PATH_MAX + 32];
+    jr_status st = stamp_text(dir, cmd, config, over, n_over, text, sizeof text);
+    if (st) return st;
     snprintf(stamp, sizeof stamp, "%s/demo-args.txt", dir);
+    if (!matches) return jr_write_atomic(stamp, text, strlen(text));
     snprintf(cfgp, sizeof cfgp, "%s/model/config.json", dir);
     char *old = NULL;
-    *reused = 0;
-    if (jr_path_exists(cfgp) && !jr_read_file(stamp, &old, NULL) && old && !strcmp(old, stamp_text)) {
-        free(old);
-        *reused = 1;
-        return JR_OK;
-    }
+    *matches = jr_path_exists(cfgp) && !jr_read_file(stamp, &old, NULL) && old && !strcmp(old, text);
     free(old);
+    return JR_OK;
+}
+
+jr_status eb_train_or_reuse_with(eb_ctx *c, const char *dir, const char *cmd, const char *config, char *const *over, int n_over,
+                                 eb_trainer train, int *reused) {
+    jr_status st = eb_stamp(dir, cmd, config, over, n_over, reused);
+    if (st || *reused) return st;
     /* a stale or partial run: start over (checkpoints of other arguments must not be resumed) */
-    jr_status st = jr_rmtree(dir);
-    if (st) return st;
-    fprintf(c->logf, "\n$ judgerl %s", stamp_text);
+    if ((st = jr_rmtree(dir))) return st;
+    fprintf(c->logf, "\n$ judgerl %s %s", cmd, config);
+    for (int i = 0; i < n_over; i++) fprintf(c->logf, " %s", over[i]);
+    fprintf(c->logf, "\n");
     fflush(c->logf);
     jr_train_result res;
     st = train(config, n_over, over, c->logf, c->stop, &res);
     if (!st) fprintf(c->logf, "trained steps %lld..%lld: %.4f -> %.4f\n", (long long)res.first_step, (long long)res.last_step,
                      res.first_loss, res.last_loss);
     fflush(c->logf);
-    if (!st) st = jr_write_atomic(stamp, stamp_text, strlen(stamp_text));
+    if (!st) st = eb_stamp(dir, cmd, config, over, n_over, NULL);
     return st;
+}
+
+/* ---- child processes ---- */
+
+extern char **environ;
+
+jr_status eb_spawn(eb_ctx *c, char *const *args, const char *log, pid_t *pid) {
+    *pid = -1;
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return jr_fail(JR_EIO, "%s: cannot open the log: %s", log, strerror(errno));
+    size_t ne = 0, na = 0;
+    while (environ && environ[ne]) ne++;
+    while (args[na]) na++;
+    char **envp = calloc(ne + 3, sizeof *envp), **argv = calloc(na + 2, sizeof *argv);
+    if (!envp || !argv) { free(envp), free(argv), close(fd); return jr_fail(JR_ENOMEM, "out of memory"); }
+    /* first, so they win over the caller's: one thread that sleeps when idle, beside the stages on the other core */
+    envp[0] = "OMP_NUM_THREADS=1";
+    envp[1] = "OMP_WAIT_POLICY=PASSIVE";
+    for (size_t i = 0; i < ne; i++) envp[2 + i] = environ[i];
+    argv[0] = (char *)c->judgerl;
+    for (size_t i = 0; i < na; i++) argv[1 + i] = args[i];
+    pid_t parent = getpid();
+    pid_t p = fork();
+    if (p == 0) { /* only async-signal-safe calls until exec */
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* the child ends with the demo, even after a kill -9 */
+        if (getppid() != parent) _exit(127);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execve(c->judgerl, argv, envp);
+        _exit(127);
+    }
+    int err = errno;
+    close(fd);
+    free(envp);
+    free(argv);
+    if (p < 0) return jr_fail(JR_EIO, "fork: %s", strerror(err));
+    *pid = p;
+    return JR_OK;
+}
+
+jr_status eb_wait_child(eb_ctx *c, pid_t *pid, const char *what, const char *log) {
+    int ws = 0;
+    for (;;) {
+        pid_t r = waitpid(*pid, &ws, WNOHANG);
+        if (r == *pid) break;
+        if (r < 0 && errno != EINTR) { *pid = -1; return jr_fail(JR_EIO, "%s: waitpid: %s", what, strerror(errno)); }
+        if (c->stop && *c->stop) { eb_stop_child(pid); return jr_fail(JR_ECANCELED, "%s: stopped", what); }
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    *pid = -1;
+    if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0) return JR_OK;
+    return jr_fail(JR_EINTERNAL, "%s %s %d: see %s", what, WIFEXITED(ws) ? "exited with" : "was killed by signal",
+                   WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), log);
+}
+
+void eb_stop_child(pid_t *pid) {
+    if (*pid <= 0) return;
+    kill(*pid, SIGTERM);
+    int ws;
+    for (int i = 0; i < 200; i++) { /* 10 s to stop at a checkpoint, then SIGKILL */
+        if (waitpid(*pid, &ws, WNOHANG) == *pid) { *pid = -1; return; }
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    kill(*pid, SIGKILL);
+    waitpid(*pid, &ws, 0);
+    *pid = -1;
 }
 
 /* ---- judge servers ---- */

@@ -203,6 +203,8 @@ static int study_stage(const char *name) {
 static jr_status run_stages(eb_ctx *c, int seed1_only, int wf_only, int study_only) {
     jr_status st = JR_OK;
     int skipped = 0;
+    /* the whole demo: the workflow executor trains beside the earlier stages (they use about one core) */
+    if (!seed1_only && !wf_only && !study_only) st = eb_workflow_executor_start(c);
     for (int i = 0; i < N_STAGES && !st; i++) {
         if (wf_only && (!STAGES[i].name || strcmp(STAGES[i].name, "workflow"))) continue;
         if (study_only && !study_stage(STAGES[i].name)) continue;
@@ -287,6 +289,7 @@ int eb_main(const char *cmd, int argc, char **argv, const char *judgerl) {
     json_object_set_new(c.sum, "stages", c.stages);
     char out[PATH_MAX], config_abs[PATH_MAX];
     jr_status st = run(&c, out_arg, config, seed1_only, wf_only, study_only, out, config_abs);
+    eb_stop_child(&c.wf_exec_pid); /* a stage failed before the workflow stage waited for it */
     if (c.out) {
         json_object_set_new(c.sum, "total_seconds", json_real(jr_wall_time() - t0));
         jr_status st2 = write_summary(c.out, c.sum);

@@ -53,6 +53,7 @@ typedef struct eb_ctx {
     json_t *answers;        /* data/eightball/answers.jsonl: [{label, text}] */
     json_t *before;         /* the SFT policy's held-out samples (stage heldout-before) */
     volatile sig_atomic_t *stop; /* SIGINT / SIGTERM: training stops at a checkpoint, no stage starts */
+    pid_t wf_exec_pid;      /* the workflow executor trained in the background (eb_workflow_executor_start), or <= 0 */
 } eb_ctx;
 
 /* A stage: `run` does its work and writes a one-line note (shown in the report); the runner keeps
@@ -80,6 +81,10 @@ jr_status eb_stage_study(eb_ctx *c, const void *arg, char *note, size_t cap);
 /* seed 2 (stage_workflow.c): the executor trained and served, a policy SFT'd on random valid workflows, GRPO per
  * seed and a shuffled-reward control, the held-out tables in sum["workflow"] (OUT/workflow) */
 jr_status eb_stage_workflow(eb_ctx *c, const void *arg, char *note, size_t cap);
+/* Starts the workflow stage's executor training as a child process (`judgerl workflow train-executor`, the
+ * stage's arguments; OUT/workflow-executor.log) so it runs beside the earlier stages; the stage waits for it.
+ * Nothing when OUT/workflow/executor already holds that executor. */
+jr_status eb_workflow_executor_start(eb_ctx *c);
 
 /* The program: `judgerl demo` and examples/eightball/main.c. Parses argv ([--out DIR] [--quick]
  * [--seed1-only] [--workflow-only] [--config FILE]), runs every stage, writes OUT/summary.json and OUT/report.html and
@@ -103,6 +108,17 @@ typedef jr_status (*eb_trainer)(const char *config, int n_over, char *const *ove
                                 struct jr_train_result *res);
 jr_status eb_train_or_reuse_with(eb_ctx *c, const char *dir, const char *cmd, const char *config, char *const *over, int n_over,
                                  eb_trainer train, int *reused);
+/* The stamp dir/demo-args.txt of a model trained with these arguments: matches NULL writes it; otherwise *matches
+ * is 1 when dir/model exists and its stamp holds exactly these arguments. */
+jr_status eb_stamp(const char *dir, const char *cmd, const char *config, char *const *over, int n_over, int *matches);
+
+/* `judgerl ARGS...` (args NULL-terminated, without the binary) as a background child, stdout and stderr to log,
+ * with OMP_NUM_THREADS=1 and OMP_WAIT_POLICY=PASSIVE (it shares the cores with the stages); SIGTERM if the demo
+ * dies. eb_wait_child waits for it (stopping it on *c->stop): OK on exit 0, else a failure naming what and log;
+ * eb_stop_child: SIGTERM, SIGKILL after 10 s. Both set *pid to -1. */
+jr_status eb_spawn(eb_ctx *c, char *const *args, const char *log, pid_t *pid);
+jr_status eb_wait_child(eb_ctx *c, pid_t *pid, const char *what, const char *log);
+void eb_stop_child(pid_t *pid);
 
 /* A judge model served by `judgerl serve` as a child process on a free port (--port 0), the port
  * read from the file serve writes once it is ready (--port-file). The child gets SIGTERM if the demo dies. */

@@ -62,17 +62,53 @@ static jr_status write_jsonl(const char *path, const json_t *rows) {
     return st;
 }
 
-/* Trains the executor in-process (`judgerl workflow train-executor`'s recipe) unless dir/model holds one trained
- * with the same overrides (eb_train_or_reuse_with). */
-static jr_status executor(eb_ctx *c, const char *dir, const eb_sizes *z, int *reused) {
-    char od[3 * PATH_MAX];
-    snprintf(od, sizeof od, "run.out_dir=%s", dir);
-    char *over[32];
+/* The executor's training arguments: run.out_dir=dir (in od), then --quick's overrides, then demo.workflow.executor's;
+ * returns their count. */
+static int exec_over(const eb_sizes *z, const char *dir, char *od, size_t cap, char **over) {
+    snprintf(od, cap, "run.out_dir=%s", dir);
     int n = 0;
     over[n++] = od;
     for (int i = 0; z->wf_quick_executor && jr_wf_exec_quick[i] && n < 20; i++) over[n++] = (char *)jr_wf_exec_quick[i];
     for (int i = 0; i < z->wf_exec_n_over; i++) over[n++] = (char *)z->wf_exec_over[i]; /* after --quick's own */
-    return eb_train_or_reuse_with(c, dir, "workflow train-executor", "configs/wf_executor.yaml", over, n, jr_wf_exec_train, reused);
+    return n;
+}
+
+#define EXEC_CMD "workflow train-executor"
+#define EXEC_CONFIG "configs/wf_executor.yaml"
+
+jr_status eb_workflow_executor_start(eb_ctx *c) {
+    char dir[PATH_MAX], od[3 * PATH_MAX], log[PATH_MAX];
+    char *over[32], *args[40] = {"workflow", "train-executor", EXEC_CONFIG};
+    eb_path(c, dir, sizeof dir, "workflow/executor");
+    eb_path(c, log, sizeof log, "workflow-executor.log");
+    int n = exec_over(&c->z, dir, od, sizeof od, over), same = 0;
+    jr_status st = eb_stamp(dir, EXEC_CMD, EXEC_CONFIG, over, n, &same);
+    if (st || same) return st;
+    if ((st = jr_rmtree(dir)) || (st = jr_mkdirs(dir))) return st;
+    for (int i = 0; i < n; i++) args[3 + i] = over[i];
+    args[3 + n] = NULL;
+    st = eb_spawn(c, args, log, &c->wf_exec_pid);
+    if (!st) fprintf(c->logf, "\nworkflow executor: training in the background (pid %d, log %s)\n", (int)c->wf_exec_pid, log);
+    return st;
+}
+
+/* The executor: the one started in the background (eb_workflow_executor_start) waited for and stamped, or trained
+ * in-process (`judgerl workflow train-executor`'s recipe) unless dir/model holds one trained with the same
+ * overrides (eb_train_or_reuse_with). */
+static jr_status executor(eb_ctx *c, const char *dir, const eb_sizes *z, int *reused, int *background) {
+    char od[3 * PATH_MAX], log[PATH_MAX];
+    char *over[32];
+    int n = exec_over(z, dir, od, sizeof od, over);
+    jr_status st = JR_OK;
+    *background = c->wf_exec_pid > 0;
+    if (*background) {
+        eb_path(c, log, sizeof log, "workflow-executor.log");
+        st = eb_wait_child(c, &c->wf_exec_pid, "the workflow executor's training (judgerl " EXEC_CMD ")", log);
+        if (!st) st = eb_stamp(dir, EXEC_CMD, EXEC_CONFIG, over, n, NULL);
+    }
+    if (!st) st = eb_train_or_reuse_with(c, dir, EXEC_CMD, EXEC_CONFIG, over, n, jr_wf_exec_train, reused);
+    if (*background) *reused = 0;
+    return st;
 }
 
 /* train.jsonl (rows 0.. of each domain) and heldout.jsonl (rows from HELDOUT_FIRST); *held gets the held-out rows. */
@@ -414,12 +450,13 @@ jr_status eb_stage_workflow(eb_ctx *c, const void *arg, char *note, size_t cap) 
     json_t *wf = json_object(), *train = NULL, *held = NULL, *runs = json_array();
     json_object_set_new(c->sum, "workflow", wf);
     json_object_set_new(wf, "runs", runs);
-    int reused = 0;
+    int reused = 0, background = 0;
     double t_exec = jr_wall_time();
     snprintf(p, sizeof p, "%s/executor", wdir);
-    if (!st) st = executor(c, p, z, &reused);
-    json_object_set_new(wf, "executor_seconds", json_real(jr_wall_time() - t_exec));
+    if (!st) st = executor(c, p, z, &reused, &background);
+    json_object_set_new(wf, "executor_seconds", json_real(jr_wall_time() - t_exec)); /* background: the wait */
     json_object_set_new(wf, "executor_reused", json_boolean(reused));
+    json_object_set_new(wf, "executor_background", json_boolean(background));
     if (!st) st = tasks(wdir, z, &train, &held);
     if (!st) st = policy_rows(wdir, train, z, 96);
     if (!st) st = policy_sft(wdir, c->logf, c->stop, z);
