@@ -234,9 +234,10 @@ static jr_status make_fds(const void *input, size_t len, int *in_fd, int p[10]) 
 }
 
 /* Builds the command line and the fds, and forks the child: on success, *pid is the child, *t0 the
- * time of the fork and p[2k] the parent's end of pipe k (the child's ends are closed). */
+ * time of the fork and p[2k] the parent's end of pipe k (the child's ends are closed). *transient is
+ * set when fork failed with EAGAIN. */
 static jr_status spawn(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len,
-                       int p[10], pid_t *pid, double *t0) {
+                       int p[10], pid_t *pid, double *t0, int *transient) {
     jr_status st = JR_OK;
     char *bwrap = o->unsafe ? NULL : find_exe(o->bwrap);
     if (!o->unsafe && !bwrap)
@@ -263,7 +264,11 @@ static jr_status spawn(const jr_sandbox_opts *o, const char *const *argv, const 
     for (int k = 0; k < 5; k++) { close(p[2 * k + 1]); p[2 * k + 1] = -1; }
     free(a);
     free(bwrap);
-    if (*pid < 0) { close_all(p, 10); return jr_fail(JR_EIO, "sandbox: fork: %s", strerror(fork_errno)); }
+    if (*pid < 0) {
+        close_all(p, 10);
+        *transient = fork_errno == EAGAIN;
+        return jr_fail(JR_EIO, "sandbox: fork: %s", strerror(fork_errno));
+    }
     return JR_OK;
 }
 
@@ -347,6 +352,7 @@ static jr_status classify(const jr_sandbox_opts *o, jr_sandbox_result *res, int 
 
 static jr_status run_once(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len,
                           jr_sandbox_result *res, int *transient) {
+    *transient = 0;
     memset(res, 0, sizeof *res);
     res->exit_code = -1;
     jr_status st = jr_sandbox_opts_check(o);
@@ -355,7 +361,7 @@ static jr_status run_once(const jr_sandbox_opts *o, const char *const *argv, con
     int p[10] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1}; /* spawn's error paths close them all */
     pid_t pid = 0;
     double t0 = 0;
-    st = spawn(o, argv, input, len, p, &pid, &t0);
+    st = spawn(o, argv, input, len, p, &pid, &t0, transient);
     if (st) return st;
 
     stream s[4] = {{p[0], {0}, o->output_bytes, 0}, {p[2], {0}, o->output_bytes, 0},
