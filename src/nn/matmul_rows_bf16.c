@@ -63,14 +63,16 @@ const char *jr_matmul_rows_bf16_kernel(void) {
  * so the accumulators stay in registers. pf (or NULL): NC weight rows to prefetch, one line per row per step. */
 TGT static inline __attribute__((always_inline)) void blk_avx(float *out, const uint16_t *a, const uint16_t *w,
                                                               const float *bias, int C, int OC, int n, int o, int NR,
-                                                              int NC, const uint16_t *pf) {
+                                                              int NC, const char *pf, int pfn) {
     __m512 acc[4][8];
     UNROLL for (int i = 0; i < NR; i++)
         UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_setzero_ps();
+    const char *pfe = pf + 64 * (size_t)pfn;
+    int pps = pf ? (pfn + (C + 31) / 32 - 1) / ((C + 31) / 32) : 0; /* lines per step */
     int k = 0;
     for (; k + 32 <= C; k += 32) {
         __m512i wv[8], av[4];
-        if (pf) UNROLL for (int j = 0; j < NC; j++) _mm_prefetch((const char *)(pf + (size_t)j * C + k), _MM_HINT_T0);
+        for (int l = 0; l < pps && pf < pfe; l++, pf += 64) _mm_prefetch(pf, _MM_HINT_T0);
         UNROLL for (int j = 0; j < NC; j++) wv[j] = _mm512_loadu_si512((const void *)(w + (size_t)(o + j) * C + k));
         UNROLL for (int i = 0; i < NR; i++) av[i] = _mm512_loadu_si512((const void *)(a + (size_t)(n + i) * C + k));
         UNROLL for (int i = 0; i < NR; i++)
@@ -95,18 +97,18 @@ TGT static inline __attribute__((always_inline)) void blk_avx(float *out, const 
 TGT static void range_avx(float *out, const uint16_t *a, const uint16_t *w, const float *bias, int N, int C, int OC,
                           int o0, int o1) {
     int o = o0;
-#define BLK(n, oo, NR, NC, pf) blk_avx(out, a, w, bias, C, OC, n, oo, NR, NC, pf)
+#define BLK(n, oo, NR, NC, pf, pfn) blk_avx(out, a, w, bias, C, OC, n, oo, NR, NC, pf, pfn)
     JR_ROWS_GROUPS(BLK, uint16_t, w, N, C, OC, o, o1)
 #undef BLK
     for (; o + 4 <= o1; o += 4) {
         int n = 0;
-        for (; n + 4 <= N; n += 4) blk_avx(out, a, w, bias, C, OC, n, o, 4, 4, NULL);
-        for (; n < N; n++) blk_avx(out, a, w, bias, C, OC, n, o, 1, 4, NULL);
+        for (; n + 4 <= N; n += 4) blk_avx(out, a, w, bias, C, OC, n, o, 4, 4, NULL, 0);
+        for (; n < N; n++) blk_avx(out, a, w, bias, C, OC, n, o, 1, 4, NULL, 0);
     }
     for (; o < o1; o++) {
         int n = 0;
-        for (; n + 4 <= N; n += 4) blk_avx(out, a, w, bias, C, OC, n, o, 4, 1, NULL);
-        for (; n < N; n++) blk_avx(out, a, w, bias, C, OC, n, o, 1, 1, NULL);
+        for (; n + 4 <= N; n += 4) blk_avx(out, a, w, bias, C, OC, n, o, 4, 1, NULL, 0);
+        for (; n < N; n++) blk_avx(out, a, w, bias, C, OC, n, o, 1, 1, NULL, 0);
     }
 }
 #endif
