@@ -90,6 +90,11 @@ TGT static inline __attribute__((always_inline)) void blk_avx(float *out, const 
         for (int l = 0; l < pps && pf < pfe; l++, pf += 64) _mm_prefetch(pf, _MM_HINT_T0);
         UNROLL for (int j = 0; j < NC; j++) wv[j] = _mm512_loadu_si512((const void *)(w + (size_t)(o + j) * C + k));
         UNROLL for (int i = 0; i < NR; i++) av[i] = _mm512_loadu_si512((const void *)(a + (size_t)(n + i) * C + k));
+        if (NR * NC > 8) /* each operand loaded once, into a register (GCC otherwise reloaded some) */
+            UNROLL for (int i = 0; i < NR; i++) {
+                __asm__("" : "+v"(av[i]));
+                if (i < NC) __asm__("" : "+v"(wv[i]));
+            }
         UNROLL for (int i = 0; i < NR; i++)
             UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)av[i], (__m512bh)wv[j]);
     }
