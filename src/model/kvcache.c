@@ -146,7 +146,11 @@ static inline __attribute__((always_inline)) void blk_f32(float *out, const floa
             UNROLL for (int i = 0; i < 4; i++) A[4 * j + i] = i < NR ? acc[i][j] : _mm512_setzero_ps();
         __m512 r = reduce16(A);
         r = _mm512_add_ps(r, bias ? _mm512_broadcast_f32x4(_mm_loadu_ps(bias + o)) : _mm512_setzero_ps()); /* + 0: as below */
-        UNROLL for (int i = 0; i < NR; i++) _mm_storeu_ps(out + (size_t)(n + i) * OC + o, _mm512_extractf32x4_ps(r, i));
+        float *q = out + (size_t)n * OC + o; /* lane i: row i (immediates: -O1 does not unroll a loop) */
+        _mm_storeu_ps(q, _mm512_castps512_ps128(r));
+        _mm_storeu_ps(q + OC, _mm512_extractf32x4_ps(r, 1));
+        _mm_storeu_ps(q + 2 * (size_t)OC, _mm512_extractf32x4_ps(r, 2));
+        if (NR > 3) _mm_storeu_ps(q + 3 * (size_t)OC, _mm512_extractf32x4_ps(r, 3));
         return;
     }
     UNROLL for (int i = 0; i < NR; i++)

@@ -5,8 +5,9 @@
  * per step. Two kernels, chosen at run time from cpuid:
  *  - AVX512-BF16: vdpbf16ps over 32 bf16 pairs per instruction into 16 fp32 lanes, a register block of
  *    4 rows x 4 outputs (weight rows reused across the rows while in L1; 1 row x 8 outputs for the
- *    rows left over, decode's case: 8 weight rows streamed at once), the C tail through
- *    masked loads, the 16 lanes summed with _mm512_reduce_add_ps;
+ *    rows left over; a single row, batch-1 decode, 1 x 1: one sequential stream), the C tail through
+ *    masked loads, the 16 lanes summed in _mm512_reduce_add_ps's order (a 4 x 4 block's 16 sums in
+ *    one transposed reduction, reduce16);
  *  - fallback (no AVX512-BF16): the same bf16 operands widened to fp32, summed in the same 16-lane
  *    layout in plain C.
  * Every output element runs the same instruction sequence whatever block it falls in, so the result
@@ -112,7 +113,11 @@ TGT static inline __attribute__((always_inline)) void blk_avx(float *out, const 
             UNROLL for (int i = 0; i < 4; i++) A[4 * j + i] = i < NR ? acc[i][j] : _mm512_setzero_ps();
         __m512 r = reduce16(A);
         r = _mm512_add_ps(r, bias ? _mm512_broadcast_f32x4(_mm_loadu_ps(bias + o)) : _mm512_setzero_ps()); /* + 0: as below */
-        UNROLL for (int i = 0; i < NR; i++) _mm_storeu_ps(out + (size_t)(n + i) * OC + o, _mm512_extractf32x4_ps(r, i));
+        float *q = out + (size_t)n * OC + o; /* lane i: row i (immediates: -O1 does not unroll a loop) */
+        _mm_storeu_ps(q, _mm512_castps512_ps128(r));
+        _mm_storeu_ps(q + OC, _mm512_extractf32x4_ps(r, 1));
+        _mm_storeu_ps(q + 2 * (size_t)OC, _mm512_extractf32x4_ps(r, 2));
+        if (NR > 3) _mm_storeu_ps(q + 3 * (size_t)OC, _mm512_extractf32x4_ps(r, 3));
         return;
     }
     UNROLL for (int i = 0; i < NR; i++)
@@ -120,12 +125,17 @@ TGT static inline __attribute__((always_inline)) void blk_avx(float *out, const 
             out[(size_t)(n + i) * OC + o + j] = _mm512_reduce_add_ps(acc[i][j]) + (bias ? bias[o + j] : 0.0f);
 }
 
-/* Outputs [o0, o1) for all N rows: groups of 8 weight rows as rows_block.h says (decode at batch 1:
- * 1 x 8 blocks, 8 weight rows in flight; with the prefetch a batch-8 step ran 1.75x faster, batch 32
- * 1.2x), then the outputs left over in 4s and 1s. */
+/* Outputs [o0, o1) for all N rows: one row 1 x 1; more, groups of 8 weight rows as rows_block.h says
+ * (with the prefetch a batch-8 step ran 1.75x faster, batch 32 1.2x), then the outputs left over in 4s
+ * and 1s. */
 TGT static void range_avx(float *out, const uint16_t *a, const uint16_t *w, const float *bias, int N, int C, int OC,
                           int o0, int o1) {
     int o = o0;
+    if (N == 1) { /* one weight row after the other, one sequential stream (as the fp32 kernel): with the weights
+                   * in huge pages a batch-1 decode step took 0.85x the time of 8 rows at once (1 x 8) */
+        for (; o < o1; o++) blk_avx(out, a, w, bias, C, OC, 0, o, 1, 1, NULL, 0);
+        return;
+    }
 #define BLK(n, oo, NR, NC, pf, pfn) blk_avx(out, a, w, bias, C, OC, n, oo, NR, NC, pf, pfn)
     JR_ROWS_GROUPS(BLK, uint16_t, w, N, C, OC, o, o1)
 #undef BLK
