@@ -117,7 +117,8 @@ static inline __attribute__((always_inline)) __m512 reduce16(const __m512 *A) {
 
 /* A block of NR rows x NC outputs (NR * NC <= 16; constants at every call) in 16-lane steps: the low 8
  * lanes of a step are dot_fixed's s0, the high 8 its s1 (the same fused multiply-adds), and fold()
- * ends each sum, so every output is bitwise dot_fixed's. pf (or NULL): NC weight rows to prefetch. */
+ * ends each sum, so every output is bitwise dot_fixed's. pf (or NULL): pfn lines to prefetch
+ * (rows_block.h), spread over the steps. */
 static inline __attribute__((always_inline)) void blk_f32(float *out, const float *inp, const float *weight,
                                                           const float *bias, int C, int OC, int n, int o, int NR,
                                                           int NC, const char *pf, int pfn) {

@@ -76,7 +76,8 @@ TGT static inline __attribute__((always_inline)) __m512 reduce16(const __m512 *A
 }
 
 /* A block of NR rows x NC outputs (NR <= 4, NC <= 8, NR * NC <= 16): NR, NC are compile-time constants at every call (always_inline),
- * so the accumulators stay in registers. pf (or NULL): NC weight rows to prefetch, one line per row per step. */
+ * so the accumulators stay in registers. pf (or NULL): pfn lines to prefetch (rows_block.h), spread
+ * over the steps. */
 TGT static inline __attribute__((always_inline)) void blk_avx(float *out, const uint16_t *a, const uint16_t *w,
                                                               const float *bias, int C, int OC, int n, int o, int NR,
                                                               int NC, const char *pf, int pfn) {
