@@ -101,20 +101,6 @@ static float dot_fixed_b(const float *a, const uint16_t *b, int n) {
  * PERFORMANCE.md), and prompts then batch with each other and with decode rows, bitwise as alone. */
 #define ROWS_PREFILL 1
 #define UNROLL _Pragma("GCC unroll 8")
-/* The 16 sums of a 4 x 4 block at once, each in fold()'s order (lanes l + l+8, then + l+4, then
- * (0 + 1) + (2 + 3)): A[4j + i] = the accumulator of row i, output j; lane 4i + j of the result = its
- * sum. 15 pair steps instead of 16 folds through scalars. */
-static inline __attribute__((always_inline)) __m512 reduce16(const __m512 *A) {
-    __m512 b[8], c[4], d[2];
-    UNROLL for (int m = 0; m < 8; m++) /* x[l] + x[l+8]: A[2m] in the low 256 bits, A[2m+1] in the high */
-        b[m] = _mm512_add_ps(_mm512_shuffle_f32x4(A[2 * m], A[2 * m + 1], 0x44), _mm512_shuffle_f32x4(A[2 * m], A[2 * m + 1], 0xEE));
-    UNROLL for (int p = 0; p < 4; p++) /* + l+4: 128-bit lane q = A[4p + q] */
-        c[p] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * p], b[2 * p + 1], 0x88), _mm512_shuffle_f32x4(b[2 * p], b[2 * p + 1], 0xDD));
-    UNROLL for (int r = 0; r < 2; r++) /* 0 + 1, 2 + 3 */
-        d[r] = _mm512_add_ps(_mm512_shuffle_ps(c[2 * r], c[2 * r + 1], 0x88), _mm512_shuffle_ps(c[2 * r], c[2 * r + 1], 0xDD));
-    return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xDD)); /* (0 + 1) + (2 + 3) */
-}
-
 /* A block of NR rows x NC outputs (NR * NC <= 16; constants at every call) in 16-lane steps: the low 8
  * lanes of a step are dot_fixed's s0, the high 8 its s1 (the same fused multiply-adds), and fold()
  * ends each sum, so every output is bitwise dot_fixed's. pf (or NULL): pfn lines to prefetch
@@ -145,13 +131,7 @@ static inline __attribute__((always_inline)) void blk_f32(float *out, const floa
         __m512 A[16];
         UNROLL for (int j = 0; j < 4; j++)
             UNROLL for (int i = 0; i < 4; i++) A[4 * j + i] = i < NR ? acc[i][j] : _mm512_setzero_ps();
-        __m512 r = reduce16(A);
-        r = _mm512_add_ps(r, bias ? _mm512_broadcast_f32x4(_mm_loadu_ps(bias + o)) : _mm512_setzero_ps()); /* + 0: as below */
-        float *q = out + (size_t)n * OC + o; /* lane i: row i (immediates: -O1 does not unroll a loop) */
-        _mm_storeu_ps(q, _mm512_castps512_ps128(r));
-        _mm_storeu_ps(q + OC, _mm512_extractf32x4_ps(r, 1));
-        _mm_storeu_ps(q + 2 * (size_t)OC, _mm512_extractf32x4_ps(r, 2));
-        if (NR > 3) _mm_storeu_ps(q + 3 * (size_t)OC, _mm512_extractf32x4_ps(r, 3));
+        jr_rows_sum4x4(out, A, NR, bias, n, o, OC, 1);
         return;
     }
     UNROLL for (int i = 0; i < NR; i++)

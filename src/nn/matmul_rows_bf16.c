@@ -60,21 +60,6 @@ const char *jr_matmul_rows_bf16_kernel(void) {
 #define TGT __attribute__((target("avx512f,avx512bw,avx512bf16")))
 #define UNROLL _Pragma("GCC unroll 8")
 
-/* The 16 sums of a 4 x 4 block at once, each in _mm512_reduce_add_ps's order (lanes l + l+8, then
- * + l+4, then + l+2, then 0 + 1): A[4j + i] = the accumulator of row i, output j; lane 4i + j of the
- * result = its sum. 15 pair steps instead of 16 reductions of 7 (the reductions were a tenth of a
- * 32-row prefill's kernel time). */
-TGT static inline __attribute__((always_inline)) __m512 reduce16(const __m512 *A) {
-    __m512 b[8], c[4], d[2];
-    UNROLL for (int m = 0; m < 8; m++) /* x[l] + x[l+8]: A[2m] in the low 256 bits, A[2m+1] in the high */
-        b[m] = _mm512_add_ps(_mm512_shuffle_f32x4(A[2 * m], A[2 * m + 1], 0x44), _mm512_shuffle_f32x4(A[2 * m], A[2 * m + 1], 0xEE));
-    UNROLL for (int p = 0; p < 4; p++) /* + l+4: 128-bit lane q = A[4p + q] */
-        c[p] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * p], b[2 * p + 1], 0x88), _mm512_shuffle_f32x4(b[2 * p], b[2 * p + 1], 0xDD));
-    UNROLL for (int r = 0; r < 2; r++) /* + l+2 */
-        d[r] = _mm512_add_ps(_mm512_shuffle_ps(c[2 * r], c[2 * r + 1], 0x44), _mm512_shuffle_ps(c[2 * r], c[2 * r + 1], 0xEE));
-    return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xDD)); /* 0 + 1 */
-}
-
 /* A block of NR rows x NC outputs (NR <= 4, NC <= 8, NR * NC <= 16): NR, NC are compile-time constants at every call (always_inline),
  * so the accumulators stay in registers. pf (or NULL): pfn lines to prefetch (rows_block.h), spread
  * over the steps. */
@@ -112,13 +97,7 @@ TGT static inline __attribute__((always_inline)) void blk_avx(float *out, const 
         __m512 A[16];
         UNROLL for (int j = 0; j < 4; j++)
             UNROLL for (int i = 0; i < 4; i++) A[4 * j + i] = i < NR ? acc[i][j] : _mm512_setzero_ps();
-        __m512 r = reduce16(A);
-        r = _mm512_add_ps(r, bias ? _mm512_broadcast_f32x4(_mm_loadu_ps(bias + o)) : _mm512_setzero_ps()); /* + 0: as below */
-        float *q = out + (size_t)n * OC + o; /* lane i: row i (immediates: -O1 does not unroll a loop) */
-        _mm_storeu_ps(q, _mm512_castps512_ps128(r));
-        _mm_storeu_ps(q + OC, _mm512_extractf32x4_ps(r, 1));
-        _mm_storeu_ps(q + 2 * (size_t)OC, _mm512_extractf32x4_ps(r, 2));
-        if (NR > 3) _mm_storeu_ps(q + 3 * (size_t)OC, _mm512_extractf32x4_ps(r, 3));
+        jr_rows_sum4x4(out, A, NR, bias, n, o, OC, 0);
         return;
     }
     UNROLL for (int i = 0; i < NR; i++)
