@@ -1,6 +1,7 @@
 /* status.c - per-thread error messages and checked allocation */
 #include "judgerl/status.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,7 @@ void *jr_realloc(void *p, size_t n) {
 
 void *jr_malloc_weights(size_t n) {
     size_t huge = (size_t)2 << 20, align = n >= huge ? huge : 64;
+    if (n > SIZE_MAX - huge) { jr_fail(JR_ENOMEM, "out of memory allocating %zu bytes", n); return NULL; } /* rounding up would wrap */
     size_t m = (n + align - 1) / align * align;
     void *p = aligned_alloc(align, m ? m : align);
     if (!p) { jr_fail(JR_ENOMEM, "out of memory allocating %zu bytes", n); return NULL; }
