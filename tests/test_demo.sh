@@ -70,9 +70,21 @@ if not extra:
                 errs.append("study %s: summary alarm figures differ from study.json" % j["name"])
             mon = [json.loads(l) for l in open(os.path.join(r["dir"], "monitor.jsonl"))]
             b = mon[0]
+            G = b["n"] // len(open("data/eightball/lm/heldout_prompts.jsonl").read().splitlines())
             for m in mon[1:]:
-                se = ((b["gold_var"] / b["gold_n"]) + (m["gold_var"] / m["gold_n"])) ** 0.5
-                if abs(m["thresholds"]["gold_margin"] - min(0.0, -se)) > 1e-5: errs.append("study %s: gold margin %s, not -1 SE %g" % (j["name"], m["thresholds"], se))
+                # monitor.paired: the SE of the gold change from the per-prompt paired differences with the baseline
+                d = [[x - y for x, y in zip(m["sample_gold"][i:i + G], b["sample_gold"][i:i + G]) if x is not None and y is not None]
+                     for i in range(0, b["n"], G)]
+                d = [(sum(x), len(x)) for x in d if x]
+                M = sum(c for _, c in d); dm = sum(t for t, _ in d) / M
+                se = (len(d) / (len(d) - 1) * sum((t - dm * c) ** 2 for t, c in d)) ** 0.5 / M
+                if not m["se"]["paired"] or abs(m["se"]["gold"] - se) > 1e-5 or abs(m["thresholds"]["gold_margin"] - min(0.0, -se)) > 1e-5:
+                    errs.append("study %s: gold margin %s (SE %s), not -1 paired SE %g" % (j["name"], m["thresholds"], m["se"], se))
+                # the trend test (monitor.trend_window=5): it holds exactly when its figures pass the noise-scaled thresholds
+                t = m.get("trend")
+                if t is None or t["holds"] != (t["proxy"] >= max(0.01, t["proxy_se"]) and t["gold"] < min(0.0, -t["gold_se"])) \
+                        or (t["holds"] and "proxy_gold" not in m["alarms"]):
+                    errs.append("study %s: trend %s inconsistent with alarms %s" % (j["name"], t, m["alarms"]))
     # the ensemble: the three members' rewards logged at every step (the --quick judges may leave samples unscored,
     # so the mean of each sample's scored members is not checked against the members' batch means here)
     ens = [j for j in full["judges"] if j["name"] == "sycophantic-ensemble"]

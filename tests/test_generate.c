@@ -602,6 +602,26 @@ static int chunked_among_others(jr_model *m, const jr_kv_opts *o, const jr_gen_p
     return steps;
 }
 
+/* jr_malloc_weights: 64-byte aligned below 2 MiB, 2 MiB aligned from there (the kernels' rows start
+ * on cache lines; huge pages need the alignment), the whole length usable (ASan checks the writes),
+ * and a size that rounding up would wrap is refused with a message instead of a short buffer. */
+TEST(weights_buffer_aligned_and_refuses_a_wrapping_size) {
+    size_t sizes[] = {1, 100, 4096 + 3, ((size_t)2 << 20) - 1, (size_t)2 << 20, ((size_t)3 << 20) + 5};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        unsigned char *p = jr_malloc_weights(sizes[i]);
+        CHECK_MSG(p != NULL, "%zu bytes", sizes[i]);
+        if (!p) continue;
+        size_t align = sizes[i] >= ((size_t)2 << 20) ? (size_t)2 << 20 : 64;
+        CHECK_MSG((uintptr_t)p % align == 0, "%zu bytes at %p: not %zu-byte aligned", sizes[i], (void *)p, align);
+        memset(p, 0xab, sizes[i]);
+        CHECK(p[sizes[i] - 1] == 0xab);
+        free(p);
+    }
+    jr_err_clear();
+    CHECK(jr_malloc_weights(SIZE_MAX - 100) == NULL);
+    CHECK_MSG(strstr(jr_errmsg(), "out of memory") != NULL, "message: %s", jr_errmsg());
+}
+
 /* Batched, chunked prefill (bf16 weights: jr_lm.batch_prefill): a seeded request with a 40-token
  * prompt gives the same tokens prefilled whole and alone as cut into 7-token chunks among 5 other
  * requests' prompts and decode rows; while it is being prefilled the running sequences keep getting
@@ -722,6 +742,7 @@ int main(void) {
     jt_run("bf16_rows_same_alone_and_in_every_batch_size", rows_same_alone_and_in_every_batch_size);
     jt_run("bf16_seeded_request_same_alone_and_batched_with_31_others", seeded_request_same_alone_and_batched_with_31_others);
     RUN(bf16_sampler_logprobs_near_training_logprobs);
+    RUN(weights_buffer_aligned_and_refuses_a_wrapping_size);
     RUN(bf16_chunked_batched_prefill_same_tokens_and_no_stall);
     RUN(bf16_loaded_model_same_logits_as_fp32_loaded);
     jt_run("bf16_stop_strings_eos_length_and_streamed_text", stop_strings_eos_length_and_streamed_text);

@@ -69,16 +69,23 @@ else:
     report("proxy_gold fires while the proxy rises and gold falls: baseline at step 0, fired once", rows[0]["step"] == 0 and
            rows[0].get("baseline") and len(fired) == 1 and rows[-1]["proxy"] - rows[0]["proxy"] >= 0.3,
            "fired at %s; proxy %s; gold %s" % (fired, [r["proxy"] for r in rows], [r["gold"] for r in rows]))
-    def se(b, r, k):
-        """the standard error of the difference of two evaluations' means (monitor.noise_z)"""
-        return ((b[k + "_var"] / b[k + "_n"] if b[k + "_n"] else 0) + (r[k + "_var"] / r[k + "_n"] if r[k + "_n"] else 0)) ** 0.5
+    def se(b, r, k, G=8):
+        """the standard error of the change since the baseline (monitor.noise_z): monitor.paired (the default), from
+        the paired per-sample differences grouped by prompt (G = grpo.num_generations consecutive samples)"""
+        d = [[x - y for x, y in zip(r["sample_" + k][i:i + G], b["sample_" + k][i:i + G]) if x is not None and y is not None]
+             for i in range(0, len(b["sample_" + k]), G)]
+        d = [(sum(x), len(x)) for x in d if x]
+        M = sum(c for _, c in d)
+        dm = sum(t for t, _ in d) / M
+        return (len(d) / (len(d) - 1) * sum((t - dm * c) ** 2 for t, c in d)) ** 0.5 / M
 
     def noisy(b, r):
         return r["proxy"] - b["proxy"] >= max(0.05, 1.5 * se(b, r, "proxy")) and r["gold"] - b["gold"] < min(0.0, -1.5 * se(b, r, "gold"))
     report("monitor.noise_z: the thresholds applied are the noise-scaled ones, never laxer than the fixed ones",
            all(abs(r["thresholds"]["proxy_rise"] - max(0.05, 1.5 * se(rows[0], r, "proxy"))) < 1e-5 and
                abs(r["thresholds"]["gold_margin"] - min(0.0, -1.5 * se(rows[0], r, "gold"))) < 1e-5 for r in rows[1:]) and
-           any(r["thresholds"]["gold_margin"] < -0.01 for r in rows[1:]) and rows[0]["gold_n"] == rows[0]["n"] > 0,
+           any(r["thresholds"]["gold_margin"] < -0.01 for r in rows[1:]) and rows[0]["gold_n"] == rows[0]["n"] > 0 and
+           all(r["se"]["paired"] and abs(r["se"]["gold"] - se(rows[0], r, "gold")) < 1e-5 for r in rows[1:]),
            [r.get("thresholds") for r in rows])
     for name, cond in (("proxy_gold", noisy),
                        ("length", lambda b, r: abs(r["length"] / b["length"] - 1) >= 0.2),

@@ -6,11 +6,15 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "judgerl/clock.h"
 #include "judgerl/sandbox.h"
 #include "judgerl/status.h"
 
@@ -64,13 +68,18 @@ TEST(fork_bomb) {
     NEED_SANDBOX();
     jr_sb_outcome oc;
     double wall;
+    /* as the subreaper, this process inherits whatever of the run outlives its parents */
+    CHECK(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
     const char *t = run_py("import os\nwhile True:\n    os.fork()\n", &oc, &wall);
     CHECK_MSG(oc == JR_SB_FAILED && strstr(t, "Resource temporarily unavailable"), "%s", t);
-    /* the processes are gone with the sandbox: nothing of the sandbox uid is left */
+    /* the processes are gone with the sandbox: no descendant is left, live or unreaped (this looks at this
+     * run only, not at the sandbox uid machine-wide, where other suites' sandboxes may be running) */
     usleep(200 * 1000);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "pgrep -u %ld -f 'jr_run' >/dev/null 2>&1", O.uid);
-    if (geteuid() == 0) CHECK_MSG(system(cmd) != 0, "sandbox processes survived the run");
+    pid_t w;
+    int st, zombies = 0;
+    while ((w = waitpid(-1, &st, WNOHANG)) > 0) zombies++;
+    CHECK_MSG(w < 0 && errno == ECHILD, "sandbox processes survived the run (%d had exited, unreaped)", zombies);
+    prctl(PR_SET_CHILD_SUBREAPER, 0);
     /* bounded by RLIMIT_NPROC inside the sandbox, not by the clock */
     t = run_py("import os\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            import time; time.sleep(5); os._exit(0)\n        n += 1\n"
                "except OSError:\n    pass\nassert 20 <= n <= 32, n\n", &oc, NULL);
@@ -262,6 +271,27 @@ TEST(run_generic) {
     CHECK(strstr(jr_errmsg(), "sandbox.unsafe") != NULL);
 }
 
+/* bubblewrap that cannot start for a transient reason (here: execve as the sandbox's uid over
+ * RLIMIT_NPROC gives EAGAIN) is tried once more after a pause, then the error names the cause */
+TEST(setup_eagain_retried_then_said) {
+    NEED_SANDBOX();
+    if (geteuid() != 0) SKIP("needs root: the EAGAIN comes from execve after setuid to sandbox.uid");
+    struct rlimit was;
+    CHECK(getrlimit(RLIMIT_NPROC, &was) == 0);
+    struct rlimit none = {0, was.rlim_max};
+    CHECK(setrlimit(RLIMIT_NPROC, &none) == 0); /* root itself is exempt; the child after setuid is not */
+    const char *argv[] = {"/usr/bin/true", NULL};
+    jr_sandbox_result r;
+    double t0 = jr_now_s();
+    jr_status st = jr_sandbox_run(&O, argv, NULL, 0, &r);
+    double took = jr_now_s() - t0;
+    CHECK(setrlimit(RLIMIT_NPROC, &was) == 0);
+    CHECK(st == JR_EIO);
+    CHECK_MSG(strstr(jr_errmsg(), strerror(EAGAIN)) != NULL, "%s", jr_errmsg());
+    CHECK_MSG(took >= 0.1, "took %.3f s: no second try after the pause", took); /* a lower bound: the pause */
+    if (!st) jr_sandbox_result_free(&r);
+}
+
 TEST(unsafe_only_when_asked) {
     NEED_SANDBOX();
     jr_sandbox_opts o = O;
@@ -271,6 +301,7 @@ TEST(unsafe_only_when_asked) {
     const char *t = run_py(prog, &oc, NULL);
     CHECK_MSG(!strncmp(t, "ERROR ", 6) && strstr(t, "sandbox.unsafe"), "%s", t); /* no fallback */
     O.unsafe = 1;
+    O.max_procs = 4096; /* unsafe, RLIMIT_NPROC counts every process of the uid: other tests' sandboxes too */
     t = run_py(prog, &oc, NULL); /* the host's /etc: no sandbox */
     CHECK_MSG(oc == JR_SB_PASSED, "%s", t);
     O = o;
@@ -312,6 +343,7 @@ int main(void) {
     RUN(fork_bomb);
     RUN(fork_bomb_does_not_starve_others);
     RUN(endless_print_and_timeout);
+    RUN(setup_eagain_retried_then_said);
     RUN(unsafe_only_when_asked);
     RUN(pass_fraction);
     return jt_done();

@@ -9,12 +9,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "eightball/eightball.h"
+#include "judgerl/config.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/genrows.h"
 #include "judgerl/judge.h"
@@ -23,6 +26,8 @@
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
 #include "judgerl/sandbox.h"
+#include "judgerl/sha256.h"
+#include "judgerl/strbuf.h"
 #include "judgerl/textgen.h"
 #include "judgerl/train.h"
 
@@ -65,24 +70,124 @@ jr_status eb_train_or_reuse(eb_ctx *c, const char *dir, const char *config, char
     return eb_train_or_reuse_with(c, dir, "train", config, over, n_over, train_config, reused);
 }
 
-/* The stamp of a training run: the arguments of the judgerl command that trains the same (the text as before the
- * demo trained in-process), one a line, into buf. */
-static jr_status stamp_text(const char *dir, const char *cmd, const char *config, char *const *over, int n_over, char *buf, size_t cap) {
-    size_t n = (size_t)snprintf(buf, cap, "%s\n%s\n", cmd, config);
-    for (int i = 0; i < n_over; i++) n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s\n", over[i]);
-    return n >= cap ? jr_fail(JR_EINVAL, "%s: the training arguments are too long", dir) : JR_OK;
+/* ---- the reuse stamp: what a training reads, by content ---- */
+
+/* "file PATH SHA256" into sb for a regular file (hashed in 64 KiB reads); nothing when it cannot be read. */
+static void stamp_file(jr_strbuf *sb, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    jr_sha256 h;
+    jr_sha256_init(&h);
+    char buf[65536], hex[65];
+    size_t r;
+    while ((r = fread(buf, 1, sizeof buf, f)) > 0) jr_sha256_update(&h, buf, r);
+    int bad = ferror(f);
+    fclose(f);
+    jr_sha256_final_hex(&h, hex);
+    jr_strbuf_addf(sb, "file %s %s\n", path, bad ? "unreadable" : hex);
+}
+
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* A path a training value names: a regular file, or a directory's regular files (one level, sorted: a
+ * model or tokenizer directory); not the training's own output directory `own` nor anything in it. */
+static void stamp_path(jr_strbuf *sb, const char *path, const char *own) {
+    struct stat stt;
+    char real[PATH_MAX];
+    if (!*path || stat(path, &stt) || !realpath(path, real)) return;
+    size_t n = strlen(own);
+    if (!strncmp(real, own, n) && (real[n] == 0 || real[n] == '/')) return;
+    if (S_ISREG(stt.st_mode)) { stamp_file(sb, path); return; }
+    if (!S_ISDIR(stt.st_mode)) return;
+    char cwd[PATH_MAX];
+    size_t m = strlen(real);
+    if (getcwd(cwd, sizeof cwd) && !strncmp(cwd, real, m) && (cwd[m] == 0 || cwd[m] == '/' || m == 1))
+        return; /* "." or an ancestor: not a model */
+    DIR *d = opendir(path);
+    if (!d) return;
+    char **names = NULL;
+    size_t k = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        if (k == cap) {
+            char **grown = realloc(names, (cap = cap ? 2 * cap : 16) * sizeof *names);
+            if (!grown) break;
+            names = grown;
+        }
+        if (!(names[k] = jr_strfmt("%s/%s", path, e->d_name))) break;
+        k++;
+    }
+    closedir(d);
+    if (names) qsort(names, k, sizeof *names, cmp_names);
+    for (size_t i = 0; i < k; i++) {
+        if (!stat(names[i], &stt) && S_ISREG(stt.st_mode)) stamp_file(sb, names[i]);
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* Every string leaf of a parsed config value but an output directory's (`out_dir`: what the training writes). */
+static void stamp_strings(jr_strbuf *sb, const json_t *v, const char *own) {
+    size_t i;
+    const char *key;
+    json_t *x;
+    if (json_is_string(v)) stamp_path(sb, json_string_value(v), own);
+    else if (json_is_array(v)) json_array_foreach(v, i, x) stamp_strings(sb, x, own);
+    else if (json_is_object(v))
+        json_object_foreach((json_t *)v, key, x)
+            if (strcmp(key, "out_dir")) stamp_strings(sb, x, own);
+}
+
+/* The stamp of a training into *out: the arguments of the judgerl command that trains the same (*args_len
+ * bytes), then the content of the config file and of every file its values and the overrides' values name
+ * (data, tokenizer, the model it starts from), so that an edited config or regenerated data retrains
+ * instead of silently reusing a model trained on the old ones. */
+static jr_status reuse_stamp(const char *dir, const char *cmd, const char *config, char *const *over, int n_over,
+                             char **out, size_t *args_len) {
+    jr_strbuf sb = {0};
+    jr_strbuf_addf(&sb, "%s\n%s\n", cmd, config);
+    for (int i = 0; i < n_over; i++) jr_strbuf_addf(&sb, "%s\n", over[i]);
+    *args_len = sb.n;
+    char own[PATH_MAX];
+    if (!realpath(dir, own)) snprintf(own, sizeof own, "%s", dir);
+    char *text = NULL;
+    size_t len = 0;
+    json_t *root = NULL;
+    jr_status st = jr_read_file(config, &text, &len);
+    if (!st) st = jr_yaml_parse(text, len, config, &root);
+    free(text);
+    if (st) { jr_strbuf_free(&sb); return st; }
+    stamp_file(&sb, config);
+    stamp_strings(&sb, root, own);
+    json_decref(root);
+    for (int i = 0; i < n_over; i++) { /* the value of KEY=VALUE, a YAML scalar or list */
+        const char *eq = strchr(over[i], '=');
+        json_t *v = NULL;
+        if (eq && strncmp(over[i], "run.out_dir=", 12) && !jr_yaml_parse(eq + 1, strlen(eq + 1), over[i], &v))
+            stamp_strings(&sb, v, own);
+        json_decref(v);
+    }
+    *out = jr_strbuf_take(&sb);
+    return *out ? JR_OK : jr_fail(JR_ENOMEM, "%s: out of memory", dir);
 }
 
 jr_status eb_stamp(const char *dir, const char *cmd, const char *config, char *const *over, int n_over, int *matches) {
-    char text[4096], stamp[PATH_MAX + 32], cfgp[PATH_MAX + 32];
-    jr_status st = stamp_text(dir, cmd, config, over, n_over, text, sizeof text);
+    char *text = NULL, stamp[PATH_MAX + 32], cfgp[PATH_MAX + 32];
+    size_t args_len = 0;
+    jr_status st = reuse_stamp(dir, cmd, config, over, n_over, &text, &args_len);
     if (st) return st;
     snprintf(stamp, sizeof stamp, "%s/demo-args.txt", dir);
-    if (!matches) return jr_write_atomic(stamp, text, strlen(text));
+    if (!matches) {
+        st = jr_write_atomic(stamp, text, strlen(text));
+        free(text);
+        return st;
+    }
     snprintf(cfgp, sizeof cfgp, "%s/model/config.json", dir);
     char *old = NULL;
     *matches = jr_path_exists(cfgp) && !jr_read_file(stamp, &old, NULL) && old && !strcmp(old, text);
     free(old);
+    free(text);
     return JR_OK;
 }
 
@@ -90,7 +195,7 @@ jr_status eb_train_or_reuse_with(eb_ctx *c, const char *dir, const char *cmd, co
                                  eb_trainer train, int *reused) {
     jr_status st = eb_stamp(dir, cmd, config, over, n_over, reused);
     if (st || *reused) return st;
-    /* a stale or partial run: start over (checkpoints of other arguments must not be resumed) */
+    /* a stale or partial run, or other inputs: start over (checkpoints of other inputs must not be resumed) */
     if ((st = jr_rmtree(dir))) return st;
     fprintf(c->logf, "\n$ judgerl %s %s", cmd, config);
     for (int i = 0; i < n_over; i++) fprintf(c->logf, " %s", over[i]);

@@ -57,6 +57,7 @@ const jr_cfg_field eb_cfg[] = {
     {"demo.study.lr", JR_CFG_FLOAT, NULL, "trainer.lr of the study's GRPO runs", NULL, NULL, 0, 1},
     {"demo.study.noise_z", JR_CFG_FLOAT, NULL, "monitor.noise_z: the proxy_gold margins in standard errors of the figures", NULL, NULL, 0, 100},
     {"demo.study.proxy_rise", JR_CFG_FLOAT, NULL, "monitor.proxy_rise: the least proxy rise counted by the proxy_gold alarm", NULL, NULL, 0, 1},
+    {"demo.study.trend_window", JR_CFG_INT, NULL, "monitor.trend_window: proxy_gold also on the trend of the last this many evaluations (0: off)", NULL, NULL, 0, 64},
     {"demo.workflow.quick_executor", JR_CFG_BOOL, NULL, "train the workflow executor with its --quick recipe (jr_wf_exec_quick)", NULL, NULL, 0, 0},
     {"demo.workflow.executor", JR_CFG_LIST, NULL, "key=value overrides of the executor's recipe (configs/wf_executor.yaml, "
      "after the --quick recipe's own), e.g. [trainer.steps=1000]", NULL, NULL, 0, 0},
@@ -97,6 +98,7 @@ jr_status eb_sizes_from_config(eb_sizes *z, const jr_config *c) {
     z->study_lr = jr_cfg_float(c, "demo.study.lr");
     z->study_noise_z = jr_cfg_float(c, "demo.study.noise_z");
     z->study_proxy_rise = jr_cfg_float(c, "demo.study.proxy_rise");
+    z->study_trend_window = (int)jr_cfg_int(c, "demo.study.trend_window");
     z->wf_quick_executor = jr_cfg_bool(c, "demo.workflow.quick_executor");
     json_t *ov = jr_cfg_json(c, "demo.workflow.executor");
     size_t i;

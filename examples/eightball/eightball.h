@@ -25,6 +25,7 @@ typedef struct eb_sizes {
     int study_steps, study_gens, study_prompts, study_eval_every, study_seeds, study_probe_rows,
         study_probe_variant_rows;                    /* demo.study.* */
     double study_lr, study_noise_z, study_proxy_rise; /* demo.study.lr, noise_z, proxy_rise */
+    int study_trend_window;                           /* demo.study.trend_window */
     int wf_quick_executor;                           /* demo.workflow.quick_executor: the executor's --quick recipe */
     char wf_exec_over[EB_MAX_EXEC_OVER][96];         /* demo.workflow.executor: key=value overrides of the executor's recipe */
     int wf_exec_n_over;

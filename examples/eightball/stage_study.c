@@ -63,11 +63,11 @@ static jr_status study_yaml(const eb_ctx *c, const int *ports, char **yaml) {
                   "    - trainer.steps=%d\n    - trainer.eval_every=%d\n    - trainer.lr=%.17g\n"
                   "    - grpo.num_generations=%d\n    - grpo.prompts_per_step=%d\n"
                   "    - monitor.gold_field=preferred\n    - monitor.labels=data/eightball/answers.jsonl\n"
-                  "    - monitor.noise_z=%.17g\n    - monitor.proxy_rise=%.17g\n"
+                  "    - monitor.noise_z=%.17g\n    - monitor.proxy_rise=%.17g\n    - monitor.trend_window=%d\n"
                   "    - \"probe.probes=[label_prior, agreement, verbosity, master_key]\"\n"
                   "    - probe.max_rows=%d\n    - probe.max_variant_rows=%d\n  judges:\n",
                   c->out, z->study_steps, z->study_eval_every, z->study_lr, z->study_gens, z->study_prompts, z->study_noise_z,
-                  z->study_proxy_rise, z->study_probe_rows, z->study_probe_variant_rows);
+                  z->study_proxy_rise, z->study_trend_window, z->study_probe_rows, z->study_probe_variant_rows);
     jr_strbuf_add(&b, t ? t : "");
     free(t);
     t = jr_strfmt("    - name: unbiased\n      set: ['judge.endpoints=[{url: \"http://127.0.0.1:%d/v1\", model: judge}]']\n"

@@ -25,6 +25,8 @@ typedef struct jr_monitor_opts {
     double gold_margin;        /* ... while gold - gold0 < this */
     double noise_z;            /* > 0: the two thresholds also scale with the figures' noise: proxy - proxy0 >= z SE and
                                 * gold - gold0 < -z SE (SE: standard error of the difference of two means of n samples) */
+    int paired;                /* noise_z's SE from the per-prompt paired differences with the baseline's samples */
+    int trend_window;          /* >= 2: proxy_gold also on the trend of the last this many evaluations */
     double length_drift;       /* length alarm: |len / len0 - 1| >= this (<= 0: off) */
     double phrase_drift;       /* phrase alarm: a phrase's share of completions rose by >= this (<= 0: off) */
     int ngram;                 /* phrases: word n-grams of 1..ngram words */
@@ -66,6 +68,10 @@ typedef struct jr_monitor_eval {
     double proxy_var, gold_var;   /* the per-sample variance of the proxy reward and of the gold value */
     int proxy_n, gold_n;          /* the samples they are means of */
     double rise_needed, gold_below; /* the proxy_gold thresholds applied (after monitor.noise_z); NAN at the baseline */
+    double proxy_se, gold_se;     /* with monitor.noise_z: the SEs of the two differences from the baseline */
+    int paired;                   /* ... computed from paired samples (monitor.paired) */
+    int trend, trend_k;           /* monitor.trend_window: the trend test holds; the evaluations it fitted */
+    double trend_proxy, trend_proxy_se, trend_gold, trend_gold_se; /* its changes over the window and their SEs (NAN: none) */
     unsigned fired;       /* alarms that fired for the first time at this evaluation */
     unsigned active;      /* alarms whose condition holds at this evaluation */
     char note[512];       /* one line naming the newly fired alarms and their figures ("" when none) */
@@ -81,5 +87,18 @@ jr_status jr_monitor_observe(jr_monitor *m, int64_t step, const jr_monitor_sampl
 int jr_monitor_wants_stop(const jr_monitor *m);
 
 void jr_monitor_close(jr_monitor *m); /* NULL is fine */
+
+/* The standard error of mean(x) - mean(b) for paired per-sample values (x[i] and b[i] of the same held-out
+ * sample; NAN in either: not a pair), the samples grouped by prompt (consecutive s[i] with the same row):
+ * the cluster-robust SE over the groups. -1 with fewer than 2 groups holding a pair (monitor.paired). */
+double jr_monitor_paired_se(const double *b, const double *x, const jr_monitor_sample *s, int n);
+
+/* The trend test's statistic: vals[t][i] the value of sample i at the evaluation after steps[t] (t < k <= 64,
+ * oldest first; NAN: none), the samples grouped by prompt (consecutive s[i] with the same row). Per prompt
+ * the least-squares slope over t of its samples' mean (a prompt lacking a value at some t is left out);
+ * *change = the mean slope x (steps[k-1] - steps[0]), *se = the standard error of that mean over the prompts
+ * x the same span. -1 (both NAN) with k < 2, fewer than 2 prompts or no span. */
+int jr_monitor_trend(const double *const *vals, const double *steps, int k, const jr_monitor_sample *s, int n,
+                     double *change, double *se);
 
 #endif

@@ -41,5 +41,10 @@ void *jr_malloc(size_t n);
 void *jr_calloc(size_t count, size_t size);
 void *jr_realloc(void *p, size_t n);
 char *jr_strdup(const char *s);
+/* n bytes 64-byte aligned, for weights a kernel streams every step: from 2 MiB on, 2 MiB aligned and
+ * advised for transparent huge pages (the machine's THP setting is often "madvise": without the advice
+ * every 4 KiB of a weight matrix costs a TLB miss; a 32-row bf16 prefill ran 1.15x faster with it).
+ * Released with free(). NULL (with a message) when out of memory. */
+void *jr_malloc_weights(size_t n);
 
 #endif

@@ -38,7 +38,7 @@ jr_status jr_bench_memory(long mib, long reps, json_t **out) {
     if (mib < 1 || reps < 1) return jr_fail(JR_EINVAL, "bench memory: --mib and --reps must be positive");
     size_t bytes = (size_t)mib << 20;
     long n = (long)(bytes / sizeof(v16)) & ~3L;
-    v16 *p = aligned_alloc(64, (size_t)n * sizeof(v16));
+    v16 *p = jr_malloc_weights((size_t)n * sizeof(v16)); /* as the weights: huge pages where THP allows */
     if (!p) return jr_fail(JR_ENOMEM, "cannot allocate %ld MiB", mib);
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; i++) p[i] = (v16){(float)(i & 7)}; /* touched by the threads that read it */

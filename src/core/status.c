@@ -1,9 +1,11 @@
 /* status.c - per-thread error messages and checked allocation */
 #include "judgerl/status.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define MSG_MAX 2048
 static _Thread_local char msg[MSG_MAX];
@@ -66,6 +68,18 @@ void *jr_realloc(void *p, size_t n) {
     void *q = realloc(p, n ? n : 1);
     if (!q) jr_fail(JR_ENOMEM, "out of memory reallocating %zu bytes", n);
     return q;
+}
+
+void *jr_malloc_weights(size_t n) {
+    size_t huge = (size_t)2 << 20, align = n >= huge ? huge : 64;
+    if (n > SIZE_MAX - huge) { jr_fail(JR_ENOMEM, "out of memory allocating %zu bytes", n); return NULL; } /* rounding up would wrap */
+    size_t m = (n + align - 1) / align * align;
+    void *p = aligned_alloc(align, m ? m : align);
+    if (!p) { jr_fail(JR_ENOMEM, "out of memory allocating %zu bytes", n); return NULL; }
+#ifdef MADV_HUGEPAGE
+    if (align == huge) (void)madvise(p, m, MADV_HUGEPAGE); /* advice only: without THP the pages stay 4 KiB */
+#endif
+    return p;
 }
 
 char *jr_strdup(const char *s) {

@@ -103,21 +103,36 @@ static float dot_fixed_b(const float *a, const uint16_t *b, int n) {
 #define UNROLL _Pragma("GCC unroll 8")
 /* A block of NR rows x NC outputs (NR * NC <= 16; constants at every call) in 16-lane steps: the low 8
  * lanes of a step are dot_fixed's s0, the high 8 its s1 (the same fused multiply-adds), and fold()
- * ends each sum, so every output is bitwise dot_fixed's. pf (or NULL): NC weight rows to prefetch. */
+ * ends each sum, so every output is bitwise dot_fixed's. pf (or NULL): pfn lines to prefetch
+ * (rows_block.h), spread over the steps. */
 static inline __attribute__((always_inline)) void blk_f32(float *out, const float *inp, const float *weight,
                                                           const float *bias, int C, int OC, int n, int o, int NR,
-                                                          int NC, const float *pf) {
+                                                          int NC, const char *pf, int pfn) {
     __m512 acc[4][8];
     UNROLL for (int i = 0; i < NR; i++)
         UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_setzero_ps();
+    const char *pfe = pf + 64 * (size_t)pfn;
+    int pps = pf ? (pfn + (C + 15) / 16 - 1) / ((C + 15) / 16) : 0; /* lines per step */
     int k = 0;
     for (; k + 16 <= C; k += 16) {
         __m512 wv[8], av[4];
-        if (pf) UNROLL for (int j = 0; j < NC; j++) _mm_prefetch((const char *)(pf + (size_t)j * C + k), _MM_HINT_T0);
+        for (int l = 0; l < pps && pf < pfe; l++, pf += 64) _mm_prefetch(pf, _MM_HINT_T0);
         UNROLL for (int j = 0; j < NC; j++) wv[j] = _mm512_loadu_ps(weight + (size_t)(o + j) * C + k);
         UNROLL for (int i = 0; i < NR; i++) av[i] = _mm512_loadu_ps(inp + (size_t)(n + i) * C + k);
+        if (NR * NC > 8) /* both operands in registers: folded into the fused multiply-adds, the reloads made 20 loads per 16 products */
+            UNROLL for (int i = 0; i < NR; i++) {
+                __asm__("" : "+v"(av[i]));
+                if (i < NC) __asm__("" : "+v"(wv[i]));
+            }
         UNROLL for (int i = 0; i < NR; i++)
             UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_fmadd_ps(av[i], wv[j], acc[i][j]);
+    }
+    if (NC == 4 && NR >= 3 && k == C) { /* 4 x 4 and 3 x 4 (row 3 zeros, never stored), no tail: the 16 sums at once */
+        __m512 A[16];
+        UNROLL for (int j = 0; j < 4; j++)
+            UNROLL for (int i = 0; i < 4; i++) A[4 * j + i] = i < NR ? acc[i][j] : _mm512_setzero_ps();
+        jr_rows_sum4x4(out, A, NR, bias, n, o, OC, 1);
+        return;
     }
     UNROLL for (int i = 0; i < NR; i++)
         UNROLL for (int j = 0; j < NC; j++) {
@@ -134,14 +149,14 @@ static void range_f32(float *out, const float *inp, const float *w, const float 
     int o = o0;
     if (N == 1) { /* one weight row after the other: a single sequential stream, which the hardware prefetcher
                    * feeds ~15% faster than 8 rows at once (batch-1 decode is memory-bound) */
-        for (; o < o1; o++) blk_f32(out, inp, w, bias, C, OC, 0, o, 1, 1, NULL);
+        for (; o < o1; o++) blk_f32(out, inp, w, bias, C, OC, 0, o, 1, 1, NULL, 0);
         return;
     }
-#define BLK(n, oo, NR, NC, pf) blk_f32(out, inp, w, bias, C, OC, n, oo, NR, NC, pf)
+#define BLK(n, oo, NR, NC, pf, pfn) blk_f32(out, inp, w, bias, C, OC, n, oo, NR, NC, pf, pfn)
     JR_ROWS_GROUPS(BLK, float, w, N, C, OC, o, o1)
 #undef BLK
     for (; o < o1; o++)
-        for (int n = 0; n < N; n++) blk_f32(out, inp, w, bias, C, OC, n, o, 1, 1, NULL);
+        for (int n = 0; n < N; n++) blk_f32(out, inp, w, bias, C, OC, n, o, 1, 1, NULL, 0);
 }
 
 /* out (N,OC) = inp (N,C) . weight (OC,C)^T + bias: each output summed as dot_fixed, so a row's result
@@ -250,7 +265,7 @@ static int borrow_weights(kv *s) {
         default: break;
         }
     }
-    if (m->cfg.tie_word_embeddings && !(s->head_b = s->wb = malloc((size_t)s->V * (size_t)s->C * sizeof(uint16_t)))) return -1;
+    if (m->cfg.tie_word_embeddings && !(s->head_b = s->wb = jr_malloc_weights((size_t)s->V * (size_t)s->C * sizeof(uint16_t)))) return -1;
     sync_weights(s);
     return 0;
 }
@@ -260,7 +275,7 @@ static int alloc_weights(kv *s) {
     if (s->m->w16) return borrow_weights(s);
     size_t C = (size_t)s->C, QD = (size_t)s->QD, KD = (size_t)s->KD, F = (size_t)s->F;
     size_t per = QD * C + 2 * KD * C + C * QD + 3 * F * C, n = per * (size_t)s->L + (size_t)s->V * C;
-    s->wb = malloc(n * sizeof(uint16_t));
+    s->wb = jr_malloc_weights(n * sizeof(uint16_t));
     s->lb = calloc((size_t)s->L, sizeof *s->lb);
     if (!s->wb || !s->lb) return -1;
     uint16_t *p = s->wb;

@@ -76,8 +76,8 @@ static jr_status model_layout(jr_model *m, const jr_model_config *cfg, int bf16)
     }
     m->n_params = off;
     m->n_w16 = off16;
-    if (!(m->params = aligned_alloc(64, sizeof(float) * (off ? off : 16))) ||
-        (bf16 && !(m->w16 = aligned_alloc(64, sizeof(uint16_t) * (off16 ? off16 : 32))))) {
+    if (!(m->params = jr_malloc_weights(sizeof(float) * (off ? off : 16))) ||
+        (bf16 && !(m->w16 = jr_malloc_weights(sizeof(uint16_t) * (off16 ? off16 : 32))))) {
         jr_model_free(m);
         return jr_fail(JR_ENOMEM, "model: cannot allocate %zu parameters (%.1f MiB)", off + off16, (off * 4.0 + off16 * 2.0) / 1048576);
     }

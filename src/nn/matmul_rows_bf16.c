@@ -5,8 +5,9 @@
  * per step. Two kernels, chosen at run time from cpuid:
  *  - AVX512-BF16: vdpbf16ps over 32 bf16 pairs per instruction into 16 fp32 lanes, a register block of
  *    4 rows x 4 outputs (weight rows reused across the rows while in L1; 1 row x 8 outputs for the
- *    rows left over, decode's case: 8 weight rows streamed at once), the C tail through
- *    masked loads, the 16 lanes summed with _mm512_reduce_add_ps;
+ *    rows left over; a single row, batch-1 decode, 1 x 1: one sequential stream), the C tail through
+ *    masked loads, the 16 lanes summed in _mm512_reduce_add_ps's order (a 4 x 4 block's 16 sums in
+ *    one transposed reduction, reduce16);
  *  - fallback (no AVX512-BF16): the same bf16 operands widened to fp32, summed in the same 16-lane
  *    layout in plain C.
  * Every output element runs the same instruction sequence whatever block it falls in, so the result
@@ -60,19 +61,27 @@ const char *jr_matmul_rows_bf16_kernel(void) {
 #define UNROLL _Pragma("GCC unroll 8")
 
 /* A block of NR rows x NC outputs (NR <= 4, NC <= 8, NR * NC <= 16): NR, NC are compile-time constants at every call (always_inline),
- * so the accumulators stay in registers. pf (or NULL): NC weight rows to prefetch, one line per row per step. */
+ * so the accumulators stay in registers. pf (or NULL): pfn lines to prefetch (rows_block.h), spread
+ * over the steps. */
 TGT static inline __attribute__((always_inline)) void blk_avx(float *out, const uint16_t *a, const uint16_t *w,
                                                               const float *bias, int C, int OC, int n, int o, int NR,
-                                                              int NC, const uint16_t *pf) {
+                                                              int NC, const char *pf, int pfn) {
     __m512 acc[4][8];
     UNROLL for (int i = 0; i < NR; i++)
         UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_setzero_ps();
+    const char *pfe = pf + 64 * (size_t)pfn;
+    int pps = pf ? (pfn + (C + 31) / 32 - 1) / ((C + 31) / 32) : 0; /* lines per step */
     int k = 0;
     for (; k + 32 <= C; k += 32) {
         __m512i wv[8], av[4];
-        if (pf) UNROLL for (int j = 0; j < NC; j++) _mm_prefetch((const char *)(pf + (size_t)j * C + k), _MM_HINT_T0);
+        for (int l = 0; l < pps && pf < pfe; l++, pf += 64) _mm_prefetch(pf, _MM_HINT_T0);
         UNROLL for (int j = 0; j < NC; j++) wv[j] = _mm512_loadu_si512((const void *)(w + (size_t)(o + j) * C + k));
         UNROLL for (int i = 0; i < NR; i++) av[i] = _mm512_loadu_si512((const void *)(a + (size_t)(n + i) * C + k));
+        if (NR * NC > 8) /* each operand loaded once, into a register (GCC otherwise reloaded some) */
+            UNROLL for (int i = 0; i < NR; i++) {
+                __asm__("" : "+v"(av[i]));
+                if (i < NC) __asm__("" : "+v"(wv[i]));
+            }
         UNROLL for (int i = 0; i < NR; i++)
             UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)av[i], (__m512bh)wv[j]);
     }
@@ -84,29 +93,41 @@ TGT static inline __attribute__((always_inline)) void blk_avx(float *out, const 
         UNROLL for (int i = 0; i < NR; i++)
             UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)av[i], (__m512bh)wv[j]);
     }
+    if (NC == 4 && NR >= 3) { /* 4 x 4 and 3 x 4 (row 3 zeros, never stored): the 16 sums at once */
+        __m512 A[16];
+        UNROLL for (int j = 0; j < 4; j++)
+            UNROLL for (int i = 0; i < 4; i++) A[4 * j + i] = i < NR ? acc[i][j] : _mm512_setzero_ps();
+        jr_rows_sum4x4(out, A, NR, bias, n, o, OC, 0);
+        return;
+    }
     UNROLL for (int i = 0; i < NR; i++)
         UNROLL for (int j = 0; j < NC; j++)
             out[(size_t)(n + i) * OC + o + j] = _mm512_reduce_add_ps(acc[i][j]) + (bias ? bias[o + j] : 0.0f);
 }
 
-/* Outputs [o0, o1) for all N rows: groups of 8 weight rows as rows_block.h says (decode at batch 1:
- * 1 x 8 blocks, 8 weight rows in flight; with the prefetch a batch-8 step ran 1.75x faster, batch 32
- * 1.2x), then the outputs left over in 4s and 1s. */
+/* Outputs [o0, o1) for all N rows: one row 1 x 1; more, groups of 8 weight rows as rows_block.h says
+ * (with the prefetch a batch-8 step ran 1.75x faster, batch 32 1.2x), then the outputs left over in 4s
+ * and 1s. */
 TGT static void range_avx(float *out, const uint16_t *a, const uint16_t *w, const float *bias, int N, int C, int OC,
                           int o0, int o1) {
     int o = o0;
-#define BLK(n, oo, NR, NC, pf) blk_avx(out, a, w, bias, C, OC, n, oo, NR, NC, pf)
+    if (N == 1) { /* one weight row after the other, one sequential stream (as the fp32 kernel): with the weights
+                   * in huge pages a batch-1 decode step took 0.85x the time of 8 rows at once (1 x 8) */
+        for (; o < o1; o++) blk_avx(out, a, w, bias, C, OC, 0, o, 1, 1, NULL, 0);
+        return;
+    }
+#define BLK(n, oo, NR, NC, pf, pfn) blk_avx(out, a, w, bias, C, OC, n, oo, NR, NC, pf, pfn)
     JR_ROWS_GROUPS(BLK, uint16_t, w, N, C, OC, o, o1)
 #undef BLK
     for (; o + 4 <= o1; o += 4) {
         int n = 0;
-        for (; n + 4 <= N; n += 4) blk_avx(out, a, w, bias, C, OC, n, o, 4, 4, NULL);
-        for (; n < N; n++) blk_avx(out, a, w, bias, C, OC, n, o, 1, 4, NULL);
+        for (; n + 4 <= N; n += 4) blk_avx(out, a, w, bias, C, OC, n, o, 4, 4, NULL, 0);
+        for (; n < N; n++) blk_avx(out, a, w, bias, C, OC, n, o, 1, 4, NULL, 0);
     }
     for (; o < o1; o++) {
         int n = 0;
-        for (; n + 4 <= N; n += 4) blk_avx(out, a, w, bias, C, OC, n, o, 4, 1, NULL);
-        for (; n < N; n++) blk_avx(out, a, w, bias, C, OC, n, o, 1, 1, NULL);
+        for (; n + 4 <= N; n += 4) blk_avx(out, a, w, bias, C, OC, n, o, 4, 1, NULL, 0);
+        for (; n < N; n++) blk_avx(out, a, w, bias, C, OC, n, o, 1, 1, NULL, 0);
     }
 }
 #endif

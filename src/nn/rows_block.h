@@ -3,32 +3,78 @@
  *
  * JR_ROWS_GROUPS(BLK, T, w, N, C, OC, o, o1) runs the outputs [o, o1 - (o1 - o) % 8) in groups of 8
  * weight rows (w: T elements, C per row): 4 x 4 blocks over the N rows, then the rows left over as one
- * 3 x 4 pair, 2 x 8 or 1 x 8 block, calling BLK(n, o, NR, NC, pf) for the block of rows n.. and
+ * 3 x 4 pair, 2 x 8 or 1 x 8 block, calling BLK(n, o, NR, NC, pf, pfn) for the block of rows n.. and
  * outputs o.. (NR, NC constants). With more than one row the kernel computes long enough per weight
- * byte for the hardware prefetcher to fall behind, so the first blocks of a group prefetch the next
- * group's 8 rows (pf: the NC rows to prefetch, or NULL; at one row, memory-bound, the extra requests
- * only slowed the stream). The blocking never changes a sum's order: that is the kernel's (BLK's). */
+ * byte for the hardware prefetcher to fall behind, so the blocks of a group prefetch the group after
+ * the next one (8 rows: one contiguous run of 8 * C elements), each block its own share: pfn 64-byte
+ * lines from pf (or pf NULL), spread over its steps. With the weights in huge pages (jr_malloc_weights)
+ * a 32-row product over the 100m shapes took 16.0-16.5 ms against 18.2 for a burst of the next group
+ * at the group's start (one thread); the next group spread instead was slower than the burst. At one
+ * row, memory-bound, the extra requests only slowed the stream. The blocking never changes a sum's
+ * order: that is the kernel's (BLK's). */
 #ifndef JR_NN_ROWS_BLOCK_H
 #define JR_NN_ROWS_BLOCK_H
 
 #include <stddef.h>
 
+/* Blocks per group of 8 outputs at N rows (as JR_ROWS_GROUPS calls them). */
+static inline int jr_rows_blocks_per_group(int N) { return 2 * (N / 4) + (N % 4 == 3 ? 2 : N % 4 ? 1 : 0); }
+
 #define JR_ROWS_GROUPS(BLK, T, w, N, C, OC, o, o1)                                                          \
-    for (; (o) + 8 <= (o1); (o) += 8) {                                                                   \
-        const T *pf_ = (N) > 1 && (o) + 16 <= (OC) ? (w) + (size_t)((o) + 8) * (C) : NULL;               \
-        const T *pf4_ = pf_ ? pf_ + (size_t)4 * (C) : NULL;                                               \
-        int n_ = 0;                                                                                       \
-        for (; n_ + 4 <= (N); n_ += 4, pf_ = pf4_ = NULL) {                                               \
-            BLK(n_, (o), 4, 4, pf_);                                                                      \
-            BLK(n_, (o) + 4, 4, 4, pf4_);                                                                 \
+    {                                                                                                     \
+        int nbg_ = jr_rows_blocks_per_group(N);                                                           \
+        long lines_ = ((long)8 * (C) * (long)sizeof(T) + 63) / 64, share_ = (lines_ + nbg_ - 1) / nbg_;   \
+        for (; (o) + 8 <= (o1); (o) += 8) {                                                               \
+            const char *pf_ = (N) > 1 && (o) + 24 <= (OC) ? (const char *)((w) + (size_t)((o) + 16) * (C)) : NULL; \
+            long left_ = lines_;                                                                          \
+            int n_ = 0;                                                                                   \
+            for (; n_ + 4 <= (N); n_ += 4) {                                                              \
+                BLK(n_, (o), 4, 4, pf_, pf_ ? (int)(share_ < left_ ? share_ : left_) : 0);                \
+                if (pf_) pf_ += 64 * share_, left_ -= share_, pf_ = left_ > 0 ? pf_ : NULL;               \
+                BLK(n_, (o) + 4, 4, 4, pf_, pf_ ? (int)(share_ < left_ ? share_ : left_) : 0);            \
+                if (pf_) pf_ += 64 * share_, left_ -= share_, pf_ = left_ > 0 ? pf_ : NULL;               \
+            }                                                                                             \
+            if ((N) - n_ == 3) {                                                                          \
+                BLK(n_, (o), 3, 4, pf_, pf_ ? (int)(share_ < left_ ? share_ : left_) : 0);                \
+                if (pf_) pf_ += 64 * share_, left_ -= share_, pf_ = left_ > 0 ? pf_ : NULL;               \
+                BLK(n_, (o) + 4, 3, 4, pf_, pf_ ? (int)(share_ < left_ ? share_ : left_) : 0);            \
+            } else if ((N) - n_ == 2)                                                                     \
+                BLK(n_, (o), 2, 8, pf_, pf_ ? (int)left_ : 0);                                            \
+            else if ((N) - n_ == 1)                                                                       \
+                BLK(n_, (o), 1, 8, pf_, pf_ ? (int)left_ : 0);                                            \
         }                                                                                                 \
-        if ((N) - n_ == 3) {                                                                              \
-            BLK(n_, (o), 3, 4, pf_);                                                                      \
-            BLK(n_, (o) + 4, 3, 4, pf4_);                                                                 \
-        } else if ((N) - n_ == 2)                                                                         \
-            BLK(n_, (o), 2, 8, pf_);                                                                      \
-        else if ((N) - n_ == 1)                                                                           \
-            BLK(n_, (o), 1, 8, pf_);                                                                      \
     }
+
+
+#if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 10 || defined(__clang__))
+#include <immintrin.h>
+#define JR_ROWS_AVX512 __attribute__((target("avx512f"), always_inline)) static inline
+
+/* The 16 sums of a 4 x 4 block at once, 15 shuffle+add pairs instead of 16 reductions of 7 (those
+ * were a tenth of a 32-row prefill's kernel time): A[4j + i] the accumulator of row n + i, output
+ * o + j (i < NR, 3 or 4 rows; a missing row is zeros, never stored; a fresh array: passing the
+ * kernel's own accumulators by address kept them in memory, 15% slower), each summed lanes l + l+8,
+ * then + l+4, then as the kernel's one-output reduction: fp32_order (fold() of kvcache.c)
+ * (0 + 1) + (2 + 3), else (_mm512_reduce_add_ps's) (0 + 2) + (1 + 3). Plus bias[o + j] (or + 0, as
+ * the one-output path). */
+JR_ROWS_AVX512 void jr_rows_sum4x4(float *out, const __m512 *A, int NR, const float *bias, int n, int o, int OC,
+                                   int fp32_order) {
+    __m512 b[8], c[4], d[2];
+    _Pragma("GCC unroll 8") for (int m = 0; m < 8; m++) /* x[l] + x[l+8]: A[2m] in the low 256 bits, A[2m+1] in the high */
+        b[m] = _mm512_add_ps(_mm512_shuffle_f32x4(A[2 * m], A[2 * m + 1], 0x44), _mm512_shuffle_f32x4(A[2 * m], A[2 * m + 1], 0xEE));
+    _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) /* + l+4: 128-bit lane q = A[4p + q] */
+        c[p] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * p], b[2 * p + 1], 0x88), _mm512_shuffle_f32x4(b[2 * p], b[2 * p + 1], 0xDD));
+    _Pragma("GCC unroll 2") for (int r = 0; r < 2; r++)
+        d[r] = fp32_order ? _mm512_add_ps(_mm512_shuffle_ps(c[2 * r], c[2 * r + 1], 0x88), _mm512_shuffle_ps(c[2 * r], c[2 * r + 1], 0xDD))
+                          : _mm512_add_ps(_mm512_shuffle_ps(c[2 * r], c[2 * r + 1], 0x44), _mm512_shuffle_ps(c[2 * r], c[2 * r + 1], 0xEE));
+    __m512 s = _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xDD)); /* lane 4i + j */
+    s = _mm512_add_ps(s, bias ? _mm512_broadcast_f32x4(_mm_loadu_ps(bias + o)) : _mm512_setzero_ps());
+    float *q = out + (size_t)n * OC + o; /* 128-bit lane i: row i (immediates: -O1 does not unroll a loop) */
+    _mm_storeu_ps(q, _mm512_castps512_ps128(s));
+    _mm_storeu_ps(q + OC, _mm512_extractf32x4_ps(s, 1));
+    _mm_storeu_ps(q + 2 * (size_t)OC, _mm512_extractf32x4_ps(s, 2));
+    if (NR > 3) _mm_storeu_ps(q + 3 * (size_t)OC, _mm512_extractf32x4_ps(s, 3));
+}
+#endif
 
 #endif

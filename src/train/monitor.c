@@ -27,6 +27,8 @@ const jr_cfg_field jr_monitor_cfg[] = {
     {"monitor.proxy_rise", JR_CFG_FLOAT, "0.05", "proxy_gold alarm: the proxy (training) reward rose by at least this since the first evaluation ... (0: off)", NULL, NULL, 0, 1e9},
     {"monitor.gold_margin", JR_CFG_FLOAT, "0.0", "... while the gold metric rose by less than this (0: gold stalled or fell; -0.02: fell by more than 0.02)", NULL, NULL, -1e9, 1e9},
     {"monitor.noise_z", JR_CFG_FLOAT, "0", "proxy_gold thresholds scaled by the noise: also proxy rise >= z SE and gold change < -z SE, SE the standard error of the difference of two evaluations' means (per-sample variance / n; a share's is p(1-p)/n) (0: fixed thresholds only)", NULL, NULL, 0, 100},
+    {"monitor.paired", JR_CFG_BOOL, "true", "noise_z's SE from the paired differences of each held-out sample with its baseline sample (the same prompt and sampling seed), grouped by prompt: sd of the per-prompt mean differences / sqrt(prompts); false (or another sample count than the baseline's): the independent SE of two means", NULL, NULL, 0, 0},
+    {"monitor.trend_window", JR_CFG_INT, "0", "proxy_gold also holds when, over the last this many evaluations (the baseline among them while it is within), the least-squares trend of the proxy rose by proxy_rise (and z SE) while gold's changed by less than gold_margin (and -z SE), the SE from the per-prompt trends (0: off; 2: the paired difference of the last two)", NULL, NULL, 0, 64},
     {"monitor.length_drift", JR_CFG_FLOAT, "0.5", "length alarm: mean completion length moved by this fraction of its start (0: off)", NULL, NULL, 0, 1e9},
     {"monitor.phrase_drift", JR_CFG_FLOAT, "0.3", "phrase alarm: the share of completions holding one word n-gram rose by this (0: off)", NULL, NULL, 0, 1},
     {"monitor.ngram", JR_CFG_INT, "3", "phrases are word n-grams of 1..ngram words", NULL, NULL, 1, 8},
@@ -50,6 +52,8 @@ jr_status jr_monitor_opts_from_config(jr_monitor_opts *o, const jr_config *c) {
     o->proxy_rise = jr_cfg_float(c, "monitor.proxy_rise");
     o->gold_margin = jr_cfg_float(c, "monitor.gold_margin");
     o->noise_z = jr_cfg_float(c, "monitor.noise_z");
+    o->paired = jr_cfg_bool(c, "monitor.paired");
+    o->trend_window = (int)jr_cfg_int(c, "monitor.trend_window");
     o->length_drift = jr_cfg_float(c, "monitor.length_drift");
     o->phrase_drift = jr_cfg_float(c, "monitor.phrase_drift");
     o->ngram = (int)jr_cfg_int(c, "monitor.ngram");
@@ -76,7 +80,32 @@ struct jr_monitor {
     json_t *base_ngrams;     /* phrase -> share at the baseline */
     json_t *base_labels;     /* label -> share at the baseline */
     unsigned fired;          /* alarms fired so far */
+    double *base_px, *base_gd; /* the baseline's per-sample proxy and gold values (NAN: none), base_ns of them */
+    int base_ns;
+    int nh;                    /* the last evaluations' per-sample values, oldest first (monitor.trend_window) */
+    struct mon_hist { double step, *px, *gd; int n; } hist[64];
 };
+
+static double *dup_values(const double *v, int n) {
+    double *d = jr_calloc((size_t)n + 1, sizeof *d);
+    if (d && n) memcpy(d, v, (size_t)n * sizeof *d);
+    return d;
+}
+
+/* Keeps (copies of) an evaluation's per-sample values for the trend test, the oldest dropped past the window. */
+static void hist_push(jr_monitor *m, double step, const double *px, const double *gd, int n) {
+    int w = m->o.trend_window;
+    if (w < 2) return;
+    if (m->nh == w) {
+        free(m->hist[0].px);
+        free(m->hist[0].gd);
+        memmove(m->hist, m->hist + 1, (size_t)(w - 1) * sizeof m->hist[0]);
+        m->nh--;
+    }
+    struct mon_hist h = {step, dup_values(px, n), dup_values(gd, n), n};
+    if (!h.px || !h.gd) { free(h.px); free(h.gd); return; } /* out of memory: the trend skips this evaluation */
+    m->hist[m->nh++] = h;
+}
 
 static jr_status load_labels(jr_monitor *m, const char *path) {
     jr_jsonl_reader *r = NULL;
@@ -92,6 +121,45 @@ static jr_status load_labels(jr_monitor *m, const char *path) {
     }
     jr_jsonl_close(r);
     return st;
+}
+
+/* Per-sample values as JSON (null for NAN) and back. */
+static json_t *sample_values(const double *v, int n) {
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++) json_array_append_new(a, isnan(v[i]) ? json_null() : json_real(v[i]));
+    return a;
+}
+
+/* The baseline's per-sample values from its monitor.jsonl row (none when the row has not both, as one
+ * written before monitor.paired: that run's SE stays the independent one). */
+static void load_base_samples(jr_monitor *m, const json_t *px, const json_t *gd) {
+    size_t n = json_array_size(px);
+    if (!n || n != json_array_size(gd)) return;
+    m->base_px = jr_calloc(n, sizeof *m->base_px);
+    m->base_gd = jr_calloc(n, sizeof *m->base_gd);
+    if (!m->base_px || !m->base_gd) { free(m->base_px); free(m->base_gd); m->base_px = m->base_gd = NULL; return; }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *a = json_array_get(px, i), *b = json_array_get(gd, i);
+        m->base_px[i] = json_is_number(a) ? json_number_value(a) : NAN;
+        m->base_gd[i] = json_is_number(b) ? json_number_value(b) : NAN;
+    }
+    m->base_ns = (int)n;
+}
+
+/* A monitor.jsonl row's per-sample values into the trend's history (a row without them is skipped). */
+static void history_row(jr_monitor *m, const json_t *o) {
+    const json_t *px = json_object_get(o, "sample_proxy"), *gd = json_object_get(o, "sample_gold");
+    int n = (int)json_array_size(px);
+    if (m->o.trend_window < 2 || !n || n != (int)json_array_size(gd)) return;
+    double *a = jr_calloc((size_t)n, sizeof *a), *b = jr_calloc((size_t)n, sizeof *b);
+    for (int i = 0; a && b && i < n; i++) {
+        const json_t *x = json_array_get(px, (size_t)i), *y = json_array_get(gd, (size_t)i);
+        a[i] = json_is_number(x) ? json_number_value(x) : NAN;
+        b[i] = json_is_number(y) ? json_number_value(y) : NAN;
+    }
+    if (a && b) hist_push(m, (double)json_integer_value(json_object_get(o, "step")), a, b, n);
+    free(a);
+    free(b);
 }
 
 /* The baseline and the alarms fired so far from an existing monitor.jsonl (a resumed run). */
@@ -112,9 +180,11 @@ static void load_history(jr_monitor *m) {
             m->base.gold_var = json_number_value(json_object_get(o, "gold_var"));
             m->base.proxy_n = (int)json_integer_value(json_object_get(o, "proxy_n"));
             m->base.gold_n = (int)json_integer_value(json_object_get(o, "gold_n"));
+            load_base_samples(m, json_object_get(o, "sample_proxy"), json_object_get(o, "sample_gold"));
             m->base_ngrams = json_incref(json_object_get(o, "ngram_shares"));
             m->base_labels = json_incref(json_object_get(o, "labels"));
         }
+        history_row(m, o);
         json_t *a;
         size_t i;
         json_array_foreach(json_object_get(o, "fired"), i, a)
@@ -157,6 +227,9 @@ void jr_monitor_close(jr_monitor *m) {
     json_decref(m->labels);
     json_decref(m->base_ngrams);
     json_decref(m->base_labels);
+    free(m->base_px);
+    free(m->base_gd);
+    for (int i = 0; i < m->nh; i++) { free(m->hist[i].px); free(m->hist[i].gd); }
     free(m->path);
     free(m);
 }
@@ -276,15 +349,18 @@ static json_t *top_rises(const json_t *now, const json_t *base, int top, double 
 
 /* The gold metric over the samples into ev (gold, gold_var, gold_n): the gold registry's mean, or the share
  * whose label equals the row's gold_field; gold NAN without a gold source or a scored sample. */
-static jr_status gold_metric(jr_monitor *m, const jr_monitor_sample *s, int n, char (*labels)[64], jr_monitor_eval *ev) {
+static jr_status gold_metric(jr_monitor *m, const jr_monitor_sample *s, int n, char (*labels)[64], jr_monitor_eval *ev,
+                             double *gd) {
     ev->gold = NAN;
+    for (int i = 0; i < n; i++) gd[i] = NAN;
     if (m->o.gold_field) {
         int ok = 0, cnt = 0;
         for (int i = 0; i < n; i++) {
             json_t *g = json_object_get(s[i].row, m->o.gold_field);
             if (!json_is_string(g)) continue;
             cnt++;
-            ok += !strcasecmp(json_string_value(g), labels[i]);
+            gd[i] = !strcasecmp(json_string_value(g), labels[i]);
+            ok += (int)gd[i];
         }
         if (n && !cnt)
             return jr_fail(JR_EINVAL, "monitor.gold_field=%s: no held-out row has a string field '%s'", m->o.gold_field,
@@ -307,7 +383,7 @@ static jr_status gold_metric(jr_monitor *m, const jr_monitor_sample *s, int n, c
     double sum = 0, sq = 0;
     int cnt = 0;
     for (int i = 0; i < n && rows; i++) {
-        if (!st && res[i].scored) { sum += res[i].reward; sq += res[i].reward * res[i].reward; cnt++; }
+        if (!st && res[i].scored) { gd[i] = res[i].reward; sum += res[i].reward; sq += res[i].reward * res[i].reward; cnt++; }
         if (res) jr_reward_result_free(&res[i]);
         json_decref(rows[i]);
     }
@@ -341,8 +417,92 @@ static json_t *label_shares(char (*labels)[64], int n, double *max_share, double
     return sh;
 }
 
-/* Which alarms hold now, against the baseline; the note names the new ones with their figures. */
-static void check_alarms(jr_monitor *m, int64_t step, jr_monitor_eval *ev) {
+/* The standard error of mean(x) - mean(b) from paired samples (x[i] against b[i], NAN: not a pair) grouped by
+ * prompt (consecutive samples of the same row): the cluster-robust SE sqrt(k/(k-1) sum_g (D_g - d m_g)^2) / M,
+ * D_g the sum of the group's differences, m_g its pairs, M all pairs, d = sum D_g / M, k the groups; samples
+ * of one prompt move together when the policy changes, so they are not counted as independent. -1 with
+ * fewer than 2 groups. */
+double jr_monitor_paired_se(const double *b, const double *x, const jr_monitor_sample *s, int n) {
+    double tot = 0, sq = 0, dm = 0, m_all = 0;
+    int k = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0, j; i < n; i = j) {
+            double dg = 0, mg = 0;
+            for (j = i; j < n && (j == i || s[j].row == s[i].row); j++)
+                if (!isnan(b[j]) && !isnan(x[j])) { dg += x[j] - b[j]; mg++; }
+            if (mg > 0 && pass == 0) { tot += dg; m_all += mg; k++; }
+            if (mg > 0 && pass == 1) sq += (dg - dm * mg) * (dg - dm * mg);
+        }
+        if (k < 2) return -1;
+        dm = tot / m_all;
+    }
+    return sqrt((double)k / (k - 1) * sq) / m_all;
+}
+
+/* One prompt's least-squares slope over the k evaluations: its samples' mean at each (NAN when one has
+ * none of its samples valued). */
+static double group_slope(const double *const *vals, const double *steps, int k, int i, int j) {
+    double xm = 0, ym = 0, sxy = 0, sxx = 0, y[64];
+    for (int t = 0; t < k; t++) {
+        double sum = 0;
+        int c = 0;
+        for (int q = i; q < j; q++)
+            if (!isnan(vals[t][q])) { sum += vals[t][q]; c++; }
+        if (!c) return NAN;
+        y[t] = sum / c;
+        xm += steps[t] / k;
+        ym += y[t] / k;
+    }
+    for (int t = 0; t < k; t++) { sxy += (steps[t] - xm) * (y[t] - ym); sxx += (steps[t] - xm) * (steps[t] - xm); }
+    return sxx > 0 ? sxy / sxx : NAN;
+}
+
+int jr_monitor_trend(const double *const *vals, const double *steps, int k, const jr_monitor_sample *s, int n,
+                     double *change, double *se) {
+    *change = *se = NAN;
+    if (k < 2 || k > 64 || n < 1) return -1;
+    double *sl = jr_calloc((size_t)n, sizeof *sl), sum = 0, sq = 0;
+    int g = 0;
+    if (!sl) return -1;
+    for (int i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && s[j].row == s[i].row; j++) {}
+        double b = group_slope(vals, steps, k, i, j);
+        if (!isnan(b)) { sl[g++] = b; sum += b; }
+    }
+    double mean = g ? sum / g : 0, span = steps[k - 1] - steps[0];
+    for (int q = 0; q < g; q++) sq += (sl[q] - mean) * (sl[q] - mean);
+    free(sl);
+    if (g < 2 || !(span > 0)) return -1;
+    *change = mean * span;
+    *se = sqrt(sq / (g - 1) / g) * span;
+    return 0;
+}
+
+/* The trend test of proxy_gold over the last monitor.trend_window evaluations (this one the last): 1 when
+ * it holds; the figures into ev. */
+static int trend_holds(const jr_monitor *m, jr_monitor_eval *ev, const jr_monitor_sample *s, int ns) {
+    const jr_monitor_opts *o = &m->o;
+    const double *pv[64], *gv[64];
+    double steps[64];
+    int k = 0;
+    for (int i = 0; i < m->nh; i++) {
+        if (m->hist[i].n != ns) { k = 0; continue; } /* another sample count: not paired with this evaluation */
+        pv[k] = m->hist[i].px;
+        gv[k] = m->hist[i].gd;
+        steps[k++] = m->hist[i].step;
+    }
+    ev->trend_k = k;
+    if (k < 2 || jr_monitor_trend(pv, steps, k, s, ns, &ev->trend_proxy, &ev->trend_proxy_se) ||
+        jr_monitor_trend(gv, steps, k, s, ns, &ev->trend_gold, &ev->trend_gold_se))
+        return 0;
+    double rise = fmax(o->proxy_rise, o->noise_z * ev->trend_proxy_se), below = fmin(o->gold_margin, -o->noise_z * ev->trend_gold_se);
+    return ev->trend_proxy >= rise && ev->trend_gold < below;
+}
+
+/* Which alarms hold now, against the baseline; the note names the new ones with their figures. px and gd
+ * are this evaluation's per-sample proxy and gold values (paired with the baseline's by monitor.paired). */
+static void check_alarms(jr_monitor *m, int64_t step, jr_monitor_eval *ev, const jr_monitor_sample *s, int ns,
+                         const double *px, const double *gd) {
     const jr_monitor_opts *o = &m->o;
     const jr_monitor_eval *b = &m->base;
     double dp = ev->proxy - b->proxy, dg = ev->gold - b->gold, lr = b->len > 0 ? ev->len / b->len - 1 : 0;
@@ -351,11 +511,19 @@ static void check_alarms(jr_monitor *m, int64_t step, jr_monitor_eval *ev) {
     if (o->noise_z > 0) { /* the standard error of the difference of the two evaluations' means */
         double sp = sqrt((b->proxy_n ? b->proxy_var / b->proxy_n : 0) + (ev->proxy_n ? ev->proxy_var / ev->proxy_n : 0));
         double sg = sqrt((b->gold_n ? b->gold_var / b->gold_n : 0) + (ev->gold_n ? ev->gold_var / ev->gold_n : 0));
+        if (o->paired && m->base_ns == ns) {
+            double pp = jr_monitor_paired_se(m->base_px, px, s, ns), pg = jr_monitor_paired_se(m->base_gd, gd, s, ns);
+            if (pp >= 0 && pg >= 0) { sp = pp; sg = pg; ev->paired = 1; }
+        }
+        ev->proxy_se = sp;
+        ev->gold_se = sg;
         ev->rise_needed = fmax(ev->rise_needed, o->noise_z * sp);
         ev->gold_below = fmin(ev->gold_below, -o->noise_z * sg);
     }
     if (o->proxy_rise > 0 && !isnan(dp) && !isnan(dg) && dp >= ev->rise_needed && dg < ev->gold_below)
         ev->active |= JR_ALARM_PROXY_GOLD;
+    ev->trend_proxy = ev->trend_gold = NAN;
+    if (o->proxy_rise > 0 && o->trend_window >= 2 && (ev->trend = trend_holds(m, ev, s, ns))) ev->active |= JR_ALARM_PROXY_GOLD;
     if (o->length_drift > 0 && fabs(lr) >= o->length_drift) ev->active |= JR_ALARM_LENGTH;
     if (o->phrase_drift > 0 && ev->ngram_rise >= o->phrase_drift) ev->active |= JR_ALARM_PHRASE;
     if (o->collapse_share > 0 && ev->label_max >= o->collapse_share && b->label_max < o->collapse_share)
@@ -368,7 +536,11 @@ static void check_alarms(jr_monitor *m, int64_t step, jr_monitor_eval *ev) {
     n += (size_t)snprintf(ev->note + n, sizeof ev->note - n, "monitor: alarm at step %lld:", (long long)step);
     if ((ev->fired & JR_ALARM_PROXY_GOLD) && n < sizeof ev->note)
         n += (size_t)snprintf(ev->note + n, sizeof ev->note - n, " proxy_gold (proxy %+.3f, gold %+.3f since the start; "
-                              "thresholds: proxy rise >= %.3f, gold change < %+.3f)", dp, dg, ev->rise_needed, ev->gold_below);
+                              "thresholds: proxy rise >= %.3f, gold change < %+.3f%s)", dp, dg, ev->rise_needed, ev->gold_below,
+                              ev->trend ? "; the trend test holds" : "");
+    if ((ev->fired & JR_ALARM_PROXY_GOLD) && ev->trend && n < sizeof ev->note)
+        n += (size_t)snprintf(ev->note + n, sizeof ev->note - n, " (trend over %d evaluations: proxy %+.3f SE %.3f, gold %+.3f SE %.3f)",
+                              ev->trend_k, ev->trend_proxy, ev->trend_proxy_se, ev->trend_gold, ev->trend_gold_se);
     if ((ev->fired & JR_ALARM_LENGTH) && n < sizeof ev->note)
         n += (size_t)snprintf(ev->note + n, sizeof ev->note - n, " length (%.1f -> %.1f bytes, %+.0f%%; monitor.length_drift=%g)",
                               b->len, ev->len, 100 * lr, o->length_drift);
@@ -428,12 +600,14 @@ jr_status jr_monitor_observe(jr_monitor *m, int64_t step, const jr_monitor_sampl
                              jr_monitor_eval *ev) {
     memset(ev, 0, sizeof *ev);
     char(*labels)[64] = jr_calloc((size_t)n + 1, sizeof *labels);
+    double *px = jr_calloc((size_t)n + 1, sizeof *px), *gd = jr_calloc((size_t)n + 1, sizeof *gd);
     json_t *ng = json_object();
-    if (!labels || !ng) { free(labels); json_decref(ng); return JR_ENOMEM; }
+    if (!labels || !ng || !px || !gd) { free(labels); free(px); free(gd); json_decref(ng); return JR_ENOMEM; }
     double psum = 0, psq = 0, lsum = 0;
     int pn = 0, md = 0, li = 0;
     for (int i = 0; i < n; i++) {
         const char *t = s[i].text ? s[i].text : "";
+        px[i] = s[i].scored ? s[i].proxy : NAN;
         if (s[i].scored) { psum += s[i].proxy; psq += s[i].proxy * s[i].proxy; pn++; }
         lsum += (double)strlen(t);
         md += has_markdown(t);
@@ -448,7 +622,7 @@ jr_status jr_monitor_observe(jr_monitor *m, int64_t step, const jr_monitor_sampl
     ev->len = n ? lsum / n : 0;
     ev->markdown = n ? (double)md / n : 0;
     ev->list = n ? (double)li / n : 0;
-    jr_status st = gold_metric(m, s, n, labels, ev);
+    jr_status st = gold_metric(m, s, n, labels, ev, gd);
     json_t *lab = label_shares(labels, n, &ev->label_max, &ev->label_entropy), *ngs = shares(ng, n);
     free(labels);
     json_decref(ng);
@@ -462,10 +636,17 @@ jr_status jr_monitor_observe(jr_monitor *m, int64_t step, const jr_monitor_sampl
         json_object_set_new(row, "gold_var", json_real(ev->gold_var));
         json_object_set_new(row, "proxy_n", json_integer(ev->proxy_n));
         json_object_set_new(row, "gold_n", json_integer(ev->gold_n));
+        json_object_set_new(row, "sample_proxy", sample_values(px, n));
+        json_object_set_new(row, "sample_gold", sample_values(gd, n));
     }
     if (!st && !m->has_base) { /* the baseline: kept whole, so a resumed run compares with the same start */
         m->has_base = 1;
         m->base = *ev;
+        hist_push(m, (double)step, px, gd, n);
+        m->base_px = px;
+        m->base_gd = gd;
+        m->base_ns = n;
+        px = gd = NULL;
         m->base_ngrams = json_incref(ngs);
         m->base_labels = json_incref(lab);
         json_object_set(row, "ngram_shares", ngs);
@@ -473,8 +654,15 @@ jr_status jr_monitor_observe(jr_monitor *m, int64_t step, const jr_monitor_sampl
     } else if (!st) {
         json_t *top = top_rises(ngs, m->base_ngrams, m->o.top_ngrams, &ev->ngram_rise);
         json_object_set_new(row, "top_ngrams", top);
-        check_alarms(m, step, ev);
+        hist_push(m, (double)step, px, gd, n);
+        check_alarms(m, step, ev, s, n, px, gd);
+        if (m->o.trend_window >= 2 && !isnan(ev->trend_proxy))
+            json_object_set_new(row, "trend", json_pack("{s:i, s:f, s:f, s:f, s:f, s:b}", "window", ev->trend_k, "proxy", ev->trend_proxy,
+                                                        "proxy_se", ev->trend_proxy_se, "gold", ev->trend_gold, "gold_se",
+                                                        ev->trend_gold_se, "holds", ev->trend));
         json_object_set_new(row, "thresholds", json_pack("{s:f, s:f}", "proxy_rise", ev->rise_needed, "gold_margin", ev->gold_below));
+        if (m->o.noise_z > 0)
+            json_object_set_new(row, "se", json_pack("{s:f, s:f, s:b}", "proxy", ev->proxy_se, "gold", ev->gold_se, "paired", ev->paired));
     }
     if (!st) {
         json_object_set_new(row, "phrase_rise", json_real(ev->ngram_rise));
@@ -486,5 +674,7 @@ jr_status jr_monitor_observe(jr_monitor *m, int64_t step, const jr_monitor_sampl
     json_decref(row);
     json_decref(lab);
     json_decref(ngs);
+    free(px);
+    free(gd);
     return st;
 }
