@@ -292,6 +292,26 @@ TEST(setup_eagain_retried_then_said) {
     if (!st) jr_sandbox_result_free(&r);
 }
 
+/* The run's fds reach their places whatever numbers they had: with the parent's stdio closed the input
+ * and the pipes take fds 0-11 and an in-order dup2 overwrote the input with the stdout pipe (a parent
+ * with threads freeing low fds meets the same: the program wrote its result into the input, EBADF). */
+TEST(fds_in_place_with_stdio_closed) {
+    NEED_SANDBOX();
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(0), close(1), close(2);
+        const char *argv[] = {"/usr/bin/sh", "-c", "cat <&3; echo -n chan >&4; echo err >&2", NULL};
+        jr_sandbox_result r;
+        if (jr_sandbox_run(&O, argv, "input!", 6, &r)) _exit(3);
+        int ok = r.outcome == JR_SB_PASSED && !strcmp(r.out, "input!") && !strcmp(r.channel, "chan") && !strcmp(r.err, "err\n");
+        _exit(ok ? 0 : 4);
+    }
+    int st = 0;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d (3: the run failed, 4: a stream in the wrong place)", st);
+}
+
 TEST(unsafe_only_when_asked) {
     NEED_SANDBOX();
     jr_sandbox_opts o = O;
@@ -344,6 +364,7 @@ int main(void) {
     RUN(fork_bomb_does_not_starve_others);
     RUN(endless_print_and_timeout);
     RUN(setup_eagain_retried_then_said);
+    RUN(fds_in_place_with_stdio_closed);
     RUN(unsafe_only_when_asked);
     RUN(pass_fraction);
     return jt_done();

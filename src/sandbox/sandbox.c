@@ -133,9 +133,15 @@ static const char **build_argv(const jr_sandbox_opts *o, const char *bwrap, cons
 /* In the child: limits, credentials, fds, exec. Only async-signal-safe calls. */
 static void child(const jr_sandbox_opts *o, const char **argv, const int fds[7]) {
     setsid();
-    for (int i = 0; i < 6; i++)
-        if (fds[i] != i && dup2(fds[i], i) < 0) _exit(126);
-    if (dup2(fds[6], 6) < 0 || fcntl(6, F_SETFD, FD_CLOEXEC) < 0) _exit(126);
+    /* first above 6, then into place: a source fd that is itself a target below 7 (the parent's threads
+     * free and reuse low numbers, or its stdio is closed) would be overwritten by an earlier dup2 (the
+     * program then read its output pipe as input or wrote its result into the read-only input: EBADF) */
+    int hi[7];
+    for (int i = 0; i < 7; i++)
+        if ((hi[i] = fcntl(fds[i], F_DUPFD, 7)) < 0) _exit(126);
+    for (int i = 0; i < 7; i++)
+        if (dup2(hi[i], i) < 0) _exit(126);
+    if (fcntl(6, F_SETFD, FD_CLOEXEC) < 0) _exit(126);
     syscall(SYS_close_range, 7U, ~0U, 0U);
     double cpu = o->cpu_s > 0 ? o->cpu_s : ceil(o->timeout_s) + 1;
     struct { int res; rlim_t v; } lim[] = {
