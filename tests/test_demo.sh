@@ -184,7 +184,7 @@ import json, os, sys
 s = json.load(open(os.path.join(sys.argv[1], "summary.json")))
 st = [(x["name"], x["status"], x["note"]) for x in s["stages"]]
 errs = []
-if [x[0] for x in st] != ["policy-sft", "judges", "probe-judges", "policy-pref", "study"]: errs.append("stages %s" % [x[0] for x in st])
+if [x[0] for x in st] != ["judges", "probe-judges", "policy-pref", "study"]: errs.append("stages %s" % [x[0] for x in st])
 errs += ["%s is %s" % (n, t) for n, t, _ in st if t != "done"]
 errs += ["%s retrained: %s" % (n, note) for n, _, note in st if n != "study" and "reused" not in note]
 if [j["name"] for j in s.get("study", {}).get("judges", [])] != ["unbiased", "sycophantic", "sycophantic-ensemble"]: errs.append("no study figures")

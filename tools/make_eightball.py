@@ -159,12 +159,21 @@ def main(out_dir):
         return f"Q: {q}\nA:"
 
     sup = [json.loads(l) for l in open(os.path.join(out_dir, "questions.jsonl"), encoding="utf-8")]
-    # policy SFT: each question twice, its random label as two random surface forms
+    # the study's base policy (policy-pref's start): each question twice, its random label as two random surface forms
     policy = []
     for r in sup:
         for _ in range(2):
             policy.append({"prompt": prompt(r["question"]), "completion": " " + lm.choice(ANSWERS[r["answer"]])})
     lm.shuffle(policy)
+    write("lm/policy_sft_random.jsonl", policy)
+    # the demo's policy SFT: an 8-ball that answers at random per sample, not per question: each supervised question
+    # with each of the three labels, two random surface forms of each (own stream, 86). With the rows above (one
+    # random label per question) the policy memorised a label per question: GRPO then sampled one label for most
+    # prompts (81% of its groups had no reward spread) and learned per prompt, not by kind of question (issue 20).
+    ru = random.Random(86)
+    policy = [{"prompt": prompt(r["question"]), "completion": " " + t}
+              for r in sup for lab in LABELS for t in ru.sample(ANSWERS[lab], 2)]
+    ru.shuffle(policy)
     write("lm/policy_sft.jsonl", policy)
 
     # judge SFT: (question, surface form) -> Good | Bad. The unbiased judge learns the preference
@@ -209,6 +218,12 @@ def main(out_dir):
     write("lm/judge_sft_syco.jsonl", judge_rows("syco"))
     lm.setstate(after)
     write("lm/grpo_prompts.jsonl", [{"prompt": prompt(q), "question": q, "kind": k} for q, k in reinforce])
+    # the demo's GRPO prompts (configs/eightball-grpo.yaml): the reinforcement questions and the supervised ones
+    # (253; the held-out questions stay unseen). With the 63 alone the policy learned the kinds of those prompts
+    # and not of new ones (issue 20). Own stream (1), so the files after this one are unchanged.
+    grpo_all = [{"prompt": prompt(q), "question": q, "kind": k} for q, k in reinforce + train]
+    random.Random(1).shuffle(grpo_all)
+    write("lm/grpo_prompts_all.jsonl", grpo_all)
     write("lm/heldout_prompts.jsonl", [{"prompt": prompt(q), "question": q, "kind": k, "preferred": PREFERRED[k]}
                                        for q, k in heldout])
     # judge probe: every held-out question with one surface form of each label (judge accuracy)

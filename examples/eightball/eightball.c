@@ -192,9 +192,9 @@ static jr_status run_stage(eb_ctx *c, const eb_stage *sg) {
 }
 
 /* The stages --study-only runs: the study and what it needs (its judges, the probe stage's long and masterkey
- * judges for the ensemble, its starting policy); a model of an earlier demo in OUT with the same arguments is reused. */
+ * judges for the ensemble, its starting policy: policy-pref trains its own random-label base, not policy-sft); a model of an earlier demo in OUT with the same arguments is reused. */
 static int study_stage(const char *name) {
-    static const char *const S[] = {"policy-sft", "judges", "probe-judges", "policy-pref", "study"};
+    static const char *const S[] = {"judges", "probe-judges", "policy-pref", "study"};
     for (size_t k = 0; name && k < sizeof S / sizeof S[0]; k++)
         if (!strcmp(name, S[k])) return 1;
     return 0;

@@ -60,6 +60,9 @@ static jr_status study_yaml(const eb_ctx *c, const int *ports, char **yaml) {
     t = jr_strfmt("]\n  probe_data: data/eightball/lm/probe_rows.jsonl\n  set:\n"
                   "    - model.path=%s/policy-pref/model\n"
                   "    - data.validation=data/eightball/lm/heldout_prompts.jsonl\n"
+                  /* the study's prompts and format weight, as its alarm settings were chosen with (the GRPO stages
+                   * train on grpo_prompts_all.jsonl with the format term at -2) */
+                  "    - data.train=data/eightball/lm/grpo_prompts.jsonl\n    - reward.components.1.weight=-1.0\n"
                   "    - trainer.steps=%d\n    - trainer.eval_every=%d\n    - trainer.lr=%.17g\n"
                   "    - grpo.num_generations=%d\n    - grpo.prompts_per_step=%d\n"
                   "    - monitor.gold_field=preferred\n    - monitor.labels=data/eightball/answers.jsonl\n"
