@@ -728,7 +728,7 @@ TEST(bf16_loaded_model_same_logits_as_fp32_loaded) {
  * hidden 520 and intermediate 1100, both with a tail) and prompts over 64 rows (the chunked sums' row
  * passes): the last logits of a 70-token prompt prefilled whole are bitwise those of its 69 first
  * tokens prefilled and the 70th decoded alone (one row: no chunks), and of the prompt batched with a
- * decode row of another slot. */
+ * decode row of another slot; a decode row among 3 (chunks of 128 at up to 8 rows) is bitwise alone's. */
 static void long_rows_and_inputs_same_as_decoded_alone(void) {
     jr_model_config c;
     jr_model_config_init(&c, JR_ARCH_QWEN3);
@@ -761,7 +761,16 @@ static void long_rows_and_inputs_same_as_decoded_alone(void) {
         CHECK_OK(lm.extend(lm.impl, 2, sl, tp, n, st, two));
         CHECK_MSG(!memcmp(whole, two + V0, sizeof(float) * (size_t)V0), "the prompt batched with a decode row differs");
     }
-    free(whole); free(alone); free(two);
+    /* 3 decode rows (k chunks of 128 at up to 8 rows) against one of them alone */
+    float *three = malloc(sizeof(float) * 3 * V0);
+    int sl3[3] = {0, 1, 2}, s0 = 0;
+    int32_t t3[3] = {11, 12, 13};
+    CHECK_OK(lm.copy(lm.impl, 2, 0));
+    CHECK_OK(lm.decode(lm.impl, 1, &s0, &t3[0], alone));
+    CHECK_OK(lm.copy(lm.impl, 0, 2));
+    CHECK_OK(lm.decode(lm.impl, 3, sl3, t3, three));
+    CHECK_MSG(!memcmp(alone, three, sizeof(float) * (size_t)V0), "a decode row among 3 differs from alone");
+    free(whole); free(alone); free(two); free(three);
     jr_kv_lm_close(&lm);
     jr_model_free(&m);
 }

@@ -150,8 +150,10 @@ static inline __attribute__((always_inline)) void blk_f32(float *out, const floa
 
 /* The k chunk of a longer C (rows_block.h): over the 0.5b shapes at 32 rows (one thread, weights from
  * DRAM) 127 ms per pass of the 24 layers against 146 uncut and 140 in chunks of 256; the down projection
- * (C = 4864) 126 -> 162 GFLOP/s, the others (C = 896) 174 -> 188. */
-#define JR_F32_KC 512
+ * (C = 4864) 126 -> 162 GFLOP/s, the others (C = 896) 174 -> 188. At 2-8 rows (decode, streaming-bound)
+ * chunks of 128 were faster: 8 rows 61-63 -> 47 ms a pass (100m: 13.3 -> 10.4), 4 rows 53 -> 48 (64:
+ * 50, 32: 68; at 16 rows 128 and 512 the same, at 32 rows 128 took 157). */
+#define JR_F32_KC(N) ((N) <= 8 ? 128 : 512)
 
 /* Outputs [o0, o1) for all N rows: groups of 8 weight rows blocked as jr_matmul_rows_bf16's kernel
  * (src/nn/rows_block.h), a single row 1 x 1. */
@@ -170,7 +172,7 @@ static void range_f32(float *out, const float *inp, const float *w, const float 
     }
     float acc[JR_ROWS_ACC];
 #define BLK(n, oo, NR, NC, pf, pfn, k0, k1, ab) blk_f32(out, inp, w, bias, C, OC, n, oo, NR, NC, pf, pfn, k0, k1, ab)
-    JR_ROWS_GROUPS(BLK, float, w, N, C, OC, o, o1, JR_F32_KC, acc)
+    JR_ROWS_GROUPS(BLK, float, w, N, C, OC, o, o1, JR_F32_KC(N), acc)
 #undef BLK
     for (; o < o1; o++)
         for (int n = 0; n < N; n++) blk_f32(out, inp, w, bias, C, OC, n, o, 1, 1, NULL, 0, 0, C, NULL);

@@ -141,8 +141,10 @@ TGT static inline __attribute__((always_inline)) void blk_avx(float *out, const 
 /* The k chunk of a longer C: the 0.5b down projection (C = 4864) has 78 KB in a group's 8 weight rows,
  * more than L1 holds, so every 4-row block read them from L2 again: 235 GFLOP/s at 32 rows against 410
  * for gate and up (C = 896), one thread; in chunks of 1024, 325 (512: 298, 1536: 287; the prefetch
- * into L2 instead of L1 was slower at every chunk). */
-#define JR_BF16_KC 1024
+ * into L2 instead of L1 was slower at every chunk). At 2-8 rows (decode, streaming-bound) chunks of 128
+ * were faster over the 0.5b shapes: 4 rows 25.0 -> 20.5 ms a pass, 8 rows 23.8 -> 22.8 (16 rows: 36.7
+ * -> 45.1, so not there). */
+#define JR_BF16_KC(N) ((N) <= 8 ? 128 : 1024)
 
 /* Outputs [o0, o1) for all N rows: one row 1 x 1; more, groups of 8 weight rows as rows_block.h says
  * (with the prefetch a batch-8 step ran 1.75x faster, batch 32 1.2x), then the outputs left over in 4s
@@ -162,7 +164,7 @@ TGT static void range_avx(float *out, const uint16_t *a, const uint16_t *w, cons
     }
     float acc[JR_ROWS_ACC];
 #define BLK(n, oo, NR, NC, pf, pfn, k0, k1, ab) blk_avx(out, a, w, bias, C, OC, n, oo, NR, NC, pf, pfn, k0, k1, ab)
-    JR_ROWS_GROUPS(BLK, uint16_t, w, N, C, OC, o, o1, JR_BF16_KC, acc)
+    JR_ROWS_GROUPS(BLK, uint16_t, w, N, C, OC, o, o1, JR_BF16_KC(N), acc)
 #undef BLK
     for (; o + 4 <= o1; o += 4) {
         int n = 0;
