@@ -48,21 +48,24 @@ static void vocab_init(void) {
     V.n_eos = 1;
 }
 
-static int random_model(jr_model *m, float std) {
+/* A random Qwen3-layout model (4 query heads, 2 key/value heads, q/k norms) of the given widths. */
+static int random_model_sized(jr_model *m, int hidden, int layers, int head_dim, int inter, uint64_t seed, float std) {
     jr_model_config c;
     jr_model_config_init(&c, JR_ARCH_QWEN3);
-    c.hidden_size = 32;
-    c.num_hidden_layers = 2;
+    c.hidden_size = hidden;
+    c.num_hidden_layers = layers;
     c.num_attention_heads = 4;
     c.num_key_value_heads = 2;
-    c.head_dim = 8;
-    c.intermediate_size = 64;
+    c.head_dim = head_dim;
+    c.intermediate_size = inter;
     c.vocab_size = NV + 4; /* padded rows past the tokenizer */
     c.max_position_embeddings = 256;
     c.qk_norm = 1;
-    if (jr_model_init_random(m, &c, 7, std)) { printf("  %s\n", jr_errmsg()); return -1; }
+    if (jr_model_init_random(m, &c, seed, std)) { printf("  %s\n", jr_errmsg()); return -1; }
     return 0;
 }
+
+static int random_model(jr_model *m, float std) { return random_model_sized(m, 32, 2, 8, 64, 7, std); }
 
 /* Prefills the first P of T random ids (seeded) into slot 1 of a cache opened with *o over m, then
  * decodes the rest one by one: the worst |kv - forward| - rtol |forward| over the logits of positions
@@ -730,19 +733,8 @@ TEST(bf16_loaded_model_same_logits_as_fp32_loaded) {
  * tokens prefilled and the 70th decoded alone (one row: no chunks), and of the prompt batched with a
  * decode row of another slot; a decode row among 3 (chunks of 128 at up to 8 rows) is bitwise alone's. */
 static void long_rows_and_inputs_same_as_decoded_alone(void) {
-    jr_model_config c;
-    jr_model_config_init(&c, JR_ARCH_QWEN3);
-    c.hidden_size = 520;
-    c.num_hidden_layers = 1;
-    c.num_attention_heads = 4;
-    c.num_key_value_heads = 2;
-    c.head_dim = 16;
-    c.intermediate_size = 1100;
-    c.vocab_size = NV + 4;
-    c.max_position_embeddings = 256;
-    c.qk_norm = 1;
     jr_model m;
-    if (jr_model_init_random(&m, &c, 5, 0.3f)) { CHECK_MSG(0, "%s", jr_errmsg()); return; }
+    if (random_model_sized(&m, 520, 1, 16, 1100, 5, 0.3f)) { CHECK(0); return; }
     jr_lm lm;
     CHECK_OK(open_lm(&lm, &m, 3, 80));
     int V0 = lm.n_logits;
