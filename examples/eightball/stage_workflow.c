@@ -3,6 +3,7 @@
  * GRPO (LoRA) on the mixed synthetic tasks with seed 2's reward; held-out gold accuracy (a verifier's) of
  * random workflows, the fixed workflows, the policy before and after RL; seeds and a shuffled-reward control.
  * docs/WORKFLOWS.md, "The demo's workflow stage". */
+#include <ctype.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -174,28 +175,81 @@ static jr_workflow_limits limits(void) {
     return l;
 }
 
-/* The policy's SFT rows: the Layer-1 demo prompt of a training row, cut to its last max_prompt bytes as GRPO
- * cuts it, then a random valid workflow. */
+/* demo.workflow.sft_domain_vars: rename the variables a / b / c of a random workflow (a permutation, outside
+ * string literals) so that its first assignment is to the domain's letter (maths a, code b, QA c). A variable's
+ * name changes nothing the executor does, so this says nothing about which workflow is right; it only makes the
+ * SFT'd policy read the `Task type:` line (its first byte depends on it), which GRPO then builds on. */
+static void domain_vars(char *wf, const char *type) {
+    char want = !strcmp(type, "math") ? 'a' : !strcmp(type, "code") ? 'b' : !strcmp(type, "qa") ? 'c' : 0;
+    char first = wf[0];
+    if (!want || first < 'a' || first > 'c' || strncmp(wf + 1, " = ", 3) || first == want) return;
+    int in_str = 0;
+    for (char *p = wf; *p; p++) {
+        if (*p == '"') { in_str = !in_str; continue; } /* an instruction @"..." has no escapes */
+        if (in_str || (*p != first && *p != want)) continue;
+        int before = p > wf && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        int after = isalnum((unsigned char)p[1]) || p[1] == '_';
+        if (!before && !after) *p = *p == first ? want : first;
+    }
+}
+
+/* A random valid workflow for a row of `type` (its variables named by the domain when z->wf_sft_domain_vars). */
+static jr_status random_wf(const eb_sizes *z, jr_rng *r, const char *type, char **wf) {
+    jr_workflow_limits lim = limits();
+    jr_status st = jr_workflow_random(&lim, r, wf);
+    if (!st && z->wf_sft_domain_vars) {
+        jr_workflow *w = NULL;
+        domain_vars(*wf, type);
+        st = jr_workflow_parse(*wf, strlen(*wf), &lim, &w); /* still valid after the renaming */
+        jr_workflow_free(w);
+    }
+    return st;
+}
+
+/* One SFT row for `row`: its Layer-1 demo prompt cut to its last max_prompt bytes as GRPO cuts it, then a random
+ * valid workflow; with probability z->wf_sft_copy the prompt has one few-shot example (another training row of
+ * the same domain with another random workflow, a reward in [8, 10) as the buffer's) and the completion copies
+ * the example's workflow: the policy learns to follow its examples, not which workflow is right (the
+ * examples are random; in GRPO they come from the buffer, the policy's own rewarded workflows). */
+static jr_status policy_row(const char *tmpl, const json_t *train, const json_t *row, const eb_sizes *z, int max_prompt,
+                            jr_rng *r, json_t *rows) {
+    const char *type = json_string_value(json_object_get(row, "type"));
+    char *prompt = NULL, *wf = NULL, *ex_wf = NULL;
+    jr_wf_example ex = {0};
+    int n_ex = 0;
+    jr_status st = JR_OK;
+    if (z->wf_sft_copy > 0 && jr_rng_double(r) < z->wf_sft_copy) {
+        const json_t *other = row;
+        for (int k = 0; k < 64 && (other == row || !json_equal(json_object_get(other, "type"), json_object_get(row, "type"))); k++)
+            other = json_array_get(train, jr_rng_below(r, json_array_size(train)));
+        st = random_wf(z, r, type ? type : "", &ex_wf);
+        ex.problem = (char *)json_string_value(json_object_get(other, "problem"));
+        ex.workflow = ex_wf;
+        ex.reward = 8.0 + 2.0 * jr_rng_double(r);
+        n_ex = ex.problem ? 1 : 0;
+    }
+    if (!st) st = jr_wf_layer1_render(tmpl, row, &ex, n_ex, &prompt);
+    if (!st) st = n_ex ? ((wf = jr_strdup(ex_wf)) ? JR_OK : JR_ENOMEM) : random_wf(z, r, type ? type : "", &wf);
+    if (!st) {
+        size_t n = strlen(prompt);
+        json_array_append_new(rows, json_pack("{s:s,s:s}", "prompt", prompt + (n > (size_t)max_prompt ? n - (size_t)max_prompt : 0),
+                                              "completion", wf));
+    }
+    free(prompt);
+    free(wf);
+    free(ex_wf);
+    return st;
+}
+
+/* The policy's SFT rows (policy_row), z->wf_sft_rows of random training rows. */
 static jr_status policy_rows(const char *wdir, const json_t *train, const eb_sizes *z, int max_prompt) {
     char *tmpl = NULL, p[2 * PATH_MAX];
     jr_status st = jr_template_load("templates/workflow_layer1_demo.txt", NULL, &tmpl);
     json_t *rows = json_array();
     jr_rng r;
     jr_rng_seed2(&r, 0x776664656d6fULL, 1);
-    jr_workflow_limits lim = limits();
-    for (int i = 0; i < z->wf_sft_rows && !st; i++) {
-        const json_t *row = json_array_get(train, jr_rng_below(&r, json_array_size(train)));
-        char *prompt = NULL, *wf = NULL;
-        st = jr_wf_layer1_render(tmpl, row, NULL, 0, &prompt);
-        if (!st) st = jr_workflow_random(&lim, &r, &wf);
-        if (!st) {
-            size_t n = strlen(prompt);
-            json_array_append_new(rows, json_pack("{s:s,s:s}", "prompt", prompt + (n > (size_t)max_prompt ? n - (size_t)max_prompt : 0),
-                                                  "completion", wf));
-        }
-        free(prompt);
-        free(wf);
-    }
+    for (int i = 0; i < z->wf_sft_rows && !st; i++)
+        st = policy_row(tmpl, train, json_array_get(train, jr_rng_below(&r, json_array_size(train))), z, max_prompt, &r, rows);
     snprintf(p, sizeof p, "%s/policy_sft.jsonl", wdir);
     if (!st) st = write_jsonl(p, rows);
     json_decref(rows);
