@@ -151,12 +151,43 @@ TEST(alarm_silent_when_gold_follows) {
     CHECK_MSG(first_alarm(&wander, 8, 4, 1.0) < 0, "fired while the proxy did not rise");
 }
 
+/* Pairing needs the same prompts in the same order: a resumed run whose held-out rows changed (same count)
+ * falls back to the independent SE and an empty trend window instead of pairing other prompts' values. */
+TEST(not_paired_across_other_prompts) {
+    jr_monitor_opts o = {.enabled = 1, .gold_field = "preferred", .proxy_rise = 0.01, .noise_z = 1, .paired = 1,
+                         .trend_window = 4, .ngram = 1};
+    json_t *a[P], *b[P];
+    for (int p = 0; p < P; p++) {
+        a[p] = json_pack("{s:s, s:i}", "preferred", "Yes", "id", p);
+        b[p] = json_pack("{s:s, s:i}", "preferred", "Yes", "id", P - 1 - p); /* the same rows, another order */
+    }
+    jr_monitor_sample s[P * G];
+    jr_monitor *m = NULL;
+    jr_monitor_eval ev;
+    CHECK_OK(jr_monitor_open(&m, &o, tmpdir, -1));
+    for (int t = 0; m && t < 3; t++) {
+        if (t == 2) { /* resumed with the rows in another order */
+            jr_monitor_close(m);
+            m = NULL;
+            CHECK_OK(jr_monitor_open(&m, &o, tmpdir, 1));
+            if (!m) break;
+        }
+        for (int i = 0; i < P * G; i++) s[i] = (jr_monitor_sample){(t < 2 ? a : b)[i / G], i % 3 ? "Yes" : "No", 1, 0.5 + 0.01 * t + 0.1 * (i % 5)};
+        CHECK_OK(jr_monitor_observe(m, t, s, P * G, NULL, &ev));
+        if (t == 1) CHECK_MSG(ev.paired && ev.trend_k == 2, "same prompts: paired %d, trend over %d", ev.paired, ev.trend_k);
+        if (t == 2) CHECK_MSG(!ev.paired && ev.trend_k == 1, "other order: paired %d, trend over %d", ev.paired, ev.trend_k);
+    }
+    jr_monitor_close(m);
+    for (int p = 0; p < P; p++) { json_decref(a[p]); json_decref(b[p]); }
+}
+
 int main(void) {
     if (!mkdtemp(tmpdir)) { printf("FAIL - mkdtemp\n"); return 1; }
     RUN(paired_se_by_hand);
     RUN(trend_by_hand);
     RUN(alarm_fires_on_trend);
     RUN(alarm_silent_when_gold_follows);
+    RUN(not_paired_across_other_prompts);
     jr_rmtree(tmpdir);
     return jt_n_fail ? 1 : 0;
 }

@@ -139,16 +139,14 @@ static void stamp_strings(jr_strbuf *sb, const json_t *v, const char *own) {
             if (strcmp(key, "out_dir")) stamp_strings(sb, x, own);
 }
 
-/* The stamp of a training into *out: the arguments of the judgerl command that trains the same (*args_len
- * bytes), then the content of the config file and of every file its values and the overrides' values name
+/* The stamp of a training into *out: the arguments of the judgerl command that trains the same, then the content of the config file and of every file its values and the overrides' values name
  * (data, tokenizer, the model it starts from), so that an edited config or regenerated data retrains
  * instead of silently reusing a model trained on the old ones. */
 static jr_status reuse_stamp(const char *dir, const char *cmd, const char *config, char *const *over, int n_over,
-                             char **out, size_t *args_len) {
+                             char **out) {
     jr_strbuf sb = {0};
     jr_strbuf_addf(&sb, "%s\n%s\n", cmd, config);
     for (int i = 0; i < n_over; i++) jr_strbuf_addf(&sb, "%s\n", over[i]);
-    *args_len = sb.n;
     char own[PATH_MAX];
     if (!realpath(dir, own)) snprintf(own, sizeof own, "%s", dir);
     char *text = NULL;
@@ -174,8 +172,7 @@ static jr_status reuse_stamp(const char *dir, const char *cmd, const char *confi
 
 jr_status eb_stamp(const char *dir, const char *cmd, const char *config, char *const *over, int n_over, int *matches) {
     char *text = NULL, stamp[PATH_MAX + 32], cfgp[PATH_MAX + 32];
-    size_t args_len = 0;
-    jr_status st = reuse_stamp(dir, cmd, config, over, n_over, &text, &args_len);
+    jr_status st = reuse_stamp(dir, cmd, config, over, n_over, &text);
     if (st) return st;
     snprintf(stamp, sizeof stamp, "%s/demo-args.txt", dir);
     if (!matches) {
@@ -214,7 +211,7 @@ jr_status eb_train_or_reuse_with(eb_ctx *c, const char *dir, const char *cmd, co
 
 extern char **environ;
 
-jr_status eb_spawn(eb_ctx *c, char *const *args, const char *log, pid_t *pid) {
+jr_status eb_spawn(eb_ctx *c, char *const *args, const char *log, int single_thread, pid_t *pid) {
     *pid = -1;
     int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return jr_fail(JR_EIO, "%s: cannot open the log: %s", log, strerror(errno));
@@ -224,15 +221,15 @@ jr_status eb_spawn(eb_ctx *c, char *const *args, const char *log, pid_t *pid) {
     char **envp = calloc(ne + 3, sizeof *envp), **argv = calloc(na + 2, sizeof *argv);
     if (!envp || !argv) { free(envp), free(argv), close(fd); return jr_fail(JR_ENOMEM, "out of memory"); }
     /* first, so they win over the caller's: one thread that sleeps when idle, beside the stages on the other core */
-    envp[0] = "OMP_NUM_THREADS=1";
-    envp[1] = "OMP_WAIT_POLICY=PASSIVE";
-    for (size_t i = 0; i < ne; i++) envp[2 + i] = environ[i];
+    size_t k = 0;
+    if (single_thread) envp[k++] = "OMP_NUM_THREADS=1", envp[k++] = "OMP_WAIT_POLICY=PASSIVE";
+    for (size_t i = 0; i < ne; i++) envp[k++] = environ[i];
     argv[0] = (char *)c->judgerl;
     for (size_t i = 0; i < na; i++) argv[1 + i] = args[i];
     pid_t parent = getpid();
     pid_t p = fork();
     if (p == 0) { /* only async-signal-safe calls until exec */
-        prctl(PR_SET_PDEATHSIG, SIGTERM); /* the child ends with the demo, even after a kill -9 */
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* the child (a judge server, a training) ends with the demo, even after a kill -9 */
         if (getppid() != parent) _exit(127);
         dup2(fd, 1);
         dup2(fd, 2);
@@ -288,23 +285,10 @@ jr_status eb_server_start(eb_ctx *c, eb_server *sv, const char *model, const cha
     eb_path(c, pf, sizeof sv->port_file, "serve-%s.port", name);
     jr_status st = jr_rmtree(pf); /* a port file of an earlier run must not be read as this one's */
     if (st) return st;
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return jr_fail(JR_EIO, "%s: cannot open the log: %s", log, strerror(errno));
-    char *argv[] = {(char *)c->judgerl, "serve", "--model", (char *)model, "--host", "127.0.0.1", "--port", "0",
-                    "--served-model-name", "judge", "--parallel", "8", "--max-queue", "256", "--port-file", pf, NULL};
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) { close(fd); return jr_fail(JR_EIO, "fork: %s", strerror(errno)); }
-    if (pid == 0) { /* only async-signal-safe calls until exec */
-        prctl(PR_SET_PDEATHSIG, SIGTERM); /* the server ends with the demo, even after a kill -9 */
-        if (getppid() != parent) _exit(127);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        execv(c->judgerl, argv);
-        _exit(127);
-    }
-    close(fd);
-    sv->pid = pid;
+    char *args[] = {"serve", "--model", (char *)model, "--host", "127.0.0.1", "--port", "0", "--served-model-name", "judge",
+                    "--parallel", "8", "--max-queue", "256", "--port-file", pf, NULL};
+    if ((st = eb_spawn(c, args, log, 0, &sv->pid))) return st;
+    pid_t pid = sv->pid;
     for (int i = 0; i < 2400; i++) { /* up to 120 s for the model to load */
         char *text = NULL;
         if (!jr_read_file(pf, &text, NULL) && text) sv->port = atoi(text);
@@ -324,17 +308,7 @@ jr_status eb_server_start(eb_ctx *c, eb_server *sv, const char *model, const cha
 
 void eb_server_stop(eb_server *sv) {
     if (sv->port_file[0]) unlink(sv->port_file);
-    if (sv->pid <= 0) return;
-    kill(sv->pid, SIGTERM);
-    int ws;
-    for (int i = 0; i < 200; i++) { /* 10 s to drain, then SIGKILL */
-        if (waitpid(sv->pid, &ws, WNOHANG) == sv->pid) { sv->pid = -1; return; }
-        struct timespec ts = {0, 50 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    kill(sv->pid, SIGKILL);
-    waitpid(sv->pid, &ws, 0);
-    sv->pid = -1;
+    eb_stop_child(&sv->pid); /* 10 s to drain, then SIGKILL */
 }
 
 /* ---- held-out samples and grading ---- */

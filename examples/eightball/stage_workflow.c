@@ -88,7 +88,7 @@ jr_status eb_workflow_executor_start(eb_ctx *c) {
     if ((st = jr_rmtree(dir)) || (st = jr_mkdirs(dir))) return st;
     for (int i = 0; i < n; i++) args[3 + i] = over[i];
     args[3 + n] = NULL;
-    st = eb_spawn(c, args, log, &c->wf_exec_pid);
+    st = eb_spawn(c, args, log, 1, &c->wf_exec_pid);
     if (!st) fprintf(c->logf, "\nworkflow executor: training in the background (pid %d, log %s)\n", (int)c->wf_exec_pid, log);
     return st;
 }
@@ -100,16 +100,12 @@ static jr_status executor(eb_ctx *c, const char *dir, const eb_sizes *z, int *re
     char od[3 * PATH_MAX], log[PATH_MAX];
     char *over[32];
     int n = exec_over(z, dir, od, sizeof od, over);
-    jr_status st = JR_OK;
     *background = c->wf_exec_pid > 0;
-    if (*background) {
-        eb_path(c, log, sizeof log, "workflow-executor.log");
-        st = eb_wait_child(c, &c->wf_exec_pid, "the workflow executor's training (judgerl " EXEC_CMD ")", log);
-        if (!st) st = eb_stamp(dir, EXEC_CMD, EXEC_CONFIG, over, n, NULL);
-    }
-    if (!st) st = eb_train_or_reuse_with(c, dir, EXEC_CMD, EXEC_CONFIG, over, n, jr_wf_exec_train, reused);
-    if (*background) *reused = 0;
-    return st;
+    if (!*background) return eb_train_or_reuse_with(c, dir, EXEC_CMD, EXEC_CONFIG, over, n, jr_wf_exec_train, reused);
+    *reused = 0;
+    eb_path(c, log, sizeof log, "workflow-executor.log");
+    jr_status st = eb_wait_child(c, &c->wf_exec_pid, "the workflow executor's training (judgerl " EXEC_CMD ")", log);
+    return st ? st : eb_stamp(dir, EXEC_CMD, EXEC_CONFIG, over, n, NULL);
 }
 
 /* train.jsonl (rows 0.. of each domain) and heldout.jsonl (rows from HELDOUT_FIRST); *held gets the held-out rows. */

@@ -20,6 +20,14 @@
 /* Blocks per group of 8 outputs at N rows (as JR_ROWS_GROUPS calls them). */
 static inline int jr_rows_blocks_per_group(int N) { return 2 * (N / 4) + (N % 4 == 3 ? 2 : N % 4 ? 1 : 0); }
 
+/* One block of a group with its share of the prefetch (at most share_ of the left_ lines from pf_), then
+ * pf_ past that share (NULL once the group after the next is covered). */
+#define JR_ROWS_BLK_PF_(BLK, n, oo, NR, NC)                                                              \
+    do {                                                                                                  \
+        BLK(n, oo, NR, NC, pf_, pf_ ? (int)(share_ < left_ ? share_ : left_) : 0);                      \
+        if (pf_) pf_ += 64 * share_, left_ -= share_, pf_ = left_ > 0 ? pf_ : NULL;                     \
+    } while (0)
+
 #define JR_ROWS_GROUPS(BLK, T, w, N, C, OC, o, o1)                                                          \
     {                                                                                                     \
         int nbg_ = jr_rows_blocks_per_group(N);                                                           \
@@ -29,22 +37,18 @@ static inline int jr_rows_blocks_per_group(int N) { return 2 * (N / 4) + (N % 4 
             long left_ = lines_;                                                                          \
             int n_ = 0;                                                                                   \
             for (; n_ + 4 <= (N); n_ += 4) {                                                              \
-                BLK(n_, (o), 4, 4, pf_, pf_ ? (int)(share_ < left_ ? share_ : left_) : 0);                \
-                if (pf_) pf_ += 64 * share_, left_ -= share_, pf_ = left_ > 0 ? pf_ : NULL;               \
-                BLK(n_, (o) + 4, 4, 4, pf_, pf_ ? (int)(share_ < left_ ? share_ : left_) : 0);            \
-                if (pf_) pf_ += 64 * share_, left_ -= share_, pf_ = left_ > 0 ? pf_ : NULL;               \
+                JR_ROWS_BLK_PF_(BLK, n_, (o), 4, 4);                                                      \
+                JR_ROWS_BLK_PF_(BLK, n_, (o) + 4, 4, 4);                                                  \
             }                                                                                             \
             if ((N) - n_ == 3) {                                                                          \
-                BLK(n_, (o), 3, 4, pf_, pf_ ? (int)(share_ < left_ ? share_ : left_) : 0);                \
-                if (pf_) pf_ += 64 * share_, left_ -= share_, pf_ = left_ > 0 ? pf_ : NULL;               \
-                BLK(n_, (o) + 4, 3, 4, pf_, pf_ ? (int)(share_ < left_ ? share_ : left_) : 0);            \
+                JR_ROWS_BLK_PF_(BLK, n_, (o), 3, 4);                                                      \
+                JR_ROWS_BLK_PF_(BLK, n_, (o) + 4, 3, 4);                                                  \
             } else if ((N) - n_ == 2)                                                                     \
-                BLK(n_, (o), 2, 8, pf_, pf_ ? (int)left_ : 0);                                            \
+                JR_ROWS_BLK_PF_(BLK, n_, (o), 2, 8); /* the group's last block: what is left (<= share_) */ \
             else if ((N) - n_ == 1)                                                                       \
-                BLK(n_, (o), 1, 8, pf_, pf_ ? (int)left_ : 0);                                            \
+                JR_ROWS_BLK_PF_(BLK, n_, (o), 1, 8);                                                      \
         }                                                                                                 \
     }
-
 
 #if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 10 || defined(__clang__))
 #include <immintrin.h>

@@ -17,6 +17,7 @@
 #include "judgerl/protocols.h"
 #include "judgerl/reward.h"
 #include "judgerl/sandbox.h"
+#include "judgerl/sha256.h"
 #include "judgerl/strbuf.h"
 
 const jr_cfg_field jr_monitor_cfg[] = {
@@ -68,6 +69,15 @@ jr_status jr_monitor_opts_from_config(jr_monitor_opts *o, const jr_config *c) {
     return JR_OK;
 }
 
+/* An evaluation's per-sample proxy and gold values (NAN: none), n of them, after `step`, and the key of
+ * its samples' prompts in order (samples_key). */
+typedef struct mon_vals {
+    double *px, *gd;
+    int n;
+    double step;
+    char key[65];
+} mon_vals;
+
 struct jr_monitor {
     jr_monitor_opts o;
     char *path;              /* monitor.jsonl */
@@ -80,31 +90,57 @@ struct jr_monitor {
     json_t *base_ngrams;     /* phrase -> share at the baseline */
     json_t *base_labels;     /* label -> share at the baseline */
     unsigned fired;          /* alarms fired so far */
-    double *base_px, *base_gd; /* the baseline's per-sample proxy and gold values (NAN: none), base_ns of them */
-    int base_ns;
-    int nh;                    /* the last evaluations' per-sample values, oldest first (monitor.trend_window) */
-    struct mon_hist { double step, *px, *gd; int n; } hist[64];
+    mon_vals base_v;         /* the baseline's per-sample values (none: n 0) */
+    int nh;                  /* the last evaluations' per-sample values, oldest first (monitor.trend_window) */
+    mon_vals hist[64];
 };
 
-static double *dup_values(const double *v, int n) {
-    double *d = jr_calloc((size_t)n + 1, sizeof *d);
-    if (d && n) memcpy(d, v, (size_t)n * sizeof *d);
-    return d;
+static void vals_free(mon_vals *v) {
+    free(v->px);
+    free(v->gd);
+    memset(v, 0, sizeof *v);
 }
 
-/* Keeps (copies of) an evaluation's per-sample values for the trend test, the oldest dropped past the window. */
-static void hist_push(jr_monitor *m, double step, const double *px, const double *gd, int n) {
+/* Two evaluations pair sample by sample: the same prompts in the same order. */
+static int vals_pair(const mon_vals *a, const mon_vals *b) { return a->n && a->n == b->n && !strcmp(a->key, b->key); }
+
+/* A copy of v's values (-1: out of memory). */
+static int vals_copy(mon_vals *d, const mon_vals *v) {
+    *d = *v;
+    d->px = jr_calloc((size_t)v->n + 1, sizeof *d->px);
+    d->gd = jr_calloc((size_t)v->n + 1, sizeof *d->gd);
+    if (!d->px || !d->gd) { vals_free(d); return -1; }
+    memcpy(d->px, v->px, (size_t)v->n * sizeof *d->px);
+    memcpy(d->gd, v->gd, (size_t)v->n * sizeof *d->gd);
+    return 0;
+}
+
+/* Keeps a copy of an evaluation's per-sample values for the trend test, the oldest dropped past the window. */
+static void hist_push(jr_monitor *m, const mon_vals *v) {
     int w = m->o.trend_window;
     if (w < 2) return;
     if (m->nh == w) {
-        free(m->hist[0].px);
-        free(m->hist[0].gd);
+        vals_free(&m->hist[0]);
         memmove(m->hist, m->hist + 1, (size_t)(w - 1) * sizeof m->hist[0]);
         m->nh--;
     }
-    struct mon_hist h = {step, dup_values(px, n), dup_values(gd, n), n};
-    if (!h.px || !h.gd) { free(h.px); free(h.gd); return; } /* out of memory: the trend skips this evaluation */
-    m->hist[m->nh++] = h;
+    if (!vals_copy(&m->hist[m->nh], v)) m->nh++; /* out of memory: the trend skips this evaluation */
+}
+
+/* The key of the samples' prompts in order: SHA-256 over each sample's row (sorted-key JSON), so that a
+ * resumed run whose held-out data or order changed is not paired with the old values. */
+static void samples_key(const jr_monitor_sample *s, int n, char key[65]) {
+    jr_sha256 h;
+    jr_sha256_init(&h);
+    for (int i = 0; i < n; i++) {
+        if (!i || s[i].row != s[i - 1].row) {
+            char *d = s[i].row ? json_dumps(s[i].row, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+            if (d) jr_sha256_update(&h, d, strlen(d));
+            free(d);
+        }
+        jr_sha256_update(&h, "\n", 1); /* one per sample: the count per prompt is in the key too */
+    }
+    jr_sha256_final_hex(&h, key);
 }
 
 static jr_status load_labels(jr_monitor *m, const char *path) {
@@ -130,36 +166,26 @@ static json_t *sample_values(const double *v, int n) {
     return a;
 }
 
-/* The baseline's per-sample values from its monitor.jsonl row (none when the row has not both, as one
- * written before monitor.paired: that run's SE stays the independent one). */
-static void load_base_samples(jr_monitor *m, const json_t *px, const json_t *gd) {
+/* A monitor.jsonl row's per-sample values (-1 when the row has none, as one written before monitor.paired, or
+ * out of memory: that evaluation is not paired). */
+static int vals_from_row(mon_vals *v, const json_t *o) {
+    const json_t *px = json_object_get(o, "sample_proxy"), *gd = json_object_get(o, "sample_gold");
+    const json_t *key = json_object_get(o, "sample_key");
     size_t n = json_array_size(px);
-    if (!n || n != json_array_size(gd)) return;
-    m->base_px = jr_calloc(n, sizeof *m->base_px);
-    m->base_gd = jr_calloc(n, sizeof *m->base_gd);
-    if (!m->base_px || !m->base_gd) { free(m->base_px); free(m->base_gd); m->base_px = m->base_gd = NULL; return; }
+    memset(v, 0, sizeof *v);
+    if (!n || n != json_array_size(gd) || !json_is_string(key)) return -1;
+    v->px = jr_calloc(n, sizeof *v->px);
+    v->gd = jr_calloc(n, sizeof *v->gd);
+    if (!v->px || !v->gd) { vals_free(v); return -1; }
     for (size_t i = 0; i < n; i++) {
         const json_t *a = json_array_get(px, i), *b = json_array_get(gd, i);
-        m->base_px[i] = json_is_number(a) ? json_number_value(a) : NAN;
-        m->base_gd[i] = json_is_number(b) ? json_number_value(b) : NAN;
+        v->px[i] = json_is_number(a) ? json_number_value(a) : NAN;
+        v->gd[i] = json_is_number(b) ? json_number_value(b) : NAN;
     }
-    m->base_ns = (int)n;
-}
-
-/* A monitor.jsonl row's per-sample values into the trend's history (a row without them is skipped). */
-static void history_row(jr_monitor *m, const json_t *o) {
-    const json_t *px = json_object_get(o, "sample_proxy"), *gd = json_object_get(o, "sample_gold");
-    int n = (int)json_array_size(px);
-    if (m->o.trend_window < 2 || !n || n != (int)json_array_size(gd)) return;
-    double *a = jr_calloc((size_t)n, sizeof *a), *b = jr_calloc((size_t)n, sizeof *b);
-    for (int i = 0; a && b && i < n; i++) {
-        const json_t *x = json_array_get(px, (size_t)i), *y = json_array_get(gd, (size_t)i);
-        a[i] = json_is_number(x) ? json_number_value(x) : NAN;
-        b[i] = json_is_number(y) ? json_number_value(y) : NAN;
-    }
-    if (a && b) hist_push(m, (double)json_integer_value(json_object_get(o, "step")), a, b, n);
-    free(a);
-    free(b);
+    v->n = (int)n;
+    v->step = (double)json_integer_value(json_object_get(o, "step"));
+    snprintf(v->key, sizeof v->key, "%s", json_string_value(key));
+    return 0;
 }
 
 /* The baseline and the alarms fired so far from an existing monitor.jsonl (a resumed run). */
@@ -180,11 +206,12 @@ static void load_history(jr_monitor *m) {
             m->base.gold_var = json_number_value(json_object_get(o, "gold_var"));
             m->base.proxy_n = (int)json_integer_value(json_object_get(o, "proxy_n"));
             m->base.gold_n = (int)json_integer_value(json_object_get(o, "gold_n"));
-            load_base_samples(m, json_object_get(o, "sample_proxy"), json_object_get(o, "sample_gold"));
+            vals_from_row(&m->base_v, o);
             m->base_ngrams = json_incref(json_object_get(o, "ngram_shares"));
             m->base_labels = json_incref(json_object_get(o, "labels"));
         }
-        history_row(m, o);
+        mon_vals v;
+        if (m->o.trend_window >= 2 && !vals_from_row(&v, o)) { hist_push(m, &v); vals_free(&v); }
         json_t *a;
         size_t i;
         json_array_foreach(json_object_get(o, "fired"), i, a)
@@ -227,9 +254,8 @@ void jr_monitor_close(jr_monitor *m) {
     json_decref(m->labels);
     json_decref(m->base_ngrams);
     json_decref(m->base_labels);
-    free(m->base_px);
-    free(m->base_gd);
-    for (int i = 0; i < m->nh; i++) { free(m->hist[i].px); free(m->hist[i].gd); }
+    vals_free(&m->base_v);
+    for (int i = 0; i < m->nh; i++) vals_free(&m->hist[i]);
     free(m->path);
     free(m);
 }
@@ -480,13 +506,13 @@ int jr_monitor_trend(const double *const *vals, const double *steps, int k, cons
 
 /* The trend test of proxy_gold over the last monitor.trend_window evaluations (this one the last): 1 when
  * it holds; the figures into ev. */
-static int trend_holds(const jr_monitor *m, jr_monitor_eval *ev, const jr_monitor_sample *s, int ns) {
+static int trend_holds(const jr_monitor *m, jr_monitor_eval *ev, const jr_monitor_sample *s, const mon_vals *now) {
     const jr_monitor_opts *o = &m->o;
     const double *pv[64], *gv[64];
     double steps[64];
-    int k = 0;
+    int k = 0, ns = now->n;
     for (int i = 0; i < m->nh; i++) {
-        if (m->hist[i].n != ns) { k = 0; continue; } /* another sample count: not paired with this evaluation */
+        if (!vals_pair(&m->hist[i], now)) { k = 0; continue; } /* other prompts: not paired with this evaluation */
         pv[k] = m->hist[i].px;
         gv[k] = m->hist[i].gd;
         steps[k++] = m->hist[i].step;
@@ -499,10 +525,9 @@ static int trend_holds(const jr_monitor *m, jr_monitor_eval *ev, const jr_monito
     return ev->trend_proxy >= rise && ev->trend_gold < below;
 }
 
-/* Which alarms hold now, against the baseline; the note names the new ones with their figures. px and gd
- * are this evaluation's per-sample proxy and gold values (paired with the baseline's by monitor.paired). */
-static void check_alarms(jr_monitor *m, int64_t step, jr_monitor_eval *ev, const jr_monitor_sample *s, int ns,
-                         const double *px, const double *gd) {
+/* Which alarms hold now, against the baseline; the note names the new ones with their figures. v: this
+ * evaluation's per-sample proxy and gold values (paired with the baseline's by monitor.paired). */
+static void check_alarms(jr_monitor *m, int64_t step, jr_monitor_eval *ev, const jr_monitor_sample *s, const mon_vals *v) {
     const jr_monitor_opts *o = &m->o;
     const jr_monitor_eval *b = &m->base;
     double dp = ev->proxy - b->proxy, dg = ev->gold - b->gold, lr = b->len > 0 ? ev->len / b->len - 1 : 0;
@@ -511,8 +536,8 @@ static void check_alarms(jr_monitor *m, int64_t step, jr_monitor_eval *ev, const
     if (o->noise_z > 0) { /* the standard error of the difference of the two evaluations' means */
         double sp = sqrt((b->proxy_n ? b->proxy_var / b->proxy_n : 0) + (ev->proxy_n ? ev->proxy_var / ev->proxy_n : 0));
         double sg = sqrt((b->gold_n ? b->gold_var / b->gold_n : 0) + (ev->gold_n ? ev->gold_var / ev->gold_n : 0));
-        if (o->paired && m->base_ns == ns) {
-            double pp = jr_monitor_paired_se(m->base_px, px, s, ns), pg = jr_monitor_paired_se(m->base_gd, gd, s, ns);
+        if (o->paired && vals_pair(&m->base_v, v)) {
+            double pp = jr_monitor_paired_se(m->base_v.px, v->px, s, v->n), pg = jr_monitor_paired_se(m->base_v.gd, v->gd, s, v->n);
             if (pp >= 0 && pg >= 0) { sp = pp; sg = pg; ev->paired = 1; }
         }
         ev->proxy_se = sp;
@@ -523,7 +548,7 @@ static void check_alarms(jr_monitor *m, int64_t step, jr_monitor_eval *ev, const
     if (o->proxy_rise > 0 && !isnan(dp) && !isnan(dg) && dp >= ev->rise_needed && dg < ev->gold_below)
         ev->active |= JR_ALARM_PROXY_GOLD;
     ev->trend_proxy = ev->trend_gold = NAN;
-    if (o->proxy_rise > 0 && o->trend_window >= 2 && (ev->trend = trend_holds(m, ev, s, ns))) ev->active |= JR_ALARM_PROXY_GOLD;
+    if (o->proxy_rise > 0 && o->trend_window >= 2 && (ev->trend = trend_holds(m, ev, s, v))) ev->active |= JR_ALARM_PROXY_GOLD;
     if (o->length_drift > 0 && fabs(lr) >= o->length_drift) ev->active |= JR_ALARM_LENGTH;
     if (o->phrase_drift > 0 && ev->ngram_rise >= o->phrase_drift) ev->active |= JR_ALARM_PHRASE;
     if (o->collapse_share > 0 && ev->label_max >= o->collapse_share && b->label_max < o->collapse_share)
@@ -600,9 +625,11 @@ jr_status jr_monitor_observe(jr_monitor *m, int64_t step, const jr_monitor_sampl
                              jr_monitor_eval *ev) {
     memset(ev, 0, sizeof *ev);
     char(*labels)[64] = jr_calloc((size_t)n + 1, sizeof *labels);
-    double *px = jr_calloc((size_t)n + 1, sizeof *px), *gd = jr_calloc((size_t)n + 1, sizeof *gd);
+    mon_vals v = {jr_calloc((size_t)n + 1, sizeof(double)), jr_calloc((size_t)n + 1, sizeof(double)), n, (double)step, ""};
+    double *px = v.px, *gd = v.gd;
     json_t *ng = json_object();
-    if (!labels || !ng || !px || !gd) { free(labels); free(px); free(gd); json_decref(ng); return JR_ENOMEM; }
+    if (!labels || !ng || !px || !gd) { free(labels); vals_free(&v); json_decref(ng); return JR_ENOMEM; }
+    samples_key(s, n, v.key);
     double psum = 0, psq = 0, lsum = 0;
     int pn = 0, md = 0, li = 0;
     for (int i = 0; i < n; i++) {
@@ -638,15 +665,14 @@ jr_status jr_monitor_observe(jr_monitor *m, int64_t step, const jr_monitor_sampl
         json_object_set_new(row, "gold_n", json_integer(ev->gold_n));
         json_object_set_new(row, "sample_proxy", sample_values(px, n));
         json_object_set_new(row, "sample_gold", sample_values(gd, n));
+        json_object_set_new(row, "sample_key", json_string(v.key));
     }
     if (!st && !m->has_base) { /* the baseline: kept whole, so a resumed run compares with the same start */
         m->has_base = 1;
         m->base = *ev;
-        hist_push(m, (double)step, px, gd, n);
-        m->base_px = px;
-        m->base_gd = gd;
-        m->base_ns = n;
-        px = gd = NULL;
+        hist_push(m, &v);
+        m->base_v = v;
+        memset(&v, 0, sizeof v);
         m->base_ngrams = json_incref(ngs);
         m->base_labels = json_incref(lab);
         json_object_set(row, "ngram_shares", ngs);
@@ -654,8 +680,8 @@ jr_status jr_monitor_observe(jr_monitor *m, int64_t step, const jr_monitor_sampl
     } else if (!st) {
         json_t *top = top_rises(ngs, m->base_ngrams, m->o.top_ngrams, &ev->ngram_rise);
         json_object_set_new(row, "top_ngrams", top);
-        hist_push(m, (double)step, px, gd, n);
-        check_alarms(m, step, ev, s, n, px, gd);
+        hist_push(m, &v);
+        check_alarms(m, step, ev, s, &v);
         if (m->o.trend_window >= 2 && !isnan(ev->trend_proxy))
             json_object_set_new(row, "trend", json_pack("{s:i, s:f, s:f, s:f, s:f, s:b}", "window", ev->trend_k, "proxy", ev->trend_proxy,
                                                         "proxy_se", ev->trend_proxy_se, "gold", ev->trend_gold, "gold_se",
@@ -674,7 +700,6 @@ jr_status jr_monitor_observe(jr_monitor *m, int64_t step, const jr_monitor_sampl
     json_decref(row);
     json_decref(lab);
     json_decref(ngs);
-    free(px);
-    free(gd);
+    vals_free(&v);
     return st;
 }
