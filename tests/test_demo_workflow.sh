@@ -53,6 +53,13 @@ for r in runs:
     ops = r.get("ops_before", {})
     report("%s: operators chosen per domain before RL" % n, all(ops.get(d) for d in doms[:3]) and
            all(0 < v <= 1 for d in doms[:3] for v in ops[d].values()), ops)
+    for when in ("before", "after"):
+        # the operator returned (eval/DOM/ret/OP): every valid workflow returns one operator's output (or a mix), so
+        # wherever some workflow is valid (an operator is used) the shares sum to 1
+        ret, used = r.get("returned_" + when, {}), r.get("ops_" + when, {})
+        report("%s: the operator returned per domain %s RL (shares summing to 1)" % (n, when),
+               sorted(ret) == sorted(doms[:3]) and
+               all(abs(sum(ret[d].values()) - (1 if used.get(d) else 0)) < 1e-6 for d in doms[:3]), (ret, used))
     report("%s: buffer sizes per domain" % n, sorted(r.get("buffer", {})) == ["code", "math", "qa"], r.get("buffer"))
     m = [json.loads(l) for l in open(os.path.join(out, "workflow", "grpo-" + n, "metrics.jsonl"))]
     report("%s: step 0 is the evaluation before RL (trainer.eval_at_start)" % n,

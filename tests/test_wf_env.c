@@ -109,11 +109,26 @@ static int score(fixture *fx, const char *const *rows, const char *const *wfs, i
     return bad ? -1 : 0;
 }
 
-typedef struct { double code_gold_errors, overall_gold_errors; } stat_seen;
+typedef struct {
+    double code_gold_errors, overall_gold_errors;
+    double qa_op_ensemble, qa_op_answer, qa_ret_answer, qa_ret_ensemble, math_ret_answer, code_ret_codegen, ret_sum[4];
+} stat_seen;
 static void stat_put(void *ud, const char *key, double v) {
     stat_seen *s = ud;
+    static const char *const doms[4] = {"math", "code", "qa", "overall"};
     if (!strcmp(key, "train/code/gold_errors")) s->code_gold_errors = v;
     if (!strcmp(key, "train/overall/gold_errors")) s->overall_gold_errors = v;
+    if (!strcmp(key, "train/qa/op/ensemble")) s->qa_op_ensemble = v;
+    if (!strcmp(key, "train/qa/op/answer")) s->qa_op_answer = v;
+    if (!strcmp(key, "train/qa/ret/answer")) s->qa_ret_answer = v;
+    if (!strcmp(key, "train/qa/ret/ensemble")) s->qa_ret_ensemble = v;
+    if (!strcmp(key, "train/math/ret/answer")) s->math_ret_answer = v;
+    if (!strcmp(key, "train/code/ret/codegen")) s->code_ret_codegen = v;
+    for (int d = 0; d < 4; d++) {
+        char pre[32];
+        int n = snprintf(pre, sizeof pre, "train/%s/ret/", doms[d]);
+        if (!strncmp(key, pre, (size_t)n)) s->ret_sum[d] += v;
+    }
 }
 
 static const char *dstr(const jr_env_result *r, const char *k) { return json_string_value(json_object_get(r->detail, k)); }
@@ -224,6 +239,16 @@ TEST(workflow_environment) {
     double acc = jr_wf_env_stats_flush(&fx.env, 0, "train/", stat_put, &st);
     CHECK_NEAR(st.code_gold_errors, 1 / 3.0, 1e-12, 0); /* c1, c2, c3 */
     CHECK(st.overall_gold_errors > 0 && acc >= 0);
+    /* operators used and returned (shares of the valid workflows): QA's `answer x3` + `ensemble` uses both and
+     * returns answer's output; every valid workflow returns exactly one operator (or a mix) */
+    CHECK_NEAR(st.qa_op_ensemble, 1 / 3.0, 1e-12, 0);
+    CHECK_NEAR(st.qa_op_answer, 1, 1e-12, 0);
+    CHECK_NEAR(st.qa_ret_answer, 1, 1e-12, 0);
+    CHECK_NEAR(st.qa_ret_ensemble, 0, 0, 0);
+    CHECK_NEAR(st.math_ret_answer, 1, 1e-12, 0); /* m1, m3, m4 (m2 does not parse) */
+    CHECK_NEAR(st.code_ret_codegen, 1, 1e-12, 0);
+    for (int d = 0; d < 4; d++) CHECK_NEAR(st.ret_sum[d], 1, 1e-12, 0);
+    CHECK_STR(dstr(&res[7], "returned"), "answer");
     for (int i = 0; i < N; i++) jr_env_result_free(&res[i]);
     fixture_close(&fx);
     server_stop();

@@ -31,8 +31,7 @@ typedef struct eb_sizes {
     int wf_exec_n_over;
     int wf_train_rows, wf_heldout_rows;              /* demo.workflow.*_rows: task rows per domain */
     int wf_sft_rows, wf_sft_steps;                   /* the policy's SFT on random valid workflows */
-    int wf_sft_domain_vars;                          /* their variables named by the domain (stage_workflow.c) */
-    double wf_sft_copy;                              /* share of SFT rows copying a few-shot example */
+    int wf_sft_statements, wf_sft_ordered_names;     /* their bound and names (demo.workflow.sft_statements, sft_names) */
     int wf_random;                                   /* random workflows per held-out row */
     int wf_steps, wf_gens, wf_prompts;               /* GRPO */
     int wf_seeds, wf_control;                        /* GRPO runs: run.seed 1..wf_seeds, and a shuffled-reward control */

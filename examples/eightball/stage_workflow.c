@@ -171,61 +171,17 @@ static jr_workflow_limits limits(void) {
     return l;
 }
 
-/* demo.workflow.sft_domain_vars: rename the variables a / b / c of a random workflow (a permutation, outside
- * string literals) so that its first assignment is to the domain's letter (maths a, code b, QA c). A variable's
- * name changes nothing the executor does, so this says nothing about which workflow is right; it only makes the
- * SFT'd policy read the `Task type:` line (its first byte depends on it), which GRPO then builds on. */
-static void domain_vars(char *wf, const char *type) {
-    char want = !strcmp(type, "math") ? 'a' : !strcmp(type, "code") ? 'b' : !strcmp(type, "qa") ? 'c' : 0;
-    char first = wf[0];
-    if (!want || first < 'a' || first > 'c' || strncmp(wf + 1, " = ", 3) || first == want) return;
-    int in_str = 0;
-    for (char *p = wf; *p; p++) {
-        if (*p == '"') { in_str = !in_str; continue; } /* an instruction @"..." has no escapes */
-        if (in_str || (*p != first && *p != want)) continue;
-        int before = p > wf && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
-        int after = isalnum((unsigned char)p[1]) || p[1] == '_';
-        if (!before && !after) *p = *p == first ? want : first;
-    }
-}
-
-/* A random valid workflow for a row of `type` (its variables named by the domain when z->wf_sft_domain_vars). */
-static jr_status random_wf(const eb_sizes *z, jr_rng *r, const char *type, char **wf) {
+/* One SFT row for `row`: its Layer-1 demo prompt (no few-shot example) cut to its last max_prompt bytes as GRPO cuts
+ * it, then a random valid workflow under the SFT's own bounds (demo.workflow.sft_statements, the names by
+ * demo.workflow.sft_names): the same walk for every domain, so the policy learns the language, never which
+ * workflow is right for which task. */
+static jr_status policy_row(const char *tmpl, const json_t *row, const eb_sizes *z, int max_prompt, jr_rng *r, json_t *rows) {
+    char *prompt = NULL, *wf = NULL;
     jr_workflow_limits lim = limits();
-    jr_status st = jr_workflow_random(&lim, r, wf);
-    if (!st && z->wf_sft_domain_vars) {
-        jr_workflow *w = NULL;
-        domain_vars(*wf, type);
-        st = jr_workflow_parse(*wf, strlen(*wf), &lim, &w); /* still valid after the renaming */
-        jr_workflow_free(w);
-    }
-    return st;
-}
-
-/* One SFT row for `row`: its Layer-1 demo prompt cut to its last max_prompt bytes as GRPO cuts it, then a random
- * valid workflow; with probability z->wf_sft_copy the prompt has one few-shot example (another training row of
- * the same domain with another random workflow, a reward in [8, 10) as the buffer's) and the completion copies
- * the example's workflow: the policy learns to follow its examples, not which workflow is right (the
- * examples are random; in GRPO they come from the buffer, the policy's own rewarded workflows). */
-static jr_status policy_row(const char *tmpl, const json_t *train, const json_t *row, const eb_sizes *z, int max_prompt,
-                            jr_rng *r, json_t *rows) {
-    const char *type = json_string_value(json_object_get(row, "type"));
-    char *prompt = NULL, *wf = NULL, *ex_wf = NULL;
-    jr_wf_example ex = {0};
-    int n_ex = 0;
-    jr_status st = JR_OK;
-    if (z->wf_sft_copy > 0 && jr_rng_double(r) < z->wf_sft_copy) {
-        const json_t *other = row;
-        for (int k = 0; k < 64 && (other == row || !json_equal(json_object_get(other, "type"), json_object_get(row, "type"))); k++)
-            other = json_array_get(train, jr_rng_below(r, json_array_size(train)));
-        st = random_wf(z, r, type ? type : "", &ex_wf);
-        ex.problem = (char *)json_string_value(json_object_get(other, "problem"));
-        ex.workflow = ex_wf;
-        ex.reward = 8.0 + 2.0 * jr_rng_double(r);
-        n_ex = ex.problem ? 1 : 0;
-    }
-    if (!st) st = jr_wf_layer1_render(tmpl, row, &ex, n_ex, &prompt);
-    if (!st) st = n_ex ? ((wf = jr_strdup(ex_wf)) ? JR_OK : JR_ENOMEM) : random_wf(z, r, type ? type : "", &wf);
+    lim.max_statements = z->wf_sft_statements;
+    jr_wf_random_opts ro = {.ordered_names = z->wf_sft_ordered_names};
+    jr_status st = jr_wf_layer1_render(tmpl, row, NULL, 0, &prompt);
+    if (!st) st = jr_workflow_random_with(&lim, &ro, r, &wf);
     if (!st) {
         size_t n = strlen(prompt);
         json_array_append_new(rows, json_pack("{s:s,s:s}", "prompt", prompt + (n > (size_t)max_prompt ? n - (size_t)max_prompt : 0),
@@ -233,7 +189,6 @@ static jr_status policy_row(const char *tmpl, const json_t *train, const json_t 
     }
     free(prompt);
     free(wf);
-    free(ex_wf);
     return st;
 }
 
@@ -245,7 +200,7 @@ static jr_status policy_rows(const char *wdir, const json_t *train, const eb_siz
     jr_rng r;
     jr_rng_seed2(&r, 0x776664656d6fULL, 1);
     for (int i = 0; i < z->wf_sft_rows && !st; i++)
-        st = policy_row(tmpl, train, json_array_get(train, jr_rng_below(&r, json_array_size(train))), z, max_prompt, &r, rows);
+        st = policy_row(tmpl, json_array_get(train, jr_rng_below(&r, json_array_size(train))), z, max_prompt, &r, rows);
     snprintf(p, sizeof p, "%s/policy_sft.jsonl", wdir);
     if (!st) st = write_jsonl(p, rows);
     json_decref(rows);
@@ -345,13 +300,14 @@ static jr_status baselines(const char *wdir, const json_t *held, const eb_sizes 
     return st;
 }
 
-/* The operator shares per domain (KEYPREFIX DOM/op/NAME) of a metrics row: {DOM: {NAME: share}}. */
-static json_t *op_shares(const json_t *row, const char *prefix) {
+/* The operator shares per domain (PREFIX DOM/KIND/NAME, KIND op: used, ret: returned) of a metrics row:
+ * {DOM: {NAME: share}}, shares above 0. */
+static json_t *op_shares(const json_t *row, const char *prefix, const char *kind) {
     json_t *o = json_object();
     for (int d = 0; d < 3; d++) {
         json_t *m = json_object();
         char pre[64];
-        int n = snprintf(pre, sizeof pre, "%s%s/op/", prefix, kDom[d]);
+        int n = snprintf(pre, sizeof pre, "%s%s/%s/", prefix, kDom[d], kind);
         const char *k;
         json_t *v;
         json_object_foreach((json_t *)row, k, v)
@@ -406,8 +362,10 @@ static jr_status grpo_record(const char *run, const char *name, json_t **out) {
     json_object_set_new(rec, "after", after ? acc_row(an, after, "eval/") : json_null());
     json_object_set_new(rec, "valid_before", json_real(before ? numk(before, "eval/overall/valid_rate") : NAN));
     json_object_set_new(rec, "valid_after", json_real(after ? numk(after, "eval/overall/valid_rate") : NAN));
-    json_object_set_new(rec, "ops_before", before ? op_shares(before, "eval/") : json_object());
-    json_object_set_new(rec, "ops_after", after ? op_shares(after, "eval/") : json_object());
+    json_object_set_new(rec, "ops_before", before ? op_shares(before, "eval/", "op") : json_object());
+    json_object_set_new(rec, "ops_after", after ? op_shares(after, "eval/", "op") : json_object());
+    json_object_set_new(rec, "returned_before", before ? op_shares(before, "eval/", "ret") : json_object());
+    json_object_set_new(rec, "returned_after", after ? op_shares(after, "eval/", "ret") : json_object());
     json_t *buf = json_object();
     for (int d = 0; d < 3; d++) {
         char k[32];

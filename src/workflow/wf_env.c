@@ -129,6 +129,7 @@ typedef struct {
     double comp_sum[WF_MAX_PARTS];
     long comp_n[WF_MAX_PARTS];
     long op_used[JR_WF_N_OPS];
+    long op_returned[JR_WF_N_OPS + 1]; /* jr_workflow_returned_op; [JR_WF_N_OPS]: mixed */
 } wf_stat;
 
 static const char *const kDomains[] = {"math", "code", "qa", "overall"};
@@ -183,6 +184,7 @@ static void stat_add(wf_env *e, const wf_item *it, const jr_env_result *r) {
             for (int i = 0; i < it->w->n_nodes; i++)
                 if (it->w->nodes[i].type == JR_WF_N_CALL) used[it->w->nodes[i].op] = 1;
             for (int o = 0; o < JR_WF_N_OPS; o++) s->op_used[o] += used[o];
+            s->op_returned[jr_workflow_returned_op(it->w)]++;
         }
         if (it->w && it->res.ok) s->answered++;
         s->gold_right += it->gold_known == 1 && it->gold;
@@ -298,6 +300,8 @@ static json_t *item_detail(const wf_env *e, const wf_item *it) {
     else json_object_set_new(d, "reason", json_string(it->res.reason ? it->res.reason : "failed"));
     json_object_set_new(d, "n_operators", json_integer(it->w->n_operators));
     json_object_set_new(d, "operators", operators_of(it->w));
+    int ret = jr_workflow_returned_op(it->w);
+    json_object_set_new(d, "returned", json_string(ret < JR_WF_N_OPS ? jr_wf_op_name((jr_wf_op)ret) : "mixed"));
     json_object_set_new(d, "n_calls", json_integer(it->res.n_calls));
     json_object_set_new(d, "tokens", json_integer(it->res.tokens));
     json_object_set_new(d, "wall_s", json_real(it->res.wall_s));
@@ -469,7 +473,10 @@ double jr_wf_env_stats_flush(jr_env *env, int heldout, const char *prefix, void 
                 char name[64];
                 snprintf(name, sizeof name, "op/%s", jr_wf_op_name((jr_wf_op)o));
                 PUT(name, (double)s->op_used[o] / s->valid);
+                snprintf(name, sizeof name, "ret/%s", jr_wf_op_name((jr_wf_op)o));
+                PUT(name, (double)s->op_returned[o] / s->valid);
             }
+            PUT("ret/mixed", (double)s->op_returned[JR_WF_N_OPS] / s->valid);
         }
     }
 #undef PUT
