@@ -171,17 +171,63 @@ static jr_workflow_limits limits(void) {
     return l;
 }
 
-/* One SFT row for `row`: its Layer-1 demo prompt (no few-shot example) cut to its last max_prompt bytes as GRPO cuts
- * it, then a random valid workflow under the SFT's own bounds (demo.workflow.sft_statements, the names by
- * demo.workflow.sft_names): the same walk for every domain, so the policy learns the language, never which
- * workflow is right for which task. */
-static jr_status policy_row(const char *tmpl, const json_t *row, const eb_sizes *z, int max_prompt, jr_rng *r, json_t *rows) {
-    char *prompt = NULL, *wf = NULL;
+/* demo.workflow.sft_names type: wf (ordered names) with its variable `a` renamed to the row's task type (`math`,
+ * `code`, `qa`) outside instructions, as a new string. A name changes nothing the executor does, so it says
+ * nothing about which workflow is right; it puts the task type beside the operator the policy writes next. */
+static char *name_by_type(const char *wf, const char *type) {
+    jr_strbuf b = {0};
+    int in_str = 0;
+    for (const char *p = wf; *p; p++) {
+        if (*p == '"') in_str = !in_str; /* an instruction @"..." has no escapes */
+        int word = !in_str && *p == 'a' && !(p > wf && (isalnum((unsigned char)p[-1]) || p[-1] == '_')) &&
+                   !(isalnum((unsigned char)p[1]) || p[1] == '_');
+        if (word) jr_strbuf_add(&b, type);
+        else jr_strbuf_addn(&b, p, 1);
+    }
+    return jr_strbuf_take(&b);
+}
+
+/* A random valid workflow for a row of `type` under the SFT's own bounds (demo.workflow.sft_statements) and names
+ * (demo.workflow.sft_names); the same walk for every domain. */
+static jr_status random_wf(const eb_sizes *z, jr_rng *r, const char *type, char **wf) {
     jr_workflow_limits lim = limits();
     lim.max_statements = z->wf_sft_statements;
-    jr_wf_random_opts ro = {.ordered_names = z->wf_sft_ordered_names};
-    jr_status st = jr_wf_layer1_render(tmpl, row, NULL, 0, &prompt);
-    if (!st) st = jr_workflow_random_with(&lim, &ro, r, &wf);
+    jr_wf_random_opts ro = {.ordered_names = z->wf_sft_names != EB_WF_NAMES_ANY};
+    jr_status st = jr_workflow_random_with(&lim, &ro, r, wf);
+    if (!st && z->wf_sft_names == EB_WF_NAMES_TYPE) {
+        char *t = name_by_type(*wf, type);
+        jr_workflow *w = NULL;
+        st = t ? jr_workflow_parse(t, strlen(t), &lim, &w) : JR_ENOMEM; /* still valid (a type that is no name fails here) */
+        jr_workflow_free(w);
+        free(*wf);
+        *wf = t;
+    }
+    return st;
+}
+
+/* One SFT row for `row`: its Layer-1 demo prompt cut to its last max_prompt bytes as GRPO cuts it, then a random
+ * valid workflow (random_wf). With probability demo.workflow.sft_copy the prompt has one few-shot example (another
+ * training row of the same domain with another random workflow, a reward in [8, 10) as the buffer's) and the
+ * completion copies the example's workflow: the policy learns to follow its examples, never which workflow is
+ * right (the examples are random; in GRPO they come from the buffer: the policy's own rewarded workflows). */
+static jr_status policy_row(const char *tmpl, const json_t *train, const json_t *row, const eb_sizes *z, int max_prompt,
+                            jr_rng *r, json_t *rows) {
+    const char *type = json_string_value(json_object_get(row, "type"));
+    char *prompt = NULL, *wf = NULL;
+    jr_wf_example ex = {0};
+    int n_ex = 0;
+    if (!type) type = "";
+    jr_status st = random_wf(z, r, type, &wf);
+    if (!st && z->wf_sft_copy > 0 && jr_rng_double(r) < z->wf_sft_copy) {
+        const json_t *other = row;
+        for (int k = 0; k < 64 && (other == row || !json_equal(json_object_get(other, "type"), json_object_get(row, "type"))); k++)
+            other = json_array_get(train, jr_rng_below(r, json_array_size(train)));
+        ex.problem = (char *)json_string_value(json_object_get(other, "problem"));
+        ex.workflow = wf;
+        ex.reward = 8.0 + 2.0 * jr_rng_double(r);
+        n_ex = ex.problem && other != row ? 1 : 0;
+    }
+    if (!st) st = jr_wf_layer1_render(tmpl, row, &ex, n_ex, &prompt);
     if (!st) {
         size_t n = strlen(prompt);
         json_array_append_new(rows, json_pack("{s:s,s:s}", "prompt", prompt + (n > (size_t)max_prompt ? n - (size_t)max_prompt : 0),
@@ -200,7 +246,7 @@ static jr_status policy_rows(const char *wdir, const json_t *train, const eb_siz
     jr_rng r;
     jr_rng_seed2(&r, 0x776664656d6fULL, 1);
     for (int i = 0; i < z->wf_sft_rows && !st; i++)
-        st = policy_row(tmpl, json_array_get(train, jr_rng_below(&r, json_array_size(train))), z, max_prompt, &r, rows);
+        st = policy_row(tmpl, train, json_array_get(train, jr_rng_below(&r, json_array_size(train))), z, max_prompt, &r, rows);
     snprintf(p, sizeof p, "%s/policy_sft.jsonl", wdir);
     if (!st) st = write_jsonl(p, rows);
     json_decref(rows);
