@@ -64,6 +64,27 @@ for r in runs:
     m = [json.loads(l) for l in open(os.path.join(out, "workflow", "grpo-" + n, "metrics.jsonl"))]
     report("%s: step 0 is the evaluation before RL (trainer.eval_at_start)" % n,
            m[0]["step"] == 0 and "eval/gold_acc" in m[0] and "eval/math/gold_acc" in m[0] and "eval/gold_acc" in m[-1], m[0])
+# the policy's SFT rows (demo.workflow.sft_*): random workflows of at most sft.statements lines, names as
+# sft.names says; a share sft.copy of the prompts holds one example whose workflow the completion copies
+import re
+sft = wf.get("sft", {})
+rows = [json.loads(l) for l in open(os.path.join(out, "workflow", "policy_sft.jsonl"))]
+report("SFT rows: %d, sizes recorded" % len(rows), len(rows) == sft.get("rows") and sft.get("statements") in (2, 3), sft)
+def names_ok(r):
+    c, typ = r["completion"], re.search(r"Task type: (\w+)\nWorkflow:\n$", r["prompt"])
+    lines = [l for l in c.split("\n") if l]
+    defined = [l.split(" = ")[0] for l in lines[:-1]]
+    want = {"ordered": ["a", "b", "c"][:len(defined)], "type": ([typ.group(1)] if typ else []) + ["b", "c"][:len(defined) - 1]}
+    return len(lines) <= sft["statements"] and lines[-1].startswith("return ") and (sft["names"] == "any" or defined == want[sft["names"]])
+report("SFT rows: at most %s statements, names %s" % (sft.get("statements"), sft.get("names")), rows and all(names_ok(r) for r in rows),
+       [r["completion"] for r in rows if not names_ok(r)][:3])
+# (sft.follow of them copied; a random completion may equal its example by chance, hence the margin)
+with_ex = [r for r in rows if r["prompt"].count("Workflow:\n") == 2]
+copied = [r for r in with_ex if r["prompt"].split("Workflow:\n")[1].split("\n\n")[0] == r["completion"].rstrip("\n")]
+follow = sft.get("follow", -1)
+report("SFT rows: a share %.2f with an example, %.2f of them copied" % (sft.get("copy", -1), follow),
+       abs(len(with_ex) / max(1, len(rows)) - sft.get("copy", -1)) < 0.1 and
+       (len(copied) == len(with_ex) if follow == 1 else abs(len(copied) / max(1, len(with_ex)) - follow) < 0.2), (len(with_ex), len(copied)))
 crit = wf.get("criteria", {})
 report("the criteria are computed", sorted(crit) == ["buffer_non_empty", "control_no_rise", "reaches_best_fixed_on_a_domain",
                                                     "rise_10_points_every_seed"], crit)

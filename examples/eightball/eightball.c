@@ -66,6 +66,8 @@ const jr_cfg_field eb_cfg[] = {
     COUNT("demo.workflow.sft_rows", "random valid workflows the policy is SFT'd on"),
     {"demo.workflow.sft_copy", JR_CFG_FLOAT, "0", "share of the SFT rows with one few-shot example (a random workflow for "
      "another row of the domain) that the completion copies: a policy that follows the buffer's examples", NULL, NULL, 0, 1},
+    {"demo.workflow.sft_follow", JR_CFG_FLOAT, "1", "share of the SFT rows with an example whose completion copies it (the "
+     "others: another random workflow), so the policy still explores beside its examples", NULL, NULL, 0, 1},
     {"demo.workflow.sft_statements", JR_CFG_INT, "3", "most statements (the return included) of the random workflows the "
      "policy is SFT'd on: 2 = one assignment, so the operator token is the choice (GRPO's own bound stays 3)", NULL, NULL, 2, 3},
     {"demo.workflow.sft_names", JR_CFG_ENUM, "any", "the SFT workflows' variable names: any (each assignment any of a, b, c), "
@@ -122,6 +124,7 @@ jr_status eb_sizes_from_config(eb_sizes *z, const jr_config *c) {
     z->wf_sft_rows = (int)jr_cfg_int(c, "demo.workflow.sft_rows");
     z->wf_sft_steps = (int)jr_cfg_int(c, "demo.workflow.sft_steps");
     z->wf_sft_copy = jr_cfg_float(c, "demo.workflow.sft_copy");
+    z->wf_sft_follow = jr_cfg_float(c, "demo.workflow.sft_follow");
     z->wf_sft_statements = (int)jr_cfg_int(c, "demo.workflow.sft_statements");
     const char *names = jr_cfg_str(c, "demo.workflow.sft_names");
     z->wf_sft_names = !strcmp(names, "type") ? EB_WF_NAMES_TYPE : !strcmp(names, "ordered") ? EB_WF_NAMES_ORDERED : EB_WF_NAMES_ANY;

@@ -31,7 +31,7 @@ typedef struct eb_sizes {
     int wf_exec_n_over;
     int wf_train_rows, wf_heldout_rows;              /* demo.workflow.*_rows: task rows per domain */
     int wf_sft_rows, wf_sft_steps;                   /* the policy's SFT on random valid workflows */
-    double wf_sft_copy;                              /* share of SFT rows copying a few-shot example (demo.workflow.sft_copy) */
+    double wf_sft_copy, wf_sft_follow;               /* share of SFT rows with a few-shot example, and of those copying it */
     int wf_sft_statements, wf_sft_names;             /* their bound and names (demo.workflow.sft_statements, sft_names: EB_WF_NAMES_*) */
     int wf_random;                                   /* random workflows per held-out row */
     int wf_steps, wf_gens, wf_prompts;               /* GRPO */

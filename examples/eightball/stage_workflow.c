@@ -207,13 +207,14 @@ static jr_status random_wf(const eb_sizes *z, jr_rng *r, const char *type, char 
 
 /* One SFT row for `row`: its Layer-1 demo prompt cut to its last max_prompt bytes as GRPO cuts it, then a random
  * valid workflow (random_wf). With probability demo.workflow.sft_copy the prompt has one few-shot example (another
- * training row of the same domain with another random workflow, a reward in [8, 10) as the buffer's) and the
- * completion copies the example's workflow: the policy learns to follow its examples, never which workflow is
- * right (the examples are random; in GRPO they come from the buffer: the policy's own rewarded workflows). */
+ * training row of the same domain with a random workflow, a reward in [8, 10) as the buffer's), which the
+ * completion copies with probability demo.workflow.sft_follow (else it is another random workflow): the policy
+ * learns to follow its examples, often but not always, never which workflow is right (the examples are random;
+ * in GRPO they come from the buffer: the policy's own rewarded workflows). */
 static jr_status policy_row(const char *tmpl, const json_t *train, const json_t *row, const eb_sizes *z, int max_prompt,
                             jr_rng *r, json_t *rows) {
     const char *type = json_string_value(json_object_get(row, "type"));
-    char *prompt = NULL, *wf = NULL;
+    char *prompt = NULL, *wf = NULL, *ex_wf = NULL;
     jr_wf_example ex = {0};
     int n_ex = 0;
     if (!type) type = "";
@@ -223,9 +224,10 @@ static jr_status policy_row(const char *tmpl, const json_t *train, const json_t 
         for (int k = 0; k < 64 && (other == row || !json_equal(json_object_get(other, "type"), json_object_get(row, "type"))); k++)
             other = json_array_get(train, jr_rng_below(r, json_array_size(train)));
         ex.problem = (char *)json_string_value(json_object_get(other, "problem"));
-        ex.workflow = wf;
         ex.reward = 8.0 + 2.0 * jr_rng_double(r);
         n_ex = ex.problem && other != row ? 1 : 0;
+        if (jr_rng_double(r) < z->wf_sft_follow) ex.workflow = wf; /* copied */
+        else st = random_wf(z, r, type, &ex_wf), ex.workflow = ex_wf; /* another random workflow: not followed */
     }
     if (!st) st = jr_wf_layer1_render(tmpl, row, &ex, n_ex, &prompt);
     if (!st) {
@@ -235,6 +237,7 @@ static jr_status policy_row(const char *tmpl, const json_t *train, const json_t 
     }
     free(prompt);
     free(wf);
+    free(ex_wf);
     return st;
 }
 
@@ -512,6 +515,9 @@ jr_status eb_stage_workflow(eb_ctx *c, const void *arg, char *note, size_t cap) 
     json_object_set_new(wf, "executor_reused", json_boolean(reused));
     json_object_set_new(wf, "executor_background", json_boolean(background));
     if (!st) st = tasks(wdir, z, &train, &held);
+    static const char *const names[] = {"any", "ordered", "type"};
+    json_object_set_new(wf, "sft", json_pack("{s:i,s:s,s:f,s:f,s:i,s:i}", "statements", z->wf_sft_statements, "names", names[z->wf_sft_names],
+                                             "copy", z->wf_sft_copy, "follow", z->wf_sft_follow, "rows", z->wf_sft_rows, "steps", z->wf_sft_steps));
     if (!st) st = policy_rows(wdir, train, z, 96);
     if (!st) st = policy_sft(wdir, c->logf, c->stop, z);
     eb_server sv = {.pid = -1};
