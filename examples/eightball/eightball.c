@@ -65,7 +65,7 @@ const jr_cfg_field eb_cfg[] = {
     COUNT("demo.workflow.heldout_rows", "held-out task rows per domain (gold accuracy)"),
     COUNT("demo.workflow.sft_rows", "random valid workflows the policy is SFT'd on"),
     {"demo.workflow.sft_copy", JR_CFG_FLOAT, "0", "share of the SFT rows with one few-shot example (a random workflow for "
-     "another row of the domain) that the completion copies: a policy that follows the buffer's examples", NULL, NULL, 0, 1},
+     "another row of the domain), copied as sft_follow says: a policy that follows the buffer's examples", NULL, NULL, 0, 1},
     {"demo.workflow.sft_follow", JR_CFG_FLOAT, "1", "share of the SFT rows with an example whose completion copies it (the "
      "others: another random workflow), so the policy still explores beside its examples", NULL, NULL, 0, 1},
     {"demo.workflow.sft_statements", JR_CFG_INT, "3", "most statements (the return included) of the random workflows the "
