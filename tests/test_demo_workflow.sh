@@ -66,16 +66,15 @@ for r in runs:
            m[0]["step"] == 0 and "eval/gold_acc" in m[0] and "eval/math/gold_acc" in m[0] and "eval/gold_acc" in m[-1], m[0])
 # the policy's SFT rows (demo.workflow.sft_*): random workflows of at most sft.statements lines, names as
 # sft.names says; a share sft.copy of the prompts holds one example whose workflow the completion copies
-import re
 sft = wf.get("sft", {})
 rows = [json.loads(l) for l in open(os.path.join(out, "workflow", "policy_sft.jsonl"))]
 report("SFT rows: %d, sizes recorded" % len(rows), len(rows) == sft.get("rows") and sft.get("statements") in (2, 3), sft)
 def names_ok(r):
-    c, typ = r["completion"], re.search(r"Task type: (\w+)\nWorkflow:\n$", r["prompt"])
+    c = r["completion"]
     lines = [l for l in c.split("\n") if l]
     defined = [l.split(" = ")[0] for l in lines[:-1]]
-    want = {"ordered": ["a", "b", "c"][:len(defined)], "type": ([typ.group(1)] if typ else []) + ["b", "c"][:len(defined) - 1]}
-    return len(lines) <= sft["statements"] and lines[-1].startswith("return ") and (sft["names"] == "any" or defined == want[sft["names"]])
+    want = ["a", "b", "c"][:len(defined)] if sft["names"] == "ordered" else None
+    return len(lines) <= sft["statements"] and lines[-1].startswith("return ") and (want is None or defined == want)
 report("SFT rows: at most %s statements, names %s" % (sft.get("statements"), sft.get("names")), rows and all(names_ok(r) for r in rows),
        [r["completion"] for r in rows if not names_ok(r)][:3])
 # (sft.follow of them copied; a random completion may equal its example by chance, hence the margin)

@@ -70,8 +70,8 @@ const jr_cfg_field eb_cfg[] = {
      "others: another random workflow), so the policy still explores beside its examples", NULL, NULL, 0, 1},
     {"demo.workflow.sft_statements", JR_CFG_INT, "3", "most statements (the return included) of the random workflows the "
      "policy is SFT'd on: 2 = one assignment, so the operator token is the choice (GRPO's own bound stays 3)", NULL, NULL, 2, 3},
-    {"demo.workflow.sft_names", JR_CFG_ENUM, "any", "the SFT workflows' variable names: any (each assignment any of a, b, c), "
-     "ordered (a, then b, then c) or type (ordered, the first named by the task type: math, code, qa)", "any|ordered|type", NULL, 0, 0},
+    {"demo.workflow.sft_names", JR_CFG_ENUM, "any", "the SFT workflows' variable names: any (each assignment any of a, b, c) "
+     "or ordered (a, then b, then c)", "any|ordered", NULL, 0, 0},
     STEPS("demo.workflow.sft_steps", "the workflow policy's SFT steps (configs/eightball/wf-policy-sft.yaml)"),
     COUNT("demo.workflow.random", "random workflows per held-out row (the random baseline)"),
     STEPS("demo.workflow.steps", "GRPO steps of each workflow run (configs/eightball/wf-grpo.yaml)"),
@@ -126,8 +126,7 @@ jr_status eb_sizes_from_config(eb_sizes *z, const jr_config *c) {
     z->wf_sft_copy = jr_cfg_float(c, "demo.workflow.sft_copy");
     z->wf_sft_follow = jr_cfg_float(c, "demo.workflow.sft_follow");
     z->wf_sft_statements = (int)jr_cfg_int(c, "demo.workflow.sft_statements");
-    const char *names = jr_cfg_str(c, "demo.workflow.sft_names");
-    z->wf_sft_names = !strcmp(names, "type") ? EB_WF_NAMES_TYPE : !strcmp(names, "ordered") ? EB_WF_NAMES_ORDERED : EB_WF_NAMES_ANY;
+    z->wf_sft_ordered_names = !strcmp(jr_cfg_str(c, "demo.workflow.sft_names"), "ordered");
     z->wf_random = (int)jr_cfg_int(c, "demo.workflow.random");
     z->wf_steps = (int)jr_cfg_int(c, "demo.workflow.steps");
     z->wf_gens = (int)jr_cfg_int(c, "demo.workflow.num_generations");

@@ -32,13 +32,11 @@ typedef struct eb_sizes {
     int wf_train_rows, wf_heldout_rows;              /* demo.workflow.*_rows: task rows per domain */
     int wf_sft_rows, wf_sft_steps;                   /* the policy's SFT on random valid workflows */
     double wf_sft_copy, wf_sft_follow;               /* share of SFT rows with a few-shot example, and of those copying it */
-    int wf_sft_statements, wf_sft_names;             /* their bound and names (demo.workflow.sft_statements, sft_names: EB_WF_NAMES_*) */
+    int wf_sft_statements, wf_sft_ordered_names;     /* their bound and names (demo.workflow.sft_statements, sft_names) */
     int wf_random;                                   /* random workflows per held-out row */
     int wf_steps, wf_gens, wf_prompts;               /* GRPO */
     int wf_seeds, wf_control;                        /* GRPO runs: run.seed 1..wf_seeds, and a shuffled-reward control */
 } eb_sizes;
-
-enum { EB_WF_NAMES_ANY, EB_WF_NAMES_ORDERED, EB_WF_NAMES_TYPE }; /* demo.workflow.sft_names */
 
 extern const jr_cfg_field eb_cfg[];
 

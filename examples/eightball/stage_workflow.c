@@ -3,7 +3,6 @@
  * GRPO (LoRA) on the mixed synthetic tasks with seed 2's reward; held-out gold accuracy (a verifier's) of
  * random workflows, the fixed workflows, the policy before and after RL; seeds and a shuffled-reward control.
  * docs/WORKFLOWS.md, "The demo's workflow stage". */
-#include <ctype.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -171,38 +170,13 @@ static jr_workflow_limits limits(void) {
     return l;
 }
 
-/* demo.workflow.sft_names type: wf (ordered names) with its variable `a` renamed to the row's task type (`math`,
- * `code`, `qa`) outside instructions, as a new string. A name changes nothing the executor does, so it says
- * nothing about which workflow is right; it puts the task type beside the operator the policy writes next. */
-static char *name_by_type(const char *wf, const char *type) {
-    jr_strbuf b = {0};
-    int in_str = 0;
-    for (const char *p = wf; *p; p++) {
-        if (*p == '"') in_str = !in_str; /* an instruction @"..." has no escapes */
-        int word = !in_str && *p == 'a' && !(p > wf && (isalnum((unsigned char)p[-1]) || p[-1] == '_')) &&
-                   !(isalnum((unsigned char)p[1]) || p[1] == '_');
-        if (word) jr_strbuf_add(&b, type);
-        else jr_strbuf_addn(&b, p, 1);
-    }
-    return jr_strbuf_take(&b);
-}
-
-/* A random valid workflow for a row of `type` under the SFT's own bounds (demo.workflow.sft_statements) and names
+/* A random valid workflow under the SFT's own bounds (demo.workflow.sft_statements) and names
  * (demo.workflow.sft_names); the same walk for every domain. */
-static jr_status random_wf(const eb_sizes *z, jr_rng *r, const char *type, char **wf) {
+static jr_status random_wf(const eb_sizes *z, jr_rng *r, char **wf) {
     jr_workflow_limits lim = limits();
     lim.max_statements = z->wf_sft_statements;
-    jr_wf_random_opts ro = {.ordered_names = z->wf_sft_names != EB_WF_NAMES_ANY};
-    jr_status st = jr_workflow_random_with(&lim, &ro, r, wf);
-    if (!st && z->wf_sft_names == EB_WF_NAMES_TYPE) {
-        char *t = name_by_type(*wf, type);
-        jr_workflow *w = NULL;
-        st = t ? jr_workflow_parse(t, strlen(t), &lim, &w) : JR_ENOMEM; /* still valid (a type that is no name fails here) */
-        jr_workflow_free(w);
-        free(*wf);
-        *wf = t;
-    }
-    return st;
+    jr_wf_random_opts ro = {.ordered_names = z->wf_sft_ordered_names};
+    return jr_workflow_random_with(&lim, &ro, r, wf);
 }
 
 /* One SFT row for `row`: its Layer-1 demo prompt cut to its last max_prompt bytes as GRPO cuts it, then a random
@@ -213,12 +187,10 @@ static jr_status random_wf(const eb_sizes *z, jr_rng *r, const char *type, char 
  * in GRPO they come from the buffer: the policy's own rewarded workflows). */
 static jr_status policy_row(const char *tmpl, const json_t *train, const json_t *row, const eb_sizes *z, int max_prompt,
                             jr_rng *r, json_t *rows) {
-    const char *type = json_string_value(json_object_get(row, "type"));
     char *prompt = NULL, *wf = NULL, *ex_wf = NULL;
     jr_wf_example ex = {0};
     int n_ex = 0;
-    if (!type) type = "";
-    jr_status st = random_wf(z, r, type, &wf);
+    jr_status st = random_wf(z, r, &wf);
     if (!st && z->wf_sft_copy > 0 && jr_rng_double(r) < z->wf_sft_copy) {
         const json_t *other = row;
         for (int k = 0; k < 64 && (other == row || !json_equal(json_object_get(other, "type"), json_object_get(row, "type"))); k++)
@@ -227,7 +199,7 @@ static jr_status policy_row(const char *tmpl, const json_t *train, const json_t 
         ex.reward = 8.0 + 2.0 * jr_rng_double(r);
         n_ex = ex.problem && other != row ? 1 : 0;
         if (jr_rng_double(r) < z->wf_sft_follow) ex.workflow = wf; /* copied */
-        else st = random_wf(z, r, type, &ex_wf), ex.workflow = ex_wf; /* another random workflow: not followed */
+        else st = random_wf(z, r, &ex_wf), ex.workflow = ex_wf; /* another random workflow: not followed */
     }
     if (!st) st = jr_wf_layer1_render(tmpl, row, &ex, n_ex, &prompt);
     if (!st) {
@@ -515,8 +487,8 @@ jr_status eb_stage_workflow(eb_ctx *c, const void *arg, char *note, size_t cap) 
     json_object_set_new(wf, "executor_reused", json_boolean(reused));
     json_object_set_new(wf, "executor_background", json_boolean(background));
     if (!st) st = tasks(wdir, z, &train, &held);
-    static const char *const names[] = {"any", "ordered", "type"};
-    json_object_set_new(wf, "sft", json_pack("{s:i,s:s,s:f,s:f,s:i,s:i}", "statements", z->wf_sft_statements, "names", names[z->wf_sft_names],
+    json_object_set_new(wf, "sft", json_pack("{s:i,s:s,s:f,s:f,s:i,s:i}", "statements", z->wf_sft_statements, "names",
+                                             z->wf_sft_ordered_names ? "ordered" : "any",
                                              "copy", z->wf_sft_copy, "follow", z->wf_sft_follow, "rows", z->wf_sft_rows, "steps", z->wf_sft_steps));
     if (!st) st = policy_rows(wdir, train, z, 96);
     if (!st) st = policy_sft(wdir, c->logf, c->stop, z);
