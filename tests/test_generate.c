@@ -48,21 +48,24 @@ static void vocab_init(void) {
     V.n_eos = 1;
 }
 
-static int random_model(jr_model *m, float std) {
+/* A random Qwen3-layout model (4 query heads, 2 key/value heads, q/k norms) of the given widths. */
+static int random_model_sized(jr_model *m, int hidden, int layers, int head_dim, int inter, uint64_t seed, float std) {
     jr_model_config c;
     jr_model_config_init(&c, JR_ARCH_QWEN3);
-    c.hidden_size = 32;
-    c.num_hidden_layers = 2;
+    c.hidden_size = hidden;
+    c.num_hidden_layers = layers;
     c.num_attention_heads = 4;
     c.num_key_value_heads = 2;
-    c.head_dim = 8;
-    c.intermediate_size = 64;
+    c.head_dim = head_dim;
+    c.intermediate_size = inter;
     c.vocab_size = NV + 4; /* padded rows past the tokenizer */
     c.max_position_embeddings = 256;
     c.qk_norm = 1;
-    if (jr_model_init_random(m, &c, 7, std)) { printf("  %s\n", jr_errmsg()); return -1; }
+    if (jr_model_init_random(m, &c, seed, std)) { printf("  %s\n", jr_errmsg()); return -1; }
     return 0;
 }
+
+static int random_model(jr_model *m, float std) { return random_model_sized(m, 32, 2, 8, 64, 7, std); }
 
 /* Prefills the first P of T random ids (seeded) into slot 1 of a cache opened with *o over m, then
  * decodes the rest one by one: the worst |kv - forward| - rtol |forward| over the logits of positions
@@ -503,8 +506,10 @@ TEST(wide_head_kv_logits_near_training_forward) {
  * batch invariance of the kernel itself (one row alone == the same row among 7 others, bitwise). */
 static float rb16(float f) { uint16_t h; jr_bf16_from_f32(&h, &f, 1); uint32_t u = (uint32_t)h << 16; memcpy(&f, &u, 4); return f; }
 TEST(bf16_rows_kernel_exact_and_batch_invariant) {
-    /* every leftover-row block (N % 4 = 1, 2, 3) with and without the next group prefetched (OC >= 16) */
-    int shapes[][3] = {{1, 32, 16}, {7, 45, 19}, {8, 768, 33}, {3, 1000, 5}, {13, 64, 64}, {2, 96, 40}, {6, 64, 24}, {5, 33, 17}};
+    /* every leftover-row block (N % 4 = 1, 2, 3) with and without the next group prefetched (OC >= 16),
+     * C over the kernel's k chunk (1024) with a tail, more rows than a pass of the chunked sums (64) */
+    int shapes[][3] = {{1, 32, 16}, {7, 45, 19}, {8, 768, 33}, {3, 1000, 5}, {13, 64, 64}, {2, 96, 40}, {6, 64, 24}, {5, 33, 17},
+                       {70, 2100, 24}, {9, 1100, 17}}; /* the last two: C cut in k chunks, rows in passes of 64 */
     for (int fb = 0; fb < 2; fb++) {
         jr_matmul_rows_bf16_force_fallback(fb);
         for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
@@ -722,12 +727,53 @@ TEST(bf16_loaded_model_same_logits_as_fp32_loaded) {
     free(tmp);
 }
 
+/* Products whose C is cut in k chunks (src/nn/rows_block.h: over 512 inputs in fp32, 1024 in bf16; here
+ * hidden 520 and intermediate 1100, both with a tail) and prompts over 64 rows (the chunked sums' row
+ * passes): the last logits of a 70-token prompt prefilled whole are bitwise those of its 69 first
+ * tokens prefilled and the 70th decoded alone (one row: no chunks), and of the prompt batched with a
+ * decode row of another slot; a decode row among 3 (chunks of 128 at up to 8 rows) is bitwise alone's. */
+static void long_rows_and_inputs_same_as_decoded_alone(void) {
+    jr_model m;
+    if (random_model_sized(&m, 520, 1, 16, 1100, 5, 0.3f)) { CHECK(0); return; }
+    jr_lm lm;
+    CHECK_OK(open_lm(&lm, &m, 3, 80));
+    int V0 = lm.n_logits;
+    float *whole = malloc(sizeof(float) * V0), *alone = malloc(sizeof(float) * V0), *two = malloc(sizeof(float) * 2 * V0);
+    int32_t p[70];
+    for (int i = 0; i < 70; i++) p[i] = (int32_t)((i * 37 + 5) % NV);
+    CHECK_OK(lm.prefill(lm.impl, 0, p, 70, whole));
+    CHECK_OK(lm.prefill(lm.impl, 1, p, 69, alone));
+    int s1 = 1;
+    CHECK_OK(lm.decode(lm.impl, 1, &s1, &p[69], alone));
+    CHECK_MSG(!memcmp(whole, alone, sizeof(float) * (size_t)V0), "70-token prefill differs from 69 + one decoded");
+    if (lm.batch_prefill) {
+        int32_t d = 9;
+        const int32_t *tp[2] = {&d, p};
+        int sl[2] = {1, 2}, n[2] = {1, 70}, st[2] = {70, 0};
+        CHECK_OK(lm.extend(lm.impl, 2, sl, tp, n, st, two));
+        CHECK_MSG(!memcmp(whole, two + V0, sizeof(float) * (size_t)V0), "the prompt batched with a decode row differs");
+    }
+    /* 3 decode rows (k chunks of 128 at up to 8 rows) against one of them alone */
+    float *three = malloc(sizeof(float) * 3 * V0);
+    int sl3[3] = {0, 1, 2}, s0 = 0;
+    int32_t t3[3] = {11, 12, 13};
+    CHECK_OK(lm.copy(lm.impl, 2, 0));
+    CHECK_OK(lm.decode(lm.impl, 1, &s0, &t3[0], alone));
+    CHECK_OK(lm.copy(lm.impl, 0, 2));
+    CHECK_OK(lm.decode(lm.impl, 3, sl3, t3, three));
+    CHECK_MSG(!memcmp(alone, three, sizeof(float) * (size_t)V0), "a decode row among 3 differs from alone");
+    free(whole); free(alone); free(two); free(three);
+    jr_kv_lm_close(&lm);
+    jr_model_free(&m);
+}
+
 int main(void) {
     vocab_init();
     KVO = jr_kv_opts_default();
     RUN(kv_logits_equal_training_forward);
     RUN(decode_rows_do_not_depend_on_the_batch);
     jt_run("rows_same_alone_and_in_every_batch_size", rows_same_alone_and_in_every_batch_size);
+    jt_run("long_rows_and_inputs_same_as_decoded_alone", long_rows_and_inputs_same_as_decoded_alone);
     RUN(sampler_logprobs_equal_training_logprobs);
     RUN(sampler_logprobs_near_bf16_training_logprobs);
     RUN(seeded_request_same_alone_and_batched_with_31_others);
@@ -740,6 +786,7 @@ int main(void) {
     KVO = (jr_kv_opts){JR_COMPUTE_BF16, 0, 1};
     jt_run("bf16_decode_rows_do_not_depend_on_the_batch", decode_rows_do_not_depend_on_the_batch);
     jt_run("bf16_rows_same_alone_and_in_every_batch_size", rows_same_alone_and_in_every_batch_size);
+    jt_run("bf16_long_rows_and_inputs_same_as_decoded_alone", long_rows_and_inputs_same_as_decoded_alone);
     jt_run("bf16_seeded_request_same_alone_and_batched_with_31_others", seeded_request_same_alone_and_batched_with_31_others);
     RUN(bf16_sampler_logprobs_near_training_logprobs);
     RUN(weights_buffer_aligned_and_refuses_a_wrapping_size);

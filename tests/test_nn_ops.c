@@ -254,6 +254,65 @@ TEST(attention_fused_equals_plain) {
     fused_vs_plain(1, 1500, 2, 1, 8);
 }
 
+/* jr_swiglu_forward_fast against silu(g) * u in double: within 4 ulp (relative 5e-7) from g = -110 to 95,
+ * plus 1e-36 absolute: below g = -88.7 e^-g overflows fp32 (as expf's does in jr_swiglu_forward) and
+ * silu gives -0 for |exact| < 1.2e-37; and the same bits for an element wherever it falls (offsets 0..16
+ * in arrays of 1..40: the 16-lane steps and the masked tail). */
+TEST(swiglu_fast_near_exact_and_position_free) {
+    enum { M = 4096 };
+    float *g = malloc(sizeof(float) * M), *u = malloc(sizeof(float) * M), *o = malloc(sizeof(float) * M);
+    for (int i = 0; i < M; i++) { g[i] = -110.0f + 205.0f * (float)i / (M - 1); u[i] = i % 3 ? 1.0f : -0.75f; }
+    g[7] = 0.0f; g[8] = 1e-30f; g[9] = -1e-30f; g[10] = 0.5f; g[11] = -0.5f;
+    jr_swiglu_forward_fast(o, g, u, 2, M / 2);
+    int bad = 0;
+    double worst = 0;
+    for (int i = 0; i < M; i++) {
+        double ref = (double)g[i] / (1.0 + exp(-(double)g[i])) * u[i], e = fabs(o[i] - ref);
+        if (fabs(ref) > 1e-30 && e / fabs(ref) > worst) worst = e / fabs(ref);
+        if (!(e <= 5e-7 * fabs(ref) + 1e-36) && bad++ < 5) printf("  g %.9g: %.9g, exact %.9g\n", g[i], o[i], ref);
+    }
+    printf("  worst relative error %.3g where the exact value is over 1e-30 (tolerance 5e-7)\n", worst);
+    CHECK_MSG(bad == 0, "%d of %d outputs off", bad, M);
+    float one[48], g48[48], u48[48];
+    for (int n = 1; n <= 40; n++)
+        for (int at = 0; at < n && at <= 16; at++) {
+            for (int i = 0; i < n; i++) { g48[i] = g[(i * 37 + 11) % M]; u48[i] = u[i]; }
+            g48[at] = g[1234]; u48[at] = 0.5f;
+            jr_swiglu_forward_fast(one, g48, u48, 1, n);
+            float ref;
+            jr_swiglu_forward_fast(&ref, &g48[at], &u48[at], 1, 1);
+            CHECK_MSG(!memcmp(&one[at], &ref, sizeof ref), "element %d of %d differs from alone", at, n);
+        }
+    free(g); free(u); free(o);
+}
+
+/* jr_bf16_from_f32 against the definition (nearest, ties to even; NaN stays a quiet NaN of the same
+ * sign and top bits; infinities, zeros and subnormals as any other number), at every tail length. */
+static uint16_t bf16_ref(uint32_t u) {
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    uint32_t hi = u >> 16, lo = u & 0xffffu;
+    if (lo > 0x8000u || (lo == 0x8000u && (hi & 1))) hi++;
+    return (uint16_t)hi;
+}
+TEST(bf16_rounding_exact_at_every_length) {
+    enum { M = 4099 };
+    uint32_t *bits = malloc(sizeof(uint32_t) * M);
+    uint16_t *out = malloc(sizeof(uint16_t) * M);
+    const uint32_t special[] = {0, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0xffbfffffu,
+                                0x00000001u, 0x00018000u, 0x00008000u, 0x3f808000u, 0x3f818000u, 0x7f7fffffu, 0x3f7fffffu};
+    for (int i = 0; i < M; i++) bits[i] = i < 14 ? special[i] : (uint32_t)jr_rng_u64(&rng);
+    for (int i = 14; i < M; i += 5) bits[i] = (bits[i] & 0xffff0000u) | 0x8000u; /* ties */
+    int bad = 0;
+    for (int n = 1; n <= M; n = n < 40 ? n + 1 : n * 3 + 1) {
+        memset(out, 0xAB, sizeof(uint16_t) * M);
+        jr_bf16_from_f32(out, (const float *)(const void *)bits, n);
+        for (int i = 0; i < n; i++) bad += out[i] != bf16_ref(bits[i]);
+        bad += n < M && out[n] != 0xABAB; /* nothing past n */
+    }
+    CHECK_MSG(bad == 0, "%d values rounded wrong or written past the end", bad);
+    free(bits); free(out);
+}
+
 int main(void) {
     jr_rng_seed(&rng, 1234);
     RUN(matmul_fd);
@@ -263,6 +322,8 @@ int main(void) {
     RUN(attention_long_fd);
     RUN(attention_fused_equals_plain);
     RUN(swiglu_fd);
+    RUN(swiglu_fast_near_exact_and_position_free);
+    RUN(bf16_rounding_exact_at_every_length);
     RUN(embedding_fd);
     RUN(logprob_fd);
     return jt_done();

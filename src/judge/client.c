@@ -1196,8 +1196,9 @@ jr_status jr_judge_submit_proto(jr_judge *j, int proto, const json_t *row, void 
     if (!s->res || !s->result.id) { sample_free(s); return JR_ENOMEM; }
     s->result.user = user;
     pthread_mutex_lock(&j->mu);
-    s->ticket = ++j->next_ticket;
-    s->result.ticket = s->ticket;
+    uint64_t t = ++j->next_ticket;
+    s->ticket = t;
+    s->result.ticket = t;
     j->submitted_any = 1;
     j->pending++;
     j->st.submitted++;
@@ -1205,7 +1206,9 @@ jr_status jr_judge_submit_proto(jr_judge *j, int proto, const json_t *row, void 
     else j->inbox = s;
     j->inbox_tail = s;
     pthread_mutex_unlock(&j->mu);
-    if (ticket) *ticket = s->ticket;
+    /* s is the I/O thread's from here: once in the inbox it can be answered, collected and freed (another
+     * submit's wake-up, a cached verdict) before this thread runs again, so only the local copy is read */
+    if (ticket) *ticket = t;
     wake(j);
     return JR_OK;
 }

@@ -104,17 +104,18 @@ static float dot_fixed_b(const float *a, const uint16_t *b, int n) {
 /* A block of NR rows x NC outputs (NR * NC <= 16; constants at every call) in 16-lane steps: the low 8
  * lanes of a step are dot_fixed's s0, the high 8 its s1 (the same fused multiply-adds), and fold()
  * ends each sum, so every output is bitwise dot_fixed's. pf (or NULL): pfn lines to prefetch
- * (rows_block.h), spread over the steps. */
+ * (rows_block.h), spread over the steps. k in [k0, k1): with ab (a k chunk of a longer C) the sums start
+ * from ab's (unless k0 is 0) and go back there until k1 is C, in the same order. */
 static inline __attribute__((always_inline)) void blk_f32(float *out, const float *inp, const float *weight,
                                                           const float *bias, int C, int OC, int n, int o, int NR,
-                                                          int NC, const char *pf, int pfn) {
+                                                          int NC, const char *pf, int pfn, int k0, int k1, float *ab) {
     __m512 acc[4][8];
     UNROLL for (int i = 0; i < NR; i++)
-        UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_setzero_ps();
+        UNROLL for (int j = 0; j < NC; j++) acc[i][j] = ab && k0 ? _mm512_loadu_ps(ab + (i * 8 + j) * 16) : _mm512_setzero_ps();
     const char *pfe = pf + 64 * (size_t)pfn;
-    int pps = pf ? (pfn + (C + 15) / 16 - 1) / ((C + 15) / 16) : 0; /* lines per step */
-    int k = 0;
-    for (; k + 16 <= C; k += 16) {
+    int pps = pf ? (pfn + (k1 - k0 + 15) / 16 - 1) / ((k1 - k0 + 15) / 16) : 0; /* lines per step */
+    int k = k0;
+    for (; k + 16 <= k1; k += 16) {
         __m512 wv[8], av[4];
         for (int l = 0; l < pps && pf < pfe; l++, pf += 64) _mm_prefetch(pf, _MM_HINT_T0);
         UNROLL for (int j = 0; j < NC; j++) wv[j] = _mm512_loadu_ps(weight + (size_t)(o + j) * C + k);
@@ -126,6 +127,11 @@ static inline __attribute__((always_inline)) void blk_f32(float *out, const floa
             }
         UNROLL for (int i = 0; i < NR; i++)
             UNROLL for (int j = 0; j < NC; j++) acc[i][j] = _mm512_fmadd_ps(av[i], wv[j], acc[i][j]);
+    }
+    if (k1 < C) { /* a chunk before the last: the sums wait in ab */
+        UNROLL for (int i = 0; i < NR; i++)
+            UNROLL for (int j = 0; j < NC; j++) _mm512_storeu_ps(ab + (i * 8 + j) * 16, acc[i][j]);
+        return;
     }
     if (NC == 4 && NR >= 3 && k == C) { /* 4 x 4 and 3 x 4 (row 3 zeros, never stored), no tail: the 16 sums at once */
         __m512 A[16];
@@ -142,21 +148,34 @@ static inline __attribute__((always_inline)) void blk_f32(float *out, const floa
         }
 }
 
+/* The k chunk of a longer C (rows_block.h): over the 0.5b shapes at 32 rows (one thread, weights from
+ * DRAM) 127 ms per pass of the 24 layers against 146 uncut and 140 in chunks of 256; the down projection
+ * (C = 4864) 126 -> 162 GFLOP/s, the others (C = 896) 174 -> 188. At 2-8 rows (decode, streaming-bound)
+ * chunks of 128 were faster: 8 rows 61-63 -> 47 ms a pass (100m: 13.3 -> 10.4), 4 rows 53 -> 48 (64:
+ * 50, 32: 68; at 16 rows 128 and 512 the same, at 32 rows 128 took 157). */
+#define JR_F32_KC(N) ((N) <= 8 ? 128 : 512)
+
 /* Outputs [o0, o1) for all N rows: groups of 8 weight rows blocked as jr_matmul_rows_bf16's kernel
  * (src/nn/rows_block.h), a single row 1 x 1. */
 static void range_f32(float *out, const float *inp, const float *w, const float *bias, int N, int C, int OC, int o0,
                       int o1) {
     int o = o0;
     if (N == 1) { /* one weight row after the other: a single sequential stream, which the hardware prefetcher
-                   * feeds ~15% faster than 8 rows at once (batch-1 decode is memory-bound) */
-        for (; o < o1; o++) blk_f32(out, inp, w, bias, C, OC, 0, o, 1, 1, NULL, 0);
+                   * feeds ~15% faster than 8 rows at once (batch-1 decode is memory-bound); each row prefetches
+                   * 8 KB ahead (rows_block.h) */
+        for (; o < o1; o++) {
+            int pfn;
+            const char *pf = jr_rows_n1_pf(w, (size_t)C * sizeof *w, o, OC, &pfn);
+            blk_f32(out, inp, w, bias, C, OC, 0, o, 1, 1, pf, pfn, 0, C, NULL);
+        }
         return;
     }
-#define BLK(n, oo, NR, NC, pf, pfn) blk_f32(out, inp, w, bias, C, OC, n, oo, NR, NC, pf, pfn)
-    JR_ROWS_GROUPS(BLK, float, w, N, C, OC, o, o1)
+    float acc[JR_ROWS_ACC];
+#define BLK(n, oo, NR, NC, pf, pfn, k0, k1, ab) blk_f32(out, inp, w, bias, C, OC, n, oo, NR, NC, pf, pfn, k0, k1, ab)
+    JR_ROWS_GROUPS(BLK, float, w, N, C, OC, o, o1, JR_F32_KC(N), acc)
 #undef BLK
     for (; o < o1; o++)
-        for (int n = 0; n < N; n++) blk_f32(out, inp, w, bias, C, OC, n, o, 1, 1, NULL, 0);
+        for (int n = 0; n < N; n++) blk_f32(out, inp, w, bias, C, OC, n, o, 1, 1, NULL, 0, 0, C, NULL);
 }
 
 /* out (N,OC) = inp (N,C) . weight (OC,C)^T + bias: each output summed as dot_fixed, so a row's result
@@ -465,7 +484,7 @@ static void forward_rows(kv *s, int R, const int *out_rows, int n_out, float *lo
         jr_rmsnorm_forward(s->ln, s->rstd, s->x, lw->mlp_norm, R, C, s->eps);
         mm(s, decode, s->gate, s->ln, lw->wgate, lb ? lb->gate : NULL, NULL, R, C, F);
         mm(s, decode, s->up, s->ln, lw->wup, lb ? lb->up : NULL, NULL, R, C, F);
-        jr_swiglu_forward(s->gate, s->gate, s->up, R, F);
+        jr_swiglu_forward_fast(s->gate, s->gate, s->up, R, F);
         mm(s, decode, s->tmp, s->gate, lw->wdown, lb ? lb->down : NULL, NULL, R, F, C);
         jr_add_inplace(s->x, s->tmp, (long)R * C);
     }

@@ -1,52 +1,87 @@
 /* rows_block.h - the register blocking shared by the batch-invariant rows kernels (jr_matmul_rows_bf16
  * and the fp32 decode/prefill kernel of src/model/kvcache.c)
  *
- * JR_ROWS_GROUPS(BLK, T, w, N, C, OC, o, o1) runs the outputs [o, o1 - (o1 - o) % 8) in groups of 8
- * weight rows (w: T elements, C per row): 4 x 4 blocks over the N rows, then the rows left over as one
- * 3 x 4 pair, 2 x 8 or 1 x 8 block, calling BLK(n, o, NR, NC, pf, pfn) for the block of rows n.. and
- * outputs o.. (NR, NC constants). With more than one row the kernel computes long enough per weight
- * byte for the hardware prefetcher to fall behind, so the blocks of a group prefetch the group after
- * the next one (8 rows: one contiguous run of 8 * C elements), each block its own share: pfn 64-byte
- * lines from pf (or pf NULL), spread over its steps. With the weights in huge pages (jr_malloc_weights)
- * a 32-row product over the 100m shapes took 16.0-16.5 ms against 18.2 for a burst of the next group
- * at the group's start (one thread); the next group spread instead was slower than the burst. At one
- * row, memory-bound, the extra requests only slowed the stream. The blocking never changes a sum's
- * order: that is the kernel's (BLK's). */
+ * JR_ROWS_GROUPS(BLK, T, w, N, C, OC, o, o1, KC, acc) runs the outputs [o, o1 - (o1 - o) % 8) in groups
+ * of 8 weight rows (w: T elements, C per row): 4 x 4 blocks over the N rows, then the rows left over as
+ * one 3 x 4 pair, 2 x 8 or 1 x 8 block, calling BLK(n, o, NR, NC, pf, pfn, k0, k1, ab) for the block of
+ * rows n.. and outputs o.. (NR, NC constants) over inputs [k0, k1). With more than one row the kernel
+ * computes long enough per weight byte for the hardware prefetcher to fall behind, so the blocks of a
+ * group prefetch the group after the next one (8 rows: one contiguous run of 8 * C elements), each
+ * block its own share: pfn 64-byte lines from pf (or pf NULL), spread over its steps. With the weights
+ * in huge pages (jr_malloc_weights) a 32-row product over the 100m shapes took 16.0-16.5 ms against
+ * 18.2 for a burst of the next group at the group's start (one thread); the next group spread instead
+ * was slower than the burst. At one row, memory-bound, the extra requests only slowed the stream.
+ * When C is over KC, a group's 8 weight rows no longer stay in L1 while every 4-row block reads them
+ * (0.5b's down projection, C = 4864: 78 KB in bf16), so C is cut in chunks of KC: each block of a
+ * chunk starts from its 16-lane partial sums in ab (acc + its place; NULL when C is not cut) and leaves
+ * them there, the last chunk sums them up; rows go in passes of JR_ROWS_NCH so that acc (JR_ROWS_ACC
+ * floats) holds a pass's partial sums. The blocking never changes a sum's order: that is the kernel's
+ * (BLK's), lane by lane along k, whatever the block or the chunk. */
 #ifndef JR_NN_ROWS_BLOCK_H
 #define JR_NN_ROWS_BLOCK_H
 
 #include <stddef.h>
 
-/* Blocks per group of 8 outputs at N rows (as JR_ROWS_GROUPS calls them). */
+/* Blocks per group of 8 outputs at N rows (as JR_ROWS_GROUPS calls them, per k chunk). */
 static inline int jr_rows_blocks_per_group(int N) { return 2 * (N / 4) + (N % 4 == 3 ? 2 : N % 4 ? 1 : 0); }
+
+/* Batch-1 decode, one row against 1 x 1 blocks (one sequential stream of weights, memory-bound): each
+ * weight row prefetches as many lines, JR_ROWS_N1_PFD bytes further on, within the matrix (w: OC rows of
+ * row_bytes). Over the 100m shapes (bf16, one thread) a pass took 3.5-3.7 ms against 4.0-4.4 without
+ * (3 KB ahead: no gain, 6-16 KB: the same within the noise), 0.5b 18.1-18.8 against 19.7-20.7; fp32
+ * 7.9-8.0 against 8.3-8.6 (100m), 38.4 against 39.6-40.0 (0.5b). The hardware prefetcher alone left
+ * the stream at ~85% of a plain sequential read in bf16. */
+#define JR_ROWS_N1_PFD 8192
+static inline const char *jr_rows_n1_pf(const void *w, size_t row_bytes, int o, int OC, int *pfn) {
+    size_t at = (size_t)o * row_bytes + JR_ROWS_N1_PFD, end = (size_t)OC * row_bytes, n = (row_bytes + 63) / 64;
+    if (at >= end) { *pfn = 0; return NULL; }
+    size_t left = (end - at + 63) / 64;
+    *pfn = (int)(n < left ? n : left);
+    return (const char *)w + at;
+}
+
+/* Rows per pass of a group whose k is cut in chunks: the partial sums of that many rows x 8 outputs x 16
+ * lanes (JR_ROWS_ACC floats) wait in the kernel's buffer between chunks. */
+#define JR_ROWS_NCH 64
+#define JR_ROWS_ACC (JR_ROWS_NCH * 8 * 16)
 
 /* One block of a group with its share of the prefetch (at most share_ of the left_ lines from pf_), then
  * pf_ past that share (NULL once the group after the next is covered). */
 #define JR_ROWS_BLK_PF_(BLK, n, oo, NR, NC)                                                              \
     do {                                                                                                  \
-        BLK(n, oo, NR, NC, pf_, pf_ ? (int)(share_ < left_ ? share_ : left_) : 0);                      \
+        BLK(n, oo, NR, NC, pf_, pf_ ? (int)(share_ < left_ ? share_ : left_) : 0, k0_, k1_,             \
+            nk_ > 1 ? accb_ + (((n) - r0_) * 8 + ((oo) - og_)) * 16 : NULL);                              \
         if (pf_) pf_ += 64 * share_, left_ -= share_, pf_ = left_ > 0 ? pf_ : NULL;                     \
     } while (0)
 
-#define JR_ROWS_GROUPS(BLK, T, w, N, C, OC, o, o1)                                                          \
+/* KC: the k chunk (a multiple of the kernel's step) when C is longer; acc_: JR_ROWS_ACC floats. */
+#define JR_ROWS_GROUPS(BLK, T, w, N, C, OC, o, o1, KC, acc_)                                                \
     {                                                                                                     \
-        int nbg_ = jr_rows_blocks_per_group(N);                                                           \
+        int kc_ = (C) > (KC) ? (KC) : (C), nk_ = ((C) + kc_ - 1) / kc_;                                   \
+        int nbg_ = jr_rows_blocks_per_group(N) * nk_;                                                     \
+        float *const accb_ = (acc_);                                                                      \
         long lines_ = ((long)8 * (C) * (long)sizeof(T) + 63) / 64, share_ = (lines_ + nbg_ - 1) / nbg_;   \
         for (; (o) + 8 <= (o1); (o) += 8) {                                                               \
             const char *pf_ = (N) > 1 && (o) + 24 <= (OC) ? (const char *)((w) + (size_t)((o) + 16) * (C)) : NULL; \
             long left_ = lines_;                                                                          \
-            int n_ = 0;                                                                                   \
-            for (; n_ + 4 <= (N); n_ += 4) {                                                              \
-                JR_ROWS_BLK_PF_(BLK, n_, (o), 4, 4);                                                      \
-                JR_ROWS_BLK_PF_(BLK, n_, (o) + 4, 4, 4);                                                  \
+            const int og_ = (o);                                                                          \
+            for (int r0_ = 0; r0_ < (N); r0_ += nk_ > 1 ? JR_ROWS_NCH : (N)) {                            \
+                int r1_ = nk_ > 1 && r0_ + JR_ROWS_NCH < (N) ? r0_ + JR_ROWS_NCH : (N);                   \
+                for (int k0_ = 0; k0_ < (C); k0_ += kc_) {                                                \
+                    int k1_ = k0_ + kc_ < (C) ? k0_ + kc_ : (C), n_ = r0_;                                \
+                    for (; n_ + 4 <= r1_; n_ += 4) {                                                      \
+                        JR_ROWS_BLK_PF_(BLK, n_, (o), 4, 4);                                              \
+                        JR_ROWS_BLK_PF_(BLK, n_, (o) + 4, 4, 4);                                          \
+                    }                                                                                     \
+                    if (r1_ - n_ == 3) {                                                                  \
+                        JR_ROWS_BLK_PF_(BLK, n_, (o), 3, 4);                                              \
+                        JR_ROWS_BLK_PF_(BLK, n_, (o) + 4, 3, 4);                                          \
+                    } else if (r1_ - n_ == 2)                                                             \
+                        JR_ROWS_BLK_PF_(BLK, n_, (o), 2, 8);                                              \
+                    else if (r1_ - n_ == 1)                                                               \
+                        JR_ROWS_BLK_PF_(BLK, n_, (o), 1, 8);                                              \
+                }                                                                                         \
             }                                                                                             \
-            if ((N) - n_ == 3) {                                                                          \
-                JR_ROWS_BLK_PF_(BLK, n_, (o), 3, 4);                                                      \
-                JR_ROWS_BLK_PF_(BLK, n_, (o) + 4, 3, 4);                                                  \
-            } else if ((N) - n_ == 2)                                                                     \
-                JR_ROWS_BLK_PF_(BLK, n_, (o), 2, 8); /* the group's last block: what is left (<= share_) */ \
-            else if ((N) - n_ == 1)                                                                       \
-                JR_ROWS_BLK_PF_(BLK, n_, (o), 1, 8);                                                      \
         }                                                                                                 \
     }
 
