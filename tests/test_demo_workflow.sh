@@ -53,10 +53,37 @@ for r in runs:
     ops = r.get("ops_before", {})
     report("%s: operators chosen per domain before RL" % n, all(ops.get(d) for d in doms[:3]) and
            all(0 < v <= 1 for d in doms[:3] for v in ops[d].values()), ops)
+    for when in ("before", "after"):
+        # the operator returned (eval/DOM/ret/OP): every valid workflow returns one operator's output (or a mix), so
+        # wherever some workflow is valid (an operator is used) the shares sum to 1
+        ret, used = r.get("returned_" + when, {}), r.get("ops_" + when, {})
+        report("%s: the operator returned per domain %s RL (shares summing to 1)" % (n, when),
+               sorted(ret) == sorted(doms[:3]) and
+               all(abs(sum(ret[d].values()) - (1 if used.get(d) else 0)) < 1e-6 for d in doms[:3]), (ret, used))
     report("%s: buffer sizes per domain" % n, sorted(r.get("buffer", {})) == ["code", "math", "qa"], r.get("buffer"))
     m = [json.loads(l) for l in open(os.path.join(out, "workflow", "grpo-" + n, "metrics.jsonl"))]
     report("%s: step 0 is the evaluation before RL (trainer.eval_at_start)" % n,
            m[0]["step"] == 0 and "eval/gold_acc" in m[0] and "eval/math/gold_acc" in m[0] and "eval/gold_acc" in m[-1], m[0])
+# the policy's SFT rows (demo.workflow.sft_*): random workflows of at most sft.statements lines, names as
+# sft.names says; a share sft.copy of the prompts holds one example whose workflow the completion copies
+sft = wf.get("sft", {})
+rows = [json.loads(l) for l in open(os.path.join(out, "workflow", "policy_sft.jsonl"))]
+report("SFT rows: %d, sizes recorded" % len(rows), len(rows) == sft.get("rows") and sft.get("statements") in (2, 3), sft)
+def names_ok(r):
+    c = r["completion"]
+    lines = [l for l in c.split("\n") if l]
+    defined = [l.split(" = ")[0] for l in lines[:-1]]
+    want = ["a", "b", "c"][:len(defined)] if sft["names"] == "ordered" else None
+    return len(lines) <= sft["statements"] and lines[-1].startswith("return ") and (want is None or defined == want)
+report("SFT rows: at most %s statements, names %s" % (sft.get("statements"), sft.get("names")), rows and all(names_ok(r) for r in rows),
+       [r["completion"] for r in rows if not names_ok(r)][:3])
+# (sft.follow of them copied; a random completion may equal its example by chance, hence the margin)
+with_ex = [r for r in rows if r["prompt"].count("Workflow:\n") == 2]
+copied = [r for r in with_ex if r["prompt"].split("Workflow:\n")[1].split("\n\n")[0] == r["completion"].rstrip("\n")]
+follow = sft.get("follow", -1)
+report("SFT rows: a share %.2f with an example, %.2f of them copied" % (sft.get("copy", -1), follow),
+       abs(len(with_ex) / max(1, len(rows)) - sft.get("copy", -1)) < 0.1 and
+       (len(copied) == len(with_ex) if follow == 1 else abs(len(copied) / max(1, len(with_ex)) - follow) < 0.2), (len(with_ex), len(copied)))
 crit = wf.get("criteria", {})
 report("the criteria are computed", sorted(crit) == ["buffer_non_empty", "control_no_rise", "reaches_best_fixed_on_a_domain",
                                                     "rise_10_points_every_seed"], crit)

@@ -155,6 +155,31 @@ TEST(config_errors) {
     if (!st) { jr_reward_close(r); jr_config_free(&cfg); }
 }
 
+/* reward.components[].gate: the gated component adds its value only in rows where the gate is scored and > 0. */
+TEST(gated_component_counts_only_when_its_gate_is_positive) {
+    jr_reward *r;
+    jr_config cfg;
+    CHECK_OK(open_yaml("reward:\n  components:\n"
+                       "    - {name: ok, fn: exact, weight: 2}\n"
+                       "    - {name: fmt, fn: format, weight: 0.5, gate: ok, params: {pattern: '^[0-9]+$'}}\n",
+                       &r, &cfg));
+    if (!r) return;
+    json_t *rows[2] = {row("{\"response\": \"4\", \"answer\": \"4\"}"), row("{\"response\": \"5\", \"answer\": \"4\"}")};
+    jr_reward_result res[2];
+    CHECK_OK(jr_reward_score(r, (const json_t *const *)rows, 2, res));
+    CHECK(res[0].scored && res[1].scored);
+    CHECK_NEAR(res[0].reward, 2 * 1 + 0.5 * 1, 1e-12, 0);
+    /* wrong: the format part is still scored and reported (1), but adds nothing */
+    CHECK_NEAR(res[1].reward, 0, 1e-12, 0);
+    CHECK(res[1].parts[1].scored && res[1].parts[1].value == 1);
+    for (int i = 0; i < 2; i++) { jr_reward_result_free(&res[i]); json_decref(rows[i]); }
+    jr_reward_close(r);
+    jr_config_free(&cfg);
+    expect_open_error("reward: {components: [{fn: exact}, {fn: length, gate: nope}]}\n", "no other component is named 'nope'");
+    expect_open_error("reward: {components: [{fn: exact, gate: exact}]}\n", "no other component is named 'exact'");
+    expect_open_error("reward: {components: [{fn: exact, gate: length}, {fn: length, gate: exact}]}\n", "is gated itself");
+}
+
 static jr_rw_rc eval_chars(const jr_reward_opts *ro, const json_t *params, const json_t *row, jr_rw_out *out) {
     const char *s = json_string_value(json_object_get(row, "response"));
     if (!s) {
@@ -263,6 +288,7 @@ int main(void) {
     RUN(seed2_recipe_hand_computed);
     RUN(config_errors);
     RUN(custom_function_and_rules_without_judge);
+    RUN(gated_component_counts_only_when_its_gate_is_positive);
     RUN(shared_scoring_from_threads_matches_serial);
     return jt_done();
 }

@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "harness.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
@@ -95,26 +97,69 @@ static void fixture_close(fixture *fx) {
 }
 
 /* Scores n (row, workflow) samples through the trainer's batch. */
-static int score(fixture *fx, const char *const *rows, const char *const *wfs, int n, jr_env_result *out) {
+static int score(fixture *fx, const char *const *rws, const char *const *wfl, int n, jr_env_result *out) {
     jr_env_batch *b;
     jr_env_batch_opts o = {.max_in_flight = 0};
     if (jr_env_batch_open(&b, &fx->env, (size_t)n, out, &o)) return -1;
     int bad = 0;
     for (int i = 0; i < n; i++) {
-        json_t *r = json_loads(rows[i], 0, NULL);
-        if (!r || jr_env_batch_submit(b, (size_t)i, r, wfs[i], strlen(wfs[i]))) bad = 1;
+        json_t *r = json_loads(rws[i], 0, NULL);
+        if (!r || jr_env_batch_submit(b, (size_t)i, r, wfl[i], strlen(wfl[i]))) bad = 1;
         json_decref(r);
     }
     if (jr_env_batch_finish(b)) { printf("  finish: %s\n", jr_errmsg()); bad = 1; }
     return bad ? -1 : 0;
 }
 
-typedef struct { double code_gold_errors, overall_gold_errors; } stat_seen;
+typedef struct {
+    double code_gold_errors, overall_gold_errors;
+    double qa_op_ensemble, qa_op_answer, qa_ret_answer, qa_ret_ensemble, math_ret_answer, code_ret_codegen, ret_sum[4];
+} stat_seen;
 static void stat_put(void *ud, const char *key, double v) {
     stat_seen *s = ud;
+    static const char *const doms[4] = {"math", "code", "qa", "overall"};
     if (!strcmp(key, "train/code/gold_errors")) s->code_gold_errors = v;
     if (!strcmp(key, "train/overall/gold_errors")) s->overall_gold_errors = v;
+    if (!strcmp(key, "train/qa/op/ensemble")) s->qa_op_ensemble = v;
+    if (!strcmp(key, "train/qa/op/answer")) s->qa_op_answer = v;
+    if (!strcmp(key, "train/qa/ret/answer")) s->qa_ret_answer = v;
+    if (!strcmp(key, "train/qa/ret/ensemble")) s->qa_ret_ensemble = v;
+    if (!strcmp(key, "train/math/ret/answer")) s->math_ret_answer = v;
+    if (!strcmp(key, "train/code/ret/codegen")) s->code_ret_codegen = v;
+    for (int d = 0; d < 4; d++) {
+        char pre[32];
+        int n = snprintf(pre, sizeof pre, "train/%s/ret/", doms[d]);
+        if (!strncmp(key, pre, (size_t)n)) s->ret_sum[d] += v;
+    }
 }
+
+static const char *const rows[] = {
+    "{\"id\": \"m1\", \"problem\": \"What is 6*7? say=42\", \"answer\": \"42\", \"type\": \"math\"}",
+    "{\"id\": \"q1\", \"problem\": \"Who runs Zorb? say=Bob\", \"answer\": \"Alice\", \"type\": \"qa\"}",
+    "{\"id\": \"q2\", \"problem\": \"Who runs Zorb? say=Bob judgefail\", \"answer\": \"Alice\", \"type\": \"qa\"}",
+    "{\"id\": \"m2\", \"problem\": \"What is 6*7? say=42\", \"answer\": \"42\", \"type\": \"math\"}",
+    "{\"id\": \"m3\", \"problem\": \"What is 6*7? execfail\", \"answer\": \"42\", \"type\": \"math\"}",
+    "{\"id\": \"c1\", \"problem\": \"def add(a, b):\\n    \\\"\\\"\\\"Sum. CODE-ADD\\\"\\\"\\\"\\n\", \"type\": \"code\","
+    " \"entry_point\": \"add\", \"public_tests\": [\"assert add(1, 2) == 3\"], \"hidden_tests\": \"assert add(2, 2) == 4\\nassert add(0, 5) == 5\"}",
+    "{\"id\": \"c2\", \"problem\": \"def add(a, b):\\n    \\\"\\\"\\\"Sum. CODE-SUB\\\"\\\"\\\"\\n\", \"type\": \"code\","
+    " \"entry_point\": \"add\", \"public_tests\": [\"assert add(1, 2) == 3\"], \"hidden_tests\": \"assert add(2, 2) == 4\\nassert add(0, 5) == 5\"}",
+    "{\"id\": \"q3\", \"problem\": \"Who runs Zorb? say=Bob judge-correct\", \"answer\": \"Robert\", \"type\": \"qa\"}",
+    "{\"id\": \"c3\", \"problem\": \"def add(a, b):\\n    \\\"\\\"\\\"Sum. CODE-ADD\\\"\\\"\\\"\\n\", \"type\": \"code\","
+    " \"entry_point\": \"add\"}",
+    "{\"id\": \"m4\", \"problem\": \"What is 6*7? say=42\", \"answer\": 42, \"type\": \"math\"}",
+};
+static const char *const wfs[] = {
+    "a = answer(problem)\nreturn a\n",
+    "a = answer(problem)\nreturn a\n",
+    "a = answer(problem)\nreturn a\n",
+    "a = progam(problem)\nreturn a\n",
+    "a = answer(problem)\nreturn a\n",
+    "c = codegen(problem)\nreturn c\n",
+    "c = codegen(problem)\nreturn c\n",
+    "xs = answer(problem) x3\nb = ensemble(xs)\nreturn b\n",
+    "c = codegen(problem)\nreturn c\n",
+    "a = answer(problem)\nreturn a\n",
+};
 
 static const char *dstr(const jr_env_result *r, const char *k) { return json_string_value(json_object_get(r->detail, k)); }
 
@@ -125,33 +170,6 @@ TEST(workflow_environment) {
     CHECK(fx.env.n_parts == 5);
     CHECK_STR(fx.env.part_names[0], "correctness");
     CHECK_NEAR(fx.env.part_weights[0], 0.65, 0, 0);
-    const char *rows[] = {
-        "{\"id\": \"m1\", \"problem\": \"What is 6*7? say=42\", \"answer\": \"42\", \"type\": \"math\"}",
-        "{\"id\": \"q1\", \"problem\": \"Who runs Zorb? say=Bob\", \"answer\": \"Alice\", \"type\": \"qa\"}",
-        "{\"id\": \"q2\", \"problem\": \"Who runs Zorb? say=Bob judgefail\", \"answer\": \"Alice\", \"type\": \"qa\"}",
-        "{\"id\": \"m2\", \"problem\": \"What is 6*7? say=42\", \"answer\": \"42\", \"type\": \"math\"}",
-        "{\"id\": \"m3\", \"problem\": \"What is 6*7? execfail\", \"answer\": \"42\", \"type\": \"math\"}",
-        "{\"id\": \"c1\", \"problem\": \"def add(a, b):\\n    \\\"\\\"\\\"Sum. CODE-ADD\\\"\\\"\\\"\\n\", \"type\": \"code\","
-        " \"entry_point\": \"add\", \"public_tests\": [\"assert add(1, 2) == 3\"], \"hidden_tests\": \"assert add(2, 2) == 4\\nassert add(0, 5) == 5\"}",
-        "{\"id\": \"c2\", \"problem\": \"def add(a, b):\\n    \\\"\\\"\\\"Sum. CODE-SUB\\\"\\\"\\\"\\n\", \"type\": \"code\","
-        " \"entry_point\": \"add\", \"public_tests\": [\"assert add(1, 2) == 3\"], \"hidden_tests\": \"assert add(2, 2) == 4\\nassert add(0, 5) == 5\"}",
-        "{\"id\": \"q3\", \"problem\": \"Who runs Zorb? say=Bob judge-correct\", \"answer\": \"Robert\", \"type\": \"qa\"}",
-        "{\"id\": \"c3\", \"problem\": \"def add(a, b):\\n    \\\"\\\"\\\"Sum. CODE-ADD\\\"\\\"\\\"\\n\", \"type\": \"code\","
-        " \"entry_point\": \"add\"}",
-        "{\"id\": \"m4\", \"problem\": \"What is 6*7? say=42\", \"answer\": 42, \"type\": \"math\"}",
-    };
-    const char *wfs[] = {
-        "a = answer(problem)\nreturn a\n",
-        "a = answer(problem)\nreturn a\n",
-        "a = answer(problem)\nreturn a\n",
-        "a = progam(problem)\nreturn a\n",
-        "a = answer(problem)\nreturn a\n",
-        "c = codegen(problem)\nreturn c\n",
-        "c = codegen(problem)\nreturn c\n",
-        "xs = answer(problem) x3\nb = ensemble(xs)\nreturn b\n",
-        "c = codegen(problem)\nreturn c\n",
-        "a = answer(problem)\nreturn a\n",
-    };
     enum { N = 10 };
     jr_env_result res[N];
     CHECK_OK(score(&fx, rows, wfs, N, res));
@@ -224,12 +242,93 @@ TEST(workflow_environment) {
     double acc = jr_wf_env_stats_flush(&fx.env, 0, "train/", stat_put, &st);
     CHECK_NEAR(st.code_gold_errors, 1 / 3.0, 1e-12, 0); /* c1, c2, c3 */
     CHECK(st.overall_gold_errors > 0 && acc >= 0);
+    /* operators used and returned (shares of the valid workflows): QA's `answer x3` + `ensemble` uses both and
+     * returns answer's output; every valid workflow returns exactly one operator (or a mix) */
+    CHECK_NEAR(st.qa_op_ensemble, 1 / 3.0, 1e-12, 0);
+    CHECK_NEAR(st.qa_op_answer, 1, 1e-12, 0);
+    CHECK_NEAR(st.qa_ret_answer, 1, 1e-12, 0);
+    CHECK_NEAR(st.qa_ret_ensemble, 0, 0, 0);
+    CHECK_NEAR(st.math_ret_answer, 1, 1e-12, 0); /* m1, m3, m4 (m2 does not parse) */
+    CHECK_NEAR(st.code_ret_codegen, 1, 1e-12, 0);
+    for (int d = 0; d < 4; d++) CHECK_NEAR(st.ret_sum[d], 1, 1e-12, 0);
+    CHECK_STR(dstr(&res[7], "returned"), "answer");
     for (int i = 0; i < N; i++) jr_env_result_free(&res[i]);
     fixture_close(&fx);
     server_stop();
 }
 
+/* The buffer's entries (problem, workflow, reward) into e[], at most cap; returns the count, -1 on error. */
+typedef struct { char problem[128], workflow[128]; double reward; } buf_entry;
+static int buffer_entries(const char *path, buf_entry *e, int cap) {
+    sqlite3 *db;
+    sqlite3_stmt *q;
+    if (sqlite3_open(path, &db) != SQLITE_OK) { sqlite3_close(db); return -1; }
+    int n = 0;
+    if (sqlite3_prepare_v2(db, "select problem, workflow, reward from entries", -1, &q, NULL) != SQLITE_OK) n = -1;
+    while (n >= 0 && n < cap && sqlite3_step(q) == SQLITE_ROW) {
+        snprintf(e[n].problem, sizeof e[n].problem, "%s", (const char *)sqlite3_column_text(q, 0));
+        snprintf(e[n].workflow, sizeof e[n].workflow, "%s", (const char *)sqlite3_column_text(q, 1));
+        e[n++].reward = sqlite3_column_double(q, 2);
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return n;
+}
+
+/* jr_wf_env_shuffle_buffer (the shuffled-reward control): the buffer gets the scored samples with one another's
+ * rewards, so it keeps wrong workflows too; without it every entry is a sample whose own reward reached the
+ * threshold, with that reward. */
+TEST(control_buffer_gets_shuffled_rewards) {
+    if (server_start()) { server_stop(); SKIP("cannot start tests/wf_script_server.py"); }
+    char *dir = jt_tmpdir("wfbuf");
+    int wrong_kept = 0;
+    for (int seed = 0; seed <= 8 && dir; seed++) { /* seed 0: no shuffle */
+        fixture fx;
+        if (fixture_open(&fx)) { fixture_close(&fx); CHECK(0); break; }
+        char path[1024];
+        snprintf(path, sizeof path, "%s/buffer-%d.sqlite", dir, seed);
+        jr_wf_buffer_opts bo;
+        jr_wf_buffer_opts_from_config(&bo, &fx.wcfg);
+        bo.path = path;
+        jr_wf_buffer *b = NULL;
+        int64_t step = 1;
+        CHECK_OK(jr_wf_buffer_open(&b, &bo));
+        jr_wf_env_set_buffer(&fx.env, b, &step);
+        if (seed) jr_wf_env_shuffle_buffer(&fx.env, (uint64_t)seed);
+        enum { N = 10 };
+        jr_env_result res[N];
+        CHECK_OK(score(&fx, rows, wfs, N, res));
+        jr_wf_buffer_close(b);
+        buf_entry e[32];
+        int n = buffer_entries(path, e, 32);
+        CHECK(n > 0);
+        for (int k = 0; k < n; k++) {
+            /* the samples the entry is (m1 and m4 are the same problem and workflow, with their own wall times), the
+             * best of their rewards, whether one of them has the entry's reward, whether a scored sample has it */
+            int own = -1, own_reward = 0, reward_of_some = 0;
+            for (int i = 0; i < N; i++) {
+                json_t *r = json_loads(rows[i], 0, NULL);
+                int same = !strcmp(json_string_value(json_object_get(r, "problem")), e[k].problem) && !strcmp(wfs[i], e[k].workflow);
+                int has = res[i].scored && fabs(res[i].reward - e[k].reward) < 1e-9;
+                if (same && (own < 0 || res[i].reward > res[own].reward)) own = i;
+                own_reward |= same && has;
+                reward_of_some |= has;
+                json_decref(r);
+            }
+            CHECK(own >= 0 && reward_of_some && e[k].reward >= bo.threshold);
+            if (!seed) CHECK_MSG(own_reward, "entry %d: reward %g is not its own (best %g)", k, e[k].reward, own >= 0 ? res[own].reward : NAN);
+            else wrong_kept |= own >= 0 && res[own].reward < bo.threshold;
+        }
+        for (int i = 0; i < N; i++) jr_env_result_free(&res[i]);
+        fixture_close(&fx);
+    }
+    CHECK_MSG(wrong_kept, "no shuffled buffer kept a workflow whose own reward is below the threshold");
+    free(dir);
+    server_stop();
+}
+
 int main(void) {
     RUN(workflow_environment);
+    RUN(control_buffer_gets_shuffled_rewards);
     return jt_done();
 }

@@ -223,7 +223,38 @@ TEST(random_workflows_parse_and_vary) {
     }
 }
 
+/* jr_workflow_random_with ordered_names: the k-th assignment is the k-th letter; with max_statements 2 every
+ * workflow is one assignment to `a` and `return a`, and the operators still vary. */
+TEST(random_workflows_with_ordered_names) {
+    jr_workflow_limits lims[] = {{3, 1, 8}, {2, 1, 8}};
+    jr_wf_random_opts o = {.ordered_names = 1};
+    for (int li = 0; li < 2; li++) {
+        jr_rng r;
+        jr_rng_seed2(&r, 12, (uint64_t)li);
+        int bad = 0, two = 0, seen[JR_WF_N_OPS] = {0};
+        for (int it = 0; it < 300; it++) {
+            char *t = NULL;
+            CHECK_OK(jr_workflow_random_with(&lims[li], &o, &r, &t));
+            jr_workflow *w;
+            if (!t || !parses(t, &lims[li], &w)) { bad++; free(t); continue; }
+            for (int k = 0; k < w->n_stmts; k++)
+                if (strlen(w->stmts[k].name) != 1 || w->stmts[k].name[0] != 'a' + k) bad++;
+            two += w->n_stmts == 2;
+            if (jr_workflow_returned_op(w) < JR_WF_N_OPS) seen[jr_workflow_returned_op(w)] = 1;
+            if (li == 1 && (w->n_stmts != 1 || strncmp(t, "a = ", 4) || !strstr(t, "\nreturn a"))) bad++;
+            jr_workflow_free(w);
+            free(t);
+        }
+        int ops = 0;
+        for (int k = 0; k < JR_WF_N_OPS; k++) ops += seen[k];
+        CHECK_MSG(bad == 0, "limits %d: %d workflows misnamed or not parsing", li, bad);
+        CHECK_MSG(li == 1 || two > 30, "limits %d: only %d of 300 have two assignments", li, two);
+        CHECK_MSG(ops >= 5, "limits %d: only %d operators returned", li, ops);
+    }
+}
+
 int main(void) {
+    RUN(random_workflows_with_ordered_names);
     vocab_init();
     RUN(random_workflows_parse_and_vary);
     RUN(mask_follows_definitions);

@@ -119,8 +119,46 @@ TEST(text_need_not_be_terminated) {
     jr_workflow_free(w);
 }
 
+/* jr_workflow_returned_op: the operator whose output is returned, through ensembles and reworking operators. */
+TEST(operator_returned) {
+    static const struct { const char *text; int op; } cases[] = {
+        {"a = program(problem)\nreturn a\n", JR_WF_PROGRAM},
+        /* an unused statement does not count: the returned variable decides */
+        {"a = answer(problem)\nb = program(problem)\nreturn b\n", JR_WF_PROGRAM},
+        {"a = answer(problem)\nb = program(problem)\nreturn a\n", JR_WF_ANSWER},
+        /* a vote over K answers returns one of them: answer */
+        {"xs = answer(problem) x5\nbest = ensemble(xs)\nreturn best\n", JR_WF_ANSWER},
+        {"xs = codegen(problem) x3\nbest = mdensemble(xs)\nreturn best\n", JR_WF_CODEGEN},
+        /* reworking operators follow their first argument */
+        {"a = program(problem)\nb = refine(a, 1)\nreturn b\n", JR_WF_PROGRAM},
+        {"c = codegen(problem)\nt = test(c, 2)\nreturn t\n", JR_WF_CODEGEN},
+        {"p = program(problem)\nr = review(p)\nq = revise(p, r)\nreturn q\n", JR_WF_PROGRAM},
+        {"a = answer(problem)\nf = format(a)\nreturn f\n", JR_WF_ANSWER},
+        /* applied to the problem itself, they are the operator returned */
+        {"f = format(problem)\nreturn f\n", JR_WF_FORMAT},
+        {"r = refine(problem, 2)\nreturn r\n", JR_WF_REFINE},
+        /* a generator over another's output is itself the producer */
+        {"h = custom(problem, @\"Find the first hop.\")\nb = answer(h)\nreturn b\n", JR_WF_ANSWER},
+        {"b = answer(problem)\nh = custom(b, @\"Say it again.\")\nreturn h\n", JR_WF_CUSTOM},
+        /* a list literal: its items' producer, nested calls included; different producers are mixed */
+        {"a = answer(problem)\nb = answer(problem)\ne = ensemble([a, b, format(a)])\nreturn e\n", JR_WF_ANSWER},
+        {"a = answer(problem)\nb = program(problem)\ne = ensemble([a, b])\nreturn e\n", JR_WF_N_OPS},
+        {"a = answer(problem)\nb = refine(format(program(problem)), 1)\nreturn b\n", JR_WF_PROGRAM},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        jr_workflow *w = parse(cases[i].text);
+        CHECK_MSG(w != NULL, "case %zu does not parse: %s", i, jr_errmsg());
+        if (!w) continue;
+        int got = jr_workflow_returned_op(w);
+        CHECK_MSG(got == cases[i].op, "case %zu: returned %d, want %d\n%s", i, got, cases[i].op, cases[i].text);
+        jr_workflow_free(w);
+    }
+    CHECK(jr_workflow_returned_op(NULL) == JR_WF_N_OPS);
+}
+
 int main(void) {
     RUN(valid_workflows_and_their_figures);
+    RUN(operator_returned);
     RUN(malformed_workflows_give_line_and_column);
     RUN(text_need_not_be_terminated);
     return jt_done();

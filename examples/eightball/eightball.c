@@ -64,6 +64,14 @@ const jr_cfg_field eb_cfg[] = {
     COUNT("demo.workflow.train_rows", "synthetic task rows per domain for the workflow policy"),
     COUNT("demo.workflow.heldout_rows", "held-out task rows per domain (gold accuracy)"),
     COUNT("demo.workflow.sft_rows", "random valid workflows the policy is SFT'd on"),
+    {"demo.workflow.sft_copy", JR_CFG_FLOAT, "0", "share of the SFT rows with one few-shot example (a random workflow for "
+     "another row of the domain), copied as sft_follow says: a policy that follows the buffer's examples", NULL, NULL, 0, 1},
+    {"demo.workflow.sft_follow", JR_CFG_FLOAT, "1", "share of the SFT rows with an example whose completion copies it (the "
+     "others: another random workflow), so the policy still explores beside its examples", NULL, NULL, 0, 1},
+    {"demo.workflow.sft_statements", JR_CFG_INT, "3", "most statements (the return included) of the random workflows the "
+     "policy is SFT'd on: 2 = one assignment, so the operator token is the choice (GRPO's own bound stays 3)", NULL, NULL, 2, 3},
+    {"demo.workflow.sft_names", JR_CFG_ENUM, "any", "the SFT workflows' variable names: any (each assignment any of a, b, c) "
+     "or ordered (a, then b, then c)", "any|ordered", NULL, 0, 0},
     STEPS("demo.workflow.sft_steps", "the workflow policy's SFT steps (configs/eightball/wf-policy-sft.yaml)"),
     COUNT("demo.workflow.random", "random workflows per held-out row (the random baseline)"),
     STEPS("demo.workflow.steps", "GRPO steps of each workflow run (configs/eightball/wf-grpo.yaml)"),
@@ -115,6 +123,10 @@ jr_status eb_sizes_from_config(eb_sizes *z, const jr_config *c) {
     z->wf_heldout_rows = (int)jr_cfg_int(c, "demo.workflow.heldout_rows");
     z->wf_sft_rows = (int)jr_cfg_int(c, "demo.workflow.sft_rows");
     z->wf_sft_steps = (int)jr_cfg_int(c, "demo.workflow.sft_steps");
+    z->wf_sft_copy = jr_cfg_float(c, "demo.workflow.sft_copy");
+    z->wf_sft_follow = jr_cfg_float(c, "demo.workflow.sft_follow");
+    z->wf_sft_statements = (int)jr_cfg_int(c, "demo.workflow.sft_statements");
+    z->wf_sft_ordered_names = !strcmp(jr_cfg_str(c, "demo.workflow.sft_names"), "ordered");
     z->wf_random = (int)jr_cfg_int(c, "demo.workflow.random");
     z->wf_steps = (int)jr_cfg_int(c, "demo.workflow.steps");
     z->wf_gens = (int)jr_cfg_int(c, "demo.workflow.num_generations");

@@ -31,6 +31,8 @@ typedef struct eb_sizes {
     int wf_exec_n_over;
     int wf_train_rows, wf_heldout_rows;              /* demo.workflow.*_rows: task rows per domain */
     int wf_sft_rows, wf_sft_steps;                   /* the policy's SFT on random valid workflows */
+    double wf_sft_copy, wf_sft_follow;               /* share of SFT rows with a few-shot example, and of those copying it */
+    int wf_sft_statements, wf_sft_ordered_names;     /* their bound and names (demo.workflow.sft_statements, sft_names) */
     int wf_random;                                   /* random workflows per held-out row */
     int wf_steps, wf_gens, wf_prompts;               /* GRPO */
     int wf_seeds, wf_control;                        /* GRPO runs: run.seed 1..wf_seeds, and a shuffled-reward control */

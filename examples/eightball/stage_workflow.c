@@ -170,28 +170,58 @@ static jr_workflow_limits limits(void) {
     return l;
 }
 
-/* The policy's SFT rows: the Layer-1 demo prompt of a training row, cut to its last max_prompt bytes as GRPO
- * cuts it, then a random valid workflow. */
+/* A random valid workflow under the SFT's own bounds (demo.workflow.sft_statements) and names
+ * (demo.workflow.sft_names); the same walk for every domain. */
+static jr_status random_wf(const eb_sizes *z, jr_rng *r, char **wf) {
+    jr_workflow_limits lim = limits();
+    lim.max_statements = z->wf_sft_statements;
+    jr_wf_random_opts ro = {.ordered_names = z->wf_sft_ordered_names};
+    return jr_workflow_random_with(&lim, &ro, r, wf);
+}
+
+/* One SFT row for `row`: its Layer-1 demo prompt cut to its last max_prompt bytes as GRPO cuts it, then a random
+ * valid workflow (random_wf). With probability demo.workflow.sft_copy the prompt has one few-shot example (another
+ * training row of the same domain with a random workflow, a reward in [8, 10) as the buffer's), which the
+ * completion copies with probability demo.workflow.sft_follow (else it is another random workflow): the policy
+ * learns to follow its examples, often but not always, never which workflow is right (the examples are random;
+ * in GRPO they come from the buffer: the policy's own rewarded workflows). */
+static jr_status policy_row(const char *tmpl, const json_t *train, const json_t *row, const eb_sizes *z, int max_prompt,
+                            jr_rng *r, json_t *rows) {
+    char *prompt = NULL, *wf = NULL, *ex_wf = NULL;
+    jr_wf_example ex = {0};
+    int n_ex = 0;
+    jr_status st = random_wf(z, r, &wf);
+    if (!st && z->wf_sft_copy > 0 && jr_rng_double(r) < z->wf_sft_copy) {
+        const json_t *other = row;
+        for (int k = 0; k < 64 && (other == row || !json_equal(json_object_get(other, "type"), json_object_get(row, "type"))); k++)
+            other = json_array_get(train, jr_rng_below(r, json_array_size(train)));
+        ex.problem = (char *)json_string_value(json_object_get(other, "problem"));
+        ex.reward = 8.0 + 2.0 * jr_rng_double(r);
+        n_ex = ex.problem && other != row ? 1 : 0;
+        if (jr_rng_double(r) < z->wf_sft_follow) ex.workflow = wf; /* copied */
+        else st = random_wf(z, r, &ex_wf), ex.workflow = ex_wf; /* another random workflow: not followed */
+    }
+    if (!st) st = jr_wf_layer1_render(tmpl, row, &ex, n_ex, &prompt);
+    if (!st) {
+        size_t n = strlen(prompt);
+        json_array_append_new(rows, json_pack("{s:s,s:s}", "prompt", prompt + (n > (size_t)max_prompt ? n - (size_t)max_prompt : 0),
+                                              "completion", wf));
+    }
+    free(prompt);
+    free(wf);
+    free(ex_wf);
+    return st;
+}
+
+/* The policy's SFT rows (policy_row), z->wf_sft_rows of random training rows. */
 static jr_status policy_rows(const char *wdir, const json_t *train, const eb_sizes *z, int max_prompt) {
     char *tmpl = NULL, p[2 * PATH_MAX];
     jr_status st = jr_template_load("templates/workflow_layer1_demo.txt", NULL, &tmpl);
     json_t *rows = json_array();
     jr_rng r;
     jr_rng_seed2(&r, 0x776664656d6fULL, 1);
-    jr_workflow_limits lim = limits();
-    for (int i = 0; i < z->wf_sft_rows && !st; i++) {
-        const json_t *row = json_array_get(train, jr_rng_below(&r, json_array_size(train)));
-        char *prompt = NULL, *wf = NULL;
-        st = jr_wf_layer1_render(tmpl, row, NULL, 0, &prompt);
-        if (!st) st = jr_workflow_random(&lim, &r, &wf);
-        if (!st) {
-            size_t n = strlen(prompt);
-            json_array_append_new(rows, json_pack("{s:s,s:s}", "prompt", prompt + (n > (size_t)max_prompt ? n - (size_t)max_prompt : 0),
-                                                  "completion", wf));
-        }
-        free(prompt);
-        free(wf);
-    }
+    for (int i = 0; i < z->wf_sft_rows && !st; i++)
+        st = policy_row(tmpl, train, json_array_get(train, jr_rng_below(&r, json_array_size(train))), z, max_prompt, &r, rows);
     snprintf(p, sizeof p, "%s/policy_sft.jsonl", wdir);
     if (!st) st = write_jsonl(p, rows);
     json_decref(rows);
@@ -291,13 +321,14 @@ static jr_status baselines(const char *wdir, const json_t *held, const eb_sizes 
     return st;
 }
 
-/* The operator shares per domain (KEYPREFIX DOM/op/NAME) of a metrics row: {DOM: {NAME: share}}. */
-static json_t *op_shares(const json_t *row, const char *prefix) {
+/* The operator shares per domain (PREFIX DOM/KIND/NAME, KIND op: used, ret: returned) of a metrics row:
+ * {DOM: {NAME: share}}, shares above 0. */
+static json_t *op_shares(const json_t *row, const char *prefix, const char *kind) {
     json_t *o = json_object();
     for (int d = 0; d < 3; d++) {
         json_t *m = json_object();
         char pre[64];
-        int n = snprintf(pre, sizeof pre, "%s%s/op/", prefix, kDom[d]);
+        int n = snprintf(pre, sizeof pre, "%s%s/%s/", prefix, kDom[d], kind);
         const char *k;
         json_t *v;
         json_object_foreach((json_t *)row, k, v)
@@ -352,8 +383,10 @@ static jr_status grpo_record(const char *run, const char *name, json_t **out) {
     json_object_set_new(rec, "after", after ? acc_row(an, after, "eval/") : json_null());
     json_object_set_new(rec, "valid_before", json_real(before ? numk(before, "eval/overall/valid_rate") : NAN));
     json_object_set_new(rec, "valid_after", json_real(after ? numk(after, "eval/overall/valid_rate") : NAN));
-    json_object_set_new(rec, "ops_before", before ? op_shares(before, "eval/") : json_object());
-    json_object_set_new(rec, "ops_after", after ? op_shares(after, "eval/") : json_object());
+    json_object_set_new(rec, "ops_before", before ? op_shares(before, "eval/", "op") : json_object());
+    json_object_set_new(rec, "ops_after", after ? op_shares(after, "eval/", "op") : json_object());
+    json_object_set_new(rec, "returned_before", before ? op_shares(before, "eval/", "ret") : json_object());
+    json_object_set_new(rec, "returned_after", after ? op_shares(after, "eval/", "ret") : json_object());
     json_t *buf = json_object();
     for (int d = 0; d < 3; d++) {
         char k[32];
@@ -454,6 +487,9 @@ jr_status eb_stage_workflow(eb_ctx *c, const void *arg, char *note, size_t cap) 
     json_object_set_new(wf, "executor_reused", json_boolean(reused));
     json_object_set_new(wf, "executor_background", json_boolean(background));
     if (!st) st = tasks(wdir, z, &train, &held);
+    json_object_set_new(wf, "sft", json_pack("{s:i,s:s,s:f,s:f,s:i,s:i}", "statements", z->wf_sft_statements, "names",
+                                             z->wf_sft_ordered_names ? "ordered" : "any",
+                                             "copy", z->wf_sft_copy, "follow", z->wf_sft_follow, "rows", z->wf_sft_rows, "steps", z->wf_sft_steps));
     if (!st) st = policy_rows(wdir, train, z, 96);
     if (!st) st = policy_sft(wdir, c->logf, c->stop, z);
     eb_server sv = {.pid = -1};

@@ -69,6 +69,7 @@ typedef struct jr_reward_component_opts {
     const char *fn;       /* reward function */
     double weight;
     int optional;         /* unscored: left out of the sum instead of leaving the row unscored */
+    const char *gate;     /* counts only in rows where the component of this name is scored and > 0; NULL = always */
     const json_t *params; /* the function's parameters (an object), may be NULL */
 } jr_reward_component_opts;
 

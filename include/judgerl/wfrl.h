@@ -55,6 +55,12 @@ struct jr_wf_buffer;
  * the workflow and the reward), tagged with *step as it is when the results come in. */
 void jr_wf_env_set_buffer(jr_env *env, struct jr_wf_buffer *b, const int64_t *step);
 
+/* The shuffled-reward control (grpo.shuffle_rewards) for the buffer: each flush's scored training samples are
+ * offered to it with the reward of another of them (a permutation seeded by (seed, *step)), as the trainer moves
+ * the rewards for its advantages, so the buffer keeps what the shuffled rewards select, not the rewarded
+ * workflows. Without it a control's buffer would hold the right workflows and its few-shot examples teach them. */
+void jr_wf_env_shuffle_buffer(jr_env *env, uint64_t seed);
+
 /* The per-domain statistics of the samples finished since the last call for the held-out rows
  * (heldout = 1: rows with "split": "heldout") or the training rows (0), handed to put(ud, key, value)
  * and reset. For DOM in math, code, qa (those seen) and overall, keys PREFIX + DOM + "/" +: n, reward

@@ -112,6 +112,23 @@ jr_status jr_workflow_constraint(jr_constraint **out, const jr_token_bytes *v, c
  * static checks under `lim`. *out is a new string. */
 jr_status jr_workflow_random(const jr_workflow_limits *lim, jr_rng *r, char **out);
 
+/* Options of the random workflows (jr_workflow_random_with). */
+typedef struct jr_wf_random_opts {
+    int ordered_names; /* 1: the k-th assignment is named by the k-th letter (`a`, then `b`, then `c`), so a
+                        * workflow's text depends only on its operators and arguments; 0 (jr_workflow_random):
+                        * each assignment takes any of a, b, c not yet defined */
+} jr_wf_random_opts;
+
+/* jr_workflow_random with options (o NULL: all 0, jr_workflow_random's walk). */
+jr_status jr_workflow_random_with(const jr_workflow_limits *lim, const jr_wf_random_opts *o, jr_rng *r, char **out);
+
+/* The operator whose output a workflow returns: the returned statement's call, followed back through the
+ * operators that pass an input's content on (ensemble and mdensemble pick one of their items; refine, revise,
+ * test and format rework their first argument) to the operator that produced it; one of these applied to
+ * `problem` itself is the operator returned. JR_WF_N_OPS ("mixed") when a list's items come from different
+ * operators. */
+int jr_workflow_returned_op(const jr_workflow *w);
+
 /* ===================================== templates ========================================== */
 /* The Layer-2 operator prompts (templates/workflow/: OP_TYPE.txt, else OP.txt), loaded once. The
  * executor renders every call through them, and the executor's SFT data (src/train/wf_executor.c)

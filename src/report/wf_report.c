@@ -63,10 +63,13 @@ void jr_report_workflow_text(FILE *out, const json_t *wf) {
                 jr_report_num(r, "valid_after"), (long long)json_integer_value(json_object_get(b, "math")),
                 (long long)json_integer_value(json_object_get(b, "code")), (long long)json_integer_value(json_object_get(b, "qa")));
         for (int d = 0; d < 3; d++) {
-            char ob[512], oa[512];
+            char ob[512], oa[512], rb[512], ra[512];
             ops_str(ob, sizeof ob, json_object_get(json_object_get(r, "ops_before"), kDoms[d]));
             ops_str(oa, sizeof oa, json_object_get(json_object_get(r, "ops_after"), kDoms[d]));
-            fprintf(out, "    operators %-4s before: %s\n    %14s after:  %s\n", kDoms[d], ob, "", oa);
+            ops_str(rb, sizeof rb, json_object_get(json_object_get(r, "returned_before"), kDoms[d]));
+            ops_str(ra, sizeof ra, json_object_get(json_object_get(r, "returned_after"), kDoms[d]));
+            fprintf(out, "    operators %-4s used before: %s\n    %19s after:  %s\n    %14s returned before: %s\n    %23s after:  %s\n",
+                    kDoms[d], ob, "", oa, "", rb, "", ra);
         }
     }
     const json_t *c = json_object_get(wf, "criteria");
@@ -103,25 +106,28 @@ static void html_run(jr_strbuf *b, const json_t *r) {
     jr_strbuf_addf(b, "<h3>");
     jr_html_escape(b, wstr(r, "name"));
     jr_strbuf_addf(b, "%s</h3>\n<p>Valid workflows %.2f before RL, %.2f after; experience buffer at the end: maths %lld, code %lld, "
-                     "QA %lld.</p>\n<table><tr><th>domain</th><th>operators before RL (share of valid workflows)</th><th>after RL</th></tr>\n",
+                     "QA %lld.</p>\n<table><tr><th>domain</th><th>operators used before RL (share of valid workflows)</th><th>after RL</th>"
+                     "<th>operator returned before RL</th><th>after RL</th></tr>\n",
                   json_is_true(json_object_get(r, "control")) ? " (shuffled rewards)" : "", jr_report_num(r, "valid_before"), jr_report_num(r, "valid_after"),
                   (long long)json_integer_value(json_object_get(buf, "math")), (long long)json_integer_value(json_object_get(buf, "code")),
                   (long long)json_integer_value(json_object_get(buf, "qa")));
+    static const char *const keys[4] = {"ops_before", "ops_after", "returned_before", "returned_after"};
     for (int d = 0; d < 3; d++) {
-        char ob[512], oa[512];
-        ops_str(ob, sizeof ob, json_object_get(json_object_get(r, "ops_before"), kDoms[d]));
-        ops_str(oa, sizeof oa, json_object_get(json_object_get(r, "ops_after"), kDoms[d]));
-        jr_strbuf_addf(b, "<tr><td>%s</td><td>", kDoms[d]);
-        jr_html_escape(b, ob);
-        jr_strbuf_addf(b, "</td><td>");
-        jr_html_escape(b, oa);
-        jr_strbuf_addf(b, "</td></tr>\n");
+        jr_strbuf_addf(b, "<tr><td>%s</td>", kDoms[d]);
+        for (int k = 0; k < 4; k++) {
+            char o[512];
+            ops_str(o, sizeof o, json_object_get(json_object_get(r, keys[k]), kDoms[d]));
+            jr_strbuf_addf(b, "<td>");
+            jr_html_escape(b, o);
+            jr_strbuf_addf(b, "</td>");
+        }
+        jr_strbuf_addf(b, "</tr>\n");
     }
     jr_strbuf_addf(b, "</table>\n");
     const json_t *comp = json_object_get(r, "components");
     int n = (int)json_array_size(comp);
     if (n <= 0 || n > 100000) return;
-    static const char *const keys[] = {"reward", "correctness", "efficiency", "simplicity", "format", "repetition"};
+    static const char *const comps[] = {"reward", "correctness", "efficiency", "simplicity", "format", "repetition"};
     double xs[6][256], ys[6][256];
     jr_series s[6];
     int m = n < 256 ? n : 256;
@@ -129,9 +135,9 @@ static void html_run(jr_strbuf *b, const json_t *r) {
         for (int i = 0; i < m; i++) {
             const json_t *c = json_array_get(comp, (size_t)i);
             xs[k][i] = jr_report_num(c, "step");
-            ys[k][i] = jr_report_num(c, keys[k]);
+            ys[k][i] = jr_report_num(c, comps[k]);
         }
-        s[k] = (jr_series){keys[k], xs[k], ys[k], m, NULL, 0};
+        s[k] = (jr_series){comps[k], xs[k], ys[k], m, NULL, 0};
     }
     jr_svg_lines(b, "reward components over steps (training samples, mean)", "step", "score (seed 2's 10-point scale)", s, 6);
 }

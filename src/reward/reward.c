@@ -42,6 +42,7 @@ typedef struct {
     const jr_reward_fn *fn;
     double weight;
     int optional;
+    int gate; /* index of the component that gates this one (counts only when it is scored and > 0); -1 = none */
     json_t *params;
     int proto; /* judge protocol handle (fn->protocol only) */
 } component;
@@ -108,6 +109,7 @@ jr_status jr_reward_opts_from_config(jr_reward_opts *o, const jr_config *c) {
         x->fn = json_string_value(json_object_get(k, "fn"));
         x->weight = json_number_value(json_object_get(k, "weight"));
         x->optional = json_is_true(json_object_get(k, "optional"));
+        x->gate = json_string_value(json_object_get(k, "gate"));
         x->params = json_object_get(k, "params");
     }
     return JR_OK;
@@ -118,6 +120,22 @@ jr_status jr_reward_open(jr_reward **out, const jr_config *cfg) {
     jr_reward_opts o;
     jr_status st = jr_reward_opts_from_config(&o, cfg);
     return st ? st : jr_reward_open_opts(out, &o);
+}
+
+/* reward.components[i].gate: the index of the named component (not itself, not gated itself: one level). */
+static jr_status resolve_gates(jr_reward *r, const jr_reward_opts *o) {
+    for (int i = 0; i < r->n; i++) r->c[i].gate = -1;
+    for (int i = 0; i < r->n; i++) {
+        const char *g = o->components[i].gate;
+        if (!g) continue;
+        for (int j = 0; j < r->n; j++)
+            if (j != i && !strcmp(r->c[j].name, g)) r->c[i].gate = j;
+        if (r->c[i].gate < 0)
+            return jr_fail(JR_EINVAL, "reward.components.%d (%s).gate: no other component is named '%s'", i, r->c[i].name, g);
+        if (o->components[r->c[i].gate].gate)
+            return jr_fail(JR_EINVAL, "reward.components.%d (%s).gate: '%s' is gated itself (one level only)", i, r->c[i].name, g);
+    }
+    return JR_OK;
 }
 
 jr_status jr_reward_open_opts(jr_reward **out, const jr_reward_opts *o) {
@@ -150,6 +168,7 @@ jr_status jr_reward_open_opts(jr_reward **out, const jr_reward_opts *o) {
             jr_fail_ctx(st, "reward.components.%zu (%s) params", i, k->name);
         need_judge |= fn->protocol != NULL;
     }
+    if (!st) st = resolve_gates(r, o);
     if (!st && need_judge) {
         st = jr_judge_open_opts(&r->judge, &r->o.judge);
         const char *dflt = r->o.judge.protocol;
@@ -285,7 +304,8 @@ static void compose(jr_reward *r, jr_reward_result *res, int added, int missing)
     for (int k = 0; k < r->n; k++) {
         jr_reward_part *p = &res->parts[k];
         if (missing && !p->scored && !p->reason && r->c[k].fn->protocol) set_unscored(p, "judge: no result");
-        if (p->scored) sum += r->c[k].weight * p->value;
+        int g = r->c[k].gate, open = g < 0 || (res->parts[g].scored && res->parts[g].value > 0);
+        if (p->scored) sum += open ? r->c[k].weight * p->value : 0.0;
         else if (!r->c[k].optional && ok) {
             ok = 0;
             char m[1200];

@@ -296,6 +296,7 @@ jr_status jr_wf_train_run(const jr_config *c, const char *cfg_dir, FILE *progres
         /* a resumed run redoes the steps after its checkpoint: what they added goes first */
         if (!st && t.run->resumed) st = jr_wf_buffer_truncate(t.buf, t.run->ts.step);
         if (!st) jr_wf_env_set_buffer(&e.env, t.buf, &t.cur_step);
+        if (!st && s.grpo.shuffle_rewards) jr_wf_env_shuffle_buffer(&e.env, (uint64_t)s.run.seed); /* the control's buffer too */
     }
     if (!st && t.run->eval.score) {
         t.orig_eval = t.run->eval;

@@ -474,7 +474,9 @@ static const char *const kPieces[] = {
 };
 #define N_PIECES (int)(sizeof kPieces / sizeof *kPieces)
 
-static jr_status random_walk(const jr_workflow_limits *lim, jr_rng *r, char **out) {
+#define N_NAME_PIECES 3 /* kPieces[0..2]: "a = ", "b = ", "c = " */
+
+static jr_status random_walk(const jr_workflow_limits *lim, int ordered, jr_rng *r, char **out) {
     *out = NULL;
     const char *bytes[N_PIECES + 1];
     int32_t lens[N_PIECES + 1];
@@ -491,17 +493,20 @@ static jr_status random_walk(const jr_workflow_limits *lim, jr_rng *r, char **ou
     jr_cstate s;
     if ((st = jr_cstate_init(&s, c))) { jr_constraint_free(c); return st; }
     uint8_t mask[N_PIECES + 1];
-    int ended = 0;
+    int ended = 0, assigned = 0;
     for (int step = 0; step < 4096 && !st && !ended; step++) {
         int complete = 0, n = jr_constraint_mask(c, &s, mask, &complete);
         mask[N_PIECES] = (uint8_t)(complete != 0);
         n = n < 0 ? -1 : n + (complete != 0);
+        for (int k = 0; ordered && n > 0 && k < N_NAME_PIECES; k++) /* only the next letter starts an assignment */
+            if (k != assigned && mask[k]) { mask[k] = 0; n--; }
         if (n <= 0) { st = n < 0 ? JR_EINTERNAL : jr_fail(JR_EINTERNAL, "workflow grammar: a random walk got stuck after \x27%.*s\x27", (int)s.len, s.buf ? s.buf : ""); break; }
         int pick = (int)jr_rng_below(r, (uint64_t)n), t = 0;
         for (; t <= N_PIECES; t++)
             if (mask[t] && pick-- == 0) break;
         if (t == N_PIECES) ended = 1;
         else st = jr_constraint_advance(c, &s, t);
+        assigned += t < N_NAME_PIECES;
     }
     if (!st && !ended) st = jr_fail(JR_EINTERNAL, "workflow grammar: a random walk did not end");
     if (!st) {
@@ -517,10 +522,12 @@ static jr_status random_walk(const jr_workflow_limits *lim, jr_rng *r, char **ou
     return st;
 }
 
-jr_status jr_workflow_random(const jr_workflow_limits *lim, jr_rng *r, char **out) {
+jr_status jr_workflow_random_with(const jr_workflow_limits *lim, const jr_wf_random_opts *o, jr_rng *r, char **out) {
     jr_status st = JR_OK;
     /* a walk can reach a point where no piece fits (the grammar would need a byte the pieces lack): walk again */
     for (int tries = 0; tries < 64; tries++)
-        if ((st = random_walk(lim, r, out)) != JR_EINTERNAL) return st;
+        if ((st = random_walk(lim, o && o->ordered_names, r, out)) != JR_EINTERNAL) return st;
     return st;
 }
+
+jr_status jr_workflow_random(const jr_workflow_limits *lim, jr_rng *r, char **out) { return jr_workflow_random_with(lim, NULL, r, out); }

@@ -545,3 +545,36 @@ jr_status jr_workflow_parse(const char *text, size_t len, const jr_workflow_limi
     *out = p.w;
     return JR_OK;
 }
+
+/* ---- the operator returned ---- */
+
+#define RET_PROBLEM (-1) /* the content is the input `problem` itself */
+
+/* The operator that produced node i's content (jr_workflow_returned_op), RET_PROBLEM for `problem`. Names are
+ * defined before use, so the walk back ends. */
+static int produced_by(const jr_workflow *w, int i) {
+    const jr_wf_node *n = &w->nodes[i];
+    if (n->type == JR_WF_N_VAR) return n->var < 0 ? RET_PROBLEM : produced_by(w, w->stmts[n->var].expr);
+    if (n->type == JR_WF_N_LIST) {
+        int got = RET_PROBLEM;
+        for (int k = 0; k < n->n_items; k++) {
+            int x = produced_by(w, n->items[k]);
+            got = k == 0 || x == got ? x : JR_WF_N_OPS;
+        }
+        return got;
+    }
+    if (n->type != JR_WF_N_CALL) return RET_PROBLEM;
+    switch (n->op) {
+    case JR_WF_ENSEMBLE: case JR_WF_MDENSEMBLE: case JR_WF_REFINE: case JR_WF_REVISE: case JR_WF_TEST: case JR_WF_FORMAT: {
+        int x = n->n_args > 0 ? produced_by(w, n->args[0]) : RET_PROBLEM; /* passes its first argument's content on */
+        return x == RET_PROBLEM ? (int)n->op : x;
+    }
+    default: return (int)n->op;
+    }
+}
+
+int jr_workflow_returned_op(const jr_workflow *w) {
+    if (!w || w->ret < 0 || w->ret >= w->n_stmts) return JR_WF_N_OPS;
+    int x = produced_by(w, w->stmts[w->ret].expr);
+    return x == RET_PROBLEM ? JR_WF_N_OPS : x;
+}

@@ -129,6 +129,7 @@ typedef struct {
     double comp_sum[WF_MAX_PARTS];
     long comp_n[WF_MAX_PARTS];
     long op_used[JR_WF_N_OPS];
+    long op_returned[JR_WF_N_OPS + 1]; /* jr_workflow_returned_op; [JR_WF_N_OPS]: mixed */
 } wf_stat;
 
 static const char *const kDomains[] = {"math", "code", "qa", "overall"};
@@ -146,6 +147,8 @@ typedef struct {
     double *weights;
     struct jr_wf_buffer *buffer;
     const int64_t *step;
+    int shuffle_buffer;     /* jr_wf_env_shuffle_buffer */
+    uint64_t shuffle_seed;
     pthread_mutex_t mu;
     wf_stat stats[2][4]; /* [heldout][domain] */
 } wf_env;
@@ -183,6 +186,7 @@ static void stat_add(wf_env *e, const wf_item *it, const jr_env_result *r) {
             for (int i = 0; i < it->w->n_nodes; i++)
                 if (it->w->nodes[i].type == JR_WF_N_CALL) used[it->w->nodes[i].op] = 1;
             for (int o = 0; o < JR_WF_N_OPS; o++) s->op_used[o] += used[o];
+            s->op_returned[jr_workflow_returned_op(it->w)]++;
         }
         if (it->w && it->res.ok) s->answered++;
         s->gold_right += it->gold_known == 1 && it->gold;
@@ -298,6 +302,8 @@ static json_t *item_detail(const wf_env *e, const wf_item *it) {
     else json_object_set_new(d, "reason", json_string(it->res.reason ? it->res.reason : "failed"));
     json_object_set_new(d, "n_operators", json_integer(it->w->n_operators));
     json_object_set_new(d, "operators", operators_of(it->w));
+    int ret = jr_workflow_returned_op(it->w);
+    json_object_set_new(d, "returned", json_string(ret < JR_WF_N_OPS ? jr_wf_op_name((jr_wf_op)ret) : "mixed"));
     json_object_set_new(d, "n_calls", json_integer(it->res.n_calls));
     json_object_set_new(d, "tokens", json_integer(it->res.tokens));
     json_object_set_new(d, "wall_s", json_real(it->res.wall_s));
@@ -310,6 +316,27 @@ static json_t *item_detail(const wf_env *e, const wf_item *it) {
     }
     if (it->res.trace) json_object_set(d, "trace", it->res.trace);
     return d;
+}
+
+/* Offers the flush's scored training samples (items which[0..n-1], rewards rw) to the buffer, their rewards
+ * permuted first for the shuffled-reward control. */
+static jr_status buffer_offer(wf_env *e, const size_t *which, double *rw, size_t n) {
+    int64_t step = e->step ? *e->step : 0;
+    if (e->shuffle_buffer) {
+        jr_rng r;
+        jr_rng_seed2(&r, e->shuffle_seed ^ 0x627566666572ULL, (uint64_t)step);
+        for (size_t i = n; i > 1; i--) {
+            size_t j = (size_t)jr_rng_below(&r, (uint64_t)i);
+            double t = rw[i - 1]; rw[i - 1] = rw[j]; rw[j] = t;
+        }
+    }
+    jr_status st = JR_OK;
+    for (size_t k = 0; k < n && !st; k++) {
+        const wf_item *it = &e->items[which[k]];
+        const char *prob = json_string_value(json_object_get(it->row, "problem"));
+        if (prob) st = jr_wf_buffer_add(e->buffer, kDomains[domain_index(it->row)], prob, it->text, rw[k], step, NULL);
+    }
+    return st;
 }
 
 static jr_status we_flush(void *ctx, jr_env_queue *q) {
@@ -328,9 +355,14 @@ static jr_status we_flush(void *ctx, jr_env_queue *q) {
     /* the executed items with an answer go to the registry together (judge calls run concurrently) */
     size_t na = 0;
     json_t **rows = jr_calloc(e->n + 1, sizeof *rows);
-    size_t *which = jr_calloc(e->n + 1, sizeof *which);
+    size_t *which = jr_calloc(e->n + 1, sizeof *which), *offer = jr_calloc(e->n + 1, sizeof *offer), n_offer = 0;
+    double *offer_rw = jr_calloc(e->n + 1, sizeof *offer_rw);
     jr_reward_result *rr = jr_calloc(e->n + 1, sizeof *rr);
-    if (!rows || !which || !rr) { free(rows); free(which); free(rr); st = jr_fail(JR_ENOMEM, "workflow environment: out of memory"); goto done; }
+    if (!rows || !which || !rr || !offer || !offer_rw) {
+        free(rows); free(which); free(rr); free(offer); free(offer_rw);
+        st = jr_fail(JR_ENOMEM, "workflow environment: out of memory");
+        goto done;
+    }
     for (size_t i = 0; i < e->n; i++)
         if (e->items[i].w && e->items[i].res.ok) {
             which[na] = i;
@@ -370,13 +402,16 @@ static jr_status we_flush(void *ctx, jr_env_queue *q) {
         stat_add(e, it, &r);
         pthread_mutex_unlock(&e->mu);
         if (e->buffer && r.scored && !is_heldout(it->row) && domain_index(it->row) >= 0) {
-            const char *prob = json_string_value(json_object_get(it->row, "problem"));
-            jr_status bs = prob ? jr_wf_buffer_add(e->buffer, kDomains[domain_index(it->row)], prob, it->text, r.reward,
-                                                   e->step ? *e->step : 0, NULL) : JR_OK;
-            if (bs && !st) st = bs;
+            offer[n_offer] = i;
+            offer_rw[n_offer++] = r.reward;
         }
         jr_env_queue_push(q, &r);
     }
+    if (n_offer) {
+        jr_status bs = buffer_offer(e, offer, offer_rw, n_offer);
+        if (bs && !st) st = bs;
+    }
+    free(offer); free(offer_rw);
     for (size_t i = 0; i < na; i++) { json_decref(rows[i]); jr_reward_result_free(&rr[i]); }
     free(rows); free(which); free(rr);
 done:
@@ -439,6 +474,13 @@ void jr_wf_env_set_buffer(jr_env *env, struct jr_wf_buffer *b, const int64_t *st
     e->step = step;
 }
 
+void jr_wf_env_shuffle_buffer(jr_env *env, uint64_t seed) {
+    if (!env || env->ops != &wf_ops) return;
+    wf_env *e = env->ctx;
+    e->shuffle_buffer = 1;
+    e->shuffle_seed = seed;
+}
+
 double jr_wf_env_stats_flush(jr_env *env, int heldout, const char *prefix, void (*put)(void *ud, const char *key, double v),
                              void *ud) {
     if (!env || env->ops != &wf_ops) return NAN;
@@ -469,7 +511,10 @@ double jr_wf_env_stats_flush(jr_env *env, int heldout, const char *prefix, void 
                 char name[64];
                 snprintf(name, sizeof name, "op/%s", jr_wf_op_name((jr_wf_op)o));
                 PUT(name, (double)s->op_used[o] / s->valid);
+                snprintf(name, sizeof name, "ret/%s", jr_wf_op_name((jr_wf_op)o));
+                PUT(name, (double)s->op_returned[o] / s->valid);
             }
+            PUT("ret/mixed", (double)s->op_returned[JR_WF_N_OPS] / s->valid);
         }
     }
 #undef PUT
