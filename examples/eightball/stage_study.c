@@ -12,6 +12,7 @@
 #include "judgerl/fsutil.h"
 #include "judgerl/strbuf.h"
 #include "judgerl/study.h"
+#include "judgerl/train.h"
 
 /* The judges served for the study: the demo's model directories OUT/judge-DIR. */
 static const char *const SERVED[] = {"unbiased", "syco", "long", "masterkey"};
@@ -34,6 +35,21 @@ static jr_status member_yaml(const eb_ctx *c, const char *name, int port, char *
     if (!st) st = jr_write_atomic(path, y, strlen(y));
     free(text);
     free(y);
+    return st;
+}
+
+/* The study sets the format term's weight by its index (reward.components.1.weight): that index must still name
+ * the format term in configs/eightball-grpo.yaml, else the override would silently reweight another component. */
+static jr_status format_at_index_1(void) {
+    jr_config cfg;
+    jr_status st = jr_config_load(&cfg, "configs/eightball-grpo.yaml", 0, NULL, jr_train_tables);
+    if (st) return st;
+    const json_t *f = json_array_get(jr_cfg_json(&cfg, "reward.components"), 1);
+    const char *name = json_string_value(json_object_get(f, "name"));
+    if (!name || strcmp(name, "format"))
+        st = jr_fail(JR_EINVAL, "configs/eightball-grpo.yaml: reward.components[1] is %s, not the format term the study's "
+                     "reward.components.1.weight sets", name ? name : "missing");
+    jr_config_free(&cfg);
     return st;
 }
 
@@ -157,6 +173,7 @@ jr_status eb_stage_study(eb_ctx *c, const void *arg, char *note, size_t cap) {
     eb_path(c, yp, sizeof yp, "study.yaml");
     /* a study reuses finished runs: start empty, so runs against judges of an earlier demo are never reused */
     jr_status st = jr_rmtree(sdir);
+    if (!st) st = format_at_index_1();
     eb_server sv[N_SERVED];
     int ports[N_SERVED] = {0}, started = 0;
     for (int k = 0; k < N_SERVED && !st; k++) {
