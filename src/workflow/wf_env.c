@@ -172,6 +172,9 @@ static int gold_error(const wf_item *it) { return it->w && it->res.ok && it->gol
 static void stat_add(wf_env *e, const wf_item *it, const jr_env_result *r) {
     int d = domain_index(it->row);
     wf_stat *targets[2] = {&e->stats[is_heldout(it->row)][3], d >= 0 ? &e->stats[is_heldout(it->row)][d] : NULL};
+    int used[JR_WF_N_OPS] = {0}, ret = it->w ? jr_workflow_returned_op(it->w) : 0; /* once for both targets */
+    for (int i = 0; it->w && i < it->w->n_nodes; i++)
+        if (it->w->nodes[i].type == JR_WF_N_CALL) used[it->w->nodes[i].op] = 1;
     for (int t = 0; t < 2; t++) {
         wf_stat *s = targets[t];
         if (!s) continue;
@@ -182,11 +185,8 @@ static void stat_add(wf_env *e, const wf_item *it, const jr_env_result *r) {
         if (it->w) {
             s->valid++;
             s->ops_sum += it->w->n_operators;
-            int used[JR_WF_N_OPS] = {0};
-            for (int i = 0; i < it->w->n_nodes; i++)
-                if (it->w->nodes[i].type == JR_WF_N_CALL) used[it->w->nodes[i].op] = 1;
             for (int o = 0; o < JR_WF_N_OPS; o++) s->op_used[o] += used[o];
-            s->op_returned[jr_workflow_returned_op(it->w)]++;
+            s->op_returned[ret]++;
         }
         if (it->w && it->res.ok) s->answered++;
         s->gold_right += it->gold_known == 1 && it->gold;
@@ -318,24 +318,26 @@ static json_t *item_detail(const wf_env *e, const wf_item *it) {
     return d;
 }
 
-/* Offers the flush's scored training samples (items which[0..n-1], rewards rw) to the buffer, their rewards
- * permuted first for the shuffled-reward control. */
-static jr_status buffer_offer(wf_env *e, const size_t *which, double *rw, size_t n) {
+/* Offers the flush's scored training samples (items which[0..n-1], rewards rw) to the buffer, sample k with
+ * the reward of sample perm[k]: perm is the identity, or for the shuffled-reward control a permutation seeded
+ * by (seed, step). */
+static jr_status buffer_offer(wf_env *e, const size_t *which, const double *rw, size_t n) {
     int64_t step = e->step ? *e->step : 0;
+    uint32_t *perm = jr_calloc(n + 1, sizeof *perm);
+    if (!perm) return jr_fail(JR_ENOMEM, "workflow environment: out of memory");
+    for (size_t k = 0; k < n; k++) perm[k] = (uint32_t)k;
     if (e->shuffle_buffer) {
         jr_rng r;
         jr_rng_seed2(&r, e->shuffle_seed ^ 0x627566666572ULL, (uint64_t)step);
-        for (size_t i = n; i > 1; i--) {
-            size_t j = (size_t)jr_rng_below(&r, (uint64_t)i);
-            double t = rw[i - 1]; rw[i - 1] = rw[j]; rw[j] = t;
-        }
+        jr_rng_shuffle_idx(&r, perm, (uint32_t)n);
     }
     jr_status st = JR_OK;
     for (size_t k = 0; k < n && !st; k++) {
         const wf_item *it = &e->items[which[k]];
         const char *prob = json_string_value(json_object_get(it->row, "problem"));
-        if (prob) st = jr_wf_buffer_add(e->buffer, kDomains[domain_index(it->row)], prob, it->text, rw[k], step, NULL);
+        if (prob) st = jr_wf_buffer_add(e->buffer, kDomains[domain_index(it->row)], prob, it->text, rw[perm[k]], step, NULL);
     }
+    free(perm);
     return st;
 }
 
