@@ -84,6 +84,15 @@ follow = sft.get("follow", -1)
 report("SFT rows: a share %.2f with an example, %.2f of them copied" % (sft.get("copy", -1), follow),
        abs(len(with_ex) / max(1, len(rows)) - sft.get("copy", -1)) < 0.1 and
        (len(copied) == len(with_ex) if follow == 1 else abs(len(copied) / max(1, len(with_ex)) - follow) < 0.2), (len(with_ex), len(copied)))
+# the example is another row of the same domain: the prompt keeps its tail, so the example's visible last
+# line ends a training problem of the row's task type (a short tail may end problems of several types)
+train = [json.loads(l) for l in open(os.path.join(out, "workflow", "train.jsonl"))]
+def example_domain_ok(r):
+    tail = r["prompt"].split("\nWorkflow:\n")[0].split("\n")[-1]
+    typ = r["prompt"].split("Task type: ")[-1].split("\n")[0]
+    return typ in {t["type"] for t in train if t["problem"].endswith(tail)}
+report("SFT rows: each example is a training problem of the row's own domain", with_ex and all(example_domain_ok(r) for r in with_ex),
+       [r["prompt"] for r in with_ex if not example_domain_ok(r)][:2])
 crit = wf.get("criteria", {})
 report("the criteria are computed", sorted(crit) == ["buffer_non_empty", "control_no_rise", "reaches_best_fixed_on_a_domain",
                                                     "rise_10_points_every_seed"], crit)

@@ -192,12 +192,15 @@ static jr_status policy_row(const char *tmpl, const json_t *train, const json_t 
     int n_ex = 0;
     jr_status st = random_wf(z, r, &wf);
     if (!st && z->wf_sft_copy > 0 && jr_rng_double(r) < z->wf_sft_copy) {
-        const json_t *other = row;
-        for (int k = 0; k < 64 && (other == row || !json_equal(json_object_get(other, "type"), json_object_get(row, "type"))); k++)
+        const json_t *other = row, *type = json_object_get(row, "type");
+        int same = 0;
+        for (int k = 0; k < 64 && !same; k++) {
             other = json_array_get(train, jr_rng_below(r, json_array_size(train)));
+            same = other != row && json_equal(json_object_get(other, "type"), type);
+        }
         ex.problem = (char *)json_string_value(json_object_get(other, "problem"));
         ex.reward = 8.0 + 2.0 * jr_rng_double(r);
-        n_ex = ex.problem && other != row ? 1 : 0;
+        n_ex = ex.problem && same; /* no other row of the domain found: no example (never another domain's) */
         if (jr_rng_double(r) < z->wf_sft_follow) ex.workflow = wf; /* copied */
         else st = random_wf(z, r, &ex_wf), ex.workflow = ex_wf; /* another random workflow: not followed */
     }
