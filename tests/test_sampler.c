@@ -2,6 +2,7 @@
 #include "harness.h"
 
 #include "judgerl/sampler.h"
+#include "sample/sampler_internal.h"
 
 static const float L5[5] = {1.0f, 3.0f, 2.0f, 0.5f, 2.9f};
 
@@ -182,6 +183,107 @@ TEST(truncation_equals_full_sort_reference) {
     jr_sample_scratch_free(&w);
 }
 
+/* The vector exp pass is bitwise glibc's expf on every input it is given (a stride through all 2^32
+ * float patterns, the special bounds and their neighbours, every tail length) and its total is the
+ * index-order double sum. (All 2^32 patterns were checked once by hand: no difference.) */
+static int exp_pass_matches(const float *x, int n, float zmax, float inv_t, float *z) {
+    memcpy(z, x, sizeof(float) * (size_t)n);
+    double tot = jr_sample_exp_sum(z, n, zmax, inv_t), want = 0;
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        float e = expf((x[i] - zmax) * inv_t);
+        want += e;
+        if (memcmp(&e, &z[i], sizeof e) && !(isnan(e) && isnan(z[i]))) {
+            if (bad++ < 3) printf("  exp(%a) = %a, glibc %a\n", (double)((x[i] - zmax) * inv_t), (double)z[i], (double)e);
+        }
+    }
+    if (!(tot == want || (isnan(tot) && isnan(want)))) { printf("  total %a, index-order sum %a\n", tot, want); bad++; }
+    return bad;
+}
+
+TEST(exp_pass_bitwise_glibc_expf) {
+    enum { B = 4096 };
+    float x[B], z[B];
+    int bad = 0;
+    for (uint64_t b = 0; b < (1ull << 32); b += (uint64_t)B * 1021) { /* ~1M patterns, every exponent */
+        for (int i = 0; i < B; i++) {
+            uint32_t u = (uint32_t)(b + (uint64_t)i * 1021);
+            memcpy(&x[i], &u, sizeof u);
+        }
+        bad += exp_pass_matches(x, B, 0.0f, 1.0f, z);
+    }
+    const float edge[] = {0x1.62e42ep6f, -0x1.9fe368p6f, -0x1.9d1d9ep6f, 88.0f, -88.0f, -87.33f, 0.0f, -0.0f,
+                          INFINITY, -INFINITY, NAN, 0x1p-149f, -0x1p-149f, 1e-30f, -1e-8f};
+    int m = 0;
+    for (size_t e = 0; e < sizeof edge / sizeof *edge; e++)
+        for (int d = -40; d <= 40; d++) { /* each bound and 40 floats either side */
+            float v = edge[e];
+            for (int k = 0; k < (d < 0 ? -d : d); k++) v = nextafterf(v, d < 0 ? -INFINITY : INFINITY);
+            x[m++] = v;
+        }
+    bad += exp_pass_matches(x, m, 0.0f, 1.0f, z);
+    jr_rng g;
+    jr_rng_seed(&g, 9);
+    for (int i = 0; i < B; i++) x[i] = (float)(6.0 * jr_rng_normal(&g));
+    for (int n = 1; n <= 40; n++) bad += exp_pass_matches(x, n, 1.25f, 1.0f / 0.7f, z); /* every tail */
+    bad += exp_pass_matches(x, B, 14.0f, 1.0f / 0.3f, z);
+    CHECK_MSG(bad == 0, "%d differences from glibc's expf", bad);
+}
+
+/* Draws with the one-pass path (no mask, no truncation) and the general one (a mask, NaN, -inf; +inf
+ * scores) equal the scalar reference draw for draw, and greedy keeps the first of equal maxima. */
+TEST(draws_equal_reference_with_masks_and_specials) {
+    enum { V = 20011 };
+    float *lg = malloc(sizeof(float) * V);
+    uint8_t *allow = malloc(V);
+    jr_rng g, a, b;
+    jr_rng_seed(&g, 31);
+    jr_sample_scratch w = {0};
+    int same = 1;
+    for (int it = 0; it < 60; it++) {
+        for (int i = 0; i < V; i++) {
+            lg[i] = (float)((it % 2 ? 0.3 : 5.0) * jr_rng_normal(&g));
+            allow[i] = jr_rng_below(&g, 10) != 0;
+        }
+        jr_sample_params p = jr_sample_params_default();
+        p.temperature = it % 3 == 0 ? 1.0f : 0.6f;
+        int32_t x, y;
+        jr_rng_seed2(&a, 11, (uint64_t)it);
+        b = a;
+        CHECK_OK(jr_sample(lg, V, &p, NULL, &a, &w, &x));
+        y = ref_sample(lg, V, &p, &b);
+        same &= x == y;
+        /* the general path: masked ids (and NaN, -inf) are never drawn; the draw is the reference's over the rest */
+        lg[7] = NAN, lg[8] = -INFINITY, allow[7] = allow[8] = 1;
+        float *sub = malloc(sizeof(float) * V);
+        int32_t *map = malloc(sizeof(int32_t) * V);
+        int n = 0;
+        for (int i = 0; i < V; i++)
+            if (allow[i] && i != 7 && i != 8) sub[n] = lg[i], map[n++] = i;
+        CHECK_OK(jr_sample(lg, V, &p, allow, &a, &w, &x));
+        y = map[ref_sample(sub, n, &p, &b)];
+        same &= x == y && allow[x];
+        free(sub);
+        free(map);
+    }
+    CHECK(same);
+    lg[0] = -0.0f, lg[1] = 0.0f, lg[2] = 0.0f;
+    for (int i = 3; i < V; i++) lg[i] = -1.0f;
+    jr_sample_params p = jr_sample_params_default();
+    p.temperature = 0;
+    int32_t t;
+    CHECK_OK(jr_sample(lg, V, &p, NULL, &a, &w, &t));
+    CHECK(t == 0);
+    lg[5] = INFINITY, lg[9] = INFINITY;
+    CHECK_OK(jr_sample(lg, V, &p, NULL, &a, &w, &t));
+    CHECK(t == 5);
+    for (int i = 0; i < V; i++) lg[i] = NAN;
+    CHECK(jr_sample(lg, V, &p, NULL, &a, &w, &t) == JR_EINVAL);
+    free(lg);
+    free(allow);
+    jr_sample_scratch_free(&w);
+}
+
 int main(void) {
     RUN(greedy_is_argmax_and_respects_mask_bias_and_size);
     RUN(temperature_distribution_matches_softmax);
@@ -189,5 +291,7 @@ int main(void) {
     RUN(logprobs_are_log_softmax_over_all_rows);
     RUN(same_seed_same_draws);
     RUN(truncation_equals_full_sort_reference);
+    RUN(exp_pass_bitwise_glibc_expf);
+    RUN(draws_equal_reference_with_masks_and_specials);
     return jt_done();
 }

@@ -141,6 +141,16 @@ jr_status jr_bench_generate_check(const jr_bench_generate_opts *o) {
     return o->config ? jr_bench_model_config(o->config, &c) : JR_OK;
 }
 
+/* Each row's next token from its logits, in parallel over the rows as jr_gen's decode step draws them
+ * (each row its own rng, each thread its own scratch). */
+static jr_status draw_rows(const float *logits, int V, int B, const jr_sample_params *sp, jr_rng *rr,
+                           jr_sample_scratch *w, int nt, int32_t *toks) {
+    int bad = 0;
+#pragma omp parallel for schedule(static) num_threads(nt) if (B > 1 && nt > 1) reduction(| : bad)
+    for (int b = 0; b < B; b++) bad |= jr_sample(logits + (size_t)b * V, V, sp, NULL, &rr[b], &w[omp_get_thread_num()], &toks[b]) != JR_OK;
+    return bad ? jr_fail(JR_EINTERNAL, "bench generate: a row's draw failed") : JR_OK;
+}
+
 /* Prefill then decode, timed (wall and CPU), into t[6]: prefill wall, prefill CPU, decode wall, decode CPU,
  * sampling wall. The B prompts go in one batched pass when the lm batches (jr_lm.batch_prefill), else each
  * on its own (as requests arrive); then B rows decode per step. */
@@ -151,12 +161,14 @@ static jr_status prefill_decode(jr_lm *lm, int vocab, int B, int P, int N, doubl
     int32_t *prompts = malloc(sizeof(int32_t) * (size_t)P * (size_t)B);
     const int32_t **pp = malloc(sizeof *pp * (size_t)B);
     int *slots = malloc(sizeof(int) * (size_t)B), *ns = malloc(sizeof(int) * (size_t)B), *starts = calloc((size_t)B, sizeof(int));
-    jr_sample_scratch w = {0};
+    int nt = omp_get_max_threads();
+    jr_sample_scratch *w = calloc((size_t)nt, sizeof *w);
     jr_sample_params sp = jr_sample_params_default();
-    jr_rng r;
+    jr_rng r, *rr = malloc(sizeof(jr_rng) * (size_t)B); /* a row's own rng, as a sequence's in jr_gen */
     jr_rng_seed(&r, 3);
     jr_status st = JR_OK;
-    if (!logits || !prompt || !toks || !slots || !prompts || !pp || !ns || !starts) st = jr_fail(JR_ENOMEM, "out of memory");
+    if (!logits || !prompt || !toks || !slots || !prompts || !pp || !ns || !starts || !w || !rr) st = jr_fail(JR_ENOMEM, "out of memory");
+    for (int b = 0; !st && b < B; b++) jr_rng_seed2(&rr[b], 3, (uint64_t)b);
     for (int i = 0; !st && i < P; i++) prompt[i] = (int32_t)jr_rng_below(&r, (uint64_t)vocab);
     for (int b = 0; !st && b < B; b++) {
         memcpy(prompts + (size_t)b * P, prompt, sizeof(int32_t) * (size_t)P);
@@ -168,19 +180,21 @@ static jr_status prefill_decode(jr_lm *lm, int vocab, int B, int P, int N, doubl
     double t0, c0;
     t[0] = t[1] = t[4] = 0;
     if (!st) st = prefill_timed(lm, B, slots, pp, ns, starts, toks, logits, &t[0], &t[1]);
-    for (int b = 0; !st && b < B; b++) st = jr_sample(logits + (size_t)b * V, V, &sp, NULL, &r, &w, &toks[b]);
+    if (!st) st = draw_rows(logits, V, B, &sp, rr, w, nt, toks);
     t0 = jr_now_s();
     c0 = jr_cpu_s();
     for (int s = 0; !st && s < N; s++) {
         st = lm->decode(lm->impl, B, slots, toks, logits);
         double ts = jr_now_s();
-        for (int b = 0; !st && b < B; b++) st = jr_sample(logits + (size_t)b * V, V, &sp, NULL, &r, &w, &toks[b]);
+        if (!st) st = draw_rows(logits, V, B, &sp, rr, w, nt, toks);
         t[4] += jr_now_s() - ts;
     }
     t[2] = jr_now_s() - t0;
     t[3] = jr_cpu_s() - c0;
     free(logits); free(prompt); free(toks); free(slots); free(prompts); free(pp); free(ns); free(starts);
-    jr_sample_scratch_free(&w);
+    for (int i = 0; w && i < nt; i++) jr_sample_scratch_free(&w[i]);
+    free(w);
+    free(rr);
     return st;
 }
 

@@ -4,6 +4,7 @@
 #include "judgerl/utf8.h"
 
 #include <limits.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,9 @@ struct jr_gen_req {
     char *error; /* a constraint that could not be evaluated within its budget (the request fails) */
 };
 
+/* A decode row's draw and log-probs, made ahead of choose() (presample); tok -1: none. */
+typedef struct pre_draw { int32_t tok; float lp, raw; } pre_draw;
+
 struct jr_gen {
     jr_lm *lm;
     jr_gen_vocab v;
@@ -37,6 +41,9 @@ struct jr_gen {
     float *logits;  /* n_slots rows of n_logits */
     uint8_t *mask;  /* tokenizer size */
     jr_sample_scratch w;
+    jr_sample_scratch *wt;     /* one per thread of presample */
+    int n_wt;
+    pre_draw *pre;             /* (n_slots) */
     int *bslots;
     int32_t *btoks;
     jr_gen_req **breq;
@@ -118,9 +125,12 @@ jr_status jr_gen_open(jr_gen **out, jr_lm *lm, const jr_gen_vocab *vocab, uint64
     g->bptr = malloc((size_t)S * sizeof *g->bptr);
     g->bn = malloc((size_t)S * sizeof(int));
     g->bstart = malloc((size_t)S * sizeof(int));
+    g->n_wt = omp_get_max_threads();
+    g->wt = calloc((size_t)g->n_wt, sizeof *g->wt);
+    g->pre = malloc((size_t)S * sizeof *g->pre);
     g->chunk = JR_GEN_PREFILL_CHUNK;
     if (!g->slot_used || !g->logits || !g->mask || !g->bslots || !g->btoks || !g->breq || !g->bidx || !g->bptr ||
-        !g->bn || !g->bstart) {
+        !g->bn || !g->bstart || !g->wt || !g->pre) {
         jr_gen_close(g);
         return jr_fail(JR_ENOMEM, "generate: out of memory for %d slots", S);
     }
@@ -173,6 +183,9 @@ void jr_gen_close(jr_gen *g) {
     free(g->bn);
     free(g->bstart);
     jr_sample_scratch_free(&g->w);
+    for (int t = 0; g->wt && t < g->n_wt; t++) jr_sample_scratch_free(&g->wt[t]);
+    free(g->wt);
+    free(g->pre);
     free(g);
 }
 
@@ -301,13 +314,40 @@ static float logprob_of(const float *row, int n_logits, int n_valid, const uint8
     return (float)((double)row[tok] / (double)t - jr_logsumexp_allowed(row, n_valid, t, mask));
 }
 
-/* Chooses sequence i's next token from its logits row and applies every stop rule. */
-static jr_status choose(jr_gen *g, jr_gen_req *r, int i, const float *row) {
+/* The draws of the first nb rows of a step (decode rows: g->breq, g->bidx) whose request has no
+ * constraint (its mask needs the sequence's state, which choose() advances), with their log-probs, in
+ * parallel over the rows: over 151,936 logits a draw took 0.3-0.6 ms, with the other threads idle. Each
+ * sequence draws from its own rng, so the tokens are those of drawing in order. A draw that fails
+ * (before it touches the rng) is left to choose(), which reports it. */
+static void presample(jr_gen *g, int nb) {
+    int V = g->lm->n_logits, n_valid = g->v.tb.n, nt = g->n_wt;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nb > 1 && nt > 1)
+    for (int b = 0; b < nb; b++) {
+        jr_gen_req *r = g->breq[b];
+        const jr_gen_params *p = &r->p;
+        const float *row = g->logits + (size_t)b * (size_t)V;
+        pre_draw *d = &g->pre[b];
+        int32_t tok;
+        d->tok = -1;
+        if (p->constraint || jr_sample(row, n_valid, &p->sample, NULL, &r->rng[g->bidx[b]], &g->wt[omp_get_thread_num()], &tok))
+            continue;
+        d->tok = tok;
+        if (p->logprobs) {
+            float t = p->sample.temperature > 0.0f ? p->sample.temperature : 1.0f;
+            d->lp = logprob_of(row, V, n_valid, NULL, t, tok);
+            d->raw = t == 1.0f ? d->lp : logprob_of(row, V, n_valid, NULL, 1.0f, tok);
+        }
+    }
+}
+
+/* Chooses sequence i's next token from its logits row (or takes presample's draw d) and applies every
+ * stop rule. */
+static jr_status choose(jr_gen *g, jr_gen_req *r, int i, const float *row, const pre_draw *d) {
     jr_gen_seq *s = &r->seqs[i];
     const jr_gen_params *p = &r->p;
     const uint8_t *mask = NULL;
     int n_valid = g->v.tb.n;
-    if (p->constraint) {
+    if (p->constraint && !(d && d->tok >= 0)) {
         int complete = 0;
         int count = jr_constraint_mask(p->constraint, &r->cs[i], g->mask, &complete);
         if (count < 0) { /* the constraint's budget ran out: this request fails, the others go on */
@@ -325,8 +365,8 @@ static jr_status choose(jr_gen *g, jr_gen_req *r, int i, const float *row) {
         }
         mask = g->mask;
     }
-    int32_t tok;
-    jr_status st = jr_sample(row, n_valid, &p->sample, mask, &r->rng[i], &g->w, &tok);
+    int32_t tok = d && d->tok >= 0 ? d->tok : -1;
+    jr_status st = tok >= 0 ? JR_OK : jr_sample(row, n_valid, &p->sample, mask, &r->rng[i], &g->w, &tok);
     if (st) return st;
     int k = s->n_tokens;
     s->tokens[k] = tok;
@@ -334,8 +374,10 @@ static jr_status choose(jr_gen *g, jr_gen_req *r, int i, const float *row) {
     if (p->logprobs) {
         float t = p->sample.temperature > 0.0f ? p->sample.temperature : 1.0f;
         /* under a constraint: log-probs in the constrained distribution the token was drawn from */
-        s->logprobs[k] = logprob_of(row, g->lm->n_logits, n_valid, mask, t, tok);
-        s->raw_logprobs[k] = t == 1.0f ? s->logprobs[k] : logprob_of(row, g->lm->n_logits, n_valid, mask, 1.0f, tok);
+        s->logprobs[k] = d && d->tok >= 0 ? d->lp : logprob_of(row, g->lm->n_logits, n_valid, mask, t, tok);
+        s->raw_logprobs[k] = d && d->tok >= 0 ? d->raw
+                             : t == 1.0f      ? s->logprobs[k]
+                                              : logprob_of(row, g->lm->n_logits, n_valid, mask, 1.0f, tok);
     }
     if (p->top_logprobs > 0) {
         s->top_k = p->top_logprobs;
@@ -420,8 +462,9 @@ static jr_status step_batched(jr_gen *g) {
     double t0 = jr_cpu_s(); /* CPU time: wall time on a shared machine would count every preemption as the cost of the step's prompt rows */
     jr_status st = lm->extend(lm->impl, k, g->bslots, g->bptr, g->bn, g->bstart, g->logits);
     if (st) return st;
+    presample(g, nb);
     for (int b = 0; b < nb; b++)
-        if ((st = choose(g, g->breq[b], g->bidx[b], g->logits + (size_t)b * (size_t)lm->n_logits))) return st;
+        if ((st = choose(g, g->breq[b], g->bidx[b], g->logits + (size_t)b * (size_t)lm->n_logits, &g->pre[b]))) return st;
     step_timed(g, nb, prompt, jr_cpu_s() - t0);
     for (int b = nb; b < k; b++) {
         jr_gen_req *r = g->breq[b];
@@ -432,7 +475,7 @@ static jr_status step_batched(jr_gen *g) {
         for (int i = 1; i < r->n; i++)
             if ((st = lm->copy(lm->impl, r->slots[i], r->slots[0]))) return st;
         for (int i = 0; i < r->n; i++)
-            if ((st = choose(g, r, i, row))) return st;
+            if ((st = choose(g, r, i, row, NULL))) return st;
     }
     return JR_OK;
 }
@@ -456,8 +499,9 @@ jr_status jr_gen_step(jr_gen *g) {
     jr_status st;
     if (nb > 0) {
         if ((st = lm->decode(lm->impl, nb, g->bslots, g->btoks, g->logits))) return st;
+        presample(g, nb);
         for (int b = 0; b < nb; b++)
-            if ((st = choose(g, g->breq[b], g->bidx[b], g->logits + (size_t)b * (size_t)lm->n_logits))) return st;
+            if ((st = choose(g, g->breq[b], g->bidx[b], g->logits + (size_t)b * (size_t)lm->n_logits, &g->pre[b]))) return st;
     }
     /* Prefill: new requests, one prompt pass shared by the request's n sequences. */
     for (jr_gen_req *r = g->head; r; r = r->next) {
@@ -468,7 +512,7 @@ jr_status jr_gen_step(jr_gen *g) {
         for (int i = 1; i < r->n; i++)
             if ((st = lm->copy(lm->impl, r->slots[i], r->slots[0]))) return st;
         for (int i = 0; i < r->n; i++)
-            if ((st = choose(g, r, i, row))) return st;
+            if ((st = choose(g, r, i, row, NULL))) return st;
     }
     return JR_OK;
 }
