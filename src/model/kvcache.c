@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "judgerl/nn.h"
+#include "nn/expf_glibc.h"
 #include "nn/rows_block.h"
 
 /* One layer's matmul weights in bf16. */
@@ -178,12 +179,30 @@ static void range_f32(float *out, const float *inp, const float *w, const float 
         for (int n = 0; n < N; n++) blk_f32(out, inp, w, bias, C, OC, n, o, 1, 1, NULL, 0, 0, C, NULL);
 }
 
-/* out (N,OC) = inp (N,C) . weight (OC,C)^T + bias: each output summed as dot_fixed, so a row's result
- * never depends on the batch it decodes in; tasks of 16 weight rows, each read once for every row. */
+/* One product of a matmul_rows_n call: out (N,OC) = inp . w^T + bias. */
+typedef struct rows_mm { float *out; const float *w, *bias; int OC; } rows_mm;
+
+/* The np products of one input inp (N,C) (q, k and v; gate and up) in one thread team: their tasks of
+ * 16 weight rows one after the other, split statically, so each thread streams one contiguous run
+ * of weights and the team forks and joins once (at two threads and batch 8 the joins' waits were ~6%
+ * of a 0.5b decode step, k and v alone ~10 us of work each). Each output summed as dot_fixed, so a
+ * row's result never depends on the batch it decodes in, nor on which thread computes it. */
+static void matmul_rows_n(const rows_mm *p, int np, const float *inp, int N, int C) {
+    int nb = 0;
+    long work = 0;
+    for (int i = 0; i < np; i++) nb += (p[i].OC + 15) / 16, work += (long)p[i].OC * C * N;
+#pragma omp parallel for schedule(static) if (work >= 262144) /* below ~0.1 ms of work a thread team costs more than it saves */
+    for (int b = 0; b < nb; b++) {
+        int i = 0, t = b;
+        while (t >= (p[i].OC + 15) / 16) t -= (p[i].OC + 15) / 16, i++;
+        range_f32(p[i].out, inp, p[i].w, p[i].bias, N, C, p[i].OC, t * 16, t * 16 + 16 < p[i].OC ? t * 16 + 16 : p[i].OC);
+    }
+}
+
+/* out (N,OC) = inp (N,C) . weight (OC,C)^T + bias (matmul_rows_n with one product). */
 static void matmul_rows(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
-    int nb = (OC + 15) / 16;
-#pragma omp parallel for schedule(static) if ((long)OC * C * N >= 262144) /* below ~0.1 ms of work a thread team costs more than it saves */
-    for (int b = 0; b < nb; b++) range_f32(out, inp, weight, bias, N, C, OC, b * 16, b * 16 + 16 < OC ? b * 16 + 16 : OC);
+    rows_mm p = {out, weight, bias, OC};
+    matmul_rows_n(&p, 1, inp, N, C);
 }
 #else
 #define ROWS_PREFILL 0 /* without AVX-512 the 8-lane kernel loses to sgemm beyond a few rows */
@@ -234,6 +253,15 @@ static void mm(kv *s, int decode, float *out, const float *inp, const float *wei
         jr_matmul_rows_bf16(out, inp, wb, bias, N, C, OC, s->a16);
     } else if (decode || ROWS_PREFILL) matmul_rows(out, inp, weight, bias, N, C, OC);
     else jr_matmul_forward(out, inp, weight, bias, N, C, OC);
+}
+
+/* The np products of one input (q, k, v; gate, up), each as mm() computes it: fp32 weights through
+ * one thread team (matmul_rows_n) where mm() would run matmul_rows. */
+static void mm_n(kv *s, int decode, const rows_mm *p, const uint16_t *const *wb, const float *inp, int N, int C, int np) {
+#if defined(__AVX512F__) && defined(__FMA__)
+    if (!wb[0] && (decode || ROWS_PREFILL)) { matmul_rows_n(p, np, inp, N, C); return; }
+#endif
+    for (int i = 0; i < np; i++) mm(s, decode, p[i].out, inp, p[i].w, wb[i], p[i].bias, N, C, p[i].OC);
 }
 
 /* Element (position 0) of slot `slot` in layer l of cache base. */
@@ -399,7 +427,8 @@ static inline __attribute__((always_inline)) void attend16(const float *qv, cons
         if (a[t] > mx) mx = a[t];
     }
     float sum = 0;
-    for (int t = 0; t < P; t++) { a[t] = expf(a[t] - mx); sum += a[t]; }
+    jr_expf_shifted(a, P, mx, 1.0f); /* expf(a[t] - mx), bitwise */
+    for (int t = 0; t < P; t++) sum += a[t];
     float inv = 1.0f / sum;
     UNROLL for (int j = 0; j < NV; j++) acc[j] = _mm512_setzero_ps();
     for (int t = 0; t < P; t++) {
@@ -429,7 +458,8 @@ static void attend(const kv *s, const float *qv, const char *kc, const char *vc,
         if (a[t] > mx) mx = a[t];
     }
     float sum = 0;
-    for (int t = 0; t < P; t++) { a[t] = expf(a[t] - mx); sum += a[t]; }
+    jr_expf_shifted(a, P, mx, 1.0f); /* expf(a[t] - mx), bitwise */
+    for (int t = 0; t < P; t++) sum += a[t];
     float inv = 1.0f / sum;
     memset(o, 0, (size_t)D * sizeof(float));
     for (int t = 0; t < P; t++) axpy_row(o, a[t] * inv, vc + (size_t)t * stride, kb, D);
@@ -448,9 +478,9 @@ static void forward_rows(kv *s, int R, const int *out_rows, int n_out, float *lo
         const jr_layer_w *lw = &w->layers[l];
         const lw16 *lb = s->lb ? &s->lb[l] : NULL;
         jr_rmsnorm_forward(s->ln, s->rstd, s->x, lw->attn_norm, R, C, s->eps);
-        mm(s, decode, s->q, s->ln, lw->wq, lb ? lb->q : NULL, lw->bq, R, C, QD);
-        mm(s, decode, s->kk, s->ln, lw->wk, lb ? lb->k : NULL, lw->bk, R, C, KD);
-        mm(s, decode, s->vv, s->ln, lw->wv, lb ? lb->v : NULL, lw->bv, R, C, KD);
+        const rows_mm qkv[3] = {{s->q, lw->wq, lw->bq, QD}, {s->kk, lw->wk, lw->bk, KD}, {s->vv, lw->wv, lw->bv, KD}};
+        const uint16_t *qkv16[3] = {lb ? lb->q : NULL, lb ? lb->k : NULL, lb ? lb->v : NULL};
+        mm_n(s, decode, qkv, qkv16, s->ln, R, C, 3);
         if (lw->q_norm) {
             jr_rmsnorm_forward(s->qtmp, s->rstd, s->q, lw->q_norm, R * Hq, D, s->eps);
             memcpy(s->q, s->qtmp, (size_t)R * QD * sizeof(float));
@@ -482,8 +512,9 @@ static void forward_rows(kv *s, int R, const int *out_rows, int n_out, float *lo
         mm(s, decode, s->tmp, s->ao, lw->wo, lb ? lb->o : NULL, lw->bo, R, QD, C);
         jr_add_inplace(s->x, s->tmp, (long)R * C);
         jr_rmsnorm_forward(s->ln, s->rstd, s->x, lw->mlp_norm, R, C, s->eps);
-        mm(s, decode, s->gate, s->ln, lw->wgate, lb ? lb->gate : NULL, NULL, R, C, F);
-        mm(s, decode, s->up, s->ln, lw->wup, lb ? lb->up : NULL, NULL, R, C, F);
+        const rows_mm gu[2] = {{s->gate, lw->wgate, NULL, F}, {s->up, lw->wup, NULL, F}};
+        const uint16_t *gu16[2] = {lb ? lb->gate : NULL, lb ? lb->up : NULL};
+        mm_n(s, decode, gu, gu16, s->ln, R, C, 2);
         jr_swiglu_forward_fast(s->gate, s->gate, s->up, R, F);
         mm(s, decode, s->tmp, s->gate, lw->wdown, lb ? lb->down : NULL, NULL, R, F, C);
         jr_add_inplace(s->x, s->tmp, (long)R * C);
