@@ -38,11 +38,13 @@ best = wf.get("best_fixed", {})
 report("the best fixed workflow per domain is the maximum of the fixed ones",
        all(abs(best[d]["acc"] - max(f[d] for f in fixed)) < 1e-9 for d in doms[:3]) if fixed and best else False, best)
 runs = wf.get("runs", [])
+n_held = sum(1 for l in open(os.path.join(out, "workflow", "heldout.jsonl")) if l.strip())
 report("GRPO runs seed1-3 and the shuffled control", [r["name"] for r in runs] == ["seed1", "seed2", "seed3", "control"]
        and [r["control"] for r in runs] == [False, False, False, True], [r.get("name") for r in runs])
 for r in runs:
     n = r["name"]
     report("%s: held-out accuracy before and after RL" % n, acc_ok(r.get("before")) and acc_ok(r.get("after")), r)
+    report("%s: and greedy (wftrain.eval_greedy)" % n, acc_ok(r.get("before_greedy")) and acc_ok(r.get("after_greedy")), r)
     comp = r.get("components", [])
     # the components are means over the samples that ran to an answer: None when none did (the --quick executor)
     report("%s: reward and its components at every step (2)" % n, [c["step"] for c in comp] == [1, 2] and
@@ -62,6 +64,10 @@ for r in runs:
                all(abs(sum(ret[d].values()) - (1 if used.get(d) else 0)) < 1e-6 for d in doms[:3]), (ret, used))
     report("%s: buffer sizes per domain" % n, sorted(r.get("buffer", {})) == ["code", "math", "qa"], r.get("buffer"))
     m = [json.loads(l) for l in open(os.path.join(out, "workflow", "grpo-" + n, "metrics.jsonl"))]
+    # the policy's evaluation samples G workflows a row; every fixed workflow ran as many times a row (paired)
+    report("%s: every fixed workflow ran as many times a row as the policy's evaluation samples" % n,
+           fixed and all(f.get("n") == m[0].get("eval/overall/n") for f in fixed) and
+           m[0].get("eval/overall/n") == wf.get("fixed_samples") * n_held, ([f.get("n") for f in fixed], m[0].get("eval/overall/n"), n_held))
     report("%s: step 0 is the evaluation before RL (trainer.eval_at_start)" % n,
            m[0]["step"] == 0 and "eval/gold_acc" in m[0] and "eval/math/gold_acc" in m[0] and "eval/gold_acc" in m[-1], m[0])
 # the policy's SFT rows (demo.workflow.sft_*): random workflows of at most sft.statements lines, names as
@@ -95,8 +101,9 @@ report("SFT rows: each example is a training problem of the row's own domain", w
        [r["prompt"] for r in with_ex if not example_domain_ok(r)][:2])
 crit = wf.get("criteria", {})
 report("the criteria are computed", sorted(crit) == ["buffer_non_empty", "control_no_rise", "reaches_best_fixed_on_a_domain",
-                                                    "rise_10_points_every_seed"], crit)
-report("the tables are printed", "workflows (seed 2)" in printed and "seed3: policy after RL" in printed and "best fixed:" in printed,
+                                                    "reaches_best_fixed_on_a_domain_greedy", "rise_10_points_every_seed"], crit)
+report("the tables are printed", "workflows (seed 2)" in printed and "seed3: policy after RL" in printed and
+       ("best fixed (%s runs a row" % wf.get("fixed_samples")) in printed,
        printed[-2000:])
 html = open(os.path.join(out, "report.html")).read()
 report("report.html has the workflow section", "Workflows (seed 2" in html and "control: policy after RL" in html and "<svg" in html)

@@ -327,8 +327,44 @@ TEST(control_buffer_gets_shuffled_rewards) {
     server_stop();
 }
 
+/* A held-out sample with a "sample_index" draws from the executor by its problem and that index, wherever its
+ * slot in the batch (a fixed workflow and the policy's k-th sample of a row get the same draws); a training
+ * sample by its slot. The script server answers "say=seed" with the executor request's seed. */
+TEST(heldout_samples_keyed_by_problem_and_index) {
+    if (server_start()) { server_stop(); SKIP("cannot start tests/wf_script_server.py"); }
+    fixture fx;
+    if (fixture_open(&fx)) { fixture_close(&fx); server_stop(); CHECK(0); return; }
+    static const char *const kr[] = {
+        "{\"problem\": \"Echo. say=seed\", \"answer\": \"1\", \"type\": \"math\", \"split\": \"heldout\", \"sample_index\": 0}",
+        "{\"problem\": \"Echo. say=seed\", \"answer\": \"1\", \"type\": \"math\", \"split\": \"heldout\", \"sample_index\": 1}",
+        "{\"problem\": \"Echo. say=seed\", \"answer\": \"1\", \"type\": \"math\", \"split\": \"heldout\", \"sample_index\": 0}",
+        "{\"problem\": \"Other. say=seed\", \"answer\": \"1\", \"type\": \"math\", \"split\": \"heldout\", \"sample_index\": 0}",
+        "{\"problem\": \"Echo. say=seed\", \"answer\": \"1\", \"type\": \"math\", \"sample_index\": 0}",
+        "{\"problem\": \"Echo. say=seed\", \"answer\": \"1\", \"type\": \"math\", \"sample_index\": 0}",
+    };
+    const char *w[6];
+    for (int i = 0; i < 6; i++) w[i] = "a = answer(problem)\nreturn a\n";
+    jr_env_result res[6];
+    CHECK_OK(score(&fx, kr, w, 6, res));
+    const char *a[6];
+    for (int i = 0; i < 6; i++) {
+        a[i] = dstr(&res[i], "answer");
+        CHECK_MSG(a[i] && strcmp(a[i], "None") && *a[i], "sample %d: no seed echoed (%s)", i, a[i] ? a[i] : "null");
+    }
+    if (a[0] && a[1] && a[2] && a[3] && a[4] && a[5]) {
+        CHECK_MSG(!strcmp(a[0], a[2]), "the same held-out problem and index in slots 0 and 2: seeds %s and %s", a[0], a[2]);
+        CHECK(strcmp(a[0], a[1]) != 0); /* another index */
+        CHECK(strcmp(a[0], a[3]) != 0); /* another problem */
+        CHECK(strcmp(a[4], a[5]) != 0); /* training samples: by slot */
+    }
+    for (int i = 0; i < 6; i++) jr_env_result_free(&res[i]);
+    fixture_close(&fx);
+    server_stop();
+}
+
 int main(void) {
     RUN(workflow_environment);
     RUN(control_buffer_gets_shuffled_rewards);
+    RUN(heldout_samples_keyed_by_problem_and_index);
     return jt_done();
 }

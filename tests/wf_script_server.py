@@ -3,7 +3,8 @@
   the reference judge's prompt (it asks for "VERDICT: CORRECT"): judgefail -> HTTP 500 (every attempt);
       judge-correct -> "VERDICT: CORRECT"; otherwise "VERDICT: INCORRECT"
   an executor prompt: execfail -> HTTP 500; CODE-ADD / CODE-SUB -> a ```python block defining
-      add(a, b) right / wrong; say=WORD -> "<answer>WORD</answer>"; otherwise "<answer>?</answer>"
+      add(a, b) right / wrong; say=seed -> "<answer>S</answer>", S the request's seed; say=WORD ->
+      "<answer>WORD</answer>"; otherwise "<answer>?</answer>"
 Every answer reports usage.total_tokens = 120. Run: python3 wf_script_server.py; prints "port N"."""
 import json
 import re
@@ -11,7 +12,7 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-def reply(text):
+def reply(text, seed=None):
     if "VERDICT: CORRECT" in text:
         if "judgefail" in text:
             return None
@@ -22,6 +23,8 @@ def reply(text):
         return "```python\ndef add(a, b):\n    return a + b\n```"
     if "CODE-SUB" in text:
         return "```python\ndef add(a, b):\n    return a - b\n```"
+    if "say=seed" in text:
+        return "<answer>%s</answer>" % seed
     m = re.search(r"say=(\S+)", text)
     return "<answer>%s</answer>" % (m.group(1) if m else "?")
 
@@ -43,7 +46,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
         text = "\n".join(m.get("content") or "" for m in body.get("messages", [])) or body.get("prompt", "")
-        ans = reply(text)
+        ans = reply(text, body.get("seed"))
         if ans is None:
             self.send_json(500, {"error": {"message": "scripted failure"}})
             return

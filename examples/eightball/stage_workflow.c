@@ -273,6 +273,11 @@ static jr_status grpo_config(jr_config *cfg, const char *wdir, const char *run, 
     return jr_config_load(cfg, "configs/eightball/wf-grpo.yaml", n, over, jr_wf_train_tables);
 }
 
+static double numk(const json_t *o, const char *k) {
+    const json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
 /* One accuracy row {name, math, code, qa, overall} from statistics under prefix. */
 static json_t *acc_row(const char *name, const json_t *stats, const char *prefix) {
     json_t *r = json_pack("{s:s}", "name", name);
@@ -286,7 +291,10 @@ static json_t *acc_row(const char *name, const json_t *stats, const char *prefix
     return r;
 }
 
-/* Random workflows (z->wf_random per held-out row) and every fixed workflow on the held-out rows. */
+/* Random workflows (z->wf_random per held-out row) and every fixed workflow on the held-out rows, each fixed
+ * workflow run z->wf_gens times a row (the policy's evaluation samples as many), the k-th run of a row with
+ * the executor draws of the policy's k-th sample there ("sample_index"): the comparison is paired, and a
+ * policy that writes workflow W on every sample of a row scores there exactly what W does. */
 static jr_status baselines(const char *wdir, const json_t *held, const eb_sizes *z, json_t *wf) {
     jr_config cfg;
     jr_status st = grpo_config(&cfg, wdir, "baselines", z, 1, 0);
@@ -294,31 +302,45 @@ static jr_status baselines(const char *wdir, const json_t *held, const eb_sizes 
     size_t nh = json_array_size(held), nr = nh * (size_t)z->wf_random;
     json_t *rows = json_array(), *rstats = json_object(), *fixed = json_array();
     char **texts = calloc(nr ? nr : 1, sizeof *texts);
+    if (!texts) st = jr_fail(JR_ENOMEM, "workflow baselines: out of memory");
     jr_rng r;
     jr_rng_seed2(&r, 0x72616e646f6dULL, 1);
     jr_workflow_limits lim = limits();
     for (size_t i = 0; i < nr && !st; i++) {
-        json_array_append(rows, json_array_get(held, i % nh));
+        json_t *row = json_deep_copy(json_array_get(held, i % nh));
+        json_object_set_new(row, "sample_index", json_integer((json_int_t)(i / nh)));
+        json_array_append_new(rows, row);
         st = jr_workflow_random(&lim, &r, &texts[i]);
     }
     double gold;
     if (!st) st = jr_wf_eval_texts(&cfg, "configs/eightball", rows, (const char *const *)texts, nr, "random/", put_json, rstats, &gold);
-    for (size_t i = 0; i < nr; i++) free(texts[i]);
+    for (size_t i = 0; texts && i < nr; i++) free(texts[i]);
     free(texts);
     json_object_set_new(wf, "random", acc_row("random workflows", rstats, "random/"));
     json_object_set_new(wf, "random_stats", rstats);
-    const char **ft = calloc(nh ? nh : 1, sizeof *ft);
+    size_t nf = nh * (size_t)z->wf_gens;
+    json_t *frows = json_array();
+    for (size_t i = 0; i < nf; i++) {
+        json_t *row = json_deep_copy(json_array_get(held, i % nh));
+        json_object_set_new(row, "sample_index", json_integer((json_int_t)(i / nh)));
+        json_array_append_new(frows, row);
+    }
+    const char **ft = calloc(nf ? nf : 1, sizeof *ft);
+    if (!ft && !st) st = jr_fail(JR_ENOMEM, "workflow baselines: out of memory");
     for (int k = 0; k < N_FIXED && !st; k++) {
         json_t *fs = json_object();
-        for (size_t i = 0; i < nh; i++) ft[i] = kFixed[k][1];
-        st = jr_wf_eval_texts(&cfg, "configs/eightball", held, ft, nh, "", put_json, fs, &gold);
+        for (size_t i = 0; i < nf; i++) ft[i] = kFixed[k][1];
+        st = jr_wf_eval_texts(&cfg, "configs/eightball", frows, ft, nf, "", put_json, fs, &gold);
         json_t *row = acc_row(kFixed[k][0], fs, "");
         json_object_set_new(row, "workflow", json_string(kFixed[k][1]));
+        json_object_set_new(row, "n", json_real(numk(fs, "overall/n"))); /* runs scored: rows x fixed_samples */
         json_array_append_new(fixed, row);
         json_decref(fs);
     }
     free(ft);
+    json_decref(frows);
     json_object_set_new(wf, "fixed", fixed);
+    json_object_set_new(wf, "fixed_samples", json_integer(z->wf_gens));
     json_decref(rows);
     jr_config_free(&cfg);
     return st;
@@ -340,11 +362,6 @@ static json_t *op_shares(const json_t *row, const char *prefix, const char *kind
         json_object_set_new(o, kDom[d], m);
     }
     return o;
-}
-
-static double numk(const json_t *o, const char *k) {
-    const json_t *v = json_object_get(o, k);
-    return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
 /* One GRPO run's record from RUN/metrics.jsonl (*out): before / after accuracy rows (step 0 and the last
@@ -390,6 +407,14 @@ static jr_status grpo_record(const char *run, const char *name, json_t **out) {
     json_object_set_new(rec, "ops_after", after ? op_shares(after, "eval/", "op") : json_object());
     json_object_set_new(rec, "returned_before", before ? op_shares(before, "eval/", "ret") : json_object());
     json_object_set_new(rec, "returned_after", after ? op_shares(after, "eval/", "ret") : json_object());
+    /* wftrain.eval_greedy: the greedy pass of the same evaluations */
+    const json_t *gb = before && json_is_number(json_object_get(before, "eval_greedy/gold_acc")) ? before : NULL;
+    const json_t *ga = after && json_is_number(json_object_get(after, "eval_greedy/gold_acc")) ? after : NULL;
+    snprintf(bn, sizeof bn, "%s: policy before RL, greedy", name);
+    snprintf(an, sizeof an, "%s: policy after RL, greedy", name);
+    if (gb) json_object_set_new(rec, "before_greedy", acc_row(bn, gb, "eval_greedy/"));
+    if (ga) json_object_set_new(rec, "after_greedy", acc_row(an, ga, "eval_greedy/"));
+    if (ga) json_object_set_new(rec, "returned_after_greedy", op_shares(ga, "eval_greedy/", "ret"));
     json_t *buf = json_object();
     for (int d = 0; d < 3; d++) {
         char k[32];
@@ -431,8 +456,20 @@ static jr_status grpo_runs(const char *wdir, FILE *log, volatile sig_atomic_t *s
     return st;
 }
 
+/* 1 when run r's accuracy row `key` is at or above the best fixed workflow on a domain where that is above 0
+ * (reaching a best of 0 is no evidence). */
+static int reaches_best(const json_t *r, const char *key, const json_t *best) {
+    int any = 0;
+    for (int d = 0; d < 3; d++) {
+        double bf = numk(json_object_get(best, kDom[d]), "acc");
+        any |= bf > 0 && numk(json_object_get(r, key), kDom[d]) >= bf - 1e-9;
+    }
+    return any;
+}
+
 /* The learning criteria of issue 17 over the runs: every seed's overall rise >= 0.10, after RL >= the best
- * fixed workflow on at least one domain, the control's rise < 0.10, the buffer non-empty. */
+ * fixed workflow on at least one domain (sampled at the training temperature; and greedy, where the runs
+ * evaluated greedily too), the control's rise < 0.10, the buffer non-empty. */
 static void criteria(json_t *wf, char *note, size_t cap) {
     json_t *best = json_object(), *fixed = json_object_get(wf, "fixed");
     for (int d = 0; d < 3; d++) {
@@ -444,7 +481,7 @@ static void criteria(json_t *wf, char *note, size_t cap) {
         json_object_set_new(best, kDom[d], json_pack("{s:f,s:s}", "acc", b, "workflow", bn));
     }
     json_object_set_new(wf, "best_fixed", best);
-    int rise_all = 1, beats = 1, ctrl_flat = 1, nseeds = 0, buf = 0;
+    int rise_all = 1, beats = 1, beats_greedy = 1, greedy = 1, ctrl_flat = 1, nseeds = 0, buf = 0;
     size_t n = (size_t)snprintf(note, cap, "held-out gold accuracy overall, before -> after RL:");
     size_t i;
     json_t *r;
@@ -455,22 +492,21 @@ static void criteria(json_t *wf, char *note, size_t cap) {
         if (ctl) { ctrl_flat = !up; continue; }
         nseeds++;
         rise_all &= up;
-        int any = 0;
-        for (int d = 0; d < 3; d++) { /* reaching a best of 0 is no evidence */
-            double bf = numk(json_object_get(best, kDom[d]), "acc");
-            any |= bf > 0 && numk(json_object_get(r, "after"), kDom[d]) >= bf - 1e-9;
-        }
-        beats &= any;
+        beats &= reaches_best(r, "after", best);
+        greedy &= json_is_object(json_object_get(r, "after_greedy"));
+        beats_greedy &= reaches_best(r, "after_greedy", best);
         const char *k;
         json_t *v;
         json_object_foreach(json_object_get(r, "buffer"), k, v) buf += (int)json_integer_value(v);
     }
     json_t *c = json_pack("{s:b,s:b,s:b,s:b}", "rise_10_points_every_seed", nseeds > 0 && rise_all, "reaches_best_fixed_on_a_domain",
                           nseeds > 0 && beats, "control_no_rise", ctrl_flat, "buffer_non_empty", buf > 0);
+    if (nseeds > 0 && greedy) json_object_set_new(c, "reaches_best_fixed_on_a_domain_greedy", json_boolean(beats_greedy));
     json_object_set_new(wf, "criteria", c);
     if (n < cap)
-        snprintf(note + n, cap - n, " criteria: rise>=10pt %s, reaches best fixed %s, control flat %s, buffer %d",
-                 nseeds > 0 && rise_all ? "yes" : "NO", nseeds > 0 && beats ? "yes" : "NO", ctrl_flat ? "yes" : "NO", buf);
+        n += (size_t)snprintf(note + n, cap - n, " criteria: rise>=10pt %s, reaches best fixed %s, control flat %s, buffer %d",
+                              nseeds > 0 && rise_all ? "yes" : "NO", nseeds > 0 && beats ? "yes" : "NO", ctrl_flat ? "yes" : "NO", buf);
+    if (n < cap && nseeds > 0 && greedy) snprintf(note + n, cap - n, ", reaches best fixed greedy %s", beats_greedy ? "yes" : "NO");
 }
 
 jr_status eb_stage_workflow(eb_ctx *c, const void *arg, char *note, size_t cap) {

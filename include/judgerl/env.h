@@ -44,7 +44,8 @@ void jr_env_queue_push(jr_env_queue *q, jr_env_result *r);
 
 /* An environment: a table of functions over a context.
  *  submit: starts scoring `completion` (len bytes) for task row `row` (borrowed for the call only: copy
- *          what you keep) as sample `id`; returns at once; the result is pushed to q exactly once
+ *          what you keep; the GRPO trainer's rows hold the dataset's fields, "id", "prompt" and
+ *          "sample_index", the sample's place in its prompt's group) as sample `id`; returns at once; the result is pushed to q exactly once
  *          (unless cancel is called first). May make several model calls, run code, fan out to
  *          several judges: the trainer only sees the pushed result.
  *  flush:  (may be NULL) the trainer has submitted everything it will wait for: an environment that

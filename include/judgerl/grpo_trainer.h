@@ -114,6 +114,12 @@ int jr_grpo_done(const jr_grpo_trainer *t);
 /* The mean reward of the scored samples of the last rollout (NAN before the first). */
 double jr_grpo_reward_mean(const jr_grpo_trainer *t);
 
+/* One evaluation pass over the validation prompts, as the trainer's eval hook does (G samples each, the
+ * same seeds at every evaluation), at `temperature` (0: greedy; < 0: grpo.temperature, the hook's own pass,
+ * which alone the monitor watches), its figures logged under `prefix` (e.g. "eval_greedy/"); *mean is the
+ * mean reward of the scored samples. */
+jr_status jr_grpo_eval_pass(jr_grpo_trainer *t, double temperature, const char *prefix, double *mean);
+
 /* The run under the trainer (model, optimizer, state, log). */
 jr_run *jr_grpo_run_of(jr_grpo_trainer *t);
 

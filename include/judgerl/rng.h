@@ -2,6 +2,7 @@
 #ifndef JUDGERL_RNG_H
 #define JUDGERL_RNG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The whole state is these 32 bytes: copy the struct to save it, copy it back to restore. */
@@ -23,5 +24,7 @@ uint64_t jr_rng_below(jr_rng *r, uint64_t n);
 double jr_rng_normal(jr_rng *r);
 /* Fisher-Yates shuffle of n indices in place. */
 void jr_rng_shuffle_idx(jr_rng *r, uint32_t *idx, uint32_t n);
+/* FNV-1a (64-bit) of n bytes: a seed or stream id from a name or a text. */
+uint64_t jr_rng_hash(const void *p, size_t n);
 
 #endif

@@ -18,7 +18,9 @@ extern const jr_cfg_field jr_wf_train_cfg[];
  * wftrain config (wftrain.executor, wftrain.reward, wfenv.*: what jr_wf_train_run rewards with), as
  * held-out samples, and hands their per-domain statistics to put (the keys of jr_wf_env_stats_flush
  * under `prefix`); *gold gets the overall gold accuracy (a verifier's). A workflow that does not parse
- * or has no answer counts as wrong. */
+ * or has no answer counts as wrong. A row's integer "sample_index" k keys the executor's draws as the
+ * trainer's held-out evaluation keys its k-th sample of that problem (the same draws: paired comparisons
+ * of fixed workflows with the policy); rows without one draw by their position i. */
 jr_status jr_wf_eval_texts(const jr_config *c, const char *cfg_dir, const json_t *rows, const char *const *texts, size_t n,
                            const char *prefix, void (*put)(void *ud, const char *key, double v), void *ud, double *gold);
 

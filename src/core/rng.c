@@ -61,3 +61,10 @@ void jr_rng_shuffle_idx(jr_rng *r, uint32_t *idx, uint32_t n) {
         idx[j] = t;
     }
 }
+
+uint64_t jr_rng_hash(const void *p, size_t n) {
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}

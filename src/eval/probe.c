@@ -313,9 +313,7 @@ static double stat_mean(void *ctx_, const int *idx, int n) {
 }
 
 static uint64_t boot_seed(const ctx *c, const char *name) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a of the figure's name: each figure its own stream */
-    for (const char *p = name; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return c->o->seed ^ h;
+    return c->o->seed ^ jr_rng_hash(name, strlen(name)); /* each figure its own stream */
 }
 
 static void fig_mean(const ctx *c, json_t *figs, const char *name, double *x, int n) {

@@ -14,16 +14,18 @@ static const char *wstr(const json_t *o, const char *k) {
     return s ? s : "";
 }
 
-/* Every accuracy row in table order: random, the fixed ones, then per run before / after. */
+/* Every accuracy row in table order: random, the fixed ones, then per run before / after (and greedy before /
+ * after where the run evaluated greedily too). */
 static int acc_rows(const json_t *wf, const json_t **rows, int cap) {
     int n = 0;
     if (json_is_object(json_object_get(wf, "random")) && n < cap) rows[n++] = json_object_get(wf, "random");
     size_t i;
     json_t *r;
     json_array_foreach(json_object_get(wf, "fixed"), i, r) if (n < cap) rows[n++] = r;
+    static const char *const keys[4] = {"before", "after", "before_greedy", "after_greedy"};
     json_array_foreach(json_object_get(wf, "runs"), i, r) {
-        if (json_is_object(json_object_get(r, "before")) && n < cap) rows[n++] = json_object_get(r, "before");
-        if (json_is_object(json_object_get(r, "after")) && n < cap) rows[n++] = json_object_get(r, "after");
+        for (int k = 0; k < 4; k++)
+            if (json_is_object(json_object_get(r, keys[k])) && n < cap) rows[n++] = json_object_get(r, keys[k]);
     }
     return n;
 }
@@ -51,7 +53,8 @@ void jr_report_workflow_text(FILE *out, const json_t *wf) {
     }
     const json_t *best = json_object_get(wf, "best_fixed");
     if (json_is_object(best))
-        fprintf(out, "  best fixed: math %s (%.2f), code %s (%.2f), qa %s (%.2f)\n", wstr(json_object_get(best, "math"), "workflow"),
+        fprintf(out, "  best fixed (%lld runs a row, paired with the policy's samples): math %s (%.2f), code %s (%.2f), qa %s (%.2f)\n",
+                (long long)json_integer_value(json_object_get(wf, "fixed_samples")), wstr(json_object_get(best, "math"), "workflow"),
                 jr_report_num(json_object_get(best, "math"), "acc"), wstr(json_object_get(best, "code"), "workflow"),
                 jr_report_num(json_object_get(best, "code"), "acc"), wstr(json_object_get(best, "qa"), "workflow"),
                 jr_report_num(json_object_get(best, "qa"), "acc"));

@@ -107,7 +107,8 @@ typedef struct {
     jr_status err;
 } gen_ctx;
 
-/* The environment's row for sample s of prompt p: every dataset field, "id" and the prompt text. */
+/* The environment's row for sample `index` of prompt p: every dataset field, "id", the prompt text and
+ * "sample_index" (the sample's place in its prompt's group, 0..G-1). */
 static json_t *env_row(const gen_ctx *x, const grpo_prompt *p, int group, int index) {
     json_t *row = json_copy(p->row);
     if (!row) return NULL;
@@ -115,6 +116,7 @@ static json_t *env_row(const gen_ctx *x, const grpo_prompt *p, int group, int in
     snprintf(id, sizeof id, "s%lld-b%d-p%d-g%d", (long long)x->step, x->gen_batch, x->q0 + group, index);
     json_object_set_new(row, "id", json_string(id));
     json_object_set_new(row, "prompt", json_string(p->prompt_text));
+    json_object_set_new(row, "sample_index", json_integer(index));
     return row;
 }
 
@@ -169,7 +171,7 @@ static jr_status generate_all(gen_ctx *x, jr_gen *gen) {
 /* Generates r->P prompts (already filled) x G into samples, rewarded by the environment into results; prompt q
  * is prompt q0 + q of the whole batch (its sampling seed and sample ids), so a rank's shard samples what one
  * process would. */
-static jr_status generate_batch(jr_grpo_trainer *g, grpo_rollout *r, int64_t step, int gen_batch, int q0,
+static jr_status generate_batch(jr_grpo_trainer *g, grpo_rollout *r, int64_t step, int gen_batch, int q0, double temperature,
                                 grpo_rollout_stats *rs, jr_env_result *results) {
     int np = r->P;
     gen_ctx x = {.g = g, .r = r, .n_req = np, .step = step, .gen_batch = gen_batch, .q0 = q0};
@@ -177,7 +179,7 @@ static jr_status generate_batch(jr_grpo_trainer *g, grpo_rollout *r, int64_t ste
     if (!x.reqs) return JR_ENOMEM;
     jr_gen *gen = NULL;
     jr_gen_params gp = jr_gen_params_default();
-    gp.sample.temperature = (float)g->o.temperature;
+    gp.sample.temperature = (float)temperature;
     gp.sample.top_p = (float)g->o.top_p;
     gp.sample.top_k = g->o.top_k;
     gp.sample.min_p = (float)g->o.min_p;
@@ -305,7 +307,7 @@ static jr_status gen_batch_from_data(jr_grpo_trainer *g, grpo_rollout *tmp, int6
     }
     for (int q = 0; hrows && q < P; q++) json_decref(hrows[q]);
     free(hrows);
-    if (!st) st = generate_batch(g, tmp, step, gb, g->p0, rs, res);
+    if (!st) st = generate_batch(g, tmp, step, gb, g->p0, g->o.temperature, rs, res);
     for (int i = 0; i < tmp->n; i++) {
         if (!st) take_rewards(g, &tmp->s[i], &res[i]);
         jr_env_result_free(&res[i]);
@@ -438,8 +440,10 @@ static jr_status mon_observe(jr_grpo_trainer *g, const mon_samples *ms) {
 /* The eval hook: num_generations samples of every validation prompt, tabulated as `judgerl eval` does
  * (jr_eval_acc: per-component means, pass@1 and pass@G with pass = value >= 1, per data source,
  * unscored counts) and logged under eval/; *mean is the mean reward (the harness logs eval/reward). */
-jr_status grpo_eval_reward(void *ud, double *mean) {
-    jr_grpo_trainer *g = ud;
+jr_status grpo_eval_reward(void *ud, double *mean) { return jr_grpo_eval_pass(ud, -1, "eval/", mean); }
+
+jr_status jr_grpo_eval_pass(jr_grpo_trainer *g, double temperature, const char *prefix, double *mean) {
+    int primary = temperature < 0; /* the hook's own pass: the monitor watches it */
     size_t nv = jr_data_n_val(g->data);
     int P = g->P_global; /* the whole batch's chunks, as one process (rank 0 alone evaluates) */
     jr_env_result *res = jr_calloc((size_t)P * g->G, sizeof *res);
@@ -466,7 +470,7 @@ jr_status grpo_eval_reward(void *ud, double *mean) {
             if (!st) st = make_prompt(g, row, &info, &r.p[q]);
             json_decref(row);
         }
-        if (!st) st = generate_batch(g, &r, -1 - (int64_t)(v0 / (size_t)P), 0, 0, &rs, res);
+        if (!st) st = generate_batch(g, &r, -1 - (int64_t)(v0 / (size_t)P), 0, 0, primary ? g->o.temperature : temperature, &rs, res);
         for (int i = 0; i < r.n; i++) {
             if (!st) take_rewards(g, &r.s[i], &res[i]);
             if (!st && r.s[i].scored) { sum += r.s[i].reward; cnt++; }
@@ -478,7 +482,7 @@ jr_status grpo_eval_reward(void *ud, double *mean) {
                                     .vals = r.s[i].vals, .vscored = r.s[i].vscored};
                 st = jr_eval_acc_add(acc, &es);
             }
-            if (!st && g->mon) st = mon_add(&ms, &r.p[r.s[i].group], &r.s[i]);
+            if (!st && g->mon && primary) st = mon_add(&ms, &r.p[r.s[i].group], &r.s[i]);
             jr_env_result_free(&res[i]);
         }
         grpo_rollout_free(&r);
@@ -486,9 +490,9 @@ jr_status grpo_eval_reward(void *ud, double *mean) {
     free(res);
     if (!st) {
         json_t *summary = jr_eval_acc_summary(acc);
-        jr_eval_summary_flat(summary, "eval/", 1, eval_put, g->run.rl);
+        jr_eval_summary_flat(summary, prefix, 1, eval_put, g->run.rl);
         json_decref(summary);
-        if (g->mon) st = mon_observe(g, &ms);
+        if (g->mon && primary) st = mon_observe(g, &ms);
     }
     mon_free(&ms);
     jr_eval_acc_free(acc);

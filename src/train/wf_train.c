@@ -34,6 +34,9 @@ const jr_cfg_field jr_wf_train_cfg[] = {
      "the Layer-1 (workflow generation) prompt template", NULL, NULL, 0, 0},
     {"wftrain.constrained", JR_CFG_BOOL, "true",
      "sample workflows under the workflow grammar (constrained decoding: every sample parses)", NULL, NULL, 0, 0},
+    {"wftrain.eval_greedy", JR_CFG_BOOL, "false",
+     "each held-out evaluation also runs a greedy pass (temperature 0: the policy's most likely workflow, its G samples "
+     "each run with the executor draws of the sampled pass's k-th sample), logged under eval_greedy/", NULL, NULL, 0, 0},
     {"data.mix", JR_CFG_ANY, "{math: 0.4, code: 0.3, qa: 0.3}",
      "share of each domain (the rows' type) in every step's prompts, stratified exactly per step", NULL, NULL, 0, 0},
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
@@ -51,6 +54,8 @@ typedef struct {
     jr_workflow_limits limits;
     jr_env *env;
     jr_run *run;
+    jr_grpo_trainer *g;
+    int eval_greedy;
     jr_run_eval orig_eval;
 } wf_train;
 
@@ -128,6 +133,12 @@ static jr_status eval_gold(void *ud, double *value) {
     if (st) return st;
     if (!isnan(mean)) jr_runlog_add(t->run->rl, "eval/reward", mean);
     *value = jr_wf_env_stats_flush(t->env, 1, "eval/", put, t->run->rl);
+    if (t->eval_greedy) {
+        if ((st = jr_grpo_eval_pass(t->g, 0, "eval_greedy/", &mean))) return st;
+        if (!isnan(mean)) jr_runlog_add(t->run->rl, "eval_greedy/reward", mean);
+        double g = jr_wf_env_stats_flush(t->env, 1, "eval_greedy/", put, t->run->rl);
+        if (!isnan(g)) jr_runlog_add(t->run->rl, "eval_greedy/gold_acc", g);
+    }
     return JR_OK;
 }
 
@@ -287,6 +298,8 @@ jr_status jr_wf_train_run(const jr_config *c, const char *cfg_dir, FILE *progres
     if (!st) st = jr_grpo_open(&g, &s);
     if (!st) {
         t.run = jr_grpo_run_of(g);
+        t.g = g;
+        t.eval_greedy = jr_cfg_bool(c, "wftrain.eval_greedy");
         jr_wf_buffer_opts bo;
         jr_wf_buffer_opts_from_config(&bo, c);
         char *bp = bo.path ? jr_strdup(bo.path) : jr_path_join(s.run.out_dir, "buffer.sqlite");

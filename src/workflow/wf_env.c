@@ -226,13 +226,24 @@ static jr_status we_submit(void *ctx, const json_t *row, const char *completion,
     return JR_OK;
 }
 
+/* The key of the executor's draws for an item: a held-out sample with a "sample_index" (its place in its
+ * prompt's group) is keyed by its problem text and that index, so every evaluation of a held-out row, the
+ * policy's and a fixed workflow's alike, gives its k-th sample the same executor draws (a workflow scored
+ * twice on a row scores the same; comparisons are paired); any other sample by its id (its slot). */
+static uint64_t exec_key(const wf_item *it) {
+    const json_t *k = json_object_get(it->row, "sample_index");
+    const char *prob = json_string_value(json_object_get(it->row, "problem"));
+    if (!is_heldout(it->row) || !json_is_integer(k) || !prob) return it->id;
+    return jr_rng_hash(prob, strlen(prob)) ^ ((uint64_t)json_integer_value(k) * 0x9e3779b97f4a7c15ULL);
+}
+
 /* Parses, runs and gold-grades item i (any thread). */
 static void work_one(wf_env *e, wf_item *it) {
     if (jr_workflow_parse(it->text, strlen(it->text), &e->wo->limits, &it->w)) {
         it->parse_error = jr_strdup(jr_errmsg());
         return;
     }
-    if (jr_workflow_run(e->ex, it->w, it->row, it->id, &it->res)) {
+    if (jr_workflow_run(e->ex, it->w, it->row, exec_key(it), &it->res)) {
         /* the row itself is unusable: reported as unscored with the message */
         it->parse_error = NULL;
         it->res.ok = 0;
