@@ -193,7 +193,7 @@ static void rows_task(const rows_mm *p, const float *inp, int N, int C, int b) {
 
 /* A thread's tasks [next, end), packed next | end << 32, alone on its cache line: the owner takes
  * from the front, a thread done with its own takes from the back. */
-typedef struct { uint64_t v; char pad[56]; } task_range;
+typedef struct { _Alignas(64) uint64_t v; char pad[56]; } task_range;
 
 /* Takes up to want tasks (from the back: one), returns the first and their count in *got, or -1. */
 static int take_tasks(task_range *r, int back, int want, int *got) {
