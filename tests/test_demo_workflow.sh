@@ -112,7 +112,7 @@ if asan:
     print("skip - learning criteria: the sanitizer build runs the --quick form only")
 elif solved < 0.2:
     print("skip - learning criteria: the --quick executor solves %.0f%% of the held-out rows with the best fixed workflow; "
-          "the rise needs an executor whose operator choice matters (figures: docs/WORKFLOWS.md)" % (100 * solved))
+          "the rise needs an executor whose operator choice matters (checked by tests/test_wf_learn.sh; figures: docs/WORKFLOWS.md)" % (100 * solved))
 else:
     report("learning: every seed rises by 10 points, the control does not", crit.get("rise_10_points_every_seed") and crit.get("control_no_rise"), crit)
 PYEOF

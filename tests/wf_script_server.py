@@ -30,7 +30,10 @@ def reply(text, seed=None):
 
 
 class Handler(BaseHTTPRequestHandler):
+    """Answers every POST with reply(prompt text, request seed): None is an HTTP 500 (tests/wf_operator_server.py
+    subclasses it with another reply)."""
     protocol_version = "HTTP/1.1"
+    reply = staticmethod(reply)
 
     def log_message(self, *args):
         pass
@@ -46,7 +49,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
         text = "\n".join(m.get("content") or "" for m in body.get("messages", [])) or body.get("prompt", "")
-        ans = reply(text, body.get("seed"))
+        ans = self.reply(text, body.get("seed"))
         if ans is None:
             self.send_json(500, {"error": {"message": "scripted failure"}})
             return
@@ -55,8 +58,13 @@ class Handler(BaseHTTPRequestHandler):
                              "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
 
 
-if __name__ == "__main__":
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+def serve(handler):
+    """Serves handler on a free loopback port, printing "port N" first."""
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     srv.daemon_threads = True
     print("port %d" % srv.server_address[1], flush=True)
     srv.serve_forever()
+
+
+if __name__ == "__main__":
+    serve(Handler)

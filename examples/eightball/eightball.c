@@ -59,6 +59,9 @@ const jr_cfg_field eb_cfg[] = {
     {"demo.study.proxy_rise", JR_CFG_FLOAT, NULL, "monitor.proxy_rise: the least proxy rise counted by the proxy_gold alarm", NULL, NULL, 0, 1},
     {"demo.study.trend_window", JR_CFG_INT, NULL, "monitor.trend_window: proxy_gold also on the trend of the last this many evaluations (0: off)", NULL, NULL, 0, 64},
     {"demo.workflow.quick_executor", JR_CFG_BOOL, NULL, "train the workflow executor with its --quick recipe (jr_wf_exec_quick)", NULL, NULL, 0, 0},
+    {"demo.workflow.executor_url", JR_CFG_STRING, "null", "an executor already served at this OpenAI-compatible base URL "
+     "(http://HOST:PORT/v1): the stage neither trains nor serves its own (the operators' prompts: templates/workflow)",
+     NULL, NULL, 0, 0},
     {"demo.workflow.executor", JR_CFG_LIST, NULL, "key=value overrides of the executor's recipe (configs/wf_executor.yaml, "
      "after the --quick recipe's own), e.g. [trainer.steps=1000]", NULL, NULL, 0, 0},
     COUNT("demo.workflow.train_rows", "synthetic task rows per domain for the workflow policy"),
@@ -108,6 +111,11 @@ jr_status eb_sizes_from_config(eb_sizes *z, const jr_config *c) {
     z->study_proxy_rise = jr_cfg_float(c, "demo.study.proxy_rise");
     z->study_trend_window = (int)jr_cfg_int(c, "demo.study.trend_window");
     z->wf_quick_executor = jr_cfg_bool(c, "demo.workflow.quick_executor");
+    const char *xu = jr_cfg_str(c, "demo.workflow.executor_url");
+    if (xu && (strlen(xu) >= sizeof z->wf_executor_url || (strncmp(xu, "http://", 7) && strncmp(xu, "https://", 8))))
+        return jr_fail(JR_EINVAL, "%s: demo.workflow.executor_url: want an http:// or https:// base URL of under %zu bytes, got '%s'",
+                       c->source ? c->source : "<config>", sizeof z->wf_executor_url, xu);
+    snprintf(z->wf_executor_url, sizeof z->wf_executor_url, "%s", xu ? xu : "");
     json_t *ov = jr_cfg_json(c, "demo.workflow.executor");
     size_t i;
     json_t *v;

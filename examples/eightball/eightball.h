@@ -27,6 +27,7 @@ typedef struct eb_sizes {
     double study_lr, study_noise_z, study_proxy_rise; /* demo.study.lr, noise_z, proxy_rise */
     int study_trend_window;                           /* demo.study.trend_window */
     int wf_quick_executor;                           /* demo.workflow.quick_executor: the executor's --quick recipe */
+    char wf_executor_url[256];                       /* demo.workflow.executor_url: an executor served elsewhere, or "" */
     char wf_exec_over[EB_MAX_EXEC_OVER][96];         /* demo.workflow.executor: key=value overrides of the executor's recipe */
     int wf_exec_n_over;
     int wf_train_rows, wf_heldout_rows;              /* demo.workflow.*_rows: task rows per domain */
