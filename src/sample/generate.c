@@ -314,6 +314,14 @@ static float logprob_of(const float *row, int n_logits, int n_valid, const uint8
     return (float)((double)row[tok] / (double)t - jr_logsumexp_allowed(row, n_valid, t, mask));
 }
 
+/* tok's log-prob at the sampling temperature (*lp) and at temperature 1 (*raw), under mask when given. */
+static void token_logprobs(const float *row, int n_logits, int n_valid, const uint8_t *mask, const jr_sample_params *sp,
+                           int32_t tok, float *lp, float *raw) {
+    float t = sp->temperature > 0.0f ? sp->temperature : 1.0f;
+    *lp = logprob_of(row, n_logits, n_valid, mask, t, tok);
+    *raw = t == 1.0f ? *lp : logprob_of(row, n_logits, n_valid, mask, 1.0f, tok);
+}
+
 /* The draws of the first nb rows of a step (decode rows: g->breq, g->bidx) whose request has no
  * constraint (its mask needs the sequence's state, which choose() advances), with their log-probs, in
  * parallel over the rows: over 151,936 logits a draw took 0.3-0.6 ms, with the other threads idle. Each
@@ -332,11 +340,7 @@ static void presample(jr_gen *g, int nb) {
         if (p->constraint || jr_sample(row, n_valid, &p->sample, NULL, &r->rng[g->bidx[b]], &g->wt[omp_get_thread_num()], &tok))
             continue;
         d->tok = tok;
-        if (p->logprobs) {
-            float t = p->sample.temperature > 0.0f ? p->sample.temperature : 1.0f;
-            d->lp = logprob_of(row, V, n_valid, NULL, t, tok);
-            d->raw = t == 1.0f ? d->lp : logprob_of(row, V, n_valid, NULL, 1.0f, tok);
-        }
+        if (p->logprobs) token_logprobs(row, V, n_valid, NULL, &p->sample, tok, &d->lp, &d->raw);
     }
 }
 
@@ -347,7 +351,8 @@ static jr_status choose(jr_gen *g, jr_gen_req *r, int i, const float *row, const
     const jr_gen_params *p = &r->p;
     const uint8_t *mask = NULL;
     int n_valid = g->v.tb.n;
-    if (p->constraint && !(d && d->tok >= 0)) {
+    int pre = d && d->tok >= 0; /* presample drew it (never under a constraint) */
+    if (p->constraint) {
         int complete = 0;
         int count = jr_constraint_mask(p->constraint, &r->cs[i], g->mask, &complete);
         if (count < 0) { /* the constraint's budget ran out: this request fails, the others go on */
@@ -365,19 +370,15 @@ static jr_status choose(jr_gen *g, jr_gen_req *r, int i, const float *row, const
         }
         mask = g->mask;
     }
-    int32_t tok = d && d->tok >= 0 ? d->tok : -1;
-    jr_status st = tok >= 0 ? JR_OK : jr_sample(row, n_valid, &p->sample, mask, &r->rng[i], &g->w, &tok);
+    int32_t tok = pre ? d->tok : -1;
+    jr_status st = pre ? JR_OK : jr_sample(row, n_valid, &p->sample, mask, &r->rng[i], &g->w, &tok);
     if (st) return st;
     int k = s->n_tokens;
     s->tokens[k] = tok;
     s->tok_off[k] = s->text_len;
-    if (p->logprobs) {
-        float t = p->sample.temperature > 0.0f ? p->sample.temperature : 1.0f;
-        /* under a constraint: log-probs in the constrained distribution the token was drawn from */
-        s->logprobs[k] = d && d->tok >= 0 ? d->lp : logprob_of(row, g->lm->n_logits, n_valid, mask, t, tok);
-        s->raw_logprobs[k] = d && d->tok >= 0 ? d->raw
-                             : t == 1.0f      ? s->logprobs[k]
-                                              : logprob_of(row, g->lm->n_logits, n_valid, mask, 1.0f, tok);
+    if (p->logprobs) { /* under a constraint: log-probs in the constrained distribution the token was drawn from */
+        if (pre) s->logprobs[k] = d->lp, s->raw_logprobs[k] = d->raw;
+        else token_logprobs(row, g->lm->n_logits, n_valid, mask, &p->sample, tok, &s->logprobs[k], &s->raw_logprobs[k]);
     }
     if (p->top_logprobs > 0) {
         s->top_k = p->top_logprobs;
