@@ -2,6 +2,8 @@
  * logits, log-probs at temperature T, batch invariance, seeds, shared prefill, stop rules, constraints */
 #include "harness.h"
 
+#include <omp.h>
+
 #include "judgerl/generate.h"
 #include "judgerl/hfmodel.h"
 #include "judgerl/kvcache.h"
@@ -751,6 +753,12 @@ static void long_rows_and_inputs_same_as_decoded_alone(void) {
     int s1 = 1;
     CHECK_OK(lm.decode(lm.impl, 1, &s1, &p[69], alone));
     CHECK_MSG(!memcmp(whole, alone, sizeof(float) * (size_t)V0), "70-token prefill differs from 69 + one decoded");
+    /* one thread: no thread team for the pass (kvcache.c's forward_team) nor for a product, the same sums */
+    int nth = omp_get_max_threads();
+    omp_set_num_threads(1);
+    CHECK_OK(lm.prefill(lm.impl, 2, p, 70, alone));
+    omp_set_num_threads(nth);
+    CHECK_MSG(!memcmp(whole, alone, sizeof(float) * (size_t)V0), "70-token prefill on one thread differs from the team's");
     if (lm.batch_prefill) {
         int32_t d = 9;
         const int32_t *tp[2] = {&d, p};

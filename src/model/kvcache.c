@@ -158,6 +158,12 @@ static inline __attribute__((always_inline)) void blk_f32(float *out, const floa
  * 50, 32: 68; at 16 rows 128 and 512 the same, at 32 rows 128 took 157). */
 #define JR_F32_KC(N) ((N) <= 8 ? 128 : 512)
 
+/* How far ahead (in weight rows) a group prefetches (rows_block.h): at 2-8 rows the next group (8), not
+ * the one after (16), whose 28 KB (C = 896) with the group's own and the input rows overran L1 (48 KB).
+ * 0.5b batch-8 decode at two threads, alternated (load 4-7): 41.7-60.9 ms a step against 44.1-65.4,
+ * 5 of 7 pairs faster, ~4% on average; 4 rows ahead was slower (62.5-75.0). */
+#define JR_F32_PFD(N) ((N) <= 8 ? 8 : 16)
+
 /* Outputs [o0, o1) for all N rows: groups of 8 weight rows blocked as jr_matmul_rows_bf16's kernel
  * (src/nn/rows_block.h), a single row 1 x 1. */
 static void range_f32(float *out, const float *inp, const float *w, const float *bias, int N, int C, int OC, int o0,
@@ -175,7 +181,7 @@ static void range_f32(float *out, const float *inp, const float *w, const float 
     }
     float acc[JR_ROWS_ACC];
 #define BLK(n, oo, NR, NC, pf, pfn, k0, k1, ab) blk_f32(out, inp, w, bias, C, OC, n, oo, NR, NC, pf, pfn, k0, k1, ab)
-    JR_ROWS_GROUPS(BLK, float, w, N, C, OC, o, o1, JR_F32_KC(N), acc)
+    JR_ROWS_GROUPS(BLK, float, w, N, C, OC, o, o1, JR_F32_KC(N), acc, JR_F32_PFD(N))
 #undef BLK
     for (; o < o1; o++)
         for (int n = 0; n < N; n++) blk_f32(out, inp, w, bias, C, OC, n, o, 1, 1, NULL, 0, 0, C, NULL);
@@ -201,7 +207,7 @@ static int take_tasks(task_range *r, int back, int want, int *got) {
     for (;;) {
         uint32_t nx = (uint32_t)v, end = (uint32_t)(v >> 32);
         if (nx >= end) return -1;
-        uint32_t k = back ? 1 : end - nx < (uint32_t)want ? end - nx : (uint32_t)want;
+        uint32_t k = back ? 1 : (end - nx) / 4 > (uint32_t)want ? (end - nx) / 4 : end - nx < (uint32_t)want ? end - nx : (uint32_t)want;
         uint64_t w = back ? ((uint64_t)(end - 1) << 32) | nx : ((uint64_t)end << 32) | (nx + k);
         if (__atomic_compare_exchange_n(&r->v, &v, w, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
             *got = (int)k;
@@ -212,30 +218,43 @@ static int take_tasks(task_range *r, int back, int want, int *got) {
 
 #define ROWS_MAX_THREADS 64
 
+/* Thread t's part of the np products (matmul_rows_n's tasks) in a team of n with task ranges r: its
+ * contiguous share first, 4 tasks (or a quarter of what is left) at a time, then the others' last tasks
+ * one by one. fresh: r is not set yet (a barrier after each thread sets its own); else every range of r
+ * must be empty (all tasks done, a barrier since), so that a thread reading another's range before its
+ * owner sets it finds nothing and leaves the tasks to their owner. */
+static void rows_share(const rows_mm *p, int np, const float *inp, int N, int C, int t, int n, task_range *r, int fresh) {
+    int nb = 0;
+    for (int i = 0; i < np; i++) nb += (p[i].OC + 15) / 16;
+    __atomic_store_n(&r[t].v, ((uint64_t)((long)nb * (t + 1) / n) << 32) | (uint64_t)((long)nb * t / n), __ATOMIC_RELAXED);
+    if (fresh) {
+#pragma omp barrier
+    }
+    for (int k = 0, b, got; k < n; k++)
+        while ((b = take_tasks(&r[(t + k) % n], k > 0, 4, &got)) >= 0)
+            for (int j = 0; j < got; j++) rows_task(p, inp, N, C, b + j);
+}
+
 /* The np products of one input inp (N,C) (q, k and v; gate and up) in one thread team: their tasks of
  * 16 weight rows one after the other, each thread a contiguous share (its own stream of weights; an
  * interleaved split was 10-25% slower), and a thread done with its share takes the last tasks of
  * another's, so the team's halves end together. Each output summed as dot_fixed, so a row's result
  * never depends on the batch it decodes in, nor on which thread computes it. */
+/* Below ~0.1 ms of work (multiply-adds) a thread team costs more than it saves. */
+#define ROWS_TEAM_MIN_WORK 262144L
+
 static void matmul_rows_n(const rows_mm *p, int np, const float *inp, int N, int C) {
     int nb = 0, nt = omp_get_max_threads();
     long work = 0;
     for (int i = 0; i < np; i++) nb += (p[i].OC + 15) / 16, work += (long)p[i].OC * C * N;
     if (nt > ROWS_MAX_THREADS) nt = ROWS_MAX_THREADS;
-    if (work < 262144 || nt < 2 || nb < 2) { /* below ~0.1 ms of work a thread team costs more than it saves */
+    if (work < ROWS_TEAM_MIN_WORK || nt < 2 || nb < 2) {
         for (int b = 0; b < nb; b++) rows_task(p, inp, N, C, b);
         return;
     }
     task_range r[ROWS_MAX_THREADS];
 #pragma omp parallel num_threads(nt)
-    {
-        int t = omp_get_thread_num(), n = omp_get_num_threads();
-        __atomic_store_n(&r[t].v, ((uint64_t)((long)nb * (t + 1) / n) << 32) | (uint64_t)((long)nb * t / n), __ATOMIC_RELAXED);
-#pragma omp barrier
-        for (int k = 0, b, got; k < n; k++) /* its own tasks 4 at a time (an atomic exchange each), then others' one by one */
-            while ((b = take_tasks(&r[(t + k) % n], k > 0, 4, &got)) >= 0)
-                for (int j = 0; j < got; j++) rows_task(p, inp, N, C, b + j);
-    }
+    rows_share(p, np, inp, N, C, omp_get_thread_num(), omp_get_num_threads(), r, 1);
 }
 
 /* out (N,OC) = inp (N,C) . weight (OC,C)^T + bias (matmul_rows_n with one product). */
@@ -504,65 +523,157 @@ static void attend(const kv *s, const float *qv, const char *kc, const char *vc,
     for (int t = 0; t < P; t++) axpy_row(o, a[t] * inv, vc + (size_t)t * stride, kb, D);
 }
 
-/* Runs R rows (row r: token ids[r] of slot slot_of[r] at position pos[r]) through the model,
- * writing their keys and values into the cache; rows of one slot must come in position order.
- * Writes logits (V per row) for the rows listed in out_rows (n_out of them) into logits. */
-static void forward_rows(kv *s, int R, const int *out_rows, int n_out, float *logits, int decode) {
-    const jr_weights *w = &s->m->w;
-    int C = s->C, D = s->D, Hq = s->Hq, Hkv = s->Hkv, KD = s->KD, QD = s->QD, F = s->F;
-    int grp = Hq / Hkv;
-    float scale = 1.0f / sqrtf((float)D);
-    jr_embedding_forward(s->x, s->ids, w->embed, R, C);
-    for (int l = 0; l < s->L; l++) {
-        const jr_layer_w *lw = &w->layers[l];
-        const lw16 *lb = s->lb ? &s->lb[l] : NULL;
-        jr_rmsnorm_forward(s->ln, s->rstd, s->x, lw->attn_norm, R, C, s->eps);
-        const rows_mm qkv[3] = {{s->q, lw->wq, lw->bq, QD}, {s->kk, lw->wk, lw->bk, KD}, {s->vv, lw->wv, lw->bv, KD}};
-        const uint16_t *qkv16[3] = {lb ? lb->q : NULL, lb ? lb->k : NULL, lb ? lb->v : NULL};
-        mm_n(s, decode, qkv, qkv16, s->ln, R, C, 3);
-        if (lw->q_norm) {
-            jr_rmsnorm_forward(s->qtmp, s->rstd, s->q, lw->q_norm, R * Hq, D, s->eps);
-            memcpy(s->q, s->qtmp, (size_t)R * QD * sizeof(float));
-            jr_rmsnorm_forward(s->qtmp, s->rstd, s->kk, lw->k_norm, R * Hkv, D, s->eps);
-            memcpy(s->kk, s->qtmp, (size_t)R * KD * sizeof(float));
-        }
-        jr_rope_forward(s->q, s->q, s->pos, s->cos_t, s->sin_t, R, Hq, D);
-        jr_rope_forward(s->kk, s->kk, s->pos, s->cos_t, s->sin_t, R, Hkv, D);
-        for (int r = 0; r < R; r++) {
-            size_t at = (size_t)s->pos[r] * KD * s->esz;
-            char *kd = kslot(s, s->k, l, s->slot_of[r]) + at, *vd = kslot(s, s->v, l, s->slot_of[r]) + at;
-            if (s->o.kv_bf16) {
-                jr_bf16_from_f32((uint16_t *)(void *)kd, s->kk + (size_t)r * KD, KD);
-                jr_bf16_from_f32((uint16_t *)(void *)vd, s->vv + (size_t)r * KD, KD);
-            } else {
-                memcpy(kd, s->kk + (size_t)r * KD, (size_t)KD * sizeof(float));
-                memcpy(vd, s->vv + (size_t)r * KD, (size_t)KD * sizeof(float));
-            }
-        }
-        /* Attention of each row over its slot's cache, positions 0..pos (causal). */
-#pragma omp parallel for collapse(2) schedule(static) if ((long)R * Hq * (s->pos[R - 1] + 1) * D >= 65536)
-        for (int r = 0; r < R; r++)
-            for (int h = 0; h < Hq; h++) {
-                size_t hk = (size_t)(h / grp) * D * s->esz;
-                attend(s, s->q + (size_t)r * QD + (size_t)h * D, kslot(s, s->k, l, s->slot_of[r]) + hk,
-                       kslot(s, s->v, l, s->slot_of[r]) + hk, s->att + ((size_t)r * Hq + (size_t)h) * s->T,
-                       s->pos[r] + 1, scale, s->ao + (size_t)r * QD + (size_t)h * D);
-            }
-        mm(s, decode, s->tmp, s->ao, lw->wo, lb ? lb->o : NULL, lw->bo, R, QD, C);
-        jr_add_inplace(s->x, s->tmp, (long)R * C);
-        jr_rmsnorm_forward(s->ln, s->rstd, s->x, lw->mlp_norm, R, C, s->eps);
-        const rows_mm gu[2] = {{s->gate, lw->wgate, NULL, F}, {s->up, lw->wup, NULL, F}};
-        const uint16_t *gu16[2] = {lb ? lb->gate : NULL, lb ? lb->up : NULL};
-        mm_n(s, decode, gu, gu16, s->ln, R, C, 2);
-        jr_swiglu_forward_fast(s->gate, s->gate, s->up, R, F);
-        mm(s, decode, s->tmp, s->gate, lw->wdown, lb ? lb->down : NULL, NULL, R, F, C);
-        jr_add_inplace(s->x, s->tmp, (long)R * C);
+/* Thread t of a team of n running forward_rows together (fp32 weights, the rows kernel: one team for the
+ * whole pass, meeting at barriers, r its task ranges), or t = 0 of n = 1 outside a team (each step then
+ * its own thread teams, as the bf16 kernel's). */
+typedef struct team { int t, n; task_range *r; } team;
+
+static inline void team_sync(const team *g) {
+    if (g->n > 1) {
+#pragma omp barrier
     }
+}
+
+/* The np products of one input (mm_n's), by the whole team (ended at a barrier) or outside one. */
+static void prod_n(kv *s, const team *g, int decode, const rows_mm *p, const uint16_t *const *wb, const float *inp,
+                   int N, int C, int np) {
+#if ROWS_PREFILL
+    if (g->r) {
+        rows_share(p, np, inp, N, C, g->t, g->n, g->r, 0);
+        team_sync(g);
+        return;
+    }
+#endif
+    mm_n(s, decode, p, wb, inp, N, C, np);
+}
+
+/* Rows [r0, r0 + nr) after q, k and v: q and k normed (when the model says) and rotated, k and v into
+ * the cache. qtmp holds the slice's q then its k (KD <= QD), so slices never share it. */
+static void qk_rows(kv *s, const jr_layer_w *lw, int l, int r0, int nr) {
+    int D = s->D, Hq = s->Hq, Hkv = s->Hkv, KD = s->KD, QD = s->QD;
+    float *q = s->q + (size_t)r0 * QD, *kk = s->kk + (size_t)r0 * KD, *qt = s->qtmp + (size_t)r0 * QD;
+    if (lw->q_norm) {
+        jr_rmsnorm_forward(qt, s->rstd + (size_t)r0 * Hq, q, lw->q_norm, nr * Hq, D, s->eps);
+        memcpy(q, qt, (size_t)nr * QD * sizeof(float));
+        jr_rmsnorm_forward(qt, s->rstd + (size_t)r0 * Hq, kk, lw->k_norm, nr * Hkv, D, s->eps);
+        memcpy(kk, qt, (size_t)nr * KD * sizeof(float));
+    }
+    jr_rope_forward(q, q, s->pos + r0, s->cos_t, s->sin_t, nr, Hq, D);
+    jr_rope_forward(kk, kk, s->pos + r0, s->cos_t, s->sin_t, nr, Hkv, D);
+    for (int r = r0; r < r0 + nr; r++) {
+        size_t at = (size_t)s->pos[r] * KD * s->esz;
+        char *kd = kslot(s, s->k, l, s->slot_of[r]) + at, *vd = kslot(s, s->v, l, s->slot_of[r]) + at;
+        if (s->o.kv_bf16) {
+            jr_bf16_from_f32((uint16_t *)(void *)kd, s->kk + (size_t)r * KD, KD);
+            jr_bf16_from_f32((uint16_t *)(void *)vd, s->vv + (size_t)r * KD, KD);
+        } else {
+            memcpy(kd, s->kk + (size_t)r * KD, (size_t)KD * sizeof(float));
+            memcpy(vd, s->vv + (size_t)r * KD, (size_t)KD * sizeof(float));
+        }
+    }
+}
+
+/* Query head i % Hq of row i / Hq over its slot's cache, positions 0..pos (causal). */
+static inline void attend_pair(kv *s, int l, int i) {
+    int r = i / s->Hq, h = i % s->Hq, D = s->D;
+    size_t hk = (size_t)(h / (s->Hq / s->Hkv)) * D * s->esz;
+    attend(s, s->q + (size_t)r * s->QD + (size_t)h * D, kslot(s, s->k, l, s->slot_of[r]) + hk,
+           kslot(s, s->v, l, s->slot_of[r]) + hk, s->att + (size_t)i * s->T, s->pos[r] + 1,
+           1.0f / sqrtf((float)D), s->ao + (size_t)r * s->QD + (size_t)h * D);
+}
+
+/* Attention of every row, ended at a barrier in a team: a team's threads take the (row, head) pairs in
+ * turn (a prompt's later rows attend over more positions). */
+static void attention_rows(kv *s, const team *g, int l, int R) {
+    int np = R * s->Hq;
+    if (g->n > 1) {
+        for (int i = g->t; i < np; i += g->n) attend_pair(s, l, i);
+        team_sync(g);
+        return;
+    }
+#pragma omp parallel for schedule(static) if ((long)np * (s->pos[R - 1] + 1) * s->D >= 65536)
+    for (int i = 0; i < np; i++) attend_pair(s, l, i);
+}
+
+/* Layer l over the R rows, as thread g->t of g->n: the row-wise steps on its slice of the rows, the
+ * products and the attention shared. x's slice was last written by this thread (the embedding or the
+ * residual add), so the layer starts without a barrier. */
+static void layer_rows(kv *s, const team *g, int l, int R, int decode) {
+    const jr_layer_w *lw = &s->m->w.layers[l];
+    const lw16 *lb = s->lb ? &s->lb[l] : NULL;
+    int C = s->C, KD = s->KD, QD = s->QD, F = s->F;
+    int r0 = R * g->t / g->n, nr = R * (g->t + 1) / g->n - r0;
+    float *x = s->x + (size_t)r0 * C, *ln = s->ln + (size_t)r0 * C, *tmp = s->tmp + (size_t)r0 * C;
+    if (nr) jr_rmsnorm_forward(ln, s->rstd + r0, x, lw->attn_norm, nr, C, s->eps);
+    team_sync(g);
+    const rows_mm qkv[3] = {{s->q, lw->wq, lw->bq, QD}, {s->kk, lw->wk, lw->bk, KD}, {s->vv, lw->wv, lw->bv, KD}};
+    const uint16_t *qkv16[3] = {lb ? lb->q : NULL, lb ? lb->k : NULL, lb ? lb->v : NULL};
+    prod_n(s, g, decode, qkv, qkv16, s->ln, R, C, 3);
+    if (nr) qk_rows(s, lw, l, r0, nr);
+    team_sync(g);
+    attention_rows(s, g, l, R);
+    const rows_mm o = {s->tmp, lw->wo, lw->bo, C};
+    const uint16_t *o16 = lb ? lb->o : NULL;
+    prod_n(s, g, decode, &o, &o16, s->ao, R, QD, 1);
+    if (nr) {
+        jr_add_inplace(x, tmp, (long)nr * C);
+        jr_rmsnorm_forward(ln, s->rstd + r0, x, lw->mlp_norm, nr, C, s->eps);
+    }
+    team_sync(g);
+    const rows_mm gu[2] = {{s->gate, lw->wgate, NULL, F}, {s->up, lw->wup, NULL, F}};
+    const uint16_t *gu16[2] = {lb ? lb->gate : NULL, lb ? lb->up : NULL};
+    prod_n(s, g, decode, gu, gu16, s->ln, R, C, 2);
+    if (nr) jr_swiglu_forward_fast(s->gate + (size_t)r0 * F, s->gate + (size_t)r0 * F, s->up + (size_t)r0 * F, nr, F);
+    team_sync(g);
+    const rows_mm dn = {s->tmp, lw->wdown, NULL, C};
+    const uint16_t *dn16 = lb ? lb->down : NULL;
+    prod_n(s, g, decode, &dn, &dn16, s->gate, R, F, 1);
+    if (nr) jr_add_inplace(x, tmp, (long)nr * C);
+}
+
+/* forward_rows as thread g->t of g->n. */
+static void forward_team(kv *s, const team *g, int R, const int *out_rows, int n_out, float *logits, int decode) {
+    int C = s->C, r0 = R * g->t / g->n, nr = R * (g->t + 1) / g->n - r0;
+    if (nr) jr_embedding_forward(s->x + (size_t)r0 * C, s->ids + r0, s->m->w.embed, nr, C);
+    for (int l = 0; l < s->L; l++) layer_rows(s, g, l, R, decode);
     /* Final norm and lm_head only for the rows whose logits are wanted. */
     if (n_out <= 0) return;
-    for (int i = 0; i < n_out; i++) memcpy(s->tmp + (size_t)i * C, s->x + (size_t)out_rows[i] * C, (size_t)C * sizeof(float));
-    jr_rmsnorm_forward(s->ln, s->rstd, s->tmp, w->final_norm, n_out, C, s->eps);
-    mm(s, decode, logits, s->ln, w->lm_head, s->head_b, NULL, n_out, C, s->V);
+    team_sync(g);
+    int i0 = n_out * g->t / g->n, ni = n_out * (g->t + 1) / g->n - i0;
+    for (int i = i0; i < i0 + ni; i++) memcpy(s->tmp + (size_t)i * C, s->x + (size_t)out_rows[i] * C, (size_t)C * sizeof(float));
+    if (ni) jr_rmsnorm_forward(s->ln + (size_t)i0 * C, s->rstd + i0, s->tmp + (size_t)i0 * C, s->m->w.final_norm, ni, C, s->eps);
+    team_sync(g);
+    const rows_mm head = {logits, s->m->w.lm_head, NULL, s->V};
+    const uint16_t *hb = s->head_b;
+    prod_n(s, g, decode, &head, &hb, s->ln, n_out, C, 1);
+}
+
+/* Runs R rows (row r: token ids[r] of slot slot_of[r] at position pos[r]) through the model,
+ * writing their keys and values into the cache; rows of one slot must come in position order.
+ * Writes logits (V per row) for the rows listed in out_rows (n_out of them) into logits. With fp32
+ * weights (the rows kernel) one thread team runs the whole pass, meeting at barriers instead of a fork
+ * and join per product, and the row-wise steps between the products (norms, rope, cache writes, residual
+ * adds, SwiGLU) run on each thread's slice of the rows instead of the main thread's alone; every sum as
+ * before (bitwise). */
+static void forward_rows(kv *s, int R, const int *out_rows, int n_out, float *logits, int decode) {
+#if ROWS_PREFILL
+    int nt = omp_get_max_threads();
+    /* the team only where the layer's products would get one each (ROWS_TEAM_MIN_WORK): a tiny model's pass
+     * stays on one thread, as its products did, instead of paying 9 barriers a layer */
+    if (!s->lb && nt > 1 && !omp_in_parallel() && (long)R * s->C * s->F >= ROWS_TEAM_MIN_WORK) {
+        task_range r[ROWS_MAX_THREADS];
+        if (nt > ROWS_MAX_THREADS) nt = ROWS_MAX_THREADS;
+        for (int i = 0; i < nt; i++) r[i].v = 0; /* every range empty: a thread taking from one not yet set finds nothing */
+#pragma omp parallel num_threads(nt)
+        {
+            team g = {omp_get_thread_num(), omp_get_num_threads(), r};
+            forward_team(s, &g, R, out_rows, n_out, logits, decode);
+        }
+        return;
+    }
+#endif
+    team g = {0, 1, NULL};
+    forward_team(s, &g, R, out_rows, n_out, logits, decode);
 }
 
 static jr_status kv_extend(void *impl, int k, const int *slots, const int32_t *const *toks, const int *n,

@@ -164,7 +164,7 @@ TGT static void range_avx(float *out, const uint16_t *a, const uint16_t *w, cons
     }
     float acc[JR_ROWS_ACC];
 #define BLK(n, oo, NR, NC, pf, pfn, k0, k1, ab) blk_avx(out, a, w, bias, C, OC, n, oo, NR, NC, pf, pfn, k0, k1, ab)
-    JR_ROWS_GROUPS(BLK, uint16_t, w, N, C, OC, o, o1, JR_BF16_KC(N), acc)
+    JR_ROWS_GROUPS(BLK, uint16_t, w, N, C, OC, o, o1, JR_BF16_KC(N), acc, 16)
 #undef BLK
     for (; o + 4 <= o1; o += 4) {
         int n = 0;

@@ -1,12 +1,13 @@
 /* rows_block.h - the register blocking shared by the batch-invariant rows kernels (jr_matmul_rows_bf16
  * and the fp32 decode/prefill kernel of src/model/kvcache.c)
  *
- * JR_ROWS_GROUPS(BLK, T, w, N, C, OC, o, o1, KC, acc) runs the outputs [o, o1 - (o1 - o) % 8) in groups
+ * JR_ROWS_GROUPS(BLK, T, w, N, C, OC, o, o1, KC, acc, PFD) runs the outputs [o, o1 - (o1 - o) % 8) in groups
  * of 8 weight rows (w: T elements, C per row): 4 x 4 blocks over the N rows, then the rows left over as
  * one 3 x 4 pair, 2 x 8 or 1 x 8 block, calling BLK(n, o, NR, NC, pf, pfn, k0, k1, ab) for the block of
  * rows n.. and outputs o.. (NR, NC constants) over inputs [k0, k1). With more than one row the kernel
  * computes long enough per weight byte for the hardware prefetcher to fall behind, so the blocks of a
- * group prefetch the group after the next one (8 rows: one contiguous run of 8 * C elements), each
+ * group prefetch the 8 weight rows PFD rows on (16: the group after the next one, bf16 and the fp32
+ * kernel's prefill; 8: the next, the fp32 kernel at 2-8 rows; one contiguous run of 8 * C elements), each
  * block its own share: pfn 64-byte lines from pf (or pf NULL), spread over its steps. With the weights
  * in huge pages (jr_malloc_weights) a 32-row product over the 100m shapes took 16.0-16.5 ms against
  * 18.2 for a burst of the next group at the group's start (one thread); the next group spread instead
@@ -55,14 +56,14 @@ static inline const char *jr_rows_n1_pf(const void *w, size_t row_bytes, int o, 
     } while (0)
 
 /* KC: the k chunk (a multiple of the kernel's step) when C is longer; acc_: JR_ROWS_ACC floats. */
-#define JR_ROWS_GROUPS(BLK, T, w, N, C, OC, o, o1, KC, acc_)                                                \
+#define JR_ROWS_GROUPS(BLK, T, w, N, C, OC, o, o1, KC, acc_, PFD)                                              \
     {                                                                                                     \
         int kc_ = (C) > (KC) ? (KC) : (C), nk_ = ((C) + kc_ - 1) / kc_;                                   \
         int nbg_ = jr_rows_blocks_per_group(N) * nk_;                                                     \
         float *const accb_ = (acc_);                                                                      \
         long lines_ = ((long)8 * (C) * (long)sizeof(T) + 63) / 64, share_ = (lines_ + nbg_ - 1) / nbg_;   \
         for (; (o) + 8 <= (o1); (o) += 8) {                                                               \
-            const char *pf_ = (N) > 1 && (o) + 24 <= (OC) ? (const char *)((w) + (size_t)((o) + 16) * (C)) : NULL; \
+            const char *pf_ = (N) > 1 && (o) + (PFD) + 8 <= (OC) ? (const char *)((w) + (size_t)((o) + (PFD)) * (C)) : NULL; \
             long left_ = lines_;                                                                          \
             const int og_ = (o);                                                                          \
             for (int r0_ = 0; r0_ < (N); r0_ += nk_ > 1 ? JR_ROWS_NCH : (N)) {                            \
