@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from jrtest import BIN, exit_code, report  # noqa: E402
+from jrtest import BIN, TMP, exit_code, report  # noqa: E402
 
 
 def tasks(domain, n, seed=7, first=0):
@@ -124,8 +124,31 @@ def check_seeding():
     report("unknown_domain_fails_clearly", p.returncode != 0 and "domain 'poetry'" in p.stderr, p.stderr)
 
 
+def check_exclude(tmp):
+    """--exclude: held-out rows that share no problem with the training rows (the code generator repeats problems,
+    so rows from another index range alone overlap: the demo's 30 held-out code rows shared 17 problems with its
+    200 training rows)."""
+    train = tasks("code", 200, seed=2)
+    path = os.path.join(tmp, "train.jsonl")
+    with open(path, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in train)
+    seen = {r["problem"] for r in train}
+    plain = tasks("code", 30, seed=2, first=100000)
+    p = subprocess.run([BIN, "workflow", "tasks", "--domain", "code", "--n", "30", "--seed", "2", "--first", "100000",
+                        "--exclude", path], capture_output=True, text=True, timeout=60)
+    held = [json.loads(line) for line in p.stdout.splitlines()] if p.returncode == 0 else []
+    probs = [r["problem"] for r in held]
+    report("exclude_gives_unseen_distinct_rows", len(held) == 30 and not seen & set(probs) and len(set(probs)) == 30 and
+           sum(r["problem"] in seen for r in plain) > 0,
+           "%s; plain rows overlapping: %d" % (p.stderr.strip(), sum(r["problem"] in seen for r in plain)))
+    p = subprocess.run([BIN, "workflow", "tasks", "--domain", "code", "--n", "3", "--exclude", os.path.join(tmp, "missing.jsonl")],
+                       capture_output=True, text=True, timeout=60)
+    report("exclude_missing_file_fails_clearly", p.returncode != 0 and "missing.jsonl" in p.stderr and not p.stdout, p.stderr)
+
+
 check_math()
 check_code()
 check_qa()
 check_seeding()
+check_exclude(TMP)
 sys.exit(exit_code())

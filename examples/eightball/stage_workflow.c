@@ -27,7 +27,7 @@
 
 static const char *const kDom[3] = {"math", "code", "qa"};
 #define TASK_SEED 2          /* the demo's task rows (the executor trains on seed 1's rows 0..n-1) */
-#define HELDOUT_FIRST 100000 /* held-out rows start here: disjoint from every training row */
+#define HELDOUT_FIRST 100000 /* held-out rows start here, and share no problem with a training row (jr_wf_tasks_unseen) */
 #define MAX_STMTS 3          /* short workflows: at most two assignments and the return */
 #define MAX_CALLS 8
 
@@ -108,7 +108,9 @@ static jr_status executor(eb_ctx *c, const char *dir, const eb_sizes *z, int *re
     return st ? st : eb_stamp(dir, EXEC_CMD, EXEC_CONFIG, over, n, NULL);
 }
 
-/* train.jsonl (rows 0.. of each domain) and heldout.jsonl (rows from HELDOUT_FIRST); *held gets the held-out rows. */
+/* train.jsonl (rows 0.. of each domain) and heldout.jsonl (rows from HELDOUT_FIRST whose problem is no training
+ * row's: the code generator repeats problems, and a repeated one was retrieved from the buffer with the workflow
+ * that solved it); *held gets the held-out rows. */
 static jr_status tasks(const char *wdir, const eb_sizes *z, json_t **train, json_t **held) {
     json_t *tr = *train = json_array();
     *held = json_array();
@@ -116,7 +118,7 @@ static jr_status tasks(const char *wdir, const eb_sizes *z, json_t **train, json
     for (int d = 0; d < 3 && !st; d++) {
         json_t *a = NULL, *h = NULL;
         st = jr_wf_tasks(kDom[d], z->wf_train_rows, TASK_SEED, 0, &a);
-        if (!st) st = jr_wf_tasks(kDom[d], z->wf_heldout_rows, TASK_SEED, HELDOUT_FIRST, &h);
+        if (!st) st = jr_wf_tasks_unseen(kDom[d], z->wf_heldout_rows, TASK_SEED, HELDOUT_FIRST, a, &h);
         if (!st) { json_array_extend(tr, a); json_array_extend(*held, h); }
         json_decref(a);
         json_decref(h);

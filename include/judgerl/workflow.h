@@ -250,5 +250,10 @@ jr_status jr_workflow_run_file(const jr_workflow_file_opts *f, const struct jr_j
  * in the question, 1- or 2-hop: {problem, answer, type, hops}). Rows first .. first+n-1 (with ids
  * "DOMAIN-i" and "domain"); row i depends only on (seed, domain, i). *rows is a new array. */
 jr_status jr_wf_tasks(const char *domain, long n, uint64_t seed, long first, json_t **rows);
+/* n rows of `domain` from index `first` on, skipping every row whose problem text is in `seen` (an array of rows
+ * with "problem"; may be NULL or empty) or repeats one taken already: held-out rows that share no problem with
+ * the training rows (the code generator repeats problems: about 1,400 distinct in 4,000 rows). Rows keep their
+ * ids ("DOMAIN-i", i the index drawn). JR_EINVAL when n such rows are not found within 64 draws a row. */
+jr_status jr_wf_tasks_unseen(const char *domain, long n, uint64_t seed, long first, const json_t *seen, json_t **rows);
 
 #endif

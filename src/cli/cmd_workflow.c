@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "judgerl/eval.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
 #include "judgerl/genrows.h"
@@ -20,7 +21,7 @@ static const char *cmd = "workflow";
 static void usage_all(FILE *f) {
     fprintf(f, "usage: judgerl workflow run --workflow FILE --problems IN.jsonl --executor CFG.yaml [--output OUT.jsonl] [--grade] [key=value ...]\n"
                "       judgerl workflow check FILE [key=value ...]\n"
-               "       judgerl workflow tasks --domain math|code|qa --n N [--seed S] [--first F] [--output OUT.jsonl]\n"
+               "       judgerl workflow tasks --domain math|code|qa --n N [--seed S] [--first F] [--exclude ROWS.jsonl] [--output OUT.jsonl]\n"
                "       judgerl workflow train-executor [CONFIG.yaml] [--quick] [key=value ...]\n"
                "       judgerl workflow train CONFIG.yaml [key=value ...]   (GRPO on a policy that writes workflows)\n"
                "run: executes the workflow on each row ({id, problem, type: math|code|qa, ...}) against the\n"
@@ -30,7 +31,8 @@ static void usage_all(FILE *f) {
                "  --grade adds {correct, grade} by a verifier (the reference answer; code: hidden tests in the\n"
                "  sandbox) and prints the accuracy per domain.\n"
                "check: parses FILE and prints its static figures, or the first error as workflow:LINE:COL.\n"
-               "tasks: seeded synthetic rows in the seed's shape (docs/WORKFLOWS.md).\n"
+               "tasks: seeded synthetic rows in the seed's shape (docs/WORKFLOWS.md). --exclude: skip every row whose\n"
+               "  problem is one of ROWS.jsonl's or repeats one taken already (held-out rows apart from training rows).\n"
                "train-executor: the executor model (default configs/wf_executor.yaml): SFT rows rendered from the\n"
                "  operator templates (direct answers, programs, code, review/revise), a BPE tokenizer trained on\n"
                "  them, then SFT; the model lands in run.out_dir/model. --quick: a run of well under a minute.\n");
@@ -80,15 +82,19 @@ static int do_run(int argc, char **argv) {
 }
 
 static int do_tasks(int argc, char **argv) {
-    const char *domain = NULL, *out_path = NULL;
+    const char *domain = NULL, *out_path = NULL, *exclude = NULL;
     long n = -1, first = 0, seed = 0;
-    const jr_arg spec[] = {JR_ARG_S("--domain", &domain), JR_ARG_S("--output", &out_path), JR_ARG_L("--n", &n, 0, 1L << 40),
-                           JR_ARG_L("--first", &first, 0, 1L << 40), JR_ARG_L("--seed", &seed, 0, 1L << 62), JR_ARGS_END};
+    const jr_arg spec[] = {JR_ARG_S("--domain", &domain), JR_ARG_S("--output", &out_path), JR_ARG_S("--exclude", &exclude),
+                           JR_ARG_L("--n", &n, 0, 1L << 40), JR_ARG_L("--first", &first, 0, 1L << 40),
+                           JR_ARG_L("--seed", &seed, 0, 1L << 62), JR_ARGS_END};
     int rc = cli_flags(cmd, spec, argc, argv, "unexpected argument '%s' (see judgerl workflow --help)");
     if (rc) return rc;
     if (!domain || n < 0) return cli_usage(cmd, "tasks needs --domain math|code|qa and --n N");
-    json_t *rows;
-    jr_status st = jr_wf_tasks(domain, n, (uint64_t)seed, first, &rows);
+    json_t *rows = NULL, *seen = NULL;
+    jr_status st = exclude ? jr_jsonl_read_all(exclude, &seen) : JR_OK;
+    if (!st) st = exclude ? jr_wf_tasks_unseen(domain, n, (uint64_t)seed, first, seen, &rows)
+                          : jr_wf_tasks(domain, n, (uint64_t)seed, first, &rows);
+    json_decref(seen);
     if (st) return cli_fail(cmd, st);
     st = jr_genrows_write(rows, out_path, stdout);
     json_decref(rows);

@@ -301,3 +301,38 @@ jr_status jr_wf_tasks(const char *domain, long n, uint64_t seed, long first, jso
     *rows = a;
     return JR_OK;
 }
+
+/* Rows from index `first` on whose problem text is in neither `seen` nor the rows already taken, until n of them. */
+jr_status jr_wf_tasks_unseen(const char *domain, long n, uint64_t seed, long first, const json_t *seen, json_t **rows) {
+    *rows = NULL;
+    if (n < 0 || first < 0) return jr_fail(JR_EINVAL, "tasks: n and first must be >= 0");
+    json_t *set = json_object(), *a = json_array();
+    jr_status st = set && a ? JR_OK : jr_fail(JR_ENOMEM, "tasks: out of memory");
+    size_t k;
+    json_t *r;
+    json_array_foreach(seen, k, r) {
+        const char *p = json_string_value(json_object_get(r, "problem"));
+        if (!st && p && json_object_set_new(set, p, json_true())) st = jr_fail(JR_ENOMEM, "tasks: out of memory");
+    }
+    /* the code generator repeats problems (about 1,400 distinct in 4,000 rows): give up after 64 draws a row */
+    long limit = first + 64 * n + 1024, i = first;
+    while (!st && (long)json_array_size(a) < n && i < limit) {
+        long chunk = n - (long)json_array_size(a);
+        json_t *c = NULL;
+        st = jr_wf_tasks(domain, chunk, seed, i, &c);
+        i += chunk;
+        json_array_foreach(c, k, r) {
+            const char *p = json_string_value(json_object_get(r, "problem"));
+            if (st || !p || json_object_get(set, p)) continue;
+            if (json_object_set_new(set, p, json_true()) || json_array_append(a, r)) st = jr_fail(JR_ENOMEM, "tasks: out of memory");
+        }
+        json_decref(c);
+    }
+    if (!st && (long)json_array_size(a) < n)
+        st = jr_fail(JR_EINVAL, "tasks: domain %s: only %zu of the %ld rows asked for have a problem not seen before (rows %ld..%ld of seed %llu)",
+                     domain, json_array_size(a), n, first, limit - 1, (unsigned long long)seed);
+    json_decref(set);
+    if (st) { json_decref(a); return st; }
+    *rows = a;
+    return JR_OK;
+}
