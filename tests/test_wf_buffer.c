@@ -1,6 +1,7 @@
 /* test_wf_buffer.c - seed 2's experience buffer (threshold, per-domain cap with the lowest evicted,
- * duplicates, step tags dropped on resume, persistence), TF-IDF retrieval, few-shot examples reaching
- * the rendered Layer-1 prompt, and the stratified mix hitting its counts exactly every step */
+ * duplicates, step tags dropped on resume, persistence, workflows that rarely win left out), TF-IDF
+ * retrieval, few-shot examples reaching the rendered Layer-1 prompt, and the stratified mix hitting its
+ * counts exactly every step */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,13 +12,18 @@
 #include "judgerl/judge.h"
 #include "judgerl/wfrl.h"
 
-static jr_wf_buffer *open_buf(const char *dir, int cap, int top_k, double min_sim) {
+static jr_wf_buffer *open_buf_rate(const char *dir, int cap, int top_k, double min_sim, double min_win_rate) {
     static char path[600];
     snprintf(path, sizeof path, "%s/buffer.sqlite", dir);
-    jr_wf_buffer_opts o = {.path = path, .threshold = 8.0, .cap = cap, .top_k = top_k, .min_similarity = min_sim};
+    jr_wf_buffer_opts o = {.path = path, .threshold = 8.0, .cap = cap, .top_k = top_k, .min_similarity = min_sim,
+                           .min_win_rate = min_win_rate, .min_tries = 10};
     jr_wf_buffer *b = NULL;
     if (jr_wf_buffer_open(&b, &o)) printf("  open: %s\n", jr_errmsg());
     return b;
+}
+
+static jr_wf_buffer *open_buf(const char *dir, int cap, int top_k, double min_sim) {
+    return open_buf_rate(dir, cap, top_k, min_sim, 0.2);
 }
 
 static int64_t count(jr_wf_buffer *b, const char *dom) {
@@ -62,6 +68,66 @@ TEST(buffer_threshold_cap_duplicates_resume) {
     b = open_buf(dir, 3, 3, 0.0);
     if (!b) { CHECK(0); free(dir); return; }
     CHECK(count(b, "math") == 2 && count(b, "qa") == 0); /* p2 (step 2, 9.0) and p3 (step 3, 8.5) */
+    jr_wf_buffer_close(b);
+    free(dir);
+}
+
+/* n tries of `wf` in `dom` at `step`, `wins` of them at the threshold or above */
+static void tries(jr_wf_buffer *b, const char *dom, const char *wf, int n, int wins, int64_t step) {
+    const char *d[16], *w[16];
+    double r[16];
+    for (int i = 0; i < n; i++) d[i] = dom, w[i] = wf, r[i] = i < wins ? 9.5 : -0.3;
+    CHECK_OK(jr_wf_buffer_record(b, (size_t)n, d, w, r, step));
+}
+
+static int retrieved(jr_wf_buffer *b, const char *dom, const char *wf_prefix) {
+    jr_wf_example *ex;
+    int n = 0, hits = 0;
+    if (jr_wf_buffer_retrieve(b, dom, "Ava has 26 stamps", &ex, &n)) return -1;
+    for (int i = 0; i < n; i++) hits += !strncmp(ex[i].workflow, wf_prefix, strlen(wf_prefix));
+    jr_wf_examples_free(ex, n);
+    return hits;
+}
+
+/* The demo's maths buffer began with two lucky `answer` entries (an operator right on 2% of maths rows) and one
+ * `program` entry; the policy, which copies its examples, went to `answer` on every maths row. A workflow whose
+ * record of tries says it rarely works is no longer retrieved. */
+TEST(buffer_leaves_out_workflows_that_rarely_win) {
+    char *dir = jt_tmpdir("wfbufrate");
+    jr_wf_buffer *b = open_buf(dir, 10, 5, 0.0);
+    if (!b) { CHECK(0); free(dir); return; }
+    const char *ans = "a = answer(problem)\nreturn a\n", *prog = "a = program(problem)\nreturn a";
+    CHECK_OK(jr_wf_buffer_add(b, "math", "Ava has 26 stamps. She buys 3.", ans, 9.48, 0, NULL));
+    CHECK_OK(jr_wf_buffer_add(b, "math", "Ava has 55 stamps. She buys 4.", ans, 9.48, 0, NULL));
+    CHECK_OK(jr_wf_buffer_add(b, "math", "Ava has 12 stamps. She buys 2.", prog, 9.48, 0, NULL));
+    /* fewer than min_tries tries: every entry is retrieved, however they went */
+    tries(b, "math", "a = answer(problem)\nreturn a", 6, 2, 0); /* the key ignores trailing white space */
+    tries(b, "math", prog, 3, 1, 0);
+    CHECK(retrieved(b, "math", "a = answer") == 2 && retrieved(b, "math", "a = program") == 1);
+    /* 2 wins in 12 tries (< 0.2): `answer` is left out; `program` (1 in 3) still has too few tries to judge */
+    tries(b, "math", ans, 6, 0, 1);
+    CHECK(retrieved(b, "math", "a = answer") == 0 && retrieved(b, "math", "a = program") == 1);
+    /* the record is per domain: `answer` wins on code */
+    CHECK_OK(jr_wf_buffer_add(b, "code", "Ava has 26 stamps. Write f.", ans, 9.5, 1, NULL));
+    tries(b, "code", ans, 12, 8, 1);
+    CHECK(retrieved(b, "code", "a = answer") == 1);
+    /* min_win_rate 0 turns it off */
+    jr_wf_buffer_close(b);
+    b = open_buf_rate(dir, 10, 5, 0.0, 0.0);
+    if (!b) { CHECK(0); free(dir); return; }
+    CHECK(retrieved(b, "math", "a = answer") == 2);
+    jr_wf_buffer_close(b);
+    /* a resume from the checkpoint after step 0 drops step 1's tries with its entries: 2 wins in 6 again */
+    b = open_buf(dir, 10, 5, 0.0);
+    if (!b) { CHECK(0); free(dir); return; }
+    CHECK_OK(jr_wf_buffer_truncate(b, 1));
+    CHECK(retrieved(b, "math", "a = answer") == 2 && retrieved(b, "code", "a = answer") == 0);
+    /* an unscored sample (NAN) is no try */
+    const char *d[10], *w[10];
+    double r[10];
+    for (int i = 0; i < 10; i++) d[i] = "math", w[i] = ans, r[i] = NAN;
+    CHECK_OK(jr_wf_buffer_record(b, 10, d, w, r, 1));
+    CHECK(retrieved(b, "math", "a = answer") == 2);
     jr_wf_buffer_close(b);
     free(dir);
 }
@@ -158,6 +224,7 @@ TEST(mix_is_exact_every_step) {
 
 int main(void) {
     RUN(buffer_threshold_cap_duplicates_resume);
+    RUN(buffer_leaves_out_workflows_that_rarely_win);
     RUN(similarity_is_cosine_of_words_and_bigrams);
     RUN(retrieval_and_layer1_prompt);
     RUN(mix_is_exact_every_step);

@@ -82,6 +82,9 @@ typedef struct jr_wf_buffer_opts {
     int cap;                /* per domain, the lowest reward evicted (buffer.cap, 100) */
     int top_k;              /* few-shot examples retrieved (buffer.top_k, 3) */
     double min_similarity;  /* cosine below this is not retrieved (buffer.min_similarity, 0.05) */
+    double min_win_rate;    /* a workflow that won less than this share of its tries in a domain is not retrieved
+                               there (buffer.min_win_rate, 0.2; 0: off) ... */
+    int min_tries;          /* ... once tried this often there (buffer.min_tries, 10) */
 } jr_wf_buffer_opts;
 
 extern const jr_cfg_field jr_wf_buffer_cfg[];
@@ -98,7 +101,15 @@ void jr_wf_buffer_close(jr_wf_buffer *b);
 jr_status jr_wf_buffer_add(jr_wf_buffer *b, const char *domain, const char *problem, const char *workflow,
                            double reward, int64_t step, int *added);
 
-/* Drops every entry added at a step >= `step` (a resume from a checkpoint taken after step-1). */
+/* Records the tries of n scored samples at `step` in one transaction: workflows[i] (its text without trailing
+ * white space is its key) in domains[i], a win when rewards[i] >= threshold; a NAN reward (unscored) is no try.
+ * Retrieval leaves out an entry whose workflow has min_tries tries or more in the domain and won less than
+ * min_win_rate of them: an entry that got in by one lucky success of a workflow that rarely works is not
+ * shown as an example (a policy that copies its examples would copy the workflow that rarely works). */
+jr_status jr_wf_buffer_record(jr_wf_buffer *b, size_t n, const char *const *domains, const char *const *workflows,
+                              const double *rewards, int64_t step);
+
+/* Drops every entry and every try recorded at a step >= `step` (a resume from a checkpoint taken after step-1). */
 jr_status jr_wf_buffer_truncate(jr_wf_buffer *b, int64_t step);
 
 /* Entries of a domain (NULL: all). */
@@ -112,7 +123,7 @@ typedef struct jr_wf_example {
 
 /* The top_k entries of `domain` by cosine similarity of `problem` to theirs (hashed word +
  * bigram TF-IDF vectors, IDF over the domain's entries), those at or above min_similarity, best
- * first. *ex is a new array of *n (jr_wf_examples_free). */
+ * first; entries whose workflow's record of tries fails min_win_rate (jr_wf_buffer_record) are left out. *ex is a new array of *n (jr_wf_examples_free). */
 jr_status jr_wf_buffer_retrieve(jr_wf_buffer *b, const char *domain, const char *problem, jr_wf_example **ex, int *n);
 void jr_wf_examples_free(jr_wf_example *ex, int n);
 

@@ -1,6 +1,7 @@
 /* wf_buffer.c - seed 2's experience buffer (wfrl.h): high-reward workflows kept per domain in SQLite,
  * tagged with the step that added them, retrieved as few-shot examples by cosine similarity of
- * hashed word + bigram TF-IDF vectors; the Layer-1 prompt; the stratified domain mix */
+ * hashed word + bigram TF-IDF vectors unless their workflow's record of tries says it rarely works; the
+ * Layer-1 prompt; the stratified domain mix */
 #include <ctype.h>
 #include <math.h>
 #include <pthread.h>
@@ -22,6 +23,12 @@ const jr_cfg_field jr_wf_buffer_cfg[] = {
     {"buffer.top_k", JR_CFG_INT, "3", "few-shot examples retrieved per prompt", NULL, NULL, 0, 100},
     {"buffer.min_similarity", JR_CFG_FLOAT, "0.05", "cosine similarity below which an entry is not retrieved", NULL,
      NULL, 0, 1},
+    {"buffer.min_win_rate", JR_CFG_FLOAT, "0.2",
+     "an entry whose workflow, tried buffer.min_tries times or more in its domain, reached the threshold in less than "
+     "this share of its tries is not retrieved: one lucky success of a workflow that rarely works is no example (0: off)",
+     NULL, NULL, 0, 1},
+    {"buffer.min_tries", JR_CFG_INT, "10", "tries of a workflow in a domain before buffer.min_win_rate applies to it", NULL,
+     NULL, 1, 1e9},
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
 
@@ -31,6 +38,8 @@ void jr_wf_buffer_opts_from_config(jr_wf_buffer_opts *o, const jr_config *c) {
     o->cap = (int)jr_cfg_int(c, "buffer.cap");
     o->top_k = (int)jr_cfg_int(c, "buffer.top_k");
     o->min_similarity = jr_cfg_float(c, "buffer.min_similarity");
+    o->min_win_rate = jr_cfg_float(c, "buffer.min_win_rate");
+    o->min_tries = (int)jr_cfg_int(c, "buffer.min_tries");
 }
 
 struct jr_wf_buffer {
@@ -60,9 +69,11 @@ jr_status jr_wf_buffer_open(jr_wf_buffer **out, const jr_wf_buffer_opts *o) {
                             "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
                             "CREATE TABLE IF NOT EXISTS entries(id INTEGER PRIMARY KEY, domain TEXT NOT NULL, problem TEXT "
                             "NOT NULL, workflow TEXT NOT NULL, reward REAL NOT NULL, step INTEGER NOT NULL, "
-                            "UNIQUE(domain, problem, workflow));",
+                            "UNIQUE(domain, problem, workflow));"
+                            "CREATE TABLE IF NOT EXISTS tries(domain TEXT NOT NULL, workflow TEXT NOT NULL, step INTEGER "
+                            "NOT NULL, n INTEGER NOT NULL, wins INTEGER NOT NULL, PRIMARY KEY(domain, workflow, step));",
                             NULL, NULL, NULL) != SQLITE_OK)
-        st = db_fail(b, "cannot create its table");
+        st = db_fail(b, "cannot create its tables");
     if (st) { jr_wf_buffer_close(b); return st; }
     *out = b;
     return JR_OK;
@@ -127,12 +138,49 @@ jr_status jr_wf_buffer_truncate(jr_wf_buffer *b, int64_t step) {
     pthread_mutex_lock(&b->mu);
     sqlite3_stmt *s = NULL;
     jr_status st = JR_OK;
-    if (sqlite3_prepare_v2(b->db, "DELETE FROM entries WHERE step >= ?", -1, &s, NULL) != SQLITE_OK) st = db_fail(b, "truncate");
-    if (!st) {
-        sqlite3_bind_int64(s, 1, step);
-        if (sqlite3_step(s) != SQLITE_DONE) st = db_fail(b, "truncate");
+    for (int t = 0; t < 2 && !st; t++) {
+        if (sqlite3_prepare_v2(b->db, t ? "DELETE FROM tries WHERE step >= ?" : "DELETE FROM entries WHERE step >= ?", -1, &s,
+                               NULL) != SQLITE_OK) st = db_fail(b, "truncate");
+        if (!st) {
+            sqlite3_bind_int64(s, 1, step);
+            if (sqlite3_step(s) != SQLITE_DONE) st = db_fail(b, "truncate");
+        }
+        sqlite3_finalize(s);
+        s = NULL;
+    }
+    pthread_mutex_unlock(&b->mu);
+    return st;
+}
+
+/* a workflow's key in `tries`: its text without trailing white space (the policy ends some with a newline) */
+#define WF_KEY_TRIM "' ' || char(9, 10, 13)"
+
+jr_status jr_wf_buffer_record(jr_wf_buffer *b, size_t n, const char *const *domains, const char *const *workflows,
+                              const double *rewards, int64_t step) {
+    pthread_mutex_lock(&b->mu);
+    jr_status st = JR_OK;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_exec(b->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) { st = db_fail(b, "begin"); goto out; }
+    if (sqlite3_prepare_v2(b->db, "INSERT INTO tries(domain, workflow, step, n, wins) VALUES(?1, rtrim(?2, " WF_KEY_TRIM "), ?3, 1, ?4) "
+                                  "ON CONFLICT(domain, workflow, step) DO UPDATE SET n = n + 1, wins = wins + excluded.wins",
+                           -1, &s, NULL) != SQLITE_OK) { st = db_fail(b, "record"); goto rollback; }
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(rewards[i])) continue; /* unscored: no try */
+        sqlite3_reset(s);
+        sqlite3_bind_text(s, 1, domains[i], -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 2, workflows[i], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 3, step);
+        sqlite3_bind_int(s, 4, rewards[i] >= b->o.threshold);
+        if (sqlite3_step(s) != SQLITE_DONE) { st = db_fail(b, "record"); goto rollback; }
     }
     sqlite3_finalize(s);
+    s = NULL;
+    if (sqlite3_exec(b->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) { st = db_fail(b, "commit"); goto rollback; }
+    goto out;
+rollback:
+    sqlite3_finalize(s);
+    sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
+out:
     pthread_mutex_unlock(&b->mu);
     return st;
 }
@@ -226,9 +274,18 @@ jr_status jr_wf_buffer_retrieve(jr_wf_buffer *b, const char *domain, const char 
     jr_status st = JR_OK;
     jr_wf_example *ex = NULL;
     int n = 0, cap = 0;
-    if (sqlite3_prepare_v2(b->db, "SELECT problem, workflow, reward FROM entries WHERE domain = ? ORDER BY id", -1, &s, NULL) != SQLITE_OK)
+    /* entries whose workflow has no record of min_tries tries in the domain, or won min_win_rate of them */
+    if (sqlite3_prepare_v2(b->db, "SELECT e.problem, e.workflow, e.reward FROM entries e LEFT JOIN (SELECT workflow, sum(n) AS n, "
+                                  "sum(wins) AS w FROM tries WHERE domain = ?1 GROUP BY workflow) t ON t.workflow = "
+                                  "rtrim(e.workflow, " WF_KEY_TRIM ") WHERE e.domain = ?1 AND (t.n IS NULL OR t.n < ?2 OR "
+                                  "t.w >= ?3 * t.n) ORDER BY e.id",
+                           -1, &s, NULL) != SQLITE_OK)
         st = db_fail(b, "retrieve");
-    if (!st) sqlite3_bind_text(s, 1, domain, -1, SQLITE_STATIC);
+    if (!st) {
+        sqlite3_bind_text(s, 1, domain, -1, SQLITE_STATIC);
+        sqlite3_bind_int(s, 2, b->o.min_tries);
+        sqlite3_bind_double(s, 3, b->o.min_win_rate);
+    }
     int rc;
     while (!st && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         if (n == cap) {

@@ -342,13 +342,26 @@ static jr_status buffer_offer(wf_env *e, const size_t *which, const double *rw, 
         jr_rng_seed2(&r, e->shuffle_seed ^ 0x627566666572ULL, (uint64_t)step);
         jr_rng_shuffle_idx(&r, perm, (uint32_t)n);
     }
-    jr_status st = JR_OK;
+    /* every scored sample is a try of its workflow (jr_wf_buffer_record), one transaction for the flush */
+    const char **dom = jr_calloc(n + 1, sizeof *dom), **wf = jr_calloc(n + 1, sizeof *wf);
+    double *r = jr_calloc(n + 1, sizeof *r);
+    jr_status st = dom && wf && r ? JR_OK : jr_fail(JR_ENOMEM, "workflow environment: out of memory");
+    size_t m = 0;
+    for (size_t k = 0; k < n && !st; k++) {
+        const wf_item *it = &e->items[which[k]];
+        if (!json_string_value(json_object_get(it->row, "problem"))) continue;
+        dom[m] = kDomains[domain_index(it->row)], wf[m] = it->text, r[m++] = rw[perm[k]];
+    }
+    if (!st) st = jr_wf_buffer_record(e->buffer, m, dom, wf, r, step);
     for (size_t k = 0; k < n && !st; k++) {
         const wf_item *it = &e->items[which[k]];
         const char *prob = json_string_value(json_object_get(it->row, "problem"));
         if (prob) st = jr_wf_buffer_add(e->buffer, kDomains[domain_index(it->row)], prob, it->text, rw[perm[k]], step, NULL);
     }
     free(perm);
+    free(dom);
+    free(wf);
+    free(r);
     return st;
 }
 
