@@ -87,6 +87,15 @@ void jr_wf_buffer_close(jr_wf_buffer *b) {
     free(b);
 }
 
+/* Ends a transaction begun with BEGIN IMMEDIATE, finalizing s: COMMIT when st is JR_OK, else (or when the commit
+ * fails) ROLLBACK; returns the status. */
+static jr_status txn_end(jr_wf_buffer *b, sqlite3_stmt *s, jr_status st) {
+    sqlite3_finalize(s);
+    if (!st && sqlite3_exec(b->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) st = db_fail(b, "commit");
+    if (st) sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
+    return st;
+}
+
 jr_status jr_wf_buffer_add(jr_wf_buffer *b, const char *domain, const char *problem, const char *workflow,
                            double reward, int64_t step, int *added) {
     if (added) *added = 0;
@@ -97,38 +106,34 @@ jr_status jr_wf_buffer_add(jr_wf_buffer *b, const char *domain, const char *prob
     sqlite3_int64 row = 0;
     if (sqlite3_exec(b->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) { st = db_fail(b, "begin"); goto out; }
     if (sqlite3_prepare_v2(b->db, "INSERT OR IGNORE INTO entries(domain, problem, workflow, reward, step) VALUES(?,?,?,?,?)",
-                           -1, &s, NULL) != SQLITE_OK) { st = db_fail(b, "insert"); goto rollback; }
+                           -1, &s, NULL) != SQLITE_OK) { st = db_fail(b, "insert"); goto end; }
     sqlite3_bind_text(s, 1, domain, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, problem, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 3, workflow, -1, SQLITE_STATIC);
     sqlite3_bind_double(s, 4, reward);
     sqlite3_bind_int64(s, 5, step);
-    if (sqlite3_step(s) != SQLITE_DONE) { st = db_fail(b, "insert"); goto rollback; }
+    if (sqlite3_step(s) != SQLITE_DONE) { st = db_fail(b, "insert"); goto end; }
     if (sqlite3_changes(b->db) == 1) row = sqlite3_last_insert_rowid(b->db);
     sqlite3_finalize(s);
     s = NULL;
     /* cut the domain to cap: the lowest reward first, then the oldest */
     if (sqlite3_prepare_v2(b->db, "DELETE FROM entries WHERE id IN (SELECT id FROM entries WHERE domain = ?1 ORDER BY "
                                   "reward ASC, id ASC LIMIT max(0, (SELECT count(*) FROM entries WHERE domain = ?1) - ?2))",
-                           -1, &s, NULL) != SQLITE_OK) { st = db_fail(b, "evict"); goto rollback; }
+                           -1, &s, NULL) != SQLITE_OK) { st = db_fail(b, "evict"); goto end; }
     sqlite3_bind_text(s, 1, domain, -1, SQLITE_STATIC);
     sqlite3_bind_int(s, 2, b->o.cap);
-    if (sqlite3_step(s) != SQLITE_DONE) { st = db_fail(b, "evict"); goto rollback; }
+    if (sqlite3_step(s) != SQLITE_DONE) { st = db_fail(b, "evict"); goto end; }
     sqlite3_finalize(s);
     s = NULL;
     if (row && added) {
-        if (sqlite3_prepare_v2(b->db, "SELECT count(*) FROM entries WHERE id = ?", -1, &s, NULL) != SQLITE_OK) { st = db_fail(b, "select"); goto rollback; }
+        if (sqlite3_prepare_v2(b->db, "SELECT count(*) FROM entries WHERE id = ?", -1, &s, NULL) != SQLITE_OK) { st = db_fail(b, "select"); goto end; }
         sqlite3_bind_int64(s, 1, row);
         *added = sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int(s, 0) == 1;
         sqlite3_finalize(s);
         s = NULL;
     }
-    if (sqlite3_exec(b->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) { st = db_fail(b, "commit"); goto rollback; }
-    goto out;
-rollback:
-    sqlite3_finalize(s);
-    sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
-    if (added) *added = 0;
+end: /* txn_end commits when st is JR_OK, else rolls back */
+    if ((st = txn_end(b, s, st)) && added) *added = 0;
 out:
     pthread_mutex_unlock(&b->mu);
     return st;
@@ -163,7 +168,7 @@ jr_status jr_wf_buffer_record(jr_wf_buffer *b, size_t n, const char *const *doma
     if (sqlite3_exec(b->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) { st = db_fail(b, "begin"); goto out; }
     if (sqlite3_prepare_v2(b->db, "INSERT INTO tries(domain, workflow, step, n, wins) VALUES(?1, rtrim(?2, " WF_KEY_TRIM "), ?3, 1, ?4) "
                                   "ON CONFLICT(domain, workflow, step) DO UPDATE SET n = n + 1, wins = wins + excluded.wins",
-                           -1, &s, NULL) != SQLITE_OK) { st = db_fail(b, "record"); goto rollback; }
+                           -1, &s, NULL) != SQLITE_OK) { st = db_fail(b, "record"); goto end; }
     for (size_t i = 0; i < n; i++) {
         if (isnan(rewards[i])) continue; /* unscored: no try */
         sqlite3_reset(s);
@@ -171,15 +176,10 @@ jr_status jr_wf_buffer_record(jr_wf_buffer *b, size_t n, const char *const *doma
         sqlite3_bind_text(s, 2, workflows[i], -1, SQLITE_STATIC);
         sqlite3_bind_int64(s, 3, step);
         sqlite3_bind_int(s, 4, rewards[i] >= b->o.threshold);
-        if (sqlite3_step(s) != SQLITE_DONE) { st = db_fail(b, "record"); goto rollback; }
+        if (sqlite3_step(s) != SQLITE_DONE) { st = db_fail(b, "record"); goto end; }
     }
-    sqlite3_finalize(s);
-    s = NULL;
-    if (sqlite3_exec(b->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) { st = db_fail(b, "commit"); goto rollback; }
-    goto out;
-rollback:
-    sqlite3_finalize(s);
-    sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
+end: /* txn_end commits when st is JR_OK, else rolls back */
+    st = txn_end(b, s, st);
 out:
     pthread_mutex_unlock(&b->mu);
     return st;
