@@ -112,6 +112,10 @@ if not extra:
         for k, lab in (("hopeful", "Yes"), ("risky", "No"), ("unsure", "Maybe")):
             if pk[k]["preferred"] != lab or abs(pk[k]["after"] - g[0]["kinds_after"][k][lab]) > 1e-6:
                 errs.append("preferred_by_kind %s inconsistent" % k)
+    # the workflow stage's criteria: no verdict on a control that did not run (demo.workflow.control false)
+    wf = s.get("workflow") or {}
+    if wf and not any(r.get("control") for r in wf.get("runs", [])) and "control_no_rise" in wf.get("criteria", {}):
+        errs.append("workflow criteria: control_no_rise without a control run: %s" % wf["criteria"])
     d = s["steering"]
     if abs(d["delta"] - (d["p_yes_biased"] - d["p_yes_unbiased"])) > 1e-9: errs.append("steering delta inconsistent")
 html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
