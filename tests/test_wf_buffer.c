@@ -111,6 +111,12 @@ TEST(buffer_leaves_out_workflows_that_rarely_win) {
     CHECK_OK(jr_wf_buffer_add(b, "code", "Ava has 26 stamps. Write f.", ans, 9.5, 1, NULL));
     tries(b, "code", ans, 12, 8, 1);
     CHECK(retrieved(b, "code", "a = answer") == 1);
+    /* a domain where every workflow rarely wins keeps its best one (qa: `answer` 2 of 12, `program` 1 of 12) */
+    CHECK_OK(jr_wf_buffer_add(b, "qa", "Ava has 26 stamps. Who?", ans, 9.5, 1, NULL));
+    CHECK_OK(jr_wf_buffer_add(b, "qa", "Ava has 27 stamps. Who?", prog, 9.5, 1, NULL));
+    tries(b, "qa", ans, 12, 2, 1);
+    tries(b, "qa", prog, 12, 1, 1);
+    CHECK(retrieved(b, "qa", "a = answer") == 1 && retrieved(b, "qa", "a = program") == 0);
     /* min_win_rate 0 turns it off */
     jr_wf_buffer_close(b);
     b = open_buf_rate(dir, 10, 5, 0.0, 0.0);

@@ -104,7 +104,7 @@ jr_status jr_wf_buffer_add(jr_wf_buffer *b, const char *domain, const char *prob
 /* Records the tries of n scored samples at `step` in one transaction: workflows[i] (its text without trailing
  * white space is its key) in domains[i], a win when rewards[i] >= threshold; a NAN reward (unscored) is no try.
  * Retrieval leaves out an entry whose workflow has min_tries tries or more in the domain and won less than
- * min_win_rate of them: an entry that got in by one lucky success of a workflow that rarely works is not
+ * min_win_rate of them, unless no workflow of the domain has a higher win rate (a hard domain keeps its best): an entry that got in by one lucky success of a workflow that rarely works is not
  * shown as an example (a policy that copies its examples would copy the workflow that rarely works). */
 jr_status jr_wf_buffer_record(jr_wf_buffer *b, size_t n, const char *const *domains, const char *const *workflows,
                               const double *rewards, int64_t step);

@@ -25,7 +25,8 @@ const jr_cfg_field jr_wf_buffer_cfg[] = {
      NULL, 0, 1},
     {"buffer.min_win_rate", JR_CFG_FLOAT, "0.2",
      "an entry whose workflow, tried buffer.min_tries times or more in its domain, reached the threshold in less than "
-     "this share of its tries is not retrieved: one lucky success of a workflow that rarely works is no example (0: off)",
+     "this share of its tries is not retrieved, unless none of the domain's workflows wins more often: one lucky "
+     "success of a workflow that rarely works is no example (0: off)",
      NULL, NULL, 0, 1},
     {"buffer.min_tries", JR_CFG_INT, "10", "tries of a workflow in a domain before buffer.min_win_rate applies to it", NULL,
      NULL, 1, 1e9},
@@ -274,11 +275,12 @@ jr_status jr_wf_buffer_retrieve(jr_wf_buffer *b, const char *domain, const char 
     jr_status st = JR_OK;
     jr_wf_example *ex = NULL;
     int n = 0, cap = 0;
-    /* entries whose workflow has no record of min_tries tries in the domain, or won min_win_rate of them */
-    if (sqlite3_prepare_v2(b->db, "SELECT e.problem, e.workflow, e.reward FROM entries e LEFT JOIN (SELECT workflow, sum(n) AS n, "
-                                  "sum(wins) AS w FROM tries WHERE domain = ?1 GROUP BY workflow) t ON t.workflow = "
+    /* entries whose workflow has no record of min_tries tries in the domain, or won min_win_rate of them, or has the
+     * domain's best win rate (a domain where every workflow rarely wins keeps its best as examples) */
+    if (sqlite3_prepare_v2(b->db, "WITH t AS (SELECT workflow, sum(n) AS n, sum(wins) AS w FROM tries WHERE domain = ?1 GROUP BY "
+                                  "workflow) SELECT e.problem, e.workflow, e.reward FROM entries e LEFT JOIN t ON t.workflow = "
                                   "rtrim(e.workflow, " WF_KEY_TRIM ") WHERE e.domain = ?1 AND (t.n IS NULL OR t.n < ?2 OR "
-                                  "t.w >= ?3 * t.n) ORDER BY e.id",
+                                  "t.w >= ?3 * t.n OR t.w * 1.0 / t.n >= (SELECT max(w * 1.0 / n) FROM t)) ORDER BY e.id",
                            -1, &s, NULL) != SQLITE_OK)
         st = db_fail(b, "retrieve");
     if (!st) {
