@@ -68,6 +68,11 @@ report("the stage used the executor it was given", wf.get("executor_url") == "ht
 best = wf.get("best_fixed", {})
 report("the scripted executor: a fixed workflow solves every row of each domain (program, codegen, answer)",
        best.get("math", {}).get("acc") == 1 and best.get("code", {}).get("acc") == 1 and best.get("qa", {}).get("acc") == 1, best)
+# what the control check relies on: no workflow used for every row solves more than one domain's third
+fixed = wf.get("fixed", [])
+report("the scripted executor: no fixed workflow solves more than one domain (overall <= 1/3)",
+       fixed and all(f.get("overall") is not None and f["overall"] <= 1 / 3 + 1e-6 for f in fixed),
+       [(f.get("name"), f.get("overall")) for f in fixed])
 runs = {r["name"]: r for r in wf.get("runs", [])}
 for n in ("seed1", "seed2", "seed3", "control"):
     r = runs.get(n, {})
