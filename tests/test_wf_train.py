@@ -153,6 +153,15 @@ buffer: {threshold: -100.0, cap: 1000}
         rk = {r["step"]: r.get("reward") for r in metrics(run) if "train/overall/n" in r}
         rr = {r["step"]: r.get("reward") for r in metrics(ref) if "train/overall/n" in r}
         report("kill -9 then resume: one metrics row per step, the same rewards", sorted(rk) == list(range(1, 9)) and rk == rr, (rk, rr))
+        # a used run directory: refused without resume or overwrite; overwritten, the old run's metrics and
+        # experience buffer go (a fresh run that kept the buffer started from the old run's examples, unsaid)
+        p = train(ref, "trainer.steps=2")
+        report("a used run.out_dir is refused (resume or overwrite)", p.returncode != 0 and "is not empty" in p.stderr, p.stdout + p.stderr)
+        p = train(ref, "trainer.steps=2", "run.overwrite=true")
+        steps = [r["step"] for r in metrics(ref) if "train/overall/n" in r]
+        late = [x for x in buffer(ref) if x[4] > 1] if os.path.isdir(ref) else ["no run"]
+        report("run.overwrite=true starts afresh: metrics of steps 1..2 only, no buffer entry of the old run's later steps",
+               p.returncode == 0 and steps == [1, 2] and not late, (p.returncode, steps, late[:3], p.stderr[-300:]))
         # a bad task row: one clear error naming the file and line (a row without a known type; a line that is not JSON)
         for name, bad, want in (("no_type", json.dumps({"problem": "x"}), "bad.jsonl:2: a workflow task row needs"),
                                 ("not_json", "{not json", "bad.jsonl:2")):

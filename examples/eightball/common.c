@@ -220,9 +220,12 @@ jr_status eb_spawn(eb_ctx *c, char *const *args, const char *log, int single_thr
     while (args[na]) na++;
     char **envp = calloc(ne + 3, sizeof *envp), **argv = calloc(na + 2, sizeof *argv);
     if (!envp || !argv) { free(envp), free(argv), close(fd); return jr_fail(JR_ENOMEM, "out of memory"); }
-    /* first, so they win over the caller's: one thread that sleeps when idle, beside the stages on the other core */
+    /* first, so they win over the caller's: threads that sleep when idle (libgomp's default spins, and with a server,
+     * a trainer and the background training on two cores the spinning threads starved the working ones: the
+     * study took 300 s, 47 s so); single_thread: one thread (the tiny models' servers are faster on one) */
     size_t k = 0;
-    if (single_thread) envp[k++] = "OMP_NUM_THREADS=1", envp[k++] = "OMP_WAIT_POLICY=PASSIVE";
+    if (single_thread) envp[k++] = "OMP_NUM_THREADS=1";
+    envp[k++] = "OMP_WAIT_POLICY=PASSIVE";
     for (size_t i = 0; i < ne; i++) envp[k++] = environ[i];
     argv[0] = (char *)c->judgerl;
     for (size_t i = 0; i < na; i++) argv[1 + i] = args[i];
@@ -287,7 +290,7 @@ jr_status eb_server_start(eb_ctx *c, eb_server *sv, const char *model, const cha
     if (st) return st;
     char *args[] = {"serve", "--model", (char *)model, "--host", "127.0.0.1", "--port", "0", "--served-model-name", "judge",
                     "--parallel", "8", "--max-queue", "256", "--port-file", pf, NULL};
-    if ((st = eb_spawn(c, args, log, 0, &sv->pid))) return st;
+    if ((st = eb_spawn(c, args, log, 1, &sv->pid))) return st;
     pid_t pid = sv->pid;
     for (int i = 0; i < 2400; i++) { /* up to 120 s for the model to load */
         char *text = NULL;

@@ -117,7 +117,8 @@ jr_status eb_train_or_reuse_with(eb_ctx *c, const char *dir, const char *cmd, co
 jr_status eb_stamp(const char *dir, const char *cmd, const char *config, char *const *over, int n_over, int *matches);
 
 /* `judgerl ARGS...` (args NULL-terminated, without the binary) as a background child, stdout and stderr to log,
- * with single_thread OMP_NUM_THREADS=1 and OMP_WAIT_POLICY=PASSIVE (it shares the cores with the stages); SIGTERM
+ * with OMP_WAIT_POLICY=PASSIVE (its idle threads sleep: spinning ones starved the other processes on the cores) and
+ * with single_thread OMP_NUM_THREADS=1 (the judge and executor servers, the background training); SIGTERM
  * if the demo dies. eb_wait_child waits for it (stopping it on *c->stop): OK on exit 0, else a failure naming what and log;
  * eb_stop_child: SIGTERM, SIGKILL after 10 s. Both set *pid to -1. */
 jr_status eb_spawn(eb_ctx *c, char *const *args, const char *log, int single_thread, pid_t *pid);

@@ -526,6 +526,14 @@ jr_status eb_stage_workflow(eb_ctx *c, const void *arg, char *note, size_t cap) 
     json_object_set_new(c->sum, "workflow", wf);
     json_object_set_new(wf, "runs", runs);
     int reused = 0, background = 0, external = z->wf_executor_url[0] != 0;
+    /* the policy's SFT first: the executor may still be training in the background */
+    double t0 = jr_wall_time();
+    if (!st) st = tasks(wdir, z, &train, &held);
+    json_object_set_new(wf, "sft", json_pack("{s:i,s:s,s:f,s:f,s:i,s:i}", "statements", z->wf_sft_statements, "names",
+                                             z->wf_sft_ordered_names ? "ordered" : "any",
+                                             "copy", z->wf_sft_copy, "follow", z->wf_sft_follow, "rows", z->wf_sft_rows, "steps", z->wf_sft_steps));
+    if (!st) st = policy_rows(wdir, train, z, 96);
+    if (!st) st = policy_sft(wdir, c->logf, c->stop, z);
     double t_exec = jr_wall_time();
     snprintf(p, sizeof p, "%s/executor", wdir);
     if (!st && !external) st = executor(c, p, z, &reused, &background);
@@ -533,12 +541,6 @@ jr_status eb_stage_workflow(eb_ctx *c, const void *arg, char *note, size_t cap) 
     json_object_set_new(wf, "executor_seconds", json_real(jr_wall_time() - t_exec)); /* background: the wait */
     json_object_set_new(wf, "executor_reused", json_boolean(reused));
     json_object_set_new(wf, "executor_background", json_boolean(background));
-    if (!st) st = tasks(wdir, z, &train, &held);
-    json_object_set_new(wf, "sft", json_pack("{s:i,s:s,s:f,s:f,s:i,s:i}", "statements", z->wf_sft_statements, "names",
-                                             z->wf_sft_ordered_names ? "ordered" : "any",
-                                             "copy", z->wf_sft_copy, "follow", z->wf_sft_follow, "rows", z->wf_sft_rows, "steps", z->wf_sft_steps));
-    if (!st) st = policy_rows(wdir, train, z, 96);
-    if (!st) st = policy_sft(wdir, c->logf, c->stop, z);
     eb_server sv = {.pid = -1};
     snprintf(p, sizeof p, "%s/executor/model", wdir);
     if (!st && !external) st = eb_server_start(c, &sv, p, "workflow");
@@ -547,9 +549,14 @@ jr_status eb_stage_workflow(eb_ctx *c, const void *arg, char *note, size_t cap) 
     else snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", sv.port);
     if (!st && external) fprintf(c->logf, "\nworkflow executor: the one served at %s (demo.workflow.executor_url)\n", url);
     if (!st) st = write_configs(wdir, url);
+    double t_base = jr_wall_time();
     if (!st) st = baselines(wdir, held, z, wf);
+    double t_grpo = jr_wall_time();
     if (!st) st = grpo_runs(wdir, c->logf, c->stop, z, runs);
     eb_server_stop(&sv);
+    /* where the stage's time went (the executor: the wait for the background training, or its own training) */
+    json_object_set_new(wf, "seconds", json_pack("{s:f,s:f,s:f,s:f}", "tasks_and_sft", t_exec - t0, "executor_and_server",
+                                                 t_base - t_exec, "baselines", t_grpo - t_base, "grpo_runs", jr_wall_time() - t_grpo));
     json_decref(train);
     json_decref(held);
     if (!st) criteria(wf, note, cap);

@@ -71,7 +71,8 @@ static int run_file(const char *name) {
                                       "unscored.json", "report.html", "config.yaml", NULL};
     for (int i = 0; own[i]; i++)
         if (!strcmp(name, own[i])) return 1;
-    return !strncmp(name, "events.out.tfevents.", 20);
+    /* the workflow trainer's experience buffer (and SQLite's -wal / -shm / -journal beside it) */
+    return !strncmp(name, "events.out.tfevents.", 20) || !strncmp(name, "buffer.sqlite", 13);
 }
 
 jr_status jr_run_dir_prepare(const jr_run_opts *o, int resume, int dry) {

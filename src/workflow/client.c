@@ -88,16 +88,20 @@ typedef struct slot {
     jr_judge_result res;
 } slot;
 
+/* Hands each answer to its waiting call. It sleeps while no call is out: jr_judge_collect returns at once when
+ * nothing is pending, and polling it kept a core busy beside the executor and the policy. */
 static void *collector(void *arg) {
     jr_wf_executor *e = arg;
     jr_judge_result rs[16];
     for (;;) {
         pthread_mutex_lock(&e->mu);
+        while (!e->stop && e->waiting == 0) pthread_cond_wait(&e->cv_work, &e->mu);
         int stop = e->stop;
         pthread_mutex_unlock(&e->mu);
         if (stop) break;
         int n = jr_judge_collect(e->judge, rs, 16, 50);
         pthread_mutex_lock(&e->mu);
+        e->waiting -= n;
         for (int i = 0; i < n; i++) {
             slot *s = rs[i].user;
             if (s->abandoned) { /* freed at close (it is in e->lost) */
@@ -119,9 +123,11 @@ jr_status wf_client_open(jr_wf_executor *e, const jr_judge_opts *jo) {
     if ((st = jr_judge_add_protocol_impl(e->judge, &passthrough, &e->proto))) return st;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
+    pthread_cond_init(&e->cv_work, NULL);
     if (pthread_create(&e->thread, NULL, collector, e)) {
         pthread_mutex_destroy(&e->mu);
         pthread_cond_destroy(&e->cv);
+        pthread_cond_destroy(&e->cv_work);
         return jr_fail(JR_EINTERNAL, "workflow executor: cannot start the collector thread");
     }
     e->started = 1;
@@ -132,10 +138,12 @@ void wf_client_close(jr_wf_executor *e) {
     if (e->started) {
         pthread_mutex_lock(&e->mu);
         e->stop = 1;
+        pthread_cond_signal(&e->cv_work);
         pthread_mutex_unlock(&e->mu);
         pthread_join(e->thread, NULL);
         pthread_mutex_destroy(&e->mu);
         pthread_cond_destroy(&e->cv);
+        pthread_cond_destroy(&e->cv_work);
     }
     jr_judge_close(e->judge); /* frees uncollected results */
     for (int i = 0; i < e->n_lost; i++) free(e->lost[i]);
@@ -160,14 +168,20 @@ int wf_client_call(jr_wf_executor *e, const char *prompt, uint64_t seed, double 
     }
     uint64_t ticket;
     double t0 = jr_now_s();
+    pthread_mutex_lock(&e->mu); /* counted before it is sent: the collector may take its answer at once */
+    e->waiting++;
+    pthread_cond_signal(&e->cv_work);
+    pthread_mutex_unlock(&e->mu);
     jr_status st = jr_judge_submit_proto(e->judge, e->proto, row, s, &ticket);
     json_decref(row);
+    pthread_mutex_lock(&e->mu);
     if (st) {
+        e->waiting--;
+        pthread_mutex_unlock(&e->mu);
         free(s);
         snprintf(out->error, sizeof out->error, "%s", jr_errmsg());
         return -1;
     }
-    pthread_mutex_lock(&e->mu);
     while (!s->done) {
         double left = deadline - jr_now_s();
         if (left <= 0) break;

@@ -16,7 +16,9 @@ struct jr_wf_executor {
     int proto;
     pthread_t thread;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv;      /* a call's answer arrived */
+    pthread_cond_t cv_work; /* a call was sent: the collector has something to wait for */
+    long waiting;           /* calls sent and not yet collected (abandoned ones too) */
     int stop, started;
     void **lost; /* calls abandoned at a deadline, freed at close */
     int n_lost;
