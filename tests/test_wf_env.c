@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -362,7 +363,39 @@ TEST(heldout_samples_keyed_by_problem_and_index) {
     server_stop();
 }
 
+/* jr_wf_grade runs a code answer's hidden tests once per answer, tests and sandbox options: the environment's
+ * gold grading and the reward's correctness both ask, and the second ran the sandbox again, one run after
+ * another. The answer appends a byte to a file each time it runs (sandbox.unsafe: the file is outside). */
+TEST(grade_code_verdict_remembered) {
+    char *dir = jt_tmpdir("wfgrade");
+    CHECK(dir != NULL);
+    if (!dir) return;
+    chmod(dir, 0777); /* the sandbox runs as another uid under root */
+    char count[600], ans[1400], why[256];
+    snprintf(count, sizeof count, "%s/runs.txt", dir);
+    snprintf(ans, sizeof ans, "def add(a, b):\n    with open('%s', 'a') as f:\n        f.write('x')\n    return a + b\n", count);
+    json_t *row = json_pack("{s:s,s:s,s:s}", "type", "code", "entry_point", "add", "hidden_tests", "assert add(1, 2) == 3\n");
+    jr_sandbox_opts sb;
+    jr_sandbox_opts_default(&sb);
+    sb.unsafe = 1;
+    int ok = 0;
+    struct stat sst;
+    CHECK_OK(jr_wf_grade(row, ans, &sb, &ok, why, sizeof why));
+    CHECK_MSG(ok, "%s", why);
+    ok = 0;
+    CHECK_OK(jr_wf_grade(row, ans, &sb, &ok, why, sizeof why));
+    CHECK_MSG(ok && strstr(why, "1 of 1 hidden asserts"), "%s", why);
+    CHECK(stat(count, &sst) == 0 && sst.st_size == 1); /* the second verdict is the first's */
+    sb.timeout_s += 1; /* other sandbox options: another key, run again */
+    CHECK_OK(jr_wf_grade(row, ans, &sb, &ok, why, sizeof why));
+    CHECK(stat(count, &sst) == 0 && sst.st_size == 2);
+    json_decref(row);
+    jr_rmtree(dir);
+    free(dir);
+}
+
 int main(void) {
+    RUN(grade_code_verdict_remembered);
     RUN(workflow_environment);
     RUN(control_buffer_gets_shuffled_rewards);
     RUN(heldout_samples_keyed_by_problem_and_index);

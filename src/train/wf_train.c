@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "judgerl/dataset.h"
+#include "judgerl/dist.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/grpo_trainer.h"
 #include "judgerl/judge.h"
@@ -291,7 +292,7 @@ jr_status jr_wf_train_run(const jr_config *c, const char *cfg_dir, FILE *progres
     if (!st) st = jr_template_load(jr_cfg_str(c, "wftrain.layer1_template"), cfg_dir, &t.layer1);
     /* as jr_train_run: a used run.out_dir is refused unless resumed or overwritten (the old run's metrics and
      * experience buffer go with it: a fresh run that read them would start from another run's examples) */
-    if (!st) st = jr_run_dir_prepare(&s.run, s.trainer.resume, 0);
+    if (!st && !jr_dist_rank()) st = jr_run_dir_prepare(&s.run, s.trainer.resume, 0);
     if (!st) st = envset_open(&e, c, cfg_dir);
     t.limits = e.wo.limits;
     t.env = &e.env;
