@@ -367,10 +367,11 @@ TEST(heldout_samples_keyed_by_problem_and_index) {
  * gold grading and the reward's correctness both ask, and the second ran the sandbox again, one run after
  * another. The answer appends a byte to a file each time it runs (sandbox.unsafe: the file is outside). */
 TEST(grade_code_verdict_remembered) {
-    char *dir = jt_tmpdir("wfgrade");
+    /* under /tmp itself: the sandbox runs as another uid under root, and JR_TMP (mktemp -d) is the runner's 0700 */
+    char tmpl[] = "/tmp/jr-wfgrade-XXXXXX", *dir = mkdtemp(tmpl);
     CHECK(dir != NULL);
     if (!dir) return;
-    chmod(dir, 0777); /* the sandbox runs as another uid under root */
+    chmod(dir, 0777);
     char count[600], ans[1400], why[256];
     snprintf(count, sizeof count, "%s/runs.txt", dir);
     snprintf(ans, sizeof ans, "def add(a, b):\n    with open('%s', 'a') as f:\n        f.write('x')\n    return a + b\n", count);
@@ -391,7 +392,6 @@ TEST(grade_code_verdict_remembered) {
     CHECK(stat(count, &sst) == 0 && sst.st_size == 2);
     json_decref(row);
     jr_rmtree(dir);
-    free(dir);
 }
 
 int main(void) {
