@@ -18,13 +18,18 @@ export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$root/tests/lsan.supp:print_su
 export JR_ROOT="$root"
 passed=0; failed=0; skipped=0; failures=""
 per_test_timeout=${JR_TEST_TIMEOUT:-900}
+times="$logdir/times.txt"   # one line per test program: seconds build/name (for the slowest list)
+: >"$times"
+now() { date +%s.%N; }
 
 run_one() { # build name cmd...
   b=$1; name=$2; shift 2
   log="$logdir/$(basename "$b").$name.log"
   tmp=$(mktemp -d /tmp/jr-test-XXXXXX)
+  t0=$(now)
   JR_TMP="$tmp" JR_BIN="$root/$b/judgerl" JR_BUILD="$root/$b" timeout -k 10 "$per_test_timeout" "$@" >"$log" 2>&1
   rc=$?
+  secs=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
   rm -rf "$tmp"
   ok=$(grep -c '^ok - ' "$log"); fl=$(grep -c '^FAIL - ' "$log"); sk=$(grep -c '^skip - ' "$log")
   if [ "$rc" -ne 0 ] && [ "$fl" -eq 0 ]; then
@@ -34,7 +39,8 @@ run_one() { # build name cmd...
   fi
   passed=$((passed + ok)); failed=$((failed + fl)); skipped=$((skipped + sk))
   tag=$(basename "$b")
-  printf '%-34s [%s] %4d ok %3d failed %3d skipped\n' "$name" "$tag" "$ok" "$fl" "$sk"
+  printf '%-34s [%s] %4d ok %3d failed %3d skipped %7s s\n' "$name" "$tag" "$ok" "$fl" "$sk" "$secs"
+  echo "$secs $tag/$name" >>"$times"
   grep '^skip - ' "$log" | sed 's/^/    /'
   if [ "$fl" -ne 0 ]; then
     sed 's/^/    | /' "$log" | tail -n 60
@@ -43,6 +49,7 @@ run_one() { # build name cmd...
 }
 
 for b in "$@"; do
+  b0=$(now)
   if [ ! -x "$root/$b/judgerl" ]; then
     echo "run.sh: $b/judgerl is missing: build first (make BUILD=$(basename "$b"))" >&2
     failed=$((failed + 1)); continue
@@ -59,12 +66,15 @@ for b in "$@"; do
     [ -f "$t" ] || continue
     run_one "$b" "$(basename "$t")" "$PY" "$t"
   done
+  awk -v a="$b0" -v b="$(now)" -v n="$b" 'BEGIN { printf "%s: %.0f s\n", n, b - a }'
 done
 # The libFuzzer smoke run (make test sets JR_FUZZ_SECONDS): one line per target, counted like a test
 # program, so the summary below stays the last line of the whole run.
 if [ -n "${JR_FUZZ_SECONDS:-}" ]; then
   run_one build/fuzz fuzz_smoke sh "$root/tools/fuzz_smoke.sh" "$JR_FUZZ_SECONDS"
 fi
+echo "slowest:"
+sort -rn "$times" | head -n 10 | awk '{ printf "  %7.1f s  %s\n", $1, $2 }'
 [ -n "$failures" ] && echo "failed:$failures (logs in build/test-logs/)"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
