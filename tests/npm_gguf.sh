@@ -9,7 +9,7 @@ have() { grep -q '"version": "0.4.6"' "$prefix/node_modules/@huggingface/gguf/pa
 if ! have; then
   command -v npm >/dev/null 2>&1 || { echo "npm not found (install nodejs/npm: tools/deps.sh test)" >&2; exit 1; }
   mkdir -p "$prefix" || exit 1
-  npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "$pkg" >"$prefix/install-gguf.log" 2>&1 ||
+  flock "$prefix/.install.lock" npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "$pkg" >"$prefix/install-gguf.log" 2>&1 ||
     { echo "npm install $pkg into $prefix failed (see $prefix/install-gguf.log)" >&2; exit 1; }
   have || { echo "npm package $pkg installed but not found under $prefix" >&2; exit 1; }
 fi

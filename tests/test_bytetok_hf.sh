@@ -7,7 +7,7 @@ pkg="$cache/node_modules/@lenml/tokenizers/package.json"
 if ! grep -q '"version": "3.7.2"' "$pkg" 2>/dev/null; then
   mkdir -p "$cache"
   if ! command -v npm >/dev/null 2>&1 ||
-     ! npm install --silent --no-audit --no-fund --prefix "$cache" @lenml/tokenizers@3.7.2 >"$JR_TMP/npm.log" 2>&1; then
+     ! flock "$cache/.install.lock" npm install --silent --no-audit --no-fund --prefix "$cache" @lenml/tokenizers@3.7.2 >"$JR_TMP/npm.log" 2>&1; then
     if [ "${CI:-}" = true ]; then fail "$name" "cannot install @lenml/tokenizers@3.7.2: $(tail -c 300 "$JR_TMP/npm.log" 2>/dev/null)"
     else skip "$name" "@lenml/tokenizers@3.7.2 not installable (npm registry unreachable?)"; fi
     exit 0

@@ -16,7 +16,7 @@ command -v node >/dev/null 2>&1 || unavailable "node is not installed (tools/dep
 if [ ! -f "$pkg/package.json" ]; then
   command -v npm >/dev/null 2>&1 || unavailable "npm is not installed (tools/deps.sh test)"
   mkdir -p "$dir"
-  if ! npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "openai@$OPENAI_VERSION" >"$JR_TMP/npm.log" 2>&1; then
+  if ! flock "$dir/.install.lock" npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "openai@$OPENAI_VERSION" >"$JR_TMP/npm.log" 2>&1; then
     unavailable "npm could not install openai@$OPENAI_VERSION: $(tail -n 2 "$JR_TMP/npm.log" | tr '\n' ' ')"
   fi
 fi
