@@ -4,11 +4,18 @@
 # flagged by the matching probe and their unbiased controls are not (short forms of the probes);
 # every probe runs against a served judge (a pointwise judge whose answer is constrained to
 # "[RESULT] n"). The trained judges are kept in build/probe-judges and reused while their training
-# arguments are unchanged, so only the first run trains (about 3 minutes on 2 cores).
+# arguments are unchanged, so only the first run trains (about 3 minutes on 2 cores). The sanitizer
+# build skips it (see below).
 . "$(dirname "$0")/lib.sh"
 cd "$JR_ROOT" || exit 1
 PY=/usr/bin/python3
 if [ ! -x "$PY" ]; then skip probe_judges "Debian's /usr/bin/python3 is needed to read probe.json"; exit 0; fi
+# End to end, in the release build only: under ASan `judgerl probe` runs every probe over HTTP in
+# test_probe_http.py, `judgerl serve` with guided decoding in test_serve*.sh and test_judge_*.py, and the
+# demo's probe stage (these trained judges, served, probed) in test_demo.sh.
+case "$JR_BIN" in
+  *asan*) skip probe_judges "end-to-end, runs in the release build (under ASan: test_probe_http.py, test_demo.sh's probe stage)"; exit 0 ;;
+esac
 CACHE="$JR_ROOT/build/probe-judges"
 # Training is the same computation in every build: use the release binary when there is one.
 TRAIN="$JR_ROOT/build/rel/judgerl"
