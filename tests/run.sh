@@ -5,6 +5,9 @@
 # run once per build with JR_BIN pointing at that build's judgerl). Each prints one line per
 # case: "ok - NAME", "FAIL - NAME" or "skip - NAME: reason". A program that exits non-zero
 # without reporting a failed case counts as one failure; so does one that times out.
+# JR_TEST_JOBS (default 2) test programs of a build run at a time, each with its own log and scratch
+# directory; the per-test lines come in the same order as with one at a time, each with the program's
+# seconds, and the 10 slowest are listed before the summary.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -gt 0 ] || set -- build/rel
@@ -18,19 +21,45 @@ export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$root/tests/lsan.supp:print_su
 export JR_ROOT="$root"
 passed=0; failed=0; skipped=0; failures=""
 per_test_timeout=${JR_TEST_TIMEOUT:-900}
-times="$logdir/times.txt"   # one line per test program: seconds build/name (for the slowest list)
+jobs=${JR_TEST_JOBS:-2}
+# With two programs on the cores, OpenMP threads that spin while idle starve the other program (as the
+# demo found for its children): idle threads sleep instead.
+[ "$jobs" -gt 1 ] && export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
+queue="$logdir/queue.txt"   # the programs of one build, one a line: build name kind path
+times="$logdir/times.txt"   # one line per program run: seconds build/name (for the slowest list)
 : >"$times"
 now() { date +%s.%N; }
 
-run_one() { # build name cmd...
-  b=$1; name=$2; shift 2
+# start_one BUILD NAME KIND PATH: runs one test program in the background (KIND c, sh or py) with its
+# output in build/test-logs/TAG.NAME.log; when it ends, TAG.NAME.rc holds its exit status and seconds.
+start_one() {
+  b=$1; name=$2; kind=$3; path=$4
   log="$logdir/$(basename "$b").$name.log"
-  tmp=$(mktemp -d /tmp/jr-test-XXXXXX)
-  t0=$(now)
-  JR_TMP="$tmp" JR_BIN="$root/$b/judgerl" JR_BUILD="$root/$b" timeout -k 10 "$per_test_timeout" "$@" >"$log" 2>&1
-  rc=$?
-  secs=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
-  rm -rf "$tmp"
+  rm -f "$log.rc"
+  case $kind in
+    c) set -- "$path" ;;
+    sh) set -- sh "$path" ;;
+    py) set -- "$PY" "$path" ;;
+  esac
+  (
+    tmp=$(mktemp -d /tmp/jr-test-XXXXXX)
+    t0=$(now)
+    JR_TMP="$tmp" JR_BIN="$root/$b/judgerl" JR_BUILD="$root/$b" timeout -k 10 "$per_test_timeout" "$@" >"$log" 2>&1 </dev/null
+    rc=$?
+    secs=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+    rm -rf "$tmp"
+    echo "$rc $secs" >"$log.rc.tmp" && mv "$log.rc.tmp" "$log.rc"
+  ) &
+}
+
+# report_one BUILD NAME: counts a finished program's cases and prints its line (and its skips, and the
+# tail of its log when something failed).
+report_one() {
+  b=$1; name=$2
+  tag=$(basename "$b")
+  log="$logdir/$tag.$name.log"
+  read -r rc secs <"$log.rc"
+  rm -f "$log.rc"
   ok=$(grep -c '^ok - ' "$log"); fl=$(grep -c '^FAIL - ' "$log"); sk=$(grep -c '^skip - ' "$log")
   if [ "$rc" -ne 0 ] && [ "$fl" -eq 0 ]; then
     fl=1
@@ -38,7 +67,6 @@ run_one() { # build name cmd...
     else echo "FAIL - $name: exited with status $rc" >>"$log"; fi
   fi
   passed=$((passed + ok)); failed=$((failed + fl)); skipped=$((skipped + sk))
-  tag=$(basename "$b")
   printf '%-34s [%s] %4d ok %3d failed %3d skipped %7s s\n' "$name" "$tag" "$ok" "$fl" "$sk" "$secs"
   echo "$secs $tag/$name" >>"$times"
   grep '^skip - ' "$log" | sed 's/^/    /'
@@ -48,30 +76,55 @@ run_one() { # build name cmd...
   fi
 }
 
-for b in "$@"; do
+# run_queue: runs the programs listed in $queue, $jobs at a time, and reports them in the queue's order.
+run_queue() {
+  n=$(wc -l <"$queue"); next=1; done_=1
+  while [ "$done_" -le "$n" ]; do
+    # start programs while fewer than $jobs of the started ones are unfinished
+    while [ "$next" -le "$n" ]; do
+      running=0; k=$done_
+      while [ "$k" -lt "$next" ]; do
+        set -- $(sed -n "${k}p" "$queue")
+        [ -f "$logdir/$(basename "$1").$2.log.rc" ] || running=$((running + 1))
+        k=$((k + 1))
+      done
+      [ "$running" -lt "$jobs" ] || break
+      start_one $(sed -n "${next}p" "$queue")
+      next=$((next + 1))
+    done
+    set -- $(sed -n "${done_}p" "$queue")
+    if [ -f "$logdir/$(basename "$1").$2.log.rc" ]; then report_one "$1" "$2"; done_=$((done_ + 1))
+    else sleep 0.2; fi
+  done
+  wait
+}
+
+for bd in "$@"; do
   b0=$(now)
-  if [ ! -x "$root/$b/judgerl" ]; then
-    echo "run.sh: $b/judgerl is missing: build first (make BUILD=$(basename "$b"))" >&2
+  if [ ! -x "$root/$bd/judgerl" ]; then
+    echo "run.sh: $bd/judgerl is missing: build first (make BUILD=$(basename "$bd"))" >&2
     failed=$((failed + 1)); continue
   fi
-  for t in "$root/$b"/tests/test_*; do
-    [ -x "$t" ] || continue
-    run_one "$b" "$(basename "$t")" "$t"
+  : >"$queue"
+  for t in "$root/$bd"/tests/test_*; do
+    [ -x "$t" ] && echo "$bd $(basename "$t") c $t" >>"$queue"
   done
   for t in "$root"/tests/test_*.sh; do
-    [ -f "$t" ] || continue
-    run_one "$b" "$(basename "$t")" sh "$t"
+    [ -f "$t" ] && echo "$bd $(basename "$t") sh $t" >>"$queue"
   done
   for t in "$root"/tests/test_*.py; do
-    [ -f "$t" ] || continue
-    run_one "$b" "$(basename "$t")" "$PY" "$t"
+    [ -f "$t" ] && echo "$bd $(basename "$t") py $t" >>"$queue"
   done
-  awk -v a="$b0" -v b="$(now)" -v n="$b" 'BEGIN { printf "%s: %.0f s\n", n, b - a }'
+  run_queue
+  awk -v a="$b0" -v b="$(now)" -v n="$bd" 'BEGIN { printf "%s: %.0f s\n", n, b - a }'
 done
 # The libFuzzer smoke run (make test sets JR_FUZZ_SECONDS): one line per target, counted like a test
-# program, so the summary below stays the last line of the whole run.
+# program, so the summary below stays the last line of the whole run (fuzz_smoke.sh reads the seconds
+# from JR_FUZZ_SECONDS and runs its targets $JR_TEST_JOBS at a time).
 if [ -n "${JR_FUZZ_SECONDS:-}" ]; then
-  run_one build/fuzz fuzz_smoke sh "$root/tools/fuzz_smoke.sh" "$JR_FUZZ_SECONDS"
+  echo "build/fuzz fuzz_smoke sh $root/tools/fuzz_smoke.sh" >"$queue"
+  export JR_FUZZ_SECONDS JR_TEST_JOBS="$jobs"
+  run_queue
 fi
 echo "slowest:"
 sort -rn "$times" | head -n 10 | awk '{ printf "  %7.1f s  %s\n", $1, $2 }'
