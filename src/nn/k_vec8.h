@@ -6,9 +6,6 @@
 #include <stdint.h>
 #include <string.h>
 
-/* static inline helpers only: a 32-byte vector passed by value between them changes no ABI, whatever the
- * level (GCC warns about it below AVX) */
-#pragma GCC diagnostic ignored "-Wpsabi"
 typedef float v8 __attribute__((vector_size(32)));
 
 static inline v8 ld8(const float *p) {
