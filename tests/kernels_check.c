@@ -11,6 +11,7 @@
  *     any order of C fp32 products and sums (a bf16 product is exact in fp32)
  *     (measured: at most 0.0022 of the bound, on x86-64 at every level and on aarch64)
  *   attention   |got - ref| <= 2e-6 max|v| (measured 1.4e-7)
+ *   fp32 row products also bitwise the order kernels.h documents, summed here in scalar code
  *   expf_shifted  bitwise glibc's expf((z - m) * s), as kernels.h promises
  *   swiglu      |got - ref| <= 8 u |ref| + 1e-30 (the fast exp within 4 ulp, then a divide and a multiply;
  *     measured 2.9 u)
@@ -114,14 +115,38 @@ static const char *over(char *buf, size_t bn, const float *got, const double *re
     return NULL;
 }
 
+/* dot(a, b) in the order kernels.h documents for the fp32 row products: two 8-lane accumulators over blocks
+ * of 16 (a fused multiply-add per lane when fused, else a multiply then an add), the lanes folded pairwise,
+ * then the tail in order (a multiply then an add: this file is ISO C, no contraction) */
+static float dot_order(const float *a, const float *b, int n, int fused) {
+    float s0[8] = {0}, s1[8] = {0}, s[8];
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 8; l++) {
+            s0[l] = fused ? fmaf(a[i + l], b[i + l], s0[l]) : s0[l] + a[i + l] * b[i + l];
+            s1[l] = fused ? fmaf(a[i + 8 + l], b[i + 8 + l], s1[l]) : s1[l] + a[i + 8 + l] * b[i + 8 + l];
+        }
+    for (int l = 0; l < 8; l++) s[l] = s0[l] + s1[l];
+    float r = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+    for (; i < n; i++) r += a[i] * b[i];
+    return r;
+}
+
 /* fp32 row products: three products of one input (q, k, v-like; np = 3) against the reference; each row
  * of a batch of N = 1..9 equal to that row alone, bit for bit; the product alone (np = 1) equal to its part
- * of the np = 3 call. C = 520 crosses a k chunk and ends in a tail; at N >= 8 the work takes a thread team. */
+ * of the np = 3 call; every output the bits of the documented order (dot_order; fused multiply-adds at every
+ * level but x86-64's baseline). C = 520 crosses a k chunk and ends in a tail; at N >= 8 the work takes a
+ * thread team. */
 static void check_rows_f32(void) {
     enum { C = 520, NMAX = 9, NP = 3 };
     const int OCs[NP] = {70, 16, 33};
     char buf[300];
-    const char *why = NULL, *inv = NULL, *npw = NULL;
+    const char *why = NULL, *inv = NULL, *npw = NULL, *ord = NULL;
+#if defined(__x86_64__)
+    int fused = strcmp(K->level, "baseline") != 0;
+#else
+    int fused = 1;
+#endif
     float *inp = xmalloc(sizeof(float) * NMAX * C), *w[NP], *b[NP], *out[NP], *alone = xmalloc(sizeof(float) * 70);
     for (int i = 0; i < NP; i++) {
         w[i] = xmalloc(sizeof(float) * (size_t)OCs[i] * C);
@@ -153,6 +178,17 @@ static void check_rows_f32(void) {
                 inv = m;
             }
         }
+        for (int i = 0; i < NP && !ord; i++)
+            for (int n = 0; n < N && !ord; n++)
+                for (int o = 0; o < OCs[i] && !ord; o++) {
+                    float e = dot_order(inp + (size_t)n * C, w[i] + (size_t)o * C, C, fused) + (p[i].bias ? p[i].bias[o] : 0.0f);
+                    if (bits(e) != bits(out[i][(size_t)n * OCs[i] + o])) {
+                        static char m[200];
+                        snprintf(m, sizeof m, "N=%d product %d output (%d, %d): %.9g, in the documented order %.9g", N, i, n, o,
+                                 out[i][(size_t)n * OCs[i] + o], e);
+                        ord = m;
+                    }
+                }
         if (!npw) { /* product 2 alone equals its part of the three */
             float *o2 = xmalloc(sizeof(float) * NMAX * OCs[2]);
             jr_rows_mm q = {o2, w[2], b[2], OCs[2]};
@@ -164,6 +200,7 @@ static void check_rows_f32(void) {
     report("rows_f32_reference", why);
     report("rows_f32_batch_invariant", inv);
     report("rows_f32_products_independent", npw);
+    report("rows_f32_documented_order", ord);
     for (int i = 0; i < NP; i++) free(w[i]), free(b[i]), free(out[i]);
     free(inp), free(alone), free(ref), free(bound);
 }
