@@ -117,25 +117,25 @@ static void dot4_fixed(const float *a0, const float *a1, const float *a2, const 
     out[3] = fold(s30, s31, a3, w, i, n);
 }
 
-
-/* Outputs [o0, o1) for all N rows: per weight row, the rows four at a time (dot4_fixed), then one by one. */
+/* Outputs [o0, o1) (a task: 16 weight rows, which stay in cache) for all N rows: four rows at a time against
+ * each weight row in turn (dot4_fixed), then the rows left one by one. */
 static void range_f32(float *out, const float *inp, const float *w, const float *bias, int N, int C, int OC, int o0,
                       int o1) {
-    for (int o = o0; o < o1; o++) {
-        const float *wo = w + (size_t)o * C;
-        float b = bias ? bias[o] : 0.0f, r4[4];
-        int n = 0;
-        for (; n + 4 <= N; n += 4) {
-            const float *a = inp + (size_t)n * C;
-            dot4_fixed(a, a + C, a + 2 * (size_t)C, a + 3 * (size_t)C, wo, C, r4);
+    int n = 0;
+    for (; n + 4 <= N; n += 4) {
+        const float *a = inp + (size_t)n * C;
+        for (int o = o0; o < o1; o++) {
+            float b = bias ? bias[o] : 0.0f, r4[4];
+            dot4_fixed(a, a + C, a + 2 * (size_t)C, a + 3 * (size_t)C, w + (size_t)o * C, C, r4);
             for (int k = 0; k < 4; k++) out[(size_t)(n + k) * OC + o] = r4[k] + b;
         }
-        for (; n < N; n++) out[(size_t)n * OC + o] = dot_fixed(inp + (size_t)n * C, wo, C) + b;
     }
+    for (; n < N; n++)
+        for (int o = o0; o < o1; o++) out[(size_t)n * OC + o] = dot_fixed(inp + (size_t)n * C, w + (size_t)o * C, C) + (bias ? bias[o] : 0.0f);
 }
 #endif
 
-/* Task b (16 weight rows of one product) of a matmul_rows_n call. */
+/* Task b (16 weight rows of one product) of a rows_f32 call. */
 static void rows_task(const jr_rows_mm *p, const float *inp, int N, int C, int b) {
     int i = 0;
     while (b >= (p[i].OC + 15) / 16) b -= (p[i].OC + 15) / 16, i++;
@@ -157,7 +157,7 @@ static int take_tasks(jr_task_range *r, int back, int want, int *got) {
     }
 }
 
-/* Thread t's part of the np products (matmul_rows_n's tasks) in a team of n with task ranges r: its
+/* Thread t's part of the np products (rows_f32's tasks) in a team of n with task ranges r: its
  * contiguous share first, 4 tasks (or a quarter of what is left) at a time, then the others' last tasks
  * one by one. fresh: r is not set yet (a barrier after each thread sets its own); else every range of r
  * must be empty (all tasks done, a barrier since), so that a thread reading another's range before its
