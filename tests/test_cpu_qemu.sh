@@ -85,22 +85,6 @@ for k in sorted(b):
         sys.exit('%s: %d of %d off, worst [%d] %.9g vs %.9g' % (k, len(off), len(vb), i, va[i], vb[i]))
 P
 }
-# maxdiff A B: the largest |a-b| over two float32 safetensors files' tensors
-maxdiff() {
-  "$PY" - "$1" "$2" <<'P'
-import json, struct, sys
-def load(p):
-    b = open(p, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n]); out = {}
-    for k, v in h.items():
-        if k == '__metadata__': continue
-        s, e = v['data_offsets']; d = b[8 + n + s:8 + n + e]
-        out[k] = struct.unpack('<%df' % (len(d) // 4), d)
-    return out
-a, b = load(sys.argv[1]), load(sys.argv[2])
-assert a.keys() == b.keys(), 'different tensors'
-print(max(abs(x - y) for k in a for x, y in zip(a[k], b[k])))
-P
-}
 # close A B ATOL RTOL: the numbers A and B within ATOL + RTOL|B|
 close() { awk -v a="$1" -v b="$2" -v t="$3" -v r="$4" 'BEGIN { d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b;
   exit !(a != "" && d <= t + r * m) }'; }
