@@ -79,6 +79,10 @@ for b in "$@"; do
         run_one "$b" "$t@$l" env JR_CPU="$l" "$root/$b/tests/$t"
       fi
     done
+    # the training-compute script too, in the release build (its 200-step runs take minutes under ASan)
+    if [ "$above" -eq 0 ] && [ "$l" != "$top" ] && [ "$(basename "$b")" = rel ]; then
+      run_one "$b" "test_train_compute.sh@$l" env JR_CPU="$l" sh "$root/tests/test_train_compute.sh"
+    fi
     [ "$l" = "$top" ] && above=1
   done
 done
