@@ -1,9 +1,9 @@
 """test_judge_redact.py - a label judge on loopback that returns the API key everywhere a judge
 answer can carry text: in its content, as a sampled log-prob token (whole and split over several
 tokens), among the top log-prob alternatives, in a reasoning field, in an error body (escaped and
-past the point where messages are cut) and in the model list. `judgerl grade` with the cache on,
-twice (the second run answers from the cache): no piece of the key may reach the output rows,
-stdout, stderr, the cache or any other file beside the output."""
+past the point where messages are cut), in the model list and in its version. `judgerl grade` with
+the cache on, twice (the second run answers from the cache): no piece of the key may reach the
+output rows, stdout, stderr, the cache or any other file beside the output."""
 import json
 import math
 import os
@@ -67,6 +67,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):  # the model list (identity, server kind): names holding the key
         if self.path.endswith("/models"):
             self.send(200, json.dumps({"object": "list", "data": [{"id": "m-" + KEY, "owned_by": KEY}]}))
+        elif self.path.endswith("/version"):  # past the length the version text is cut to
+            self.send(200, json.dumps({"version": "0.0." + "x" * 40 + KEY}))
         else:
             self.send(404, '{"error": "not found"}')
 

@@ -951,11 +951,8 @@ static jr_status setup_servers(jr_judge *j, const jr_judge_opts *o, const char *
         if (given == JR_KIND_AUTO || (given == JR_KIND_LLAMACPP && conc_auto) || (given == JR_KIND_VLLM && j->constraint.type)) {
             char *base = strndup(ep->url, strlen(ep->url) - strlen(j->chat ? "/chat/completions" : "/completions"));
             if (!base) return JR_ENOMEM;
-            jr_server_detect(base, j->hdrs, j->connect_ms < 3000 ? j->connect_ms : 3000, &ep->info);
+            jr_server_detect(base, j->hdrs, j->api_key, j->connect_ms < 3000 ? j->connect_ms : 3000, &ep->info);
             free(base);
-            /* the server's own words (version, owner, build): printed in descriptions and errors */
-            jr_redact_buf(ep->info.how, sizeof ep->info.how, j->api_key);
-            jr_redact_buf(ep->info.version, sizeof ep->info.version, j->api_key);
         }
         if (given != JR_KIND_AUTO) {
             if (ep->info.kind != (jr_server_kind)given && ep->info.how[0]) {

@@ -1,7 +1,6 @@
 /* redact.c - the API key out of every text the judge client stores or prints */
 #include "judge/redact.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,14 +30,6 @@ char *jr_redacted_copy(const char *s, const char *secret) {
     if (!s) return NULL;
     char *c = strdup(s);
     return c ? jr_redact_secret(c, secret) : NULL;
-}
-
-void jr_redact_buf(char *buf, size_t cap, const char *secret) {
-    if (!buf || !cap || !secret || strlen(secret) < 4 || !strstr(buf, secret)) return;
-    char *c = jr_redacted_copy(buf, secret);
-    if (c) snprintf(buf, cap, "%s", c);
-    else for (char *hit; (hit = strstr(buf, secret));) memset(hit, '*', strlen(secret));
-    free(c);
 }
 
 /* s[0..n) with every occurrence of secret replaced by rep (new, length in *out_n), or NULL when

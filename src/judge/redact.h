@@ -15,9 +15,6 @@ char *jr_redact_secret(char *s, const char *secret);
 /* The same on a copy of s (NULL when s is NULL or on allocation failure). */
 char *jr_redacted_copy(const char *s, const char *secret);
 
-/* The same in a fixed buffer buf[cap] (the result is cut to fit). */
-void jr_redact_buf(char *buf, size_t cap, const char *secret);
-
 /* Every string in v (values and object keys, at any depth) redacted in place. A string that
  * cannot be rewritten (out of memory) is replaced by "". Returns the number of strings changed. */
 int jr_redact_json(json_t *v, const char *secret);
