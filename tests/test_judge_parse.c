@@ -178,19 +178,21 @@ static char *token_list(const json_t *lps) {
     size_t n = 0, i;
     json_t *e;
     buf[0] = 0;
-    json_array_foreach(lps, i, e) n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? "|" : "", json_string_value(json_object_get(e, "token")));
+    json_array_foreach(lps, i, e) n +=
+        (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? "|" : "", json_string_value(json_object_get(e, "token")));
     return buf;
 }
 
 TEST(redact_key_from_logprobs_and_bodies) {
     const char *key = "KEY-0123456789";
     /* the key split over three sampled tokens, text on both sides; a token holding it twice; an empty token */
-    json_t *lps = json_pack("[{s:s, s:f, s:[{s:s, s:f}, {s:s, s:f}]}, {s:s, s:f, s:[]}, {s:s, s:f, s:[]}, {s:s, s:f, s:[]},"
-                            " {s:s, s:f, s:[]}]",
-                            "token", "a KEY-01", "logprob", -0.1, "top_logprobs", "token", "a KEY-01", "logprob", -0.1, "token",
-                            "KEY-0123456789", "logprob", -2.0, "token", "", "logprob", -0.1, "top_logprobs", "token", "2345",
-                            "logprob", -0.1, "top_logprobs", "token", "6789 b", "logprob", -0.1, "top_logprobs", "token",
-                            "KEY-0123456789KEY-0123456789!", "logprob", -0.1, "top_logprobs");
+    json_t *lps =
+        json_pack("[{s:s, s:f, s:[{s:s, s:f}, {s:s, s:f}]}, {s:s, s:f, s:[]}, {s:s, s:f, s:[]}, {s:s, s:f, s:[]},"
+                  " {s:s, s:f, s:[]}]",
+                  "token", "a KEY-01", "logprob", -0.1, "top_logprobs", "token", "a KEY-01", "logprob", -0.1, "token",
+                  "KEY-0123456789", "logprob", -2.0, "token", "", "logprob", -0.1, "top_logprobs", "token", "2345",
+                  "logprob", -0.1, "top_logprobs", "token", "6789 b", "logprob", -0.1, "top_logprobs", "token",
+                  "KEY-0123456789KEY-0123456789!", "logprob", -0.1, "top_logprobs");
     CHECK(lps != NULL);
     jr_redact_logprobs(lps, key);
     CHECK(!strcmp(token_list(lps), "a [redacted]||| b|[redacted][redacted]!"));

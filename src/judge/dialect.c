@@ -40,7 +40,8 @@ static size_t on_get(char *data, size_t size, size_t n, void *ud) {
 
 /* GET url; the JSON body of a 200 answer with the API key redacted from its strings (before any is
  * cut to fit a buffer), or NULL (with the status or curl's error in note). */
-static json_t *get_json(const char *url, const void *headers, const char *secret, long timeout_ms, char *note, size_t note_len) {
+static json_t *get_json(const char *url, const void *headers, const char *secret, long timeout_ms, char *note,
+                        size_t note_len) {
     CURL *e = curl_easy_init();
     if (!e) { snprintf(note, note_len, "no curl handle"); return NULL; }
     jr_strbuf b = {0};
@@ -81,7 +82,8 @@ static void note_add(jr_server_info *o, const char *f, const char *a, const char
     snprintf(o->how + l, sizeof o->how - l, f, a, b);
 }
 
-void jr_server_detect(const char *api_base, const void *headers, const char *secret, long timeout_ms, jr_server_info *o) {
+void jr_server_detect(const char *api_base, const void *headers, const char *secret, long timeout_ms,
+                      jr_server_info *o) {
     memset(o, 0, sizeof *o);
     o->kind = JR_KIND_UNKNOWN;
     size_t bl = strlen(api_base);

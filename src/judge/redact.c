@@ -41,7 +41,10 @@ static char *replace_n(const char *s, size_t n, const char *secret, const char *
     for (const char *p = s; (p = memmem(p, n - (size_t)(p - s), secret, kl)); p += kl) hits++;
     if (rl > kl) cap += hits * (rl - kl);
     char *o = malloc(cap);
-    if (!o) { *oom = 1; return NULL; }
+    if (!o) {
+        *oom = 1;
+        return NULL;
+    }
     size_t w = 0, i = 0;
     for (const char *p; (p = memmem(s + i, n - i, secret, kl)); i = (size_t)(p - s) + kl) {
         memcpy(o + w, s + i, (size_t)(p - s) - i);
@@ -94,7 +97,9 @@ int jr_redact_json(json_t *v, const char *secret) {
     return changed;
 }
 
-typedef struct { size_t s, e; } span;
+typedef struct {
+    size_t s, e;
+} span;
 
 /* Token i's text [a, b) of the concatenation cat with every key occurrence in occ rewritten: the
  * token holding an occurrence's first byte gets "[redacted]", its other bytes are dropped. */
@@ -106,11 +111,20 @@ static char *rewrite_token(const char *cat, size_t a, size_t b, const span *occ,
     for (size_t k = 0; k < n_occ; k++) {
         if (occ[k].s >= b || occ[k].e <= a) continue;
         size_t upto = occ[k].s > a ? occ[k].s : a;
-        if (upto > pos) { memcpy(o + w, cat + pos, upto - pos); w += upto - pos; }
-        if (occ[k].s >= a) { memcpy(o + w, "[redacted]", 10); w += 10; }
+        if (upto > pos) {
+            memcpy(o + w, cat + pos, upto - pos);
+            w += upto - pos;
+        }
+        if (occ[k].s >= a) {
+            memcpy(o + w, "[redacted]", 10);
+            w += 10;
+        }
         pos = occ[k].e < b ? occ[k].e : b;
     }
-    if (b > pos) { memcpy(o + w, cat + pos, b - pos); w += b - pos; }
+    if (b > pos) {
+        memcpy(o + w, cat + pos, b - pos);
+        w += b - pos;
+    }
     o[w] = 0;
     *out_n = w;
     return o;
@@ -150,7 +164,8 @@ void jr_redact_logprobs(json_t *lps, const char *secret) {
         json_t *alt;
         json_array_foreach(json_object_get(e, "top_logprobs"), j, alt) {
             json_t *at_tok = json_object_get(alt, "token");
-            if (json_is_string(at_tok) && json_equal(at_tok, t)) json_string_setn_nocheck(at_tok, nt ? nt : "", nt ? nl : 0);
+            if (json_is_string(at_tok) && json_equal(at_tok, t))
+                json_string_setn_nocheck(at_tok, nt ? nt : "", nt ? nl : 0);
         }
         if (json_is_string(t)) json_string_setn_nocheck(t, nt ? nt : "", nt ? nl : 0);
         free(nt);
@@ -180,6 +195,7 @@ char *jr_redacted_body(const char *body, size_t len, const char *secret, size_t 
     c[len] = 0;
     *out_len = len;
     if (secret && strlen(secret) >= 4)
-        for (char *p = c; (p = memmem(p, len - (size_t)(p - c), secret, strlen(secret))); p += strlen(secret)) memset(p, '*', strlen(secret));
+        for (char *p = c; (p = memmem(p, len - (size_t)(p - c), secret, strlen(secret))); p += strlen(secret))
+            memset(p, '*', strlen(secret));
     return c;
 }

@@ -4,8 +4,8 @@
 #ifndef JUDGERL_JUDGE_REDACT_H
 #define JUDGERL_JUDGE_REDACT_H
 
-#include <stddef.h>
 #include <jansson.h>
+#include <stddef.h>
 
 /* Replaces every occurrence of `secret` in s (owned, NUL-terminated) by "[redacted]" and returns
  * the string (s itself, or a reallocation of it). Keys shorter than 4 bytes are left alone (they
