@@ -27,11 +27,33 @@ ifeq ($(MPI),1)
   MPI_LIBS   := $(shell pkg-config --libs ompi-c 2>/dev/null)
 endif
 
-REL_FLAGS  := -O2 -g -march=native -DNDEBUG
-ASAN_FLAGS := -O1 -g -march=native -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+# One portable build: everything is compiled for the architecture's baseline (x86-64-v2: SSE4.2, any x86-64
+# CPU of the last 15 years; armv8-a on aarch64), and the hot kernels (src/nn/k_*.c) once more per ISA level
+# (KLEVELS), chosen at start-up from the CPU (src/core/cpu.c; JR_CPU=baseline|avx2|avx512 forces a lower
+# one). `make NATIVE=1` compiles the rest for this machine's CPU instead (-march=native: that binary runs
+# only on CPUs at least as new); the kernels keep their levels either way.
+NATIVE  ?= 0
+ARCH    := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
+ifeq ($(ARCH),x86_64)
+  BASELINE_ARCH := -march=x86-64-v2
+  KLEVELS       := baseline avx2 avx512
+  KFLAGS_baseline := -march=x86-64-v2
+  KFLAGS_avx2     := -march=x86-64-v3
+  KFLAGS_avx512   := -march=x86-64-v4
+else ifeq ($(ARCH),aarch64)
+  BASELINE_ARCH := -march=armv8-a
+  KLEVELS       := baseline
+  KFLAGS_baseline := -march=armv8-a
+else
+  BASELINE_ARCH :=
+  KLEVELS       := baseline
+endif
+ARCH_FLAGS := $(if $(filter 1,$(NATIVE)),-march=native,$(BASELINE_ARCH))
+REL_FLAGS  := -O2 -g $(ARCH_FLAGS) -DNDEBUG
+ASAN_FLAGS := -O1 -g $(ARCH_FLAGS) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 BUILD ?= rel
 # the fuzz build (clang, -O1 with the sanitizers) cannot vectorize some `omp simd` loops; that is expected there
-FUZZ_FLAGS := -O1 -g -march=native -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -Wno-pass-failed
+FUZZ_FLAGS := -O1 -g $(ARCH_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -Wno-pass-failed
 ifeq ($(BUILD),asan)
   MODE_FLAGS := $(ASAN_FLAGS)
 else ifeq ($(BUILD),fuzz)
@@ -39,9 +61,10 @@ else ifeq ($(BUILD),fuzz)
 else
   MODE_FLAGS := $(REL_FLAGS)
 endif
-OUT := build/$(BUILD)$(if $(filter 1,$(MPI)),,$(if $(shell pkg-config --exists ompi-c 2>/dev/null && echo y),-nompi))
+OUT := build/$(BUILD)$(if $(filter 1,$(MPI)),,$(if $(shell pkg-config --exists ompi-c 2>/dev/null && echo y),-nompi))$(if $(filter 1,$(NATIVE)),-native)
 
-LIB_SRC  := $(filter-out src/cli/%,$(wildcard src/*/*.c))
+KERN_SRC := $(wildcard src/nn/k_*.c)
+LIB_SRC  := $(filter-out src/cli/% $(KERN_SRC),$(wildcard src/*/*.c))
 LIB_CXX  := $(filter-out src/cli/%,$(wildcard src/*/*.cc))
 CLI_SRC  := $(wildcard src/cli/*.c)
 # The 8-ball demo, a program on the library (examples/eightball/): its objects but main.c go into
@@ -49,7 +72,9 @@ CLI_SRC  := $(wildcard src/cli/*.c)
 EX_SRC   := $(filter-out examples/eightball/main.c,$(wildcard examples/eightball/*.c))
 EX_OBJ   := $(patsubst %.c,$(OUT)/obj/%.o,$(EX_SRC))
 TEST_SRC := $(wildcard tests/test_*.c)
-LIB_OBJ  := $(patsubst %.c,$(OUT)/obj/%.o,$(LIB_SRC)) $(patsubst %.cc,$(OUT)/obj/%.o,$(LIB_CXX))
+# each kernel file once per level: build/<b>/obj/src/nn/k_x.<level>.o
+KERN_OBJ := $(foreach l,$(KLEVELS),$(patsubst %.c,$(OUT)/obj/%.$(l).o,$(KERN_SRC)))
+LIB_OBJ  := $(patsubst %.c,$(OUT)/obj/%.o,$(LIB_SRC)) $(patsubst %.cc,$(OUT)/obj/%.o,$(LIB_CXX)) $(KERN_OBJ)
 CLI_OBJ  := $(patsubst %.c,$(OUT)/obj/%.o,$(CLI_SRC))
 TEST_BIN := $(patsubst tests/%.c,$(OUT)/tests/%,$(TEST_SRC))
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
@@ -77,7 +102,7 @@ asan:
 $(LIB_OBJ): PIC := -fPIC -fno-semantic-interposition
 # Objects also depend on the compile command: a change of flags (a build dir from before, EXTRA_CFLAGS,
 # MPI=0/1) rebuilds them. build/<b>/compile-flags is rewritten only when the command differs.
-COMPILE_ID := $(CC) $(CXX) $(BASE) $(BASECXX) $(MODE_FLAGS) $(PKG_CFLAGS) $(MPI_CFLAGS) -fPIC -fno-semantic-interposition
+COMPILE_ID := $(CC) $(CXX) $(BASE) $(BASECXX) $(MODE_FLAGS) $(PKG_CFLAGS) $(MPI_CFLAGS) -fPIC -fno-semantic-interposition $(foreach l,$(KLEVELS),$(l):$(KFLAGS_$(l)))
 $(OUT)/compile-flags: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(COMPILE_ID)' | cmp -s - $@ || echo '$(COMPILE_ID)' >$@
@@ -86,6 +111,15 @@ FORCE:
 $(OUT)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(MODE_FLAGS) $(PIC) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+# A kernel file at one level: the mode's flags without its -march, then the level's. (-Wno-psabi: the 32-byte
+# vectors of k_vec8.h pass between static inline helpers only, so the ABI note below AVX concerns nothing.)
+define KERN_RULE
+$$(OUT)/obj/%.$(1).o: %.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(BASE) $$(filter-out -march=%,$$(MODE_FLAGS)) $$(KFLAGS_$(1)) -DJR_KLEVEL=$(1) -Wno-psabi $$(PIC) $$(PKG_CFLAGS) -MMD -MP -c $$< -o $$@
+endef
+$(foreach l,$(KLEVELS),$(eval $(call KERN_RULE,$(l))))
 
 # only the rank layer sees mpi.h
 $(OUT)/obj/src/core/dist.o: BASE += $(MPI_CFLAGS)

@@ -27,6 +27,23 @@ expect_ok() {
   if "$@" >"$JR_TMP/out" 2>"$JR_TMP/err"; then ok "$name"; else fail "$name" "exit $?: $(head -c 400 "$JR_TMP/err")"; fi
 }
 
+# maxdiff A B: the largest absolute difference between two float32 safetensors files' tensors
+maxdiff() {
+  "${PY:-/usr/bin/python3}" - "$1" "$2" <<'P'
+import json, struct, sys
+def load(p):
+    b = open(p, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n]); out = {}
+    for k, v in h.items():
+        if k == '__metadata__': continue
+        s, e = v['data_offsets']; d = b[8 + n + s:8 + n + e]
+        out[k] = struct.unpack('<%df' % (len(d) // 4), d)
+    return out
+a, b = load(sys.argv[1]), load(sys.argv[2])
+assert a.keys() == b.keys(), 'different tensors'
+print(max(abs(x - y) for k in a for x, y in zip(a[k], b[k])))
+P
+}
+
 # tiny_llama_json [MAX_POSITIONS]: prints the HF config.json of the tests' tiny random Llama (byte
 # vocabulary 264, hidden 24, 2 layers, GQA 2:1; 64 positions unless given) for model.init.
 tiny_llama_json() {

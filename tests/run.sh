@@ -118,6 +118,32 @@ for bd in "$@"; do
   run_queue
   awk -v a="$b0" -v b="$(now)" -v n="$bd" 'BEGIN { printf "%s: %.0f s\n", n, b - a }'
 done
+# The kernel, model, generation and training-compute tests again at every kernel level below the CPU's
+# highest (the runs above use the highest): JR_CPU forces the level, names get @LEVEL. A level this CPU
+# lacks is one skip line per test (the qemu test runs the baseline binary on emulated older CPUs).
+LEVEL_TESTS="test_nn_ops test_matmul_bf16 test_model_torch test_generate test_sampler test_grpo_model test_constrain"
+for b in "$@"; do
+  [ -x "$root/$b/judgerl" ] || continue
+  top=$("$root/$b/judgerl" version 2>/dev/null | sed -n 's/^kernel level: .*the highest this CPU has: \([a-z0-9]*\)).*/\1/p')
+  case "$(uname -m)" in x86_64) all="baseline avx2 avx512" ;; *) all="baseline" ;; esac
+  above=0
+  for l in $all; do
+    for t in $LEVEL_TESTS; do
+      [ -x "$root/$b/tests/$t" ] || continue
+      if [ "$above" -eq 1 ]; then
+        printf '%-34s [%s] skip - needs %s (this CPU has up to %s)\n' "$t@$l" "$(basename "$b")" "$l" "$top"
+        skipped=$((skipped + 1))
+      elif [ "$l" != "$top" ]; then
+        run_one "$b" "$t@$l" env JR_CPU="$l" "$root/$b/tests/$t"
+      fi
+    done
+    # the training-compute script too, in the release build (its 200-step runs take minutes under ASan)
+    if [ "$above" -eq 0 ] && [ "$l" != "$top" ] && [ "$(basename "$b")" = rel ]; then
+      run_one "$b" "test_train_compute.sh@$l" env JR_CPU="$l" sh "$root/tests/test_train_compute.sh"
+    fi
+    [ "$l" = "$top" ] && above=1
+  done
+done
 # The libFuzzer smoke run (make test sets JR_FUZZ_SECONDS): one line per target, counted like a test
 # program, so the summary below stays the last line of the whole run (fuzz_smoke.sh reads the seconds
 # from JR_FUZZ_SECONDS and runs its targets $JR_TEST_JOBS at a time).

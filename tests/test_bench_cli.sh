@@ -21,6 +21,14 @@ check generate "$T/gen" '.model == "10m" and .params == 6822144 and .batch == 2 
 if [ -f "$T/m10/config.json" ]; then ok generate_save; else fail generate_save "no config.json in --save DIR"; fi
 "$JR_BIN" bench generate --model "$T/m10" --batch 1 --prompt 4 --tokens 2 --compute float32 >"$T/gen2" 2>"$T/err"
 check generate_saved_model "$T/gen2" ".model == \"$T/m10\" and .params == 6822144 and (.compute | test(\"fp32\"))"
+# fp32 prompts batch and chunk with the decode rows at every kernel level this CPU has (docs/CPU.md)
+top=$("$JR_BIN" version | sed -n 's/^kernel level: .*the highest this CPU has: \([a-z0-9]*\)).*/\1/p')
+for l in baseline avx2 avx512; do
+  JR_CPU=$l "$JR_BIN" bench generate --model "$T/m10" --batch 2 --prompt 4 --tokens 3 --compute float32 --long-prompt 12 \
+    --prefill-chunk 4 >"$T/gen3" 2>"$T/err"
+  check "generate_fp32_batched_prefill_at_$l" "$T/gen3" '.batched_prefill == true and .long_prompt_steps >= 3'
+  [ "$l" = "$top" ] && break
+done
 
 "$JR_BIN" bench train --config 10m --batch 1 --seq 8 --steps 1 --warmup 0 --gemm-n 16 --compute float32 >"$T/train" 2>"$T/err"
 check train "$T/train" '.model == "10m" and .params == 6822144 and .seq == 8 and .steps == 1 and .compute == "float32"

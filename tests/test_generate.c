@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include "judgerl/cpu.h"
 #include "judgerl/generate.h"
 #include "judgerl/hfmodel.h"
 #include "judgerl/kvcache.h"
@@ -634,12 +635,12 @@ TEST(weights_buffer_aligned_and_refuses_a_wrapping_size) {
     CHECK_MSG(strstr(jr_errmsg(), "out of memory") != NULL, "message: %s", jr_errmsg());
 }
 
-/* Batched, chunked prefill (bf16 weights: jr_lm.batch_prefill): a seeded request with a 40-token
- * prompt gives the same tokens prefilled whole and alone as cut into 7-token chunks among 5 other
- * requests' prompts and decode rows; while it is being prefilled the running sequences keep getting
- * one token per step. With an ITL target (jr_gen_set_itl_target) the prompt is cut by the measured
+/* Batched, chunked prefill (jr_lm.batch_prefill, fp32 and bf16 weights, at every kernel level): a seeded
+ * request with a 40-token prompt gives the same tokens prefilled whole and alone as cut into 7-token chunks
+ * among 5 other requests' prompts and decode rows; while it is being prefilled the running sequences keep
+ * getting one token per step. With an ITL target (jr_gen_set_itl_target) the prompt is cut by the measured
  * step times instead: any cut, never over the chunk, the same tokens. */
-TEST(bf16_chunked_batched_prefill_same_tokens_and_no_stall) {
+static void chunked_batched_prefill(jr_compute weights) {
     jr_model m;
     if (random_model(&m, 0.1f)) { CHECK(0); return; }
     int32_t prompt[40];
@@ -650,10 +651,10 @@ TEST(bf16_chunked_batched_prefill_same_tokens_and_no_stall) {
     p.has_seed = 1;
     p.seed = 77;
     p.ignore_eos = 1;
-    jr_kv_opts o = {JR_COMPUTE_BF16, 0, 1};
+    jr_kv_opts o = {weights, 0, 1};
     jr_lm lm1;
     CHECK_OK(jr_kv_lm_open_opts(&lm1, &m, 2, 64, &o));
-    CHECK(lm1.batch_prefill == 1);
+    CHECK_MSG(lm1.batch_prefill == 1, "no batched prefill at kernel level %s", jr_kernel_level());
     jr_gen *g;
     CHECK_OK(jr_gen_open(&g, &lm1, &V, 1));
     jr_gen_set_prefill_chunk(g, 0);
@@ -673,6 +674,18 @@ TEST(bf16_chunked_batched_prefill_same_tokens_and_no_stall) {
     steps = chunked_among_others(&m, &o, &p, prompt, alone, 1.5);
     CHECK_MSG(steps >= 6 && steps <= 4000, "with an ITL target a 40-token prompt took %d steps", steps);
     jr_model_free(&m);
+}
+
+TEST(fp32_chunked_batched_prefill_same_tokens_and_no_stall) { chunked_batched_prefill(JR_COMPUTE_F32); }
+TEST(bf16_chunked_batched_prefill_same_tokens_and_no_stall) { chunked_batched_prefill(JR_COMPUTE_BF16); }
+
+/* The kernels run at the level JR_CPU forces (tests/run.sh runs this program at every level the CPU has),
+ * so that the batch-invariance checks above hold for that level's kernels, not the highest one's. */
+TEST(kernels_at_the_forced_level) {
+    const char *want = getenv("JR_CPU");
+    printf("  kernel level: %s\n", jr_kernel_level());
+    if (want && *want && strcmp(want, "native")) CHECK_MSG(!strcmp(jr_kernel_level(), want), "JR_CPU=%s, kernels at %s", want, jr_kernel_level());
+    else CHECK(!strcmp(jr_kernel_level(), jr_cpu_level_name(jr_cpu_level_max())));
 }
 
 /* Prefill + 3 decode steps of a fixed prompt through a bf16-weight cache: all the logits, in out. */
@@ -783,6 +796,7 @@ static void long_rows_and_inputs_same_as_decoded_alone(void) {
 int main(void) {
     vocab_init();
     KVO = jr_kv_opts_default();
+    RUN(kernels_at_the_forced_level);
     RUN(kv_logits_equal_training_forward);
     RUN(decode_rows_do_not_depend_on_the_batch);
     jt_run("rows_same_alone_and_in_every_batch_size", rows_same_alone_and_in_every_batch_size);
@@ -792,6 +806,7 @@ int main(void) {
     RUN(seeded_request_same_alone_and_batched_with_31_others);
     RUN(stop_strings_eos_length_and_streamed_text);
     RUN(constrained_choice_from_a_random_model);
+    RUN(fp32_chunked_batched_prefill_same_tokens_and_no_stall);
     /* generation in bf16: weights kept in bf16, then the bf16 KV cache too */
     RUN(bf16_rows_kernel_exact_and_batch_invariant);
     RUN(bf16_kv_logits_near_training_forward);

@@ -88,7 +88,22 @@ for s in seeds:
         ok = all(x["unscored_frac"] == 0 and x["completions/max_length"] <= 8 for x in rows)
         report("every sample scored, completions within max_completion_length", ok, str(rows[0]))
         report("model written as an HF directory", os.path.exists(os.path.join(out, "model", "model.safetensors")))
-if not ASAN:
+# bf16 on a CPU without bf16 units (or with them turned off by JR_CPU below avx512) is refused at start with
+# one line, before any step: oneDNN has no bf16 products there.
+out = os.path.join(TMP, "grpo_bf16_refused")
+env = dict(os.environ, JR_CPU="baseline")
+cfg = os.path.join(TMP, "grpo_bf16_refused.yaml")
+write(cfg, config(out, VERIFIER))
+p = subprocess.run([BIN, "train", cfg, "model.compute=bfloat16"], capture_output=True, text=True, timeout=600, env=env)
+report("bfloat16 without bf16 units is refused at start with one line", p.returncode != 0 and
+       len(p.stderr.strip().splitlines()) == 1 and "model.compute: bfloat16 needs" in p.stderr and
+       not os.path.exists(os.path.join(out, "metrics.jsonl")), "exit %d: %s" % (p.returncode, p.stderr.strip()[-300:]))
+BF16_UNITS = "no bf16 units" not in subprocess.run([BIN, "version"], capture_output=True, text=True).stdout
+if ASAN:
+    pass
+elif not BF16_UNITS:
+    print("skip - learns a verifiable reward in bf16: needs bf16 units (AVX512-BF16 or AMX-BF16)")
+else:
     gains = []
     for s in seeds:
         out = os.path.join(TMP, "grpo_learn_bf16_%d" % s)

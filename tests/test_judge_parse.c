@@ -1,11 +1,13 @@
 /* test_judge_parse.c - judge parsing pieces: [RESULT] parser, reasoning stripping, templates, answer
- * decoding (JSON, SSE, logprobs of chat and completions), error messages, SHA-256, the cache */
+ * decoding (JSON, SSE, logprobs of chat and completions), error messages, the API key's redaction,
+ * SHA-256, the cache */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
 #include "judge/cache.h"
+#include "judge/redact.h"
 #include "judge/response.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/judge.h"
@@ -170,6 +172,52 @@ TEST(error_messages) {
     CHECK_STR(m, "Bad Gateway");
 }
 
+/* The tokens' texts of normalised log-probs, joined with '|'. */
+static char *token_list(const json_t *lps) {
+    static char buf[512];
+    size_t n = 0, i;
+    json_t *e;
+    buf[0] = 0;
+    json_array_foreach(lps, i, e) n +=
+        (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? "|" : "", json_string_value(json_object_get(e, "token")));
+    return buf;
+}
+
+TEST(redact_key_from_logprobs_and_bodies) {
+    const char *key = "KEY-0123456789";
+    /* the key split over three sampled tokens, text on both sides; a token holding it twice; an empty token */
+    json_t *lps =
+        json_pack("[{s:s, s:f, s:[{s:s, s:f}, {s:s, s:f}]}, {s:s, s:f, s:[]}, {s:s, s:f, s:[]}, {s:s, s:f, s:[]},"
+                  " {s:s, s:f, s:[]}]",
+                  "token", "a KEY-01", "logprob", -0.1, "top_logprobs", "token", "a KEY-01", "logprob", -0.1, "token",
+                  "KEY-0123456789", "logprob", -2.0, "token", "", "logprob", -0.1, "top_logprobs", "token", "2345",
+                  "logprob", -0.1, "top_logprobs", "token", "6789 b", "logprob", -0.1, "top_logprobs", "token",
+                  "KEY-0123456789KEY-0123456789!", "logprob", -0.1, "top_logprobs");
+    CHECK(lps != NULL);
+    jr_redact_logprobs(lps, key);
+    CHECK(!strcmp(token_list(lps), "a [redacted]||| b|[redacted][redacted]!"));
+    json_t *alts = json_object_get(json_array_get(lps, 0), "top_logprobs");
+    CHECK(!strcmp(json_string_value(json_object_get(json_array_get(alts, 0), "token")), "a [redacted]"));
+    CHECK(!strcmp(json_string_value(json_object_get(json_array_get(alts, 1), "token")), "[redacted]"));
+    char *dump = json_dumps(lps, 0);
+    CHECK(dump && !strstr(dump, "KEY-") && !strstr(dump, "2345") && !strstr(dump, "6789"));
+    free(dump);
+    json_decref(lps);
+    /* error bodies: an escaped key (JSON), raw bytes otherwise */
+    size_t n = 0;
+    const char *esc = "{\"error\": {\"message\": \"bad \\u004bEY-0123456789\"}}";
+    char *b = jr_redacted_body(esc, strlen(esc), key, &n);
+    char m[300];
+    CHECK(b != NULL);
+    jr_answer_error_message(b, n, m, sizeof m);
+    CHECK(!strcmp(m, "bad [redacted]"));
+    free(b);
+    b = jr_redacted_body("oops KEY-0123456789 x", 21, key, &n);
+    CHECK(b && n == 21 && !strcmp(b, "oops ************** x"));
+    free(b);
+    CHECK(jr_redact_json(NULL, key) == 0);
+}
+
 TEST(sha256_vectors) {
     char h[65];
     jr_sha256_hex("", 0, h);
@@ -235,6 +283,7 @@ int main(void) {
     RUN(decode_rejects_unusable_bodies);
     RUN(decode_sse);
     RUN(error_messages);
+    RUN(redact_key_from_logprobs_and_bodies);
     RUN(sha256_vectors);
     RUN(cache_roundtrip_and_foreign_file);
     RUN(config_table_defaults_load);

@@ -32,22 +32,6 @@ trainer: {steps: 20, batch_size: 4, grad_accum: 2, max_seq_len: 32, lr: 1e-2, wa
           save_every: 2, keep_checkpoints: 2, tensorboard: true, threads: 1}
 Y
 losses() { sed -n 's/.*"step":\([0-9]*\),.*"loss":\([^,]*\),.*/\1 \2/p' "$1"; }
-# maxdiff A B: the largest absolute difference between two float32 safetensors files' tensors
-maxdiff() {
-  "$PY" - "$1" "$2" <<'P'
-import json, struct, sys
-def load(p):
-    b = open(p, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n]); out = {}
-    for k, v in h.items():
-        if k == '__metadata__': continue
-        s, e = v['data_offsets']; d = b[8 + n + s:8 + n + e]
-        out[k] = struct.unpack('<%df' % (len(d) // 4), d)
-    return out
-a, b = load(sys.argv[1]), load(sys.argv[2])
-assert a.keys() == b.keys(), 'different tensors'
-print(max(abs(x - y) for k in a for x, y in zip(a[k], b[k])))
-P
-}
 
 # 1. one process, the reference
 if "$JR_BIN" train "$JR_TMP/sft.yaml" run.out_dir="$JR_TMP/one" >"$JR_TMP/one.out" 2>"$JR_TMP/one.err"; then ok one_process

@@ -297,6 +297,8 @@ def file_graph(root, src, funcs):
     """{file: set(files whose exported functions it names)} over the .c/.cc files of src/."""
     exported, own_static = {}, {}
     for name, path, _, _, static in funcs:
+        if name.isupper():  # a definition through a macro (a per-level kernel's JR_KFN(name)): not a callable name
+            continue
         if not static and path.endswith((".c", ".cc")):
             exported.setdefault(name, set()).add(path)
         elif static:

@@ -16,6 +16,8 @@ typedef struct jr_train_state {
     jr_data_pos data;      /* the next training row */
     jr_rng rng;            /* the trainer's random stream */
     int64_t tokens;        /* scored tokens seen so far */
+    char kernel_level[16]; /* read back: the kernel level (judgerl/cpu.h) the checkpoint was written at, ""
+                            * for a checkpoint from before levels; written: always the level in use */
 } jr_train_state;
 
 /* Writes RUN_DIR/checkpoints/step-NNNNNNNN/ holding config.json + model.safetensors (an HF model

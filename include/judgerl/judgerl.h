@@ -15,6 +15,7 @@
 #include "judgerl/clock.h"
 #include "judgerl/config.h"
 #include "judgerl/constrain.h"
+#include "judgerl/cpu.h"
 #include "judgerl/crc32c.h"
 #include "judgerl/dataset.h"
 #include "judgerl/dist.h"

@@ -36,6 +36,11 @@ typedef enum { JR_COMPUTE_F32 = 0, JR_COMPUTE_BF16 = 1 } jr_compute;
  * has bf16 units (jr_nn_bf16_native) and float32 otherwise. */
 jr_compute jr_model_compute_resolve(const char *name);
 
+/* Refuses a bf16 training compute that this CPU cannot run (no AVX512-BF16 or AMX-BF16 units, or JR_CPU
+ * below avx512): one line naming `what` (the field or flag), the CPU's features and the way out. oneDNN
+ * has no bf16 products without them, so the run would otherwise stop at its first product. */
+jr_status jr_model_compute_check(const char *name, const char *what);
+
 /* Optional: who takes the weight gradient of the model's matmul weights instead of m->grads (LoRA:
  * the adapters' gradients straight from dout and the input; the frozen weight's own (OC, C) gradient
  * is never formed). take(ud, w, dout, inp, N, C, OC) for the weight w (a view into params): returns 1

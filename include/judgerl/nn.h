@@ -41,8 +41,8 @@ int jr_matmul_bf16w_forward(float *out, const float *inp, const uint16_t *weight
                             int OC);
 /* Inference matmul over bf16 weights (matmul_rows_bf16.c): out (N,OC) = bf16(inp) (N,C) . w (OC,C)^T
  * + bias, fp32 accumulation, every output summed in one fixed order whatever N (batch-invariant).
- * scratch holds N*C bf16. AVX512-BF16 kernel when cpuid has it, else a portable fp32 kernel over the
- * same bf16 operands. */
+ * scratch holds N*C bf16. AVX512-BF16 kernel when the CPU has it (and the kernel level is avx512), else
+ * a portable fp32 kernel over the same bf16 operands. */
 void jr_matmul_rows_bf16(float *out, const float *inp, const uint16_t *w, const float *bias, int N, int C, int OC,
                          uint16_t *scratch);
 /* "avx512_bf16" or "fp32_fallback": the kernel jr_matmul_rows_bf16 runs. */
@@ -53,10 +53,19 @@ void jr_matmul_rows_bf16_force_fallback(int on);
 void jr_bf16_from_f32(uint16_t *dst, const float *src, long n);
 /* oneDNN's implementation name for a forward product of this shape (e.g. "brg:avx512_core_bf16"). */
 void jr_matmul_bf16_impl(char *buf, size_t n, int N, int C, int OC);
-/* 1 when the CPU has bf16 matrix units (AMX-BF16, or AVX-512 with AVX512-BF16), from cpuid. */
+/* 1 when the CPU has bf16 matrix units (AMX-BF16, or AVX-512 with AVX512-BF16) and the kernel level
+ * (judgerl/cpu.h, JR_CPU) lets judgerl use them. */
 int jr_nn_bf16_native(void);
-/* The ISA oneDNN dispatches to on this CPU (e.g. "avx512_core_bf16", "avx512_core_amx"). */
+/* The ISA oneDNN dispatches to on this CPU (e.g. "avx512_core_bf16", "avx512_core_amx"; capped at the
+ * kernel level when JR_CPU forces a lower one). */
 const char *jr_nn_isa(void);
+/* The kernel level in use for the hot kernels (judgerl/cpu.h): "baseline", "avx2" or "avx512". */
+const char *jr_kernel_level(void);
+/* out (N,OC) = inp (N,C) . w (OC,C)^T + bias (or NULL) with every output summed in one fixed order
+ * whatever N (generation's fp32 product, batch-invariant; the level's kernel). */
+void jr_matmul_rows_f32(float *out, const float *inp, const float *w, const float *bias, int N, int C, int OC);
+/* z[i] = expf((z[i] - m) * s) for i < n, bitwise glibc's expf (the level's vector kernel). */
+void jr_expf_shifted(float *z, int n, float m, float s);
 
 /* out (N,C) = wte[ids[n]] with wte (V,C); ids must be in [0,V). */
 void jr_embedding_forward(float *out, const int32_t *ids, const float *wte, int N, int C);

@@ -10,10 +10,14 @@
 
 typedef struct jr_runlog jr_runlog;
 
-/* Opens run_dir/metrics.jsonl (jr_metrics_open with resume_step: -1 for a fresh run) and, when
- * tensorboard is nonzero, a new event file in run_dir (on resume starting with a session START at
- * resume_step + 1, so TensorBoard drops the old file's later steps). resume_step >= 0 also cuts
- * run_dir/samples.jsonl back to that step. Creates run_dir. On error *rl is NULL. */
+/* Opens run_dir/metrics.jsonl for appending and, when tensorboard is nonzero, a new event file in
+ * run_dir. resume_step is the step of the checkpoint the run continues from, -1 when it starts from
+ * the beginning. A resumed run (resume_step >= 0, or a metrics.jsonl an earlier attempt left, as
+ * when a run killed before its first checkpoint is resumed) first drops the rows with step >
+ * resume_step from metrics.jsonl and samples.jsonl (every row for -1: the run writes them again,
+ * the step-0 evaluation included), and its event file starts with a session START at
+ * resume_step + 1, so TensorBoard drops the old file's later steps. Creates run_dir. On error *rl
+ * is NULL. */
 jr_status jr_runlog_open(jr_runlog **rl, const char *run_dir, int64_t resume_step, int tensorboard);
 
 /* Adds a named scalar to the step being built (the name is copied; a repeated name replaces the value).

@@ -44,6 +44,8 @@ jr_status jr_bench_train_check(const jr_bench_train_opts *o) {
     const char *cn = o->compute;
     if (strcmp(cn, "auto") && strcmp(cn, "float32") && strcmp(cn, "bfloat16"))
         return jr_fail(JR_EINVAL, "--compute: unknown '%s' (auto, float32 or bfloat16)", cn);
+    jr_status st = jr_model_compute_check(cn, "--compute");
+    if (st) return st;
     return o->config ? jr_bench_model_config(o->config, &c) : JR_OK;
 }
 

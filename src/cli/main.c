@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "judgerl/cpu.h"
 #include "judgerl/dist.h"
 #include "judgerl/wfrl.h"
 
@@ -49,6 +50,8 @@ static void usage(FILE *out) {
 
 int main(int argc, char **argv) {
     if (jr_wf_reward_register()) { fprintf(stderr, "judgerl: %s\n", jr_errmsg()); return CLI_FAIL; }
+    /* the kernel level first: a JR_CPU this CPU cannot run is refused before any work */
+    if (jr_cpu_init()) { fprintf(stderr, "judgerl: %s\n", jr_errmsg()); return CLI_USAGE; }
     if (argc < 2) { usage(stderr); return CLI_USAGE; }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) { usage(stdout); return CLI_OK; }
     if (!strcmp(argv[1], "--version")) return cmd_version(argc - 1, argv + 1);

@@ -335,8 +335,12 @@ static jr_status call_constraint(jr_judge *j, job *jb, const json_t *spec, json_
 /* Hands an answer (from the server or the cache) to the protocol's parser. */
 static void handle_answer(jr_judge *j, job *jb, const char *raw_content, const char *finish, json_t *logprobs, int cached, long total_tokens) {
     sample *s = jb->s;
-    /* an answer quoting the API key: the key goes nowhere (detail, cache, row, logs) */
+    /* an answer quoting the API key, in its text or its log-prob tokens: the key goes nowhere
+     * (detail, cache, row, logs) */
     char *content = jr_redacted_copy(raw_content ? raw_content : "", j->api_key);
+    jr_redact_logprobs(logprobs, j->api_key);
+    char *fin = jr_redacted_copy(finish ? finish : "", j->api_key);
+    finish = fin ? fin : "";
     const jr_protocol *p = j->proto[s->proto];
     char *text = content ? jr_judge_strip_reasoning(content) : NULL;
     json_t *lp_view = NULL;
@@ -361,6 +365,7 @@ static void handle_answer(jr_judge *j, job *jb, const char *raw_content, const c
         }
         finish_call(j, jb, 1, value, detail, NULL, cached);
         free(content);
+        free(fin);
         return;
     }
     json_decref(detail);
@@ -372,10 +377,12 @@ static void handle_answer(jr_judge *j, job *jb, const char *raw_content, const c
         pthread_mutex_unlock(&j->mu);
         push_ready(j, jb, 1);
         free(content);
+        free(fin);
         return;
     }
     finish_call(j, jb, 0, NAN, NULL, fmt("parse failure after %d answer%s: %s", jb->parse_fails, jb->parse_fails > 1 ? "s" : "", why), 0);
     free(content);
+    free(fin);
 }
 
 /* Builds the request body of call `index` and either answers it from the cache or queues it. */
@@ -592,6 +599,20 @@ static void set_config_400_fatal(jr_judge *j, const char *m, int kind) {
     free(f);
 }
 
+/* The reason an answer did not decode may quote its body: it is said again from a copy of the
+ * body without the key (jr_redacted_body). */
+static void reason_without_key(const jr_judge *j, const job *jb, char *why, size_t why_len) {
+    size_t rn = 0;
+    jr_answer a;
+    char *rb = jr_redacted_body(jb->resp.p ? jb->resp.p : "", jb->resp.n, j->api_key, &rn);
+    if (!rb) snprintf(why, why_len, "undecodable answer");
+    else if (!jr_answer_decode(rb, rn, &a, why, why_len)) {
+        jr_answer_free(&a);
+        snprintf(why, why_len, "undecodable answer");
+    }
+    free(rb);
+}
+
 /* A transfer finished (CURLMSG_DONE). */
 static void on_done(jr_judge *j, CURL *e, CURLcode code) {
     job *jb = NULL;
@@ -634,9 +655,11 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
         jr_answer a;
         char why[400];
         if (jr_answer_decode(jb->resp.p ? jb->resp.p : "", jb->resp.n, &a, why, sizeof why)) {
+            if (j->api_key) reason_without_key(j, jb, why, sizeof why);
             transient(j, jb, fmt("%s: HTTP %ld: %s", url, status, why));
             return;
         }
+        a.reasoning = redact(j, a.reasoning); /* kept by no one today; redacted like the rest */
         j->answered = 1;
         if (a.total_tokens >= 0 && j->tpm > 0) jb->ep->ttok -= (double)a.total_tokens - jb->est_tokens;
         jr_strbuf_free(&jb->resp);
@@ -645,7 +668,11 @@ static void on_done(jr_judge *j, CURL *e, CURLcode code) {
         return;
     }
     char msg[400];
-    jr_answer_error_message(jb->resp.p ? jb->resp.p : "", jb->resp.n, msg, sizeof msg);
+    size_t rn = 0;
+    char *rb = jr_redacted_body(jb->resp.p ? jb->resp.p : "", jb->resp.n, j->api_key, &rn);
+    if (rb) jr_answer_error_message(rb, rn, msg, sizeof msg);
+    else snprintf(msg, sizeof msg, "(error body not shown: out of memory)");
+    free(rb);
     jr_strbuf_free(&jb->resp);
     if ((status == 429 || status == 503) && jb->retry_after > 0) {
         /* the server asked for a pause: it applies to the endpoint, not just this request */
@@ -900,12 +927,13 @@ static jr_status probe_identity(jr_judge *j, const jr_judge_opts *o) {
     free(urls);
     free(models);
     if (warning) {
+        warning = redact(j, warning); /* it quotes the model names the server lists */
         if (o->on_warning) o->on_warning(o->warning_ud, warning);
         else fprintf(stderr, "judgerl: warning: %s\n", warning);
         free(warning);
     }
     if (st) return st;
-    j->identity = fmt("%s\n%s", id, j->ep[0].model);
+    j->identity = redact(j, fmt("%s\n%s", id, j->ep[0].model));
     free(id);
     return j->identity ? JR_OK : JR_ENOMEM;
 }
@@ -923,7 +951,7 @@ static jr_status setup_servers(jr_judge *j, const jr_judge_opts *o, const char *
         if (given == JR_KIND_AUTO || (given == JR_KIND_LLAMACPP && conc_auto) || (given == JR_KIND_VLLM && j->constraint.type)) {
             char *base = strndup(ep->url, strlen(ep->url) - strlen(j->chat ? "/chat/completions" : "/completions"));
             if (!base) return JR_ENOMEM;
-            jr_server_detect(base, j->hdrs, j->connect_ms < 3000 ? j->connect_ms : 3000, &ep->info);
+            jr_server_detect(base, j->hdrs, j->api_key, j->connect_ms < 3000 ? j->connect_ms : 3000, &ep->info);
             free(base);
         }
         if (given != JR_KIND_AUTO) {

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "judge/redact.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/strbuf.h"
 
@@ -37,8 +38,10 @@ static size_t on_get(char *data, size_t size, size_t n, void *ud) {
     return size * n;
 }
 
-/* GET url; the JSON body of a 200 answer, or NULL (with the status or curl's error in note). */
-static json_t *get_json(const char *url, const void *headers, long timeout_ms, char *note, size_t note_len) {
+/* GET url; the JSON body of a 200 answer with the API key redacted from its strings (before any is
+ * cut to fit a buffer), or NULL (with the status or curl's error in note). */
+static json_t *get_json(const char *url, const void *headers, const char *secret, long timeout_ms, char *note,
+                        size_t note_len) {
     CURL *e = curl_easy_init();
     if (!e) { snprintf(note, note_len, "no curl handle"); return NULL; }
     jr_strbuf b = {0};
@@ -64,6 +67,7 @@ static json_t *get_json(const char *url, const void *headers, long timeout_ms, c
         json_decref(j);
         j = NULL;
     }
+    jr_redact_json(j, secret);
     free(body);
     return j;
 }
@@ -78,7 +82,8 @@ static void note_add(jr_server_info *o, const char *f, const char *a, const char
     snprintf(o->how + l, sizeof o->how - l, f, a, b);
 }
 
-void jr_server_detect(const char *api_base, const void *headers, long timeout_ms, jr_server_info *o) {
+void jr_server_detect(const char *api_base, const void *headers, const char *secret, long timeout_ms,
+                      jr_server_info *o) {
     memset(o, 0, sizeof *o);
     o->kind = JR_KIND_UNKNOWN;
     size_t bl = strlen(api_base);
@@ -91,7 +96,7 @@ void jr_server_detect(const char *api_base, const void *headers, long timeout_ms
      * while another client's connections close answers a moment later) */
     for (int attempt = 0; attempt < 3; attempt++) {
         if (attempt) usleep(attempt == 1 ? 200000 : 600000);
-        m = get_json(url, headers, timeout_ms, note, sizeof note);
+        m = get_json(url, headers, secret, timeout_ms, note, sizeof note);
         if (m || !strncmp(note, "HTTP", 4) || !strcmp(note, "not a JSON object")) break;
     }
     if (!m && strncmp(note, "HTTP", 4) && strcmp(note, "not a JSON object")) {
@@ -113,7 +118,7 @@ void jr_server_detect(const char *api_base, const void *headers, long timeout_ms
     /* the kind's own endpoints: llama.cpp's /props, vLLM's /version, ollama's /api/version */
     if (o->kind == JR_KIND_UNKNOWN || o->kind == JR_KIND_LLAMACPP) {
         snprintf(url, sizeof url, "%.*s/props", (int)rl, api_base);
-        json_t *p = get_json(url, headers, timeout_ms, note, sizeof note);
+        json_t *p = get_json(url, headers, secret, timeout_ms, note, sizeof note);
         if (p && (json_object_get(p, "total_slots") || json_object_get(p, "default_generation_settings"))) {
             o->kind = JR_KIND_LLAMACPP;
             o->slots = (int)json_integer_value(json_object_get(p, "total_slots"));
@@ -127,7 +132,7 @@ void jr_server_detect(const char *api_base, const void *headers, long timeout_ms
     }
     if (o->kind == JR_KIND_UNKNOWN || o->kind == JR_KIND_VLLM) {
         snprintf(url, sizeof url, "%.*s/version", (int)rl, api_base);
-        json_t *v = get_json(url, headers, timeout_ms, note, sizeof note);
+        json_t *v = get_json(url, headers, secret, timeout_ms, note, sizeof note);
         const char *ver = json_string_value(json_object_get(v, "version"));
         if (ver) {
             o->kind = JR_KIND_VLLM;
@@ -138,7 +143,7 @@ void jr_server_detect(const char *api_base, const void *headers, long timeout_ms
     }
     if (o->kind == JR_KIND_UNKNOWN || o->kind == JR_KIND_OLLAMA) {
         snprintf(url, sizeof url, "%.*s/api/version", (int)rl, api_base);
-        json_t *v = get_json(url, headers, timeout_ms, note, sizeof note);
+        json_t *v = get_json(url, headers, secret, timeout_ms, note, sizeof note);
         const char *ver = json_string_value(json_object_get(v, "version"));
         if (ver) {
             o->kind = JR_KIND_OLLAMA;

@@ -27,9 +27,11 @@ typedef struct jr_server_info {
 /* Asks the server behind `api_base` (".../v1") what it is: GET {api_base}/models (owned_by), then
  * GET {root}/version (vLLM's version), {root}/props (llama.cpp's total_slots, build_info) or
  * {root}/api/version (ollama), root being api_base without a trailing /v1. `headers` (a struct
- * curl_slist *, may be NULL) are sent with each GET (the API key). Never fails: a server that
- * answers none of these is JR_KIND_UNKNOWN with the reason in out->how. */
-void jr_server_detect(const char *api_base, const void *headers, long timeout_ms, jr_server_info *out);
+ * curl_slist *, may be NULL) are sent with each GET (the API key); secret (the key, may be NULL) is
+ * redacted from every text the answers give (judge/redact.h). Never fails: a server that answers
+ * none of these is JR_KIND_UNKNOWN with the reason in out->how. */
+void jr_server_detect(const char *api_base, const void *headers, const char *secret, long timeout_ms,
+                      jr_server_info *out);
 
 /* judge.constraint: one of {choice: [...]}, {regex: "..."}, {json_schema: {...}}. */
 typedef enum { JR_CONSTRAINT_NONE = 0, JR_CONSTRAINT_CHOICE, JR_CONSTRAINT_REGEX, JR_CONSTRAINT_JSON } jr_constraint_type;

@@ -5,6 +5,7 @@
 
 #include "judgerl/model.h"
 #include "judgerl/config.h"
+#include "judgerl/cpu.h"
 #include "judgerl/nn.h"
 #include "judgerl/rng.h"
 
@@ -208,6 +209,16 @@ jr_compute jr_model_compute_resolve(const char *name) {
     return jr_nn_bf16_native() ? JR_COMPUTE_BF16 : JR_COMPUTE_F32;
 }
 
+jr_status jr_model_compute_check(const char *name, const char *what) {
+    if (!name || strcmp(name, "bfloat16") || jr_nn_bf16_native()) return JR_OK;
+    char cpu[512];
+    if (jr_cpu_level_get() < jr_cpu_level_max())
+        return jr_fail(JR_EUNSUPPORTED, "%s: bfloat16 needs the bf16 units of kernel level avx512, and JR_CPU=%s forces "
+                       "%s: unset JR_CPU, or use float32", what, getenv("JR_CPU"), jr_cpu_level_name(jr_cpu_level_get()));
+    return jr_fail(JR_EUNSUPPORTED, "%s: bfloat16 needs bf16 units (AVX512-BF16 or AMX-BF16) and this CPU has none (%s): "
+                   "use float32, or auto (float32 here)", what, jr_cpu_describe(cpu, sizeof cpu));
+}
+
 jr_status jr_model_opts_from_config(jr_model_opts *o, const jr_config *c) {
     memset(o, 0, sizeof *o);
     o->path = jr_cfg_str(c, "model.path");
@@ -216,7 +227,8 @@ jr_status jr_model_opts_from_config(jr_model_opts *o, const jr_config *c) {
     o->seed = (uint64_t)jr_cfg_int(c, "run.seed");
     o->compute = jr_model_compute_resolve(jr_cfg_str(c, "model.compute"));
     o->source = c->source;
-    return jr_cfg_check(c);
+    jr_status st = jr_model_compute_check(jr_cfg_str(c, "model.compute"), "model.compute");
+    return st ? st : jr_cfg_check(c);
 }
 
 jr_status jr_model_from_config(jr_model *m, const jr_config *c) {

@@ -1,5 +1,6 @@
-/* expf_glibc.h - glibc's expf, bitwise, 8 lanes at a time (AVX-512): the sampler's softmax over the
- * vocabulary and the KV-cache attention's, which used the scalar expf */
+/* expf_glibc.h - glibc's expf, bitwise, 8 lanes at a time (AVX-512 levels; the scalar expf elsewhere): the
+ * sampler's softmax over the vocabulary and the KV-cache attention's. Included by kernels of a level
+ * (k_*.c); other code calls jr_expf_shifted (nn.h), the chosen level's. */
 #ifndef JR_NN_EXPF_GLIBC_H
 #define JR_NN_EXPF_GLIBC_H
 
@@ -48,7 +49,7 @@ static inline __m256 jr_expf8(__m256 x) {
 #endif
 
 /* z[i] = expf((z[i] - m) * s) for i < n, bitwise the scalar loop. */
-static inline void jr_expf_shifted(float *z, int n, float m, float s) {
+static inline void jr_expf_shifted_inl(float *z, int n, float m, float s) {
     int i = 0;
 #ifdef JR_EXPF8
     for (; i + 8 <= n; i += 8)

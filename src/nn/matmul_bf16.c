@@ -5,7 +5,6 @@
  * Master weights, gradients and optimizer state stay fp32: only the products are bf16.
  * oneDNN picks its kernel at run time (AMX on Intel Sapphire Rapids and later, AVX512-BF16 on Zen 4/5
  * and Cooper Lake, emulation elsewhere). Primitives are cached per shape (GRPO's shapes vary). */
-#include <cpuid.h>
 #include <dnnl.h>
 #include <omp.h>
 #include <pthread.h>
@@ -16,18 +15,24 @@
 #include <time.h>
 
 #include "judgerl/clock.h"
+#include "judgerl/cpu.h"
 #include "judgerl/nn.h"
 
-int jr_nn_bf16_native(void) {
-    unsigned a, b, c, d;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
-    int amx_bf16 = (d >> 22) & 1, avx512f = (b >> 16) & 1;
-    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return amx_bf16;
-    int avx512_bf16 = (a >> 5) & 1;
-    return amx_bf16 || (avx512f && avx512_bf16);
+int jr_nn_bf16_native(void) { return jr_cpu_bf16_units(); }
+
+/* A kernel level forced below avx512 (JR_CPU) caps oneDNN's ISA too, before its first primitive, so that
+ * the forced level holds for the bf16 products as well. */
+static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
+static void cap_isa(void) {
+    jr_cpu_level l = jr_cpu_level_get();
+    if (l == jr_cpu_level_max() || l >= JR_CPU_AVX512) return;
+#if defined(__x86_64__)
+    dnnl_set_max_cpu_isa(l == JR_CPU_AVX2 ? dnnl_cpu_isa_avx2 : dnnl_cpu_isa_sse41);
+#endif
 }
 
 const char *jr_nn_isa(void) {
+    pthread_once(&isa_once, cap_isa);
     switch (dnnl_get_effective_cpu_isa()) {
     case dnnl_cpu_isa_sse41: return "sse41";
     case dnnl_cpu_isa_avx: return "avx";
@@ -84,6 +89,7 @@ static void drop(entry *e) {
 static int init_engine(void) {
     if (S.ready) return !S.failed;
     S.ready = 1;
+    pthread_once(&isa_once, cap_isa);
     if (dnnl_engine_create(&S.eng, dnnl_cpu, 0) != dnnl_success ||
         dnnl_stream_create(&S.strm, S.eng, dnnl_stream_default_flags) != dnnl_success) {
         S.failed = 1;

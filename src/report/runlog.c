@@ -21,16 +21,22 @@ jr_status jr_runlog_open(jr_runlog **out, const char *run_dir, int64_t resume_st
     jr_runlog *rl = jr_calloc(1, sizeof *rl);
     char *path = jr_path_join(run_dir, "metrics.jsonl");
     if (!rl || !path) { free(rl); free(path); return JR_ENOMEM; }
-    st = jr_metrics_open(&rl->m, path, resume_step);
+    /* A log an earlier attempt left (the run resumed, maybe killed before its first checkpoint)
+     * loses its rows after resume_step, every row for -1: this run writes them again, the step-0
+     * evaluation included. */
+    if (resume_step < -1) resume_step = -1;
+    int resumed = resume_step >= 0 || jr_path_exists(path);
+    st = resumed ? jr_jsonl_cut_after(path, resume_step) : JR_OK;
+    if (!st) st = jr_metrics_open(&rl->m, path, -1);
     free(path);
     /* GRPO's sample log follows the same step rule */
-    if (!st && resume_step >= 0) {
+    if (!st && resumed) {
         char *sp = jr_path_join(run_dir, "samples.jsonl");
         st = sp ? jr_jsonl_cut_after(sp, resume_step) : JR_ENOMEM;
         free(sp);
     }
     if (!st && tensorboard) st = jr_tb_open(&rl->tb, run_dir);
-    if (!st && rl->tb && resume_step >= 0) st = jr_tb_session_start(rl->tb, resume_step + 1);
+    if (!st && rl->tb && resumed) st = jr_tb_session_start(rl->tb, resume_step + 1);
     if (st) { jr_runlog_close(rl); return st; }
     *out = rl;
     return JR_OK;

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "nn/expf_glibc.h"
+#include "judgerl/nn.h"
 #include "sample/sampler_internal.h"
 
 jr_sample_params jr_sample_params_default(void) {
@@ -35,26 +35,12 @@ static jr_status scratch_grow(jr_sample_scratch *w, int n) {
     return JR_OK;
 }
 
-#ifdef JR_EXPF8
 double jr_sample_exp_sum(float *z, int n, float zmax, float inv_t) {
+    jr_expf_shifted(z, n, zmax, inv_t); /* the level's vector expf, bitwise glibc's */
     double total = 0;
-    const __m256 m = _mm256_set1_ps(zmax), it = _mm256_set1_ps(inv_t);
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 e = jr_expf8(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(z + i), m), it));
-        _mm256_storeu_ps(z + i, e);
-        for (int j = 0; j < 8; j++) total += z[i + j];
-    }
-    for (; i < n; i++) total += z[i] = expf((z[i] - zmax) * inv_t);
+    for (int i = 0; i < n; i++) total += z[i];
     return total;
 }
-#else
-double jr_sample_exp_sum(float *z, int n, float zmax, float inv_t) {
-    double total = 0;
-    for (int i = 0; i < n; i++) total += z[i] = expf((z[i] - zmax) * inv_t);
-    return total;
-}
-#endif
 
 /* Orders candidate ids by score, highest first, lower id first on ties (deterministic). */
 static int cmp_desc(const void *a, const void *b, void *ctx) {

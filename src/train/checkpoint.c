@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "judgerl/checkpoint.h"
+#include "judgerl/cpu.h"
 #include "judgerl/fsutil.h"
 #include "judgerl/textcodec.h"
 #include "judgerl/fsutil.h"
@@ -54,6 +55,9 @@ static jr_status write_state(const char *path, const jr_adamw *o, const jr_train
     json_object_set_new(j, "tokens", json_integer(s->tokens));
     json_object_set_new(j, "adam_t", json_integer(o->t));
     json_object_set_new(j, "rng", rng);
+    /* where the run was: a resume on another level is exact only up to that level's rounding */
+    json_object_set_new(j, "kernel_level", json_string(jr_cpu_level_name(jr_cpu_level_get())));
+    json_object_set_new(j, "arch", json_string(jr_cpu_arch()));
     char *text = json_dumps(j, JSON_INDENT(2));
     json_decref(j);
     if (!text) return jr_fail(JR_ENOMEM, "%s: cannot serialise the trainer state", path);
@@ -194,6 +198,8 @@ static jr_status read_state(const char *path, jr_train_state *s, int64_t *adam_t
         s->data.index = json_integer_value(json_object_get(j, "data_index"));
         s->tokens = json_integer_value(json_object_get(j, "tokens"));
         *adam_t = json_integer_value(json_object_get(j, "adam_t"));
+        const char *lvl = json_string_value(json_object_get(j, "kernel_level"));
+        snprintf(s->kernel_level, sizeof s->kernel_level, "%s", lvl ? lvl : "");
         for (int i = 0; i < 4; i++) {
             const char *h = json_string_value(json_array_get(rng, (size_t)i));
             s->rng.s[i] = h ? strtoull(h, NULL, 16) : 0;

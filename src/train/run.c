@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "judgerl/clock.h"
+#include "judgerl/cpu.h"
 #include "judgerl/dataset.h"
 #include "judgerl/dist.h"
 #include "judgerl/fsutil.h"
@@ -267,10 +268,16 @@ jr_status jr_run_start(jr_run *r, double step_flops, const jr_textcodec *tok) {
     else if (step_flops < 2e9) jr_nn_set_threads(1);
     jr_status st = jr_model_alloc_grads(&r->m);
     /* rank 0 alone writes metrics, TensorBoard and checkpoints: the other ranks keep no log. A resume
-     * cuts the logs back to the checkpoint's step, to 0 when the run was killed before its first one */
-    if (!st && !r->rank) st = jr_runlog_open(&r->rl, r->ro.out_dir, r->to.resume ? r->ts.step : -1, r->to.tensorboard);
+     * cuts the logs back to the checkpoint's step; a run killed before its first checkpoint starts
+     * again from the beginning, so its logs do too (its step-0 evaluation is written again) */
+    if (!st && !r->rank) st = jr_runlog_open(&r->rl, r->ro.out_dir, r->resumed ? r->ts.step : -1, r->to.tensorboard);
     if (st) return st;
     if (r->progress && r->to.tokenizer_loud) fprintf(r->progress, "%s\n", r->to.tokenizer_note);
+    const char *lvl = jr_cpu_level_name(jr_cpu_level_get());
+    if (r->progress && r->resumed && r->ts.kernel_level[0] && strcmp(r->ts.kernel_level, lvl))
+        fprintf(r->progress, "resume: the checkpoint was written at kernel level %s, this run is at %s: it continues, "
+                "but matches an uninterrupted run bitwise only within one level (JR_CPU=%s to stay on it)\n",
+                r->ts.kernel_level, lvl, r->ts.kernel_level);
     r->first_step = r->ts.step + 1;
     return JR_OK;
 }

@@ -18,9 +18,12 @@ void jr_train_print_opts_from_config(jr_train_print_opts *o, const jr_config *c)
 
 void jr_train_print_compute(FILE *f, const jr_train_print_opts *o) {
     const char *cn = o->compute;
+    if (jr_model_compute_check(cn, "model.compute")) { /* refused: the run's own check says why, nothing to print */
+        jr_err_clear();
+        return;
+    }
     if (jr_model_compute_resolve(cn) == JR_COMPUTE_BF16)
-        fprintf(f, "compute: bfloat16 matmuls via oneDNN, ISA %s (model.compute %s%s)\n", jr_nn_isa(), cn,
-                jr_nn_bf16_native() ? "" : "; this CPU has no bf16 units: emulated, slower than float32");
+        fprintf(f, "compute: bfloat16 matmuls via oneDNN, ISA %s (model.compute %s)\n", jr_nn_isa(), cn);
     else
         fprintf(f, "compute: float32 (model.compute %s%s)\n", cn, strcmp(cn, "auto") ? "" : ": this CPU has no bf16 units");
 }
