@@ -25,15 +25,16 @@ jobs=${JR_TEST_JOBS:-2}
 # With two programs on the cores, OpenMP threads that spin while idle starve the other program (as the
 # demo found for its children): idle threads sleep instead.
 [ "$jobs" -gt 1 ] && export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
-queue="$logdir/queue.txt"   # the programs of one build, one a line: build name kind path
+queue="$logdir/queue.txt"   # the programs of one build, one a line: build name kind path [kernel level]
 times="$logdir/times.txt"   # one line per program run: seconds build/name (for the slowest list)
 : >"$times"
 now() { date +%s.%N; }
 
-# start_one BUILD NAME KIND PATH: runs one test program in the background (KIND c, sh or py) with its
-# output in build/test-logs/TAG.NAME.log; when it ends, TAG.NAME.rc holds its exit status and seconds.
+# start_one BUILD NAME KIND PATH [LEVEL]: runs one test program in the background (KIND c, sh or py; at
+# kernel level LEVEL, JR_CPU, when given) with its output in build/test-logs/TAG.NAME.log; when it ends,
+# TAG.NAME.rc holds its exit status and seconds.
 start_one() {
-  b=$1; name=$2; kind=$3; path=$4
+  b=$1; name=$2; kind=$3; path=$4; lvl=${5:-}
   log="$logdir/$(basename "$b").$name.log"
   rm -f "$log.rc"
   case $kind in
@@ -44,6 +45,7 @@ start_one() {
   (
     tmp=$(mktemp -d /tmp/jr-test-XXXXXX)
     t0=$(now)
+    [ -n "$lvl" ] && export JR_CPU="$lvl"
     JR_TMP="$tmp" JR_BIN="$root/$b/judgerl" JR_BUILD="$root/$b" timeout -k 10 "$per_test_timeout" "$@" >"$log" 2>&1 </dev/null
     rc=$?
     secs=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
@@ -99,31 +101,14 @@ run_queue() {
   wait
 }
 
-for bd in "$@"; do
-  b0=$(now)
-  if [ ! -x "$root/$bd/judgerl" ]; then
-    echo "run.sh: $bd/judgerl is missing: build first (make BUILD=$(basename "$bd"))" >&2
-    failed=$((failed + 1)); continue
-  fi
-  : >"$queue"
-  for t in "$root/$bd"/tests/test_*; do
-    [ -x "$t" ] && echo "$bd $(basename "$t") c $t" >>"$queue"
-  done
-  for t in "$root"/tests/test_*.sh; do
-    [ -f "$t" ] && echo "$bd $(basename "$t") sh $t" >>"$queue"
-  done
-  for t in "$root"/tests/test_*.py; do
-    [ -f "$t" ] && echo "$bd $(basename "$t") py $t" >>"$queue"
-  done
-  run_queue
-  awk -v a="$b0" -v b="$(now)" -v n="$bd" 'BEGIN { printf "%s: %.0f s\n", n, b - a }'
-done
 # The kernel, model, generation and training-compute tests again at every kernel level below the CPU's
-# highest (the runs above use the highest): JR_CPU forces the level, names get @LEVEL. A level this CPU
-# lacks is one skip line per test (the qemu test runs the baseline binary on emulated older CPUs).
+# highest (the runs above use the highest): JR_CPU forces the level, names get @LEVEL; queued after the
+# build's other programs. A level this CPU lacks is one skip line per test, in $level_skips (the qemu
+# test runs the baseline binary on emulated older CPUs).
+LONG_FIRST="test_probe_judges.sh test_demo.sh test_wf_learn.sh test_demo_workflow.sh test_workflow_grammar"
 LEVEL_TESTS="test_nn_ops test_matmul_bf16 test_model_torch test_generate test_sampler test_grpo_model test_constrain"
-for b in "$@"; do
-  [ -x "$root/$b/judgerl" ] || continue
+queue_levels() { # BUILD
+  b=$1; level_skips=""
   top=$("$root/$b/judgerl" version 2>/dev/null | sed -n 's/^kernel level: .*the highest this CPU has: \([a-z0-9]*\)).*/\1/p')
   case "$(uname -m)" in x86_64) all="baseline avx2 avx512" ;; *) all="baseline" ;; esac
   above=0
@@ -131,18 +116,52 @@ for b in "$@"; do
     for t in $LEVEL_TESTS; do
       [ -x "$root/$b/tests/$t" ] || continue
       if [ "$above" -eq 1 ]; then
-        printf '%-34s [%s] skip - needs %s (this CPU has up to %s)\n' "$t@$l" "$(basename "$b")" "$l" "$top"
-        skipped=$((skipped + 1))
+        level_skips="$level_skips$(printf '%-34s [%s] skip - needs %s (this CPU has up to %s)' "$t@$l" "$(basename "$b")" "$l" "$top")
+"
       elif [ "$l" != "$top" ]; then
-        run_one "$b" "$t@$l" env JR_CPU="$l" "$root/$b/tests/$t"
+        echo "$b $t@$l c $root/$b/tests/$t $l" >>"$queue"
       fi
     done
     # the training-compute script too, in the release build (its 200-step runs take minutes under ASan)
     if [ "$above" -eq 0 ] && [ "$l" != "$top" ] && [ "$(basename "$b")" = rel ]; then
-      run_one "$b" "test_train_compute.sh@$l" env JR_CPU="$l" sh "$root/tests/test_train_compute.sh"
+      echo "$b test_train_compute.sh@$l sh $root/tests/test_train_compute.sh $l" >>"$queue"
     fi
     [ "$l" = "$top" ] && above=1
   done
+}
+
+for bd in "$@"; do
+  b0=$(now)
+  if [ ! -x "$root/$bd/judgerl" ]; then
+    echo "run.sh: $bd/judgerl is missing: build first (make BUILD=$(basename "$bd"))" >&2
+    failed=$((failed + 1)); continue
+  fi
+  : >"$queue"
+  # the longest programs first, so that none of them starts last with the other slot idle
+  for t in $LONG_FIRST; do
+    case $t in
+      *.sh) echo "$bd $t sh $root/tests/$t" >>"$queue" ;;
+      *) [ -x "$root/$bd/tests/$t" ] && echo "$bd $t c $root/$bd/tests/$t" >>"$queue" ;;
+    esac
+  done
+  for t in "$root/$bd"/tests/test_*; do
+    case " $LONG_FIRST " in *" $(basename "$t") "*) continue ;; esac
+    [ -x "$t" ] && echo "$bd $(basename "$t") c $t" >>"$queue"
+  done
+  for t in "$root"/tests/test_*.sh; do
+    case " $LONG_FIRST " in *" $(basename "$t") "*) continue ;; esac
+    [ -f "$t" ] && echo "$bd $(basename "$t") sh $t" >>"$queue"
+  done
+  for t in "$root"/tests/test_*.py; do
+    [ -f "$t" ] && echo "$bd $(basename "$t") py $t" >>"$queue"
+  done
+  queue_levels "$bd"
+  run_queue
+  if [ -n "$level_skips" ]; then
+    printf '%s' "$level_skips"
+    skipped=$((skipped + $(printf '%s' "$level_skips" | grep -c 'skip - ')))
+  fi
+  awk -v a="$b0" -v b="$(now)" -v n="$bd" 'BEGIN { printf "%s: %.0f s\n", n, b - a }'
 done
 # The libFuzzer smoke run (make test sets JR_FUZZ_SECONDS): one line per target, counted like a test
 # program, so the summary below stays the last line of the whole run (fuzz_smoke.sh reads the seconds
