@@ -1,0 +1,128 @@
+"""test_code_forgery.py - a wrong program cannot forge a pass: stack walks to the reporter, its nonce
+written to the result channel, exits, fake markers on every descriptor, patched builtins and harness
+modules, objects equal to everything, SystemExit. Each must score 0 through `judgerl grade` with
+code_tests (score: pass and score: fraction) and through `judgerl eval code`; an honest right program
+scores 1 everywhere."""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jrtest import BIN, TMP, report, write, jsonl, finish  # noqa: E402
+
+TEST = ("def check(candidate):\n"
+        "    assert candidate(1, 2) == 3\n"
+        "    assert abs(candidate(0.5, 0.25) - 0.75) < 1e-9\n"
+        "    assert candidate(2, 2) == 4, 'two and two'\n")
+WRONG = "def add(a, b):\n    return 0\n"
+
+# Finds the reporter's frame (the function holding `report` or the job with the nonce).
+FRAMES = ("import sys\n"
+          "def _frames():\n"
+          "    f = sys._getframe()\n"
+          "    while f is not None:\n"
+          "        yield f\n"
+          "        f = f.f_back\n")
+
+FORGERIES = {
+    # five lines up the stack to the reporter
+    "frame_walk": FRAMES + "for f in _frames():\n    if 'report' in f.f_locals:\n        f.f_locals['report']('passed')\n",
+    # the nonce taken from the stack, a pass written on the result channel, then out
+    "nonce_channel_os_exit": FRAMES + (
+        "import os, json\n"
+        "for f in _frames():\n"
+        "    job = f.f_locals.get('job')\n"
+        "    if isinstance(job, dict) and 'nonce' in job:\n"
+        "        os.write(4, json.dumps({'nonce': job['nonce'], 'result': 'passed', 'asserts': [3, 3]}).encode())\n"
+        "        os._exit(0)\n"),
+    # a fake pass (with the nonce) on stdout, stderr and every inherited descriptor, then exit 0
+    "markers_on_descriptors": FRAMES + (
+        "import os, json\n"
+        "nonce = 'x'\n"
+        "for f in _frames():\n"
+        "    j = f.f_locals.get('job')\n"
+        "    if isinstance(j, dict) and 'nonce' in j: nonce = j['nonce']\n"
+        "m = json.dumps({'nonce': nonce, 'result': 'passed', 'asserts': [3, 3], 'ok': 3}) + '\\n'\n"
+        "for fd in range(1, 10):\n"
+        "    try: os.write(fd, m.encode())\n"
+        "    except OSError: pass\n"
+        "os._exit(0)\n"),
+    # sys.exit and os._exit patched to do nothing, then a clean exit
+    "patched_exit": ("import os, sys\nsys.exit = lambda *a: None\nos._exit = lambda *a: None\n"
+                     "raise SystemExit(0)\n"),
+    # KeyboardInterrupt out of the call
+    "keyboard_interrupt": "def add(a, b):\n    raise KeyboardInterrupt\n",
+    # an answer equal to everything, and abs / AssertionError patched in builtins and the globals
+    "always_equal_patched_builtins": (
+        "import builtins\n"
+        "class E(int):\n"
+        "    def __eq__(self, o): return True\n"
+        "    def __ne__(self, o): return False\n"
+        "    def __sub__(self, o): return self\n"
+        "    def __lt__(self, o): return True\n"
+        "    def __hash__(self): return 0\n"
+        "def add(a, b):\n    return E(0)\n"
+        "builtins.abs = abs = lambda x: 0\n"
+        "builtins.AssertionError = AssertionError = type('AE', (Exception,), {})\n"),
+    # the harness's modules patched: ast.parse gives an empty check, json.dumps says passed
+    "patched_harness_modules": (
+        "import ast, json, builtins\n"
+        "_parse = ast.parse\n"
+        "ast.parse = lambda *a, **k: _parse('def check(candidate):\\n    pass\\n')\n"
+        "_dumps = json.dumps\n"
+        "json.dumps = lambda o, **k: _dumps(dict(o, result='passed') if isinstance(o, dict) and 'nonce' in o else o, **k)\n"
+        "import __main__\n"
+        "for k in dir(__main__):\n"
+        "    if k.startswith('_jr'): setattr(__main__, k, lambda *a, **kw: None)\n"),
+}
+
+
+def program(name):
+    return WRONG + FORGERIES[name]
+
+
+def grade(rows, score):
+    cfg = write(os.path.join(TMP, "forge_%s.yaml" % score),
+                "reward:\n  components:\n    - {fn: code_tests, params: {score: %s}}\n" % score)
+    inp = os.path.join(TMP, "forge_in.jsonl")
+    out = os.path.join(TMP, "forge_%s_out.jsonl" % score)
+    write(inp, "".join(json.dumps(r) + "\n" for r in rows))
+    p = subprocess.run([BIN, "grade", "--config", cfg, "--input", inp, "--output", out],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if p.returncode:
+        return None, p.stderr.strip()
+    return [r["reward"] for r in jsonl(out)], [r.get("components") for r in jsonl(out)]
+
+
+def eval_code(progs):
+    probs = write(os.path.join(TMP, "forge_problem.jsonl"),
+                  json.dumps({"task_id": "t/0", "prompt": "", "test": TEST, "entry_point": "add"}) + "\n")
+    samples = write(os.path.join(TMP, "forge_samples.jsonl"),
+                    "".join(json.dumps({"task_id": "t/0", "completion": c}) + "\n" for c in progs))
+    res = os.path.join(TMP, "forge_results.jsonl")
+    p = subprocess.run([BIN, "eval", "code", "--problems", probs, "--samples", samples, "--results", res, "--parallel", "2"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if p.returncode:
+        return None, p.stderr.strip()
+    rows = jsonl(res)
+    return [1.0 if r["passed"] else 0.0 for r in rows], [r["result"] for r in rows]
+
+
+def main():
+    names = list(FORGERIES)
+    progs = [program(n) for n in names] + ["def add(a, b):\n    return a + b\n"]
+    rows = [{"id": n, "response": p, "test": TEST, "entry_point": "add"} for n, p in zip(names + ["honest"], progs)]
+    got = {"pass": grade(rows, "pass"), "fraction": grade(rows, "fraction"), "eval_code": eval_code(progs)}
+    for how, (scores, detail) in got.items():
+        if scores is None:
+            report("forgery_%s_runs" % how, False, detail)
+            continue
+        report("honest_right_%s" % how, scores[-1] == 1.0, "scored %s: %s" % (scores[-1], detail[-1]))
+        for i, n in enumerate(names):
+            report("%s_%s" % (n, how), scores[i] == 0.0, "scored %s: %s" % (scores[i], detail[i]))
+    finish()
+
+
+if __name__ == "__main__":
+    main()
