@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from jrtest import BIN, TMP, report, write, jsonl, finish  # noqa: E402
+from jrtest import BIN, TMP, report, write, jsonl, finish, start_server  # noqa: E402
 
 TEST = ("def check(candidate):\n"
         "    assert candidate(1, 2) == 3\n"
@@ -121,7 +121,27 @@ def main():
         report("honest_right_%s" % how, scores[-1] == 1.0, "scored %s: %s" % (scores[-1], detail[-1]))
         for i, n in enumerate(names):
             report("%s_%s" % (n, how), scores[i] == 0.0, "scored %s: %s" % (scores[i], detail[i]))
+    serve_reward_needs_key_or_allow_code()
     finish()
+
+
+def serve_reward_needs_key_or_allow_code():
+    """serve-reward with code_tests and no API key refuses to start, naming service.allow_code; it starts
+    with service.allow_code=true, and with a key."""
+    cfg = write(os.path.join(TMP, "forge_serve.yaml"), "reward:\n  components:\n    - {fn: code_tests}\n")
+    argv = [BIN, "serve-reward", "--config", cfg, "--port", "0", "--state-dir", os.path.join(TMP, "forge_state")]
+    p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=60)
+    lines = p.stderr.strip().splitlines()
+    report("serve_reward_refuses_code_without_key", p.returncode != 0 and len(lines) == 1 and "service.allow_code" in lines[0],
+           "exit %d: %s" % (p.returncode, p.stderr))
+    env = dict(os.environ, FORGE_KEY="k3y")
+    for name, extra, e in (("serve_reward_allow_code", ["service.allow_code=true"], None),
+                           ("serve_reward_code_with_key", ["--api-key-env", "FORGE_KEY"], env)):
+        proc, port = start_server(argv + extra, os.path.join(TMP, name + ".err"), "listening on", seconds=60, env=e)
+        if port:
+            proc.terminate()
+            proc.wait()
+        report(name, port is not None, open(os.path.join(TMP, name + ".err")).read())
 
 
 if __name__ == "__main__":
