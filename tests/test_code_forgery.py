@@ -82,11 +82,11 @@ def program(name):
     return WRONG + FORGERIES[name]
 
 
-def grade(rows, score):
-    cfg = write(os.path.join(TMP, "forge_%s.yaml" % score),
+def grade(rows, score, tag="forge"):
+    cfg = write(os.path.join(TMP, "%s_%s.yaml" % (tag, score)),
                 "reward:\n  components:\n    - {fn: code_tests, params: {score: %s}}\n" % score)
-    inp = os.path.join(TMP, "forge_in.jsonl")
-    out = os.path.join(TMP, "forge_%s_out.jsonl" % score)
+    inp = os.path.join(TMP, "%s_%s_in.jsonl" % (tag, score))
+    out = os.path.join(TMP, "%s_%s_out.jsonl" % (tag, score))
     write(inp, "".join(json.dumps(r) + "\n" for r in rows))
     p = subprocess.run([BIN, "grade", "--config", cfg, "--input", inp, "--output", out],
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -121,8 +121,45 @@ def main():
         report("honest_right_%s" % how, scores[-1] == 1.0, "scored %s: %s" % (scores[-1], detail[-1]))
         for i, n in enumerate(names):
             report("%s_%s" % (n, how), scores[i] == 0.0, "scored %s: %s" % (scores[i], detail[i]))
+    values_cross()
     serve_reward_needs_key_or_allow_code()
     finish()
+
+
+VALUES_TEST = ("import math\n"
+               "def check(candidate):\n"
+               "    assert candidate((1, 2)) == ((1, 2), 'tuple')\n"
+               "    assert candidate({1, 2}) == ({1, 2}, 'set')\n"
+               "    assert candidate(frozenset([3])) == (frozenset([3]), 'frozenset')\n"
+               "    assert candidate({(1, 2): [3], 4: {'a': None}}) == ({(1, 2): [3], 4: {'a': None}}, 'dict')\n"
+               "    assert candidate(float('-inf')) == (float('-inf'), 'float')\n"
+               "    r = candidate(float('nan'))\n"
+               "    assert math.isnan(r[0]) and r[1] == 'float'\n"
+               "    assert math.copysign(1, candidate(-0.0)[0]) == -1\n"
+               "    assert candidate(10 ** 5000)[0] == 10 ** 5000\n"
+               "    assert candidate(b'\\x00\\xff') == (b'\\x00\\xff', 'bytes')\n"
+               "    assert candidate(1 + 2j) == (1 + 2j, 'complex')\n"
+               "    assert candidate(x=True) == (True, 'bool')\n"
+               "    assert double(21) == 42 and LIMIT == [1, (2, 3)]\n"
+               "    try:\n"
+               "        candidate(None)\n"
+               "        assert False, 'no exception'\n"
+               "    except ValueError as e:\n"
+               "        assert 'no None' in str(e)\n")
+VALUES_PROGRAM = ("LIMIT = [1, (2, 3)]\n"
+                  "def double(x):\n    return 2 * x\n"
+                  "def echo(x):\n"
+                  "    if x is None:\n        raise ValueError('no None')\n"
+                  "    return x, type(x).__name__\n")
+
+
+def values_cross():
+    """Tuples, sets, frozensets, dicts with tuple keys, -inf, nan, -0.0, a 5001-digit int, bytes, complex,
+    keyword arguments, the program's helpers and constants and its exceptions cross between the sides."""
+    row = {"id": "values", "response": VALUES_PROGRAM, "test": VALUES_TEST, "entry_point": "echo"}
+    for score in ("pass", "fraction"):
+        scores, detail = grade([row], score, "values")
+        report("values_cross_%s" % score, scores == [1.0], detail)
 
 
 def serve_reward_needs_key_or_allow_code():
@@ -130,10 +167,15 @@ def serve_reward_needs_key_or_allow_code():
     with service.allow_code=true, and with a key."""
     cfg = write(os.path.join(TMP, "forge_serve.yaml"), "reward:\n  components:\n    - {fn: code_tests}\n")
     argv = [BIN, "serve-reward", "--config", cfg, "--port", "0", "--state-dir", os.path.join(TMP, "forge_state")]
-    p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=60)
-    lines = p.stderr.strip().splitlines()
-    report("serve_reward_refuses_code_without_key", p.returncode != 0 and len(lines) == 1 and "service.allow_code" in lines[0],
-           "exit %d: %s" % (p.returncode, p.stderr))
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        err = p.communicate(timeout=20)[1]
+    except subprocess.TimeoutExpired:
+        p.kill()
+        err = "still running after 20 s: " + p.communicate()[1]
+    lines = err.strip().splitlines()
+    report("serve_reward_refuses_code_without_key", p.returncode not in (0, None) and len(lines) == 1 and "service.allow_code" in lines[0],
+           "exit %s: %s" % (p.returncode, err))
     env = dict(os.environ, FORGE_KEY="k3y")
     for name, extra, e in (("serve_reward_allow_code", ["service.allow_code=true"], None),
                            ("serve_reward_code_with_key", ["--api-key-env", "FORGE_KEY"], env)):
