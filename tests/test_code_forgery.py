@@ -82,6 +82,23 @@ def program(name):
     return WRONG + FORGERIES[name]
 
 
+HELPER_PROMPT = 'def encode(s):\n    return s[::-1]\n\ndef decode(s):\n    """Undo encode."""\n'
+HELPER_TEST = "def check(candidate):\n    assert candidate(encode('abc')) == 'abc'\n    assert candidate(encode('xyz')) == 'xyz'\n"
+
+
+def helper_redefined():
+    """A test's helper from the prompt (as HumanEval/38's encode_cyclic) stays the prompt's: a program
+    that redefines it as the identity and decodes by doing nothing scores 0; an honest one 1."""
+    bodies = {"honest": "    return s[::-1]\n", "redefined": "    return s\nencode = lambda s: s\n"}
+    rows = [{"id": k, "prompt": HELPER_PROMPT, "response": b, "test": HELPER_TEST, "entry_point": "decode"} for k, b in bodies.items()]
+    want = [1.0, 0.0]
+    for score in ("pass", "fraction"):
+        scores, detail = grade(rows, score, "helper")
+        report("helper_redefined_%s" % score, scores == want, detail)
+    scores, detail = eval_code(list(bodies.values()), HELPER_PROMPT, HELPER_TEST, "decode")
+    report("helper_redefined_eval_code", scores == want, detail)
+
+
 def grade(rows, score, tag="forge"):
     cfg = write(os.path.join(TMP, "%s_%s.yaml" % (tag, score)),
                 "reward:\n  components:\n    - {fn: code_tests, params: {score: %s}}\n" % score)
@@ -95,9 +112,9 @@ def grade(rows, score, tag="forge"):
     return [r["reward"] for r in jsonl(out)], [r.get("components") for r in jsonl(out)]
 
 
-def eval_code(progs):
+def eval_code(progs, prompt="", test=TEST, ep="add"):
     probs = write(os.path.join(TMP, "forge_problem.jsonl"),
-                  json.dumps({"task_id": "t/0", "prompt": "", "test": TEST, "entry_point": "add"}) + "\n")
+                  json.dumps({"task_id": "t/0", "prompt": prompt, "test": test, "entry_point": ep}) + "\n")
     samples = write(os.path.join(TMP, "forge_samples.jsonl"),
                     "".join(json.dumps({"task_id": "t/0", "completion": c}) + "\n" for c in progs))
     res = os.path.join(TMP, "forge_results.jsonl")
@@ -122,6 +139,7 @@ def main():
         for i, n in enumerate(names):
             report("%s_%s" % (n, how), scores[i] == 0.0, "scored %s: %s" % (scores[i], detail[i]))
     values_cross()
+    helper_redefined()
     serve_reward_needs_key_or_allow_code()
     finish()
 

@@ -99,6 +99,9 @@ typedef struct jr_py_job {
     const char *test;
     const char *entry_point;
     int count_all;
+    const char *prelude;     /* trusted code run first on the tests' side (the row's prompt), or NULL:
+                                the names it defines stay its own there (a test's helper such as
+                                HumanEval/32's poly), whatever the program redefines */
 } jr_py_job;
 
 typedef struct jr_py_result {

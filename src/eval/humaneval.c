@@ -164,7 +164,8 @@ jr_status jr_eval_code(const jr_eval_code_opts *o, json_t **passk) {
         jr_strbuf_add(&b, comp);
         if (!(programs[i] = jr_strbuf_take(&b))) { st = jr_fail(JR_ENOMEM, "out of memory"); goto done; }
         jobs[i] = (jr_py_job){programs[i], json_string_value(json_object_get(p, "test")),
-                              json_string_value(json_object_get(p, "entry_point")), 0};
+                              json_string_value(json_object_get(p, "entry_point")), 0,
+                              json_string_value(json_object_get(p, "prompt"))};
     }
     if (!o->ignore_incomplete) {
         size_t i;

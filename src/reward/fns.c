@@ -460,7 +460,7 @@ static jr_rw_rc eval_code_tests(const jr_reward_opts *ro, const json_t *params, 
     free(code);
     char *program = jr_strbuf_take(&b);
     if (!program) return unscored(out, "out of memory");
-    jr_py_job job = {program, test, ep, fraction}; /* the test runs apart from the program (jr_sandbox_python) */
+    jr_py_job job = {program, test, ep, fraction, prompt}; /* the test runs apart from the program (jr_sandbox_python) */
     jr_py_result r;
     jr_status st = jr_sandbox_python(&ro->sandbox, &job, &r);
     free(program);

@@ -99,8 +99,9 @@ static const char program_driver[] = CODEC
     "        send(r)\n"
     "_jr_serve()\n";
 
-/* The tests' side: reads {"nonce", "test", "entry_point", "count_all"} from fd 3, defines the program's
- * names as proxies that forward calls (never over a builtin), runs the test and check(entry_point),
+/* The tests' side: reads {"nonce", "test", "entry_point", "count_all", "prelude"} from fd 3, runs the
+ * prelude (the prompt), defines the program's other names as proxies that forward calls (never over a
+ * builtin or a name of the prelude, the entry point always), runs the test and check(entry_point),
  * and writes {"nonce", "result", "asserts", "lost"} to fd 4 (lost: the program's side hung up). With
  * count_all, each `assert` becomes a counted call, so a failed assert does not stop the others. */
 static const char tests_driver[] = CODEC
@@ -147,11 +148,20 @@ static const char tests_driver[] = CODEC
     "    try:\n"
     "        hello = recv()\n"
     "        if 'error' in hello: report('failed: ' + str(hello['error']))\n"
-    "        # the program's names, never one that would shadow a builtin the tests use (abs, len, ...)\n"
-    "        names = [n for n in hello['ready'] if type(n) is str and not hasattr(builtins, n)]\n"
-    "        g = {k: dec(v) for k, v in dict(hello.get('values', {})).items() if type(k) is str and not hasattr(builtins, k)}\n"
+    "        ep = job['entry_point']\n"
+    "        # the prompt's helpers (poly, encode_cyclic) are the prompt's, not the program's redefinitions;\n"
+    "        # a prompt that does not run on its own (a bare def line) is left out\n"
+    "        g = {'__builtins__': builtins}\n"
+    "        if job.get('prelude'):\n"
+    "            try:\n"
+    "                exec(compile(job['prelude'], 'prompt.py', 'exec'), g)\n"
+    "            except Exception:\n"
+    "                g = {'__builtins__': builtins}\n"
+    "        # the program's names, never one that would shadow a builtin (abs, len, ...) or a prompt's helper\n"
+    "        keep = lambda n: type(n) is str and (n == ep or not (hasattr(builtins, n) or n in g))\n"
+    "        names = [n for n in hello['ready'] if keep(n)]\n"
+    "        g.update({k: dec(v) for k, v in dict(hello.get('values', {})).items() if keep(k)})\n"
     "        g.update({n: proxy(n) for n in names})\n"
-    "        g['__builtins__'] = builtins\n"
     "        tree = ast.parse(job['test'], 'test.py')\n"
     "        if job.get('count_all'):\n"
     "            def counted(f):\n"
@@ -168,7 +178,6 @@ static const char tests_driver[] = CODEC
     "            tree = T().visit(tree)\n"
     "            g['__jr_assert'] = counted\n"
     "        exec(compile(tree, 'test.py', 'exec'), g)\n"
-    "        ep = job['entry_point']\n"
     "        if ep not in names: raise NameError(\"name '%s' is not defined\" % ep)\n"
     "        g['check'](proxy(ep))\n"
     "        if cnt[0] < cnt[1]:\n"
@@ -256,7 +265,8 @@ static void decide(const side *prog, const side *tests, const char *nonce, jr_py
             res->asserts_passed = (int)json_integer_value(json_array_get(a, 0));
             res->asserts_total = (int)json_integer_value(json_array_get(a, 1));
         }
-        if (!passed && json_is_true(json_object_get(j, "lost"))) program_ended(&prog->sr, res);
+        /* killed by its clock or output cap, what the program said after (a broken pipe) is moot */
+        if (!passed && (json_is_true(json_object_get(j, "lost")) || prog->sr.killed)) program_ended(&prog->sr, res);
     } else if (tests->sr.outcome == JR_SB_TIMEOUT || prog->sr.outcome == JR_SB_TIMEOUT) {
         res->outcome = JR_SB_TIMEOUT;
         res->result = jr_strdup("timed out");
@@ -284,6 +294,7 @@ jr_status jr_sandbox_python(const jr_sandbox_opts *o, const jr_py_job *job, jr_p
     json_t *pj = json_pack("{s:s}", "program", job->program);
     json_t *tj = json_pack("{s:s,s:s,s:s,s:b}", "nonce", nonce, "test", job->test, "entry_point", job->entry_point,
                            "count_all", job->count_all != 0);
+    if (tj && job->prelude) json_object_set_new(tj, "prelude", json_string(job->prelude));
     prog.input = pj ? json_dumps(pj, JSON_COMPACT) : NULL;
     tests.input = tj ? json_dumps(tj, JSON_COMPACT) : NULL;
     json_decref(pj);
