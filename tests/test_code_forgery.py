@@ -12,6 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from jrtest import BIN, TMP, report, write, jsonl, finish, start_server  # noqa: E402
 
 TEST = ("def check(candidate):\n"
+        "    assert all(map(lambda ab: candidate(*ab) == sum(ab), [(1, 2), (3, 4)]))\n"
         "    assert candidate(1, 2) == 3\n"
         "    assert abs(candidate(0.5, 0.25) - 0.75) < 1e-9\n"
         "    assert candidate(2, 2) == 4, 'two and two'\n")
@@ -53,6 +54,8 @@ FORGERIES = {
                      "raise SystemExit(0)\n"),
     # KeyboardInterrupt out of the call
     "keyboard_interrupt": "def add(a, b):\n    raise KeyboardInterrupt\n",
+    # StopIteration out of the call ends the test's map() inside all() early
+    "stop_iteration": "def add(a, b):\n    raise StopIteration\n",
     # an answer equal to everything, and abs / AssertionError patched in builtins and the globals
     "always_equal_patched_builtins": (
         "import builtins\n"
