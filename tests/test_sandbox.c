@@ -22,12 +22,16 @@ static jr_sandbox_opts O;
 static int available;
 static const char *why_not;
 
-/* Runs a whole-program job; returns the result text (static) and the outcome. */
+/* Runs a program to its end (its tests call a function it ends with); returns the result text
+ * (static) and the outcome. */
 static const char *run_py(const char *program, jr_sb_outcome *outcome, double *wall) {
     static char text[600];
-    jr_py_job job = {program, NULL, NULL};
+    char *prog = malloc(strlen(program) + 64);
+    sprintf(prog, "%s\n\ndef jr_end():\n    pass\n", program);
+    jr_py_job job = {prog, "def check(candidate):\n    candidate()\n", "jr_end", 0, NULL};
     jr_py_result r;
     jr_status st = jr_sandbox_python(&O, &job, &r);
+    free(prog);
     if (st) { snprintf(text, sizeof text, "ERROR %s", jr_errmsg()); *outcome = JR_SB_FAILED; return text; }
     snprintf(text, sizeof text, "%s", r.result);
     *outcome = r.outcome;
@@ -94,7 +98,7 @@ TEST(fork_bomb) {
 /* A fork bomb in one sandbox does not starve another running at the same time. */
 static void *bomb(void *arg) {
     jr_sb_outcome oc;
-    jr_py_job job = {"import os, time\ntry:\n    while True: os.fork()\nexcept OSError:\n    time.sleep(1.5)\n", NULL, NULL};
+    jr_py_job job = {"import os, time\ntry:\n    while True: os.fork()\nexcept OSError:\n    time.sleep(1.5)\n", "def check(c):\n    pass\n", "os", 0, NULL};
     jr_py_result r;
     if (!jr_sandbox_python(&O, &job, &r)) jr_py_result_free(&r);
     (void)oc;
@@ -339,7 +343,7 @@ TEST(pass_fraction) {
     jr_py_job job = {"def add(a, b):\n    return a + b if a < 5 else 0\n",
                      "def check(candidate):\n    assert candidate(1, 2) == 3\n    for i in range(4, 7):\n        assert candidate(i, 1) == i + 1\n"
                      "    assert candidate(None, 1) == 2\n",
-                     "add"};
+                     "add", 1, NULL};
     jr_py_result r;
     CHECK_OK(jr_sandbox_python(&O, &job, &r));
     CHECK(r.outcome == JR_SB_FAILED && r.asserts_passed == 2 && r.asserts_total == 5);

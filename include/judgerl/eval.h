@@ -61,7 +61,8 @@ void jr_eval_passk_print(const json_t *passk, FILE *f);
  * when the sandbox is off (sandbox.unsafe). */
 jr_status jr_eval_code_report(const jr_eval_code_opts *o, FILE *out, FILE *log, const char *prefix);
 
-/* The program HumanEval runs for one sample (caller frees). */
+/* The whole program HumanEval's own harness runs for one sample (caller frees). judgerl does not run
+ * it: `eval code` runs prompt + completion against the test apart (jr_sandbox_python). */
 char *jr_humaneval_program(const char *prompt, const char *completion, const char *test, const char *entry_point);
 
 /* ---- rows {problem, answer, type[, entry_point, test]} (docs/EVAL.md) ---- */

@@ -29,6 +29,7 @@ typedef struct jr_rsvc_opts {
     int max_connections, max_per_client;
     double header_timeout, body_timeout;
     int log_requests;          /* one line per request on stderr (route, status, rows, time; never a body or header) */
+    int allow_code;            /* 1: code-running components (code_tests) without api_key (service.allow_code) */
 } jr_rsvc_opts;
 
 /* Fills o from a config loaded with jr_reward_service_cfg (host, port and api_key are left for
@@ -61,7 +62,8 @@ void jr_rsvc_default_state_dir(const char *cfg_path, char *out, size_t n);
 
 /* `judgerl serve-reward`'s start: opens the registry of ro into *r with its judge cache in state_dir
  * (made if missing; it must outlive the registry), starts serving it into *s, and describes both (judge
- * endpoints, components, unscored rows, state, address) in lines on `log`. On failure nothing is left
+ * endpoints, components, unscored rows, state, address) in lines on `log`. Refuses a code-running
+ * component (code_tests) unless so->api_key or so->allow_code is set. On failure nothing is left
  * open (*s and *r NULL). */
 jr_status jr_rsvc_open(jr_rsvc **s, jr_reward **r, jr_reward_opts ro, const jr_rsvc_opts *so, const char *state_dir, FILE *log);
 

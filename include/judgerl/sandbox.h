@@ -38,7 +38,7 @@ jr_status jr_sandbox_opts_check(const jr_sandbox_opts *o);
 
 /* How a run ended. */
 typedef enum {
-    JR_SB_PASSED = 0, /* exited with status 0 (jr_sandbox_python: the tests ran to the end) */
+    JR_SB_PASSED = 0, /* exited with status 0 (jr_sandbox_python: the tests passed) */
     JR_SB_FAILED,     /* anything else: reason says what */
     JR_SB_TIMEOUT     /* the wall clock ran out; the process group was killed */
 } jr_sb_outcome;
@@ -76,31 +76,46 @@ int jr_sandbox_available(const jr_sandbox_opts *o, const char **why);
 jr_status jr_sandbox_run(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len,
                          jr_sandbox_result *res);
 
-/* ---- Python programs ---- */
+/* As jr_sandbox_run, with `peer` (an fd of the caller's, e.g. one end of a socketpair; -1: none) as fd 7
+ * inside. The caller keeps and closes peer. */
+jr_status jr_sandbox_run_peer(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len, int peer,
+                              jr_sandbox_result *res);
 
-/* One Python job. With `test` NULL, `program` is run as a whole (HumanEval's
- * prompt + completion + "\n" + test + "\n" + "check(entry_point)"); the outcome is PASSED when it
- * ran to its end, FAILED with "failed: <exception text>" (the exception's name when its text is
- * empty), TIMEOUT when the clock ran out. With `test` set (and entry_point), `program` is run,
- * then `test` with every `assert` counted instead of raised, then check(entry_point):
- * asserts_passed / asserts_total report the pass fraction. */
+/* ---- Python programs against tests ---- */
+
+/* One Python job: `program` (HumanEval's prompt + completion) against `test` (a Python suite that
+ * defines check(candidate)), called as check(entry_point).
+ * Two sandboxes run at once. The program's sandbox runs the program and then only answers calls
+ * (a function name and arguments, JSON-encoded) with JSON-encoded results or exception names; the
+ * tests' sandbox, where no code of the program ever runs, runs the test with proxies for the
+ * program's functions and decides. What crosses is plain data: None, bool, int (any size), float
+ * (inf and nan too), str, bytes, complex, list, tuple, set, frozenset, dict (keys of any of these).
+ * Nothing the program writes, exits with or raises can count as a pass.
+ * With count_all 0 (HumanEval's semantics), the first failed assert ends the run as
+ * "failed: <assert message or AssertionError>"; with 1, each `assert` is counted instead of raised and
+ * asserts_passed / asserts_total give the pass fraction. */
 typedef struct jr_py_job {
     const char *program;
-    const char *test;        /* NULL: whole-program mode */
-    const char *entry_point; /* with test */
+    const char *test;
+    const char *entry_point;
+    int count_all;
+    const char *prelude;     /* trusted code run first on the tests' side (the row's prompt), or NULL:
+                                the names it defines stay its own there (a test's helper such as
+                                HumanEval/32's poly), whatever the program redefines */
 } jr_py_job;
 
 typedef struct jr_py_result {
     jr_sb_outcome outcome;
     char *result;        /* "passed", "timed out" or "failed: reason" (owned) */
-    int asserts_passed;  /* pass-fraction mode only, else 0 */
+    int asserts_passed;  /* count_all only, else 0 */
     int asserts_total;
     double wall_s;
 } jr_py_result;
 
-/* Runs a job with o->python in the sandbox (in o->unsafe mode, directly). The result is read
- * from a private channel with a per-run nonce, so a program that exits early (sys.exit,
- * os._exit, a signal) or prints "passed" is not reported as passed. Errors as jr_sandbox_run. */
+/* Runs a job with o->python in the sandbox (in o->unsafe mode, both processes run directly and
+ * nothing separates them: trusted code only). PASSED only when the tests' process reports, with a
+ * per-run nonce on its private channel, that check() ran to its end with every assert true;
+ * TIMEOUT when a clock ran out first. Errors as jr_sandbox_run. */
 jr_status jr_sandbox_python(const jr_sandbox_opts *o, const jr_py_job *job, jr_py_result *res);
 
 void jr_py_result_free(jr_py_result *r);

@@ -26,7 +26,7 @@ char *jr_humaneval_program(const char *prompt, const char *completion, const cha
 
 typedef struct work {
     const jr_eval_code_opts *o;
-    char **programs;
+    const jr_py_job *jobs;
     jr_py_result *res;
     size_t n, next, done;
     jr_status st;       /* first sandbox error */
@@ -41,8 +41,7 @@ static void *worker(void *arg) {
         size_t i = w->st ? w->n : w->next++;
         pthread_mutex_unlock(&w->mu);
         if (i >= w->n) return NULL;
-        jr_py_job job = {w->programs[i], NULL, NULL};
-        jr_status st = jr_sandbox_python(&w->o->sandbox, &job, &w->res[i]);
+        jr_status st = jr_sandbox_python(&w->o->sandbox, &w->jobs[i], &w->res[i]);
         pthread_mutex_lock(&w->mu);
         if (st && !w->st) { w->st = st; snprintf(w->msg, sizeof w->msg, "%s", jr_errmsg()); }
         w->done++;
@@ -51,9 +50,9 @@ static void *worker(void *arg) {
     }
 }
 
-/* Runs programs[0..n) with o->parallel workers; res[i] for each. */
-static jr_status run_all(const jr_eval_code_opts *o, char **programs, size_t n, jr_py_result *res) {
-    work w = {.o = o, .programs = programs, .res = res, .n = n};
+/* Runs jobs[0..n) with o->parallel workers; res[i] for each. */
+static jr_status run_all(const jr_eval_code_opts *o, const jr_py_job *jobs, size_t n, jr_py_result *res) {
+    work w = {.o = o, .jobs = jobs, .res = res, .n = n};
     pthread_mutex_init(&w.mu, NULL);
     int nt = o->parallel < 1 ? 1 : o->parallel;
     if ((size_t)nt > n) nt = (int)(n ? n : 1);
@@ -141,6 +140,7 @@ jr_status jr_eval_code(const jr_eval_code_opts *o, json_t **passk) {
         if (o->ks[k] < 1) return jr_fail(JR_EINVAL, "k=%d: each k must be at least 1", o->ks[k]);
     json_t *byid = NULL, *order = NULL, *samples = NULL, *counts = json_object();
     char **programs = NULL;
+    jr_py_job *jobs = NULL;
     jr_py_result *res = NULL;
     char *results_path = NULL;
     size_t n = 0;
@@ -148,8 +148,9 @@ jr_status jr_eval_code(const jr_eval_code_opts *o, json_t **passk) {
     if ((st = jr_jsonl_read_all(o->samples, &samples))) goto done;
     n = json_array_size(samples);
     programs = jr_calloc(n ? n : 1, sizeof *programs);
+    jobs = jr_calloc(n ? n : 1, sizeof *jobs);
     res = jr_calloc(n ? n : 1, sizeof *res);
-    if (!programs || !res) { st = JR_ENOMEM; goto done; }
+    if (!programs || !jobs || !res) { st = JR_ENOMEM; goto done; }
     for (size_t i = 0; i < n; i++) {
         json_t *s = json_array_get(samples, i);
         const char *tid = json_string_value(json_object_get(s, "task_id"));
@@ -157,10 +158,14 @@ jr_status jr_eval_code(const jr_eval_code_opts *o, json_t **passk) {
         json_t *p = tid ? json_object_get(byid, tid) : NULL;
         if (!tid || !comp) { st = jr_fail(JR_EFORMAT, "%s: sample %zu: needs string fields 'task_id' and 'completion'", o->samples, i + 1); goto done; }
         if (!p) { st = jr_fail(JR_EFORMAT, "%s: sample %zu: task_id '%s' is not in %s", o->samples, i + 1, tid, o->problems); goto done; }
-        programs[i] = jr_humaneval_program(json_string_value(json_object_get(p, "prompt")), comp,
-                                           json_string_value(json_object_get(p, "test")),
-                                           json_string_value(json_object_get(p, "entry_point")));
-        if (!programs[i]) { st = JR_ENOMEM; goto done; }
+        /* the program is prompt + completion; HumanEval's test and check(entry_point) run apart from it */
+        jr_strbuf b = {0};
+        jr_strbuf_add(&b, json_string_value(json_object_get(p, "prompt")));
+        jr_strbuf_add(&b, comp);
+        if (!(programs[i] = jr_strbuf_take(&b))) { st = jr_fail(JR_ENOMEM, "out of memory"); goto done; }
+        jobs[i] = (jr_py_job){programs[i], json_string_value(json_object_get(p, "test")),
+                              json_string_value(json_object_get(p, "entry_point")), 0,
+                              json_string_value(json_object_get(p, "prompt"))};
     }
     if (!o->ignore_incomplete) {
         size_t i;
@@ -178,7 +183,7 @@ jr_status jr_eval_code(const jr_eval_code_opts *o, json_t **passk) {
         json_decref(seen);
         if (st) goto done;
     }
-    if ((st = run_all(o, programs, n, res))) goto done;
+    if ((st = run_all(o, jobs, n, res))) goto done;
     for (size_t i = 0; i < n; i++) {
         const char *tid = json_string_value(json_object_get(json_array_get(samples, i), "task_id"));
         json_t *nc = json_object_get(counts, tid);
@@ -197,6 +202,7 @@ jr_status jr_eval_code(const jr_eval_code_opts *o, json_t **passk) {
     if (!*passk) st = jr_fail(JR_ENOMEM, "out of memory");
 done:
     for (size_t i = 0; programs && i < n; i++) free(programs[i]);
+    free(jobs);
     for (size_t i = 0; res && i < n; i++) jr_py_result_free(&res[i]);
     free(programs);
     free(res);

@@ -457,17 +457,10 @@ static jr_rw_rc eval_code_tests(const jr_reward_opts *ro, const json_t *params, 
     if (prompt) jr_strbuf_add(&b, prompt);
     if (prompt && strstr(code, def)) jr_strbuf_add(&b, "\n");
     jr_strbuf_add(&b, code);
-    if (!fraction) {
-        jr_strbuf_add(&b, "\n");
-        jr_strbuf_add(&b, test);
-        jr_strbuf_add(&b, "\ncheck(");
-        jr_strbuf_add(&b, ep);
-        jr_strbuf_add(&b, ")");
-    }
     free(code);
     char *program = jr_strbuf_take(&b);
     if (!program) return unscored(out, "out of memory");
-    jr_py_job job = {program, fraction ? test : NULL, fraction ? ep : NULL};
+    jr_py_job job = {program, test, ep, fraction, prompt}; /* the test runs apart from the program (jr_sandbox_python) */
     jr_py_result r;
     jr_status st = jr_sandbox_python(&ro->sandbox, &job, &r);
     free(program);

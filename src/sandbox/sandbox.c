@@ -131,18 +131,19 @@ static const char **build_argv(const jr_sandbox_opts *o, const char *bwrap, cons
 }
 
 /* In the child: limits, credentials, fds, exec. Only async-signal-safe calls. */
-static void child(const jr_sandbox_opts *o, const char **argv, const int fds[7]) {
+static void child(const jr_sandbox_opts *o, const char **argv, const int fds[8]) {
     setsid();
+    int nfd = fds[7] >= 0 ? 8 : 7;
     /* first above 6, then into place: a source fd that is itself a target below 7 (the parent's threads
      * free and reuse low numbers, or its stdio is closed) would be overwritten by an earlier dup2 (the
      * program then read its output pipe as input or wrote its result into the read-only input: EBADF) */
-    int hi[7];
-    for (int i = 0; i < 7; i++)
-        if ((hi[i] = fcntl(fds[i], F_DUPFD, 7)) < 0) _exit(126);
-    for (int i = 0; i < 7; i++)
+    int hi[8];
+    for (int i = 0; i < nfd; i++)
+        if ((hi[i] = fcntl(fds[i], F_DUPFD, 8)) < 0) _exit(126);
+    for (int i = 0; i < nfd; i++)
         if (dup2(hi[i], i) < 0) _exit(126);
     if (fcntl(6, F_SETFD, FD_CLOEXEC) < 0) _exit(126);
-    syscall(SYS_close_range, 7U, ~0U, 0U);
+    syscall(SYS_close_range, (unsigned)nfd, ~0U, 0U);
     double cpu = o->cpu_s > 0 ? o->cpu_s : ceil(o->timeout_s) + 1;
     struct { int res; rlim_t v; } lim[] = {
         {RLIMIT_CPU, (rlim_t)ceil(cpu)}, {RLIMIT_AS, (rlim_t)o->memory_mb << 20}, {RLIMIT_FSIZE, (rlim_t)o->file_mb << 20},
@@ -242,7 +243,7 @@ static jr_status make_fds(const void *input, size_t len, int *in_fd, int p[10]) 
 /* Builds the command line and the fds, and forks the child: on success, *pid is the child, *t0 the
  * time of the fork and p[2k] the parent's end of pipe k (the child's ends are closed). *transient is
  * set when fork failed with EAGAIN. */
-static jr_status spawn(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len,
+static jr_status spawn(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len, int peer,
                        int p[10], pid_t *pid, double *t0, int *transient) {
     jr_status st = JR_OK;
     char *bwrap = o->unsafe ? NULL : find_exe(o->bwrap);
@@ -259,8 +260,8 @@ static jr_status spawn(const jr_sandbox_opts *o, const char *const *argv, const 
         close_all(p, 10);
         return st;
     }
-    /* child fds: 0 stdin, 1 stdout, 2 stderr, 3 input, 4 channel, 5 bwrap info, 6 exec error */
-    const int cfds[7] = {devnull, p[1], p[3], in_fd, p[5], p[7], p[9]};
+    /* child fds: 0 stdin, 1 stdout, 2 stderr, 3 input, 4 channel, 5 bwrap info, 6 exec error, 7 peer */
+    const int cfds[8] = {devnull, p[1], p[3], in_fd, p[5], p[7], p[9], peer};
     *t0 = jr_now_s();
     *pid = fork();
     if (*pid == 0) child(o, a, cfds);
@@ -356,7 +357,7 @@ static jr_status classify(const jr_sandbox_opts *o, jr_sandbox_result *res, int 
     return JR_OK;
 }
 
-static jr_status run_once(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len,
+static jr_status run_once(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len, int peer,
                           jr_sandbox_result *res, int *transient) {
     *transient = 0;
     memset(res, 0, sizeof *res);
@@ -367,7 +368,7 @@ static jr_status run_once(const jr_sandbox_opts *o, const char *const *argv, con
     int p[10] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1}; /* spawn's error paths close them all */
     pid_t pid = 0;
     double t0 = 0;
-    st = spawn(o, argv, input, len, p, &pid, &t0, transient);
+    st = spawn(o, argv, input, len, peer, p, &pid, &t0, transient);
     if (st) return st;
 
     stream s[4] = {{p[0], {0}, o->output_bytes, 0}, {p[2], {0}, o->output_bytes, 0},
@@ -440,15 +441,20 @@ int jr_sandbox_available(const jr_sandbox_opts *o, const char **why) {
 
 jr_status jr_sandbox_run(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len,
                          jr_sandbox_result *res) {
+    return jr_sandbox_run_peer(o, argv, input, len, -1, res);
+}
+
+jr_status jr_sandbox_run_peer(const jr_sandbox_opts *o, const char *const *argv, const void *input, size_t len, int peer,
+                              jr_sandbox_result *res) {
     int transient = 0;
-    jr_status st = run_once(o, argv, input, len, res, &transient);
+    jr_status st = run_once(o, argv, input, len, peer, res, &transient);
     /* bubblewrap that died before the sandbox existed with nothing on stderr (seen once on a loaded
      * machine, among 164 runs that set up fine) or with "Resource temporarily unavailable" (seen twice
      * at load 33-40 while other test suites ran) gets one more try after a short pause: the program
      * never ran, so nothing is repeated; a second such failure is the error */
     if (st && transient) {
         nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
-        st = run_once(o, argv, input, len, res, &transient);
+        st = run_once(o, argv, input, len, peer, res, &transient);
     }
     return st;
 }

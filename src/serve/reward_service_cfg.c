@@ -16,6 +16,7 @@ const jr_cfg_field jr_reward_service_cfg[] = {
     {"service.header_timeout", JR_CFG_FLOAT, "10", "seconds to receive a request's headers", NULL, NULL, 0.1, 1e6},
     {"service.body_timeout", JR_CFG_FLOAT, "60", "seconds to receive a request's body once its headers are in", NULL, NULL, 0.1, 1e6},
     {"service.log_requests", JR_CFG_BOOL, "true", "one line per request on stderr: route, status, rows, unscored, milliseconds (never a body or a header)", NULL, NULL, 0, 0},
+    {"service.allow_code", JR_CFG_BOOL, "false", "serve code-running rewards (code_tests) without an API key: any client that reaches the port then runs its code in the sandbox", NULL, NULL, 0, 0},
     {NULL, 0, NULL, NULL, NULL, NULL, 0, 0},
 };
 
@@ -36,6 +37,7 @@ jr_status jr_rsvc_opts_from_config(jr_rsvc_opts *o, const jr_config *c) {
     o->header_timeout = jr_cfg_float(c, "service.header_timeout");
     o->body_timeout = jr_cfg_float(c, "service.body_timeout");
     o->log_requests = jr_cfg_bool(c, "service.log_requests");
+    o->allow_code = jr_cfg_bool(c, "service.allow_code");
     jr_status st = jr_cfg_check(c);
     if (st) return st;
     if (mode && !strcmp(mode, "value")) {

@@ -16,6 +16,11 @@ void jr_rsvc_default_state_dir(const char *cfg_path, char *out, size_t n) {
 jr_status jr_rsvc_open(jr_rsvc **s, jr_reward **r, jr_reward_opts ro, const jr_rsvc_opts *so, const char *sdir, FILE *log) {
     *s = NULL;
     *r = NULL;
+    /* a code-running reward on an open port runs any client's code: only with a key or when asked */
+    for (int i = 0; !so->api_key && !so->allow_code && i < ro.n_components; i++)
+        if (ro.components[i].fn && !strcmp(ro.components[i].fn, "code_tests"))
+            return jr_fail(JR_EINVAL, "reward.components[%d] (code_tests) runs generated code for any client: configure an API key "
+                           "(--api-key-env NAME) or set service.allow_code: true", i);
     jr_status st = jr_mkdirs(sdir);
     if (st) return st;
     ro.judge.cache_dir = sdir; /* judge_cache.sqlite of this service, never a global file */

@@ -518,7 +518,7 @@ static int op_test(run *r, const jr_wf_node *n, uint64_t path, const wval *code,
     sprintf(suite, "%s\n\ndef check(candidate):\n    pass\n", tests); /* the driver calls check(entry_point) */
     char *cur = strdup(code->text);
     for (int k = 0; cur; k++) {
-        jr_py_job job = {cur, suite, ep};
+        jr_py_job job = {cur, suite, ep, 1, NULL};
         jr_py_result pr;
         jr_status st = jr_sandbox_python(&r->e->o.sandbox, &job, &pr);
         if (st) { free(cur); free(suite); return failf(r, n, "sandbox: %s", jr_errmsg()); }

@@ -83,7 +83,7 @@ jr_status jr_wf_grade(const json_t *row, const char *answer, const jr_sandbox_op
         char *suite = malloc(strlen(tests) + 64);
         if (!suite) return jr_fail(JR_ENOMEM, "grade: out of memory");
         sprintf(suite, "%s\n\ndef check(candidate):\n    pass\n", tests); /* the driver calls check(entry_point) */
-        jr_py_job job = {answer, suite, ep};
+        jr_py_job job = {answer, suite, ep, 1, NULL};
         jr_py_result pr;
         jr_status st = jr_sandbox_python(sb, &job, &pr);
         free(suite);
