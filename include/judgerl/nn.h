@@ -47,7 +47,7 @@ void jr_matmul_rows_bf16(float *out, const float *inp, const uint16_t *w, const 
                          uint16_t *scratch);
 /* "avx512_bf16" or "fp32_fallback": the kernel jr_matmul_rows_bf16 runs. */
 const char *jr_matmul_rows_bf16_kernel(void);
-/* Tests: 1 forces the fallback kernel (to check it on a CPU that has AVX512-BF16), 0 back to cpuid. */
+/* Tests: 1 forces the fallback kernel (to check it on a CPU that has AVX512-BF16), 0 back to the CPU's. */
 void jr_matmul_rows_bf16_force_fallback(int on);
 /* dst[i] = bf16(src[i]), round to nearest even (NaN kept quiet). */
 void jr_bf16_from_f32(uint16_t *dst, const float *src, long n);
@@ -110,7 +110,7 @@ int jr_attention_fused_backward(float *dq, float *dk, float *dv, const float *do
 
 /* out (N,F) = silu(gate) * up. */
 void jr_swiglu_forward(float *out, const float *gate, const float *up, int N, int F);
-/* The same with e^-gate in AVX-512 steps where the CPU has them (a polynomial within 2 ulp of expf, not
+/* The same with e^-gate in AVX-512 steps at kernel level avx512 (a polynomial within 2 ulp of expf, not
  * bitwise it; every element through the same steps wherever it falls, so a row's result never depends
  * on the rows beside it): generation's forward (kvcache.c), where expf was 7% of a 0.5b prefill. */
 void jr_swiglu_forward_fast(float *out, const float *gate, const float *up, int N, int F);

@@ -1,5 +1,5 @@
 /* rows_block.h - the register blocking shared by the batch-invariant rows kernels (jr_matmul_rows_bf16
- * and the fp32 decode/prefill kernel of src/model/kvcache.c)
+ * and the fp32 decode/prefill kernel of src/nn/k_rows_f32.c)
  *
  * JR_ROWS_GROUPS(BLK, T, w, N, C, OC, o, o1, KC, acc, PFD) runs the outputs [o, o1 - (o1 - o) % 8) in groups
  * of 8 weight rows (w: T elements, C per row): 4 x 4 blocks over the N rows, then the rows left over as
@@ -94,7 +94,7 @@ static inline const char *jr_rows_n1_pf(const void *w, size_t row_bytes, int o, 
  * were a tenth of a 32-row prefill's kernel time): A[4j + i] the accumulator of row n + i, output
  * o + j (i < NR, 3 or 4 rows; a missing row is zeros, never stored; a fresh array: passing the
  * kernel's own accumulators by address kept them in memory, 15% slower), each summed lanes l + l+8,
- * then + l+4, then as the kernel's one-output reduction: fp32_order (fold() of kvcache.c)
+ * then + l+4, then as the kernel's one-output reduction: fp32_order (fold() of k_vec8.h)
  * (0 + 1) + (2 + 3), else (_mm512_reduce_add_ps's) (0 + 2) + (1 + 3). Plus bias[o + j] (or + 0, as
  * the one-output path). */
 JR_ROWS_AVX512 void jr_rows_sum4x4(float *out, const __m512 *A, int NR, const float *bias, int n, int o, int OC,
